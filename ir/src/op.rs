@@ -1,0 +1,232 @@
+//! The closed set of primitive operations of the graph IR.
+//!
+//! Adding an op means adding a variant here and then following the compiler's exhaustiveness
+//! errors through shape inference, the interpreter, the text format, the e-graph language, the
+//! gradient table and the code generator. Attributes are fields of the variant; tensor operands
+//! are the node's `inputs`.
+//!
+//! Elementwise ops broadcast their inputs implicitly, NumPy style: the input and output
+//! [`crate::TensorType`]s say how.
+
+use crate::attr::Scalar;
+use crate::dtype::DType;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sigmoid,
+    Sin,
+    Cos,
+    Erf,
+    Floor,
+    Ceil,
+    /// Round half to even, like NumPy.
+    Round,
+    Sign,
+    Reciprocal,
+    Log1p,
+    Expm1,
+    LogicalNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+}
+
+impl BinaryOp {
+    /// Comparisons produce `bool` whatever their operands' dtype.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+}
+
+/// A primitive operation. Each node of a [`crate::Graph`] holds one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// The `index`-th tensor parameter of the graph. No inputs.
+    Param(u32),
+    /// A rank-0 constant of the node's dtype. No inputs.
+    Const(Scalar),
+    /// Elementwise; 1 input.
+    Unary(UnaryOp),
+    /// Elementwise with NumPy broadcasting; 2 inputs. Comparisons give `bool`.
+    Binary(BinaryOp),
+    /// `where(cond, a, b)`, elementwise with broadcasting; 3 inputs, `cond` is `bool`.
+    Where,
+    /// Elementwise conversion to `dtype`; 1 input.
+    Cast(DType),
+    /// Reduction over `axes` (sorted, unique, non-negative; empty never occurs after lowering:
+    /// `dims = []` is lowered to all axes). 1 input.
+    Reduce { op: ReduceOp, axes: Vec<u32>, keepdim: bool },
+    /// Index of the maximum along `axis` (first on ties), `i64`. 1 input.
+    ArgMax { axis: u32, keepdim: bool },
+    /// NumPy `matmul`: 2-D, or batched over leading axes with broadcasting. 2 inputs.
+    /// (1-D operands are reshaped to 2-D by lowering, so the IR only sees rank >= 2.)
+    MatMul,
+    /// Same elements in row-major order, new shape (the node's shape). 1 input.
+    /// `unsqueeze` and `squeeze` lower to this.
+    Reshape,
+    /// Permutes axes: output axis `i` is input axis `perm[i]`. 1 input.
+    Transpose { perm: Vec<u32> },
+    /// Broadcasts to the node's shape, NumPy rules. 1 input.
+    BroadcastTo,
+    /// Concatenation along `axis`; n >= 1 inputs.
+    Concat { axis: u32 },
+    /// Python slicing `start:end:step` along `axis` (negative indices count from the end,
+    /// out-of-range bounds clamp, `step != 0`). 1 input.
+    Slice { axis: u32, start: i64, end: Option<i64>, step: i64 },
+    /// A tensor of the node's shape and dtype filled with `value`. No inputs, or 1 input whose
+    /// shape it copies (`zeros_like`, `ones_like`; the input is then only read for its shape).
+    Full { value: Scalar },
+    /// A kernel registered from Rust (`Session::register_extern`). Fusion cuts the graph around
+    /// it. `attrs` are the op's non-tensor arguments in parameter order.
+    Extern { name: String, attrs: Vec<crate::attr::Attr> },
+}
+
+impl Op {
+    /// True for ops computed independently per output element from the same-index elements
+    /// of their (broadcast) inputs.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(self, Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) | Op::Const(_))
+    }
+
+    /// The op's name in the IR text format.
+    pub fn name(&self) -> String {
+        match self {
+            Op::Param(_) => "param".into(),
+            Op::Const(_) => "const".into(),
+            Op::Unary(u) => unary_name(*u).into(),
+            Op::Binary(b) => binary_name(*b).into(),
+            Op::Where => "where".into(),
+            Op::Cast(_) => "cast".into(),
+            Op::Reduce { op, .. } => reduce_name(*op).into(),
+            Op::ArgMax { .. } => "argmax".into(),
+            Op::MatMul => "matmul".into(),
+            Op::Reshape => "reshape".into(),
+            Op::Transpose { .. } => "transpose".into(),
+            Op::BroadcastTo => "broadcast_to".into(),
+            Op::Concat { .. } => "concat".into(),
+            Op::Slice { .. } => "slice".into(),
+            Op::Full { .. } => "full".into(),
+            Op::Extern { name, .. } => format!("extern.{name}"),
+        }
+    }
+}
+
+pub fn unary_name(u: UnaryOp) -> &'static str {
+    use UnaryOp::*;
+    match u {
+        Neg => "neg",
+        Abs => "abs",
+        Exp => "exp",
+        Log => "log",
+        Sqrt => "sqrt",
+        Rsqrt => "rsqrt",
+        Tanh => "tanh",
+        Sigmoid => "sigmoid",
+        Sin => "sin",
+        Cos => "cos",
+        Erf => "erf",
+        Floor => "floor",
+        Ceil => "ceil",
+        Round => "round",
+        Sign => "sign",
+        Reciprocal => "reciprocal",
+        Log1p => "log1p",
+        Expm1 => "expm1",
+        LogicalNot => "logical_not",
+    }
+}
+
+pub fn binary_name(b: BinaryOp) -> &'static str {
+    use BinaryOp::*;
+    match b {
+        Add => "add",
+        Sub => "sub",
+        Mul => "mul",
+        Div => "div",
+        Pow => "pow",
+        Maximum => "maximum",
+        Minimum => "minimum",
+        Eq => "eq",
+        Ne => "ne",
+        Lt => "lt",
+        Le => "le",
+        Gt => "gt",
+        Ge => "ge",
+        LogicalAnd => "logical_and",
+        LogicalOr => "logical_or",
+    }
+}
+
+pub fn reduce_name(r: ReduceOp) -> &'static str {
+    match r {
+        ReduceOp::Sum => "sum",
+        ReduceOp::Mean => "mean",
+        ReduceOp::Max => "max",
+        ReduceOp::Min => "min",
+        ReduceOp::Prod => "prod",
+    }
+}
+
+pub const ALL_UNARY: [UnaryOp; 19] = {
+    use UnaryOp::*;
+    [
+        Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos, Erf, Floor, Ceil, Round, Sign,
+        Reciprocal, Log1p, Expm1, LogicalNot,
+    ]
+};
+
+pub const ALL_BINARY: [BinaryOp; 15] = {
+    use BinaryOp::*;
+    [Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr]
+};
+
+pub const ALL_REDUCE: [ReduceOp; 5] =
+    [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
+
+impl fmt::Display for UnaryOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(unary_name(*self))
+    }
+}
+
+impl fmt::Display for BinaryOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(binary_name(*self))
+    }
+}

@@ -1,0 +1,1 @@
+//! tfn: a compiler for a small tensor language.
