@@ -6,26 +6,39 @@
 //!   rewrite rules) as the front end hands it over, generic over attributes and dtypes;
 //! - [`graph`]: the SSA graph of primitive [`op::Op`]s that one call signature lowers to, with a
 //!   dtype and a symbolic [`shape::Shape`] on every value;
+//! - [`bind`] and [`interp`]: binding runtime sizes, and the reference interpreter;
+//! - [`text`]: the IR text format, printed and parsed back;
 //! - [`diagnostic`] and [`span`]: the one diagnostic type, shared by every layer.
 //!
 //! Architecture invariant: this crate depends on no parser, optimiser or code generator.
 
 pub mod attr;
+pub mod bind;
 pub mod diagnostic;
+pub mod dispatch;
 pub mod dtype;
 pub mod graph;
+pub mod interp;
 pub mod library;
+pub mod lower;
 pub mod op;
 pub mod shape;
 pub mod span;
 pub mod tensor;
+pub mod text;
+pub mod verify;
 
 pub use attr::{Attr, Scalar};
+pub use bind::{bind_sizes, concrete_shape, BindError};
 pub use diagnostic::{Diagnostic, Severity};
 pub use dtype::DType;
 pub use graph::{Graph, GraphParam, Node, Origin, TensorType, ValueId};
+pub use interp::{run, run_with_externs, ExternKernels, InterpError};
 pub use library::Library;
+pub use lower::{instantiate, ArgSpec, DimSpec, Instance, LowerError, ParamSource};
 pub use op::{BinaryOp, Op, ReduceOp, UnaryOp};
 pub use shape::{Dim, DimExpr, Shape, Sym, SymDef};
 pub use span::{FileId, SourceMap, Span};
 pub use tensor::Tensor;
+pub use text::{parse_graph, print_graph, ParseError};
+pub use verify::{verify, VerifyError};

@@ -1,0 +1,130 @@
+//! Source preparation before the grammar runs: newlines inside brackets, and nesting limits.
+//!
+//! Statements end at a newline, except inside `(...)` and `[...]`. Rather than duplicating the
+//! whole expression grammar in a newline-insensitive variant, [`prepare`] replaces every newline
+//! that sits inside parentheses or brackets (outside comments and strings) with a space. Byte
+//! offsets are unchanged, so spans still point into the original text.
+//!
+//! The same scan enforces two limits that keep every later recursive walk (pest, the Pratt
+//! parser, the checker, the printer) far from the stack's end on adversarial input: bracket and
+//! brace nesting of at most [`MAX_NESTING`], and at most [`MAX_OPERATORS`] operator characters in
+//! one statement. Real programs are nowhere near either.
+
+use tfn_ir::{Diagnostic, FileId, Span};
+
+/// Deepest allowed nesting of `(`, `[` and `{`.
+pub const MAX_NESTING: usize = 64;
+/// Most operator characters (`+ - * / < > = !`) allowed in one statement.
+pub const MAX_OPERATORS: usize = 512;
+
+/// The text to hand to the grammar, or the limit that was exceeded.
+pub fn prepare(file: FileId, text: &str) -> Result<String, Diagnostic> {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    // Open brackets: `(`/`[` mask newlines, `{` does not.
+    let mut stack: Vec<u8> = Vec::new();
+    let mut operators = 0usize;
+    let mut statement_start = 0usize;
+    let mut i = 0usize;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        match c {
+            b'/' if next == Some(b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if next == Some(b'*') => {
+                i += 2;
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                stack.push(c);
+                if stack.len() > MAX_NESTING {
+                    return Err(too_deep(file, i));
+                }
+                if c == b'{' {
+                    operators = 0;
+                    statement_start = i + 1;
+                }
+            }
+            b')' | b']' | b'}' => {
+                stack.pop();
+                if c == b'}' {
+                    operators = 0;
+                    statement_start = i + 1;
+                }
+            }
+            b'\n' => {
+                if matches!(stack.last(), Some(b'(') | Some(b'[')) {
+                    out[i] = b' ';
+                } else {
+                    operators = 0;
+                    statement_start = i + 1;
+                }
+            }
+            b';' => {
+                operators = 0;
+                statement_start = i + 1;
+            }
+            b'+' | b'-' | b'*' | b'/' | b'<' | b'>' | b'=' | b'!' => {
+                operators += 1;
+                if operators > MAX_OPERATORS {
+                    return Err(too_complex(file, statement_start, i));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII bytes were replaced by ASCII bytes, so this cannot fail; fall back to the
+    // original text rather than panic if it somehow did.
+    Ok(String::from_utf8(out).unwrap_or_else(|_| text.to_string()))
+}
+
+fn too_deep(file: FileId, at: usize) -> Diagnostic {
+    Diagnostic::error("E0003", format!("brackets nested more than {MAX_NESTING} deep"))
+        .at(Span::new(file, at, at + 1), "too deep")
+        .with_help("split the expression with `let` bindings")
+}
+
+fn too_complex(file: FileId, start: usize, at: usize) -> Diagnostic {
+    Diagnostic::error(
+        "E0003",
+        format!("statement has more than {MAX_OPERATORS} operators"),
+    )
+    .at(Span::new(file, start.min(at), at + 1), "too complex")
+    .with_help("split the expression with `let` bindings")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_newlines_inside_brackets_only() {
+        let src = "f(a,\n b)\n[1,\n 2] // (\n{\n}\n";
+        let out = prepare(FileId(0), src).unwrap_or_default();
+        assert_eq!(out, "f(a,  b)\n[1,  2] // (\n{\n}\n");
+    }
+
+    #[test]
+    fn limits_nesting() {
+        let src = "(".repeat(MAX_NESTING + 1);
+        assert!(prepare(FileId(0), &src).is_err());
+        let src = "-".repeat(MAX_OPERATORS + 1);
+        assert!(prepare(FileId(0), &src).is_err());
+    }
+}

@@ -1,0 +1,131 @@
+//! pest errors → the project's [`Diagnostic`] (`E0001`).
+//!
+//! pest reports the rules it tried at the furthest position it reached. Each grammar rule that can
+//! be "expected" has a readable name here (`rparen` → "`)`"); the many rules an expression can
+//! start with are summarised as "an expression", and the primary span covers the offending token
+//! (a word, a number, one punctuation character, or the end of the file).
+
+use crate::parser::Rule;
+use pest::error::{Error, ErrorVariant, InputLocation};
+use tfn_ir::{Diagnostic, FileId, Span};
+
+/// Converts a pest error for the file `file` with source `text` into a diagnostic.
+pub fn syntax_error(file: FileId, text: &str, error: Error<Rule>) -> Diagnostic {
+    let pos = match error.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let message = match &error.variant {
+        ErrorVariant::ParsingError { positives, .. } => expected_message(positives),
+        ErrorVariant::CustomError { message } => message.clone(),
+    };
+    let rest = text.get(pos..).unwrap_or("");
+    let (len, found) = offending_token(rest);
+    Diagnostic::error("E0001", message).at(Span::new(file, pos, pos + len), found)
+}
+
+/// "expected `)` or `,`" from the rules pest tried.
+fn expected_message(positives: &[Rule]) -> String {
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut expression = false;
+    for rule in positives {
+        match describe(*rule) {
+            Some(name) if name == EXPRESSION => expression = true,
+            Some(name) => {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            None => {}
+        }
+    }
+    if expression {
+        names.insert(0, EXPRESSION);
+    }
+    match names.len() {
+        0 => "syntax error".to_string(),
+        1 => format!("expected {}", names[0]),
+        n => format!("expected {} or {}", names[..n - 1].join(", "), names[n - 1]),
+    }
+}
+
+const EXPRESSION: &str = "an expression";
+
+/// The readable name of a rule in "expected ..." messages; `None` hides it.
+fn describe(rule: Rule) -> Option<&'static str> {
+    use Rule::*;
+    Some(match rule {
+        newline => "newline",
+        semi => "`;`",
+        lparen => "`(`",
+        rparen => "`)`",
+        lbracket => "`[`",
+        rbracket => "`]`",
+        lbrace => "`{`",
+        rbrace => "`}`",
+        langle => "`<`",
+        rangle => "`>`",
+        comma => "`,`",
+        colon => "`:`",
+        arrow => "`->`",
+        fat_arrow => "`=>`",
+        assign => "`=`",
+        star => "`*`",
+        dot => "`.`",
+        ident | name | overload | fn_name => "an identifier",
+        rule_name => "a rule name",
+        kw_op => "`op`",
+        kw_extern => "`extern`",
+        kw_fn => "`fn`",
+        kw_let => "`let`",
+        kw_if => "`if`",
+        kw_else => "`else`",
+        kw_return => "`return`",
+        kw_rewrite => "`rewrite`",
+        kw_use => "`use`",
+        kw_grad => "`grad`",
+        kw_shape => "`shape`",
+        kw_dtype => "`dtype`",
+        kw_broadcast => "`broadcast`",
+        string => "a string",
+        dtype_name => "a dtype",
+        ty => "a type",
+        param => "a parameter",
+        formula => "a gradient formula",
+        expr | neg | int | float | bool_lit | list | paren | call | pat_var => EXPRESSION,
+        pow | mul | div | add | sub | eq | ne | le | ge | lt | gt => "an operator",
+        EOI => "end of file",
+        _ => return None,
+    })
+}
+
+/// Length in bytes of the token at the start of `rest`, and a label naming it.
+fn offending_token(rest: &str) -> (usize, String) {
+    let mut chars = rest.char_indices();
+    let Some((_, first)) = chars.next() else { return (0, "unexpected end of file".into()) };
+    if first == '\n' || first == '\r' {
+        return (1, "unexpected end of line".into());
+    }
+    let len = if first.is_ascii_alphanumeric() || first == '_' {
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(rest.len())
+    } else {
+        first.len_utf8()
+    };
+    let token = rest.get(..len).unwrap_or("");
+    (len, format!("unexpected `{token}`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_expected_tokens() {
+        assert_eq!(expected_message(&[Rule::rparen, Rule::comma]), "expected `)` or `,`");
+        assert_eq!(
+            expected_message(&[Rule::int, Rule::float, Rule::rbracket]),
+            "expected an expression or `]`"
+        );
+        assert_eq!(expected_message(&[]), "syntax error");
+    }
+}

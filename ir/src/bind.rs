@@ -1,0 +1,308 @@
+//! Runtime size binding: from the concrete shapes of a call's inputs to the value of every
+//! symbolic size ([`Sym`]) of a [`Graph`].
+//!
+//! A graph is compiled once per signature, so its shapes are symbolic; at call time
+//! [`bind_sizes`] checks each input against its parameter's rank and constant dimensions, binds
+//! the [`SymDef::Input`] symbols (every source of one symbol must agree, and a disagreement names
+//! both parameters and shows both shapes), then evaluates the [`SymDef::Derived`] ones.
+//! [`concrete_shape`] then turns any symbolic [`Shape`] of the graph into a `Vec<usize>`.
+//!
+//! Evaluation of derived sizes uses checked `i64` arithmetic: a division must be exact, a size
+//! must not be negative, and nothing may overflow; each failure is a typed [`BindError`].
+
+use crate::graph::Graph;
+use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
+use thiserror::Error;
+
+/// Why a call's input shapes do not fit a graph.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum BindError {
+    #[error("expected {expected} tensor argument(s), got {got}")]
+    ArgCount { expected: usize, got: usize },
+    #[error("`{param}` must have rank {expected}, but has shape {shape:?} (rank {})", shape.len())]
+    Rank { param: String, expected: usize, shape: Vec<usize> },
+    #[error("`{param}` has shape {shape:?}, but axis {axis} must be {expected}")]
+    StaticDim { param: String, axis: usize, expected: u64, shape: Vec<usize> },
+    /// Two sources of one symbol disagree. When both are the same parameter, the shapes are
+    /// equal and the message names the two axes.
+    #[error("{}", mismatch_message(.first, .second))]
+    Mismatch { first: AxisRef, second: AxisRef },
+    #[error("size `s{sym}` = {numerator} / {denominator} is not a whole number")]
+    InexactDiv { sym: u32, numerator: i64, denominator: i64 },
+    #[error("size `s{sym}` would be negative ({value})")]
+    Negative { sym: u32, value: i64 },
+    #[error("size `s{sym}` overflows")]
+    Overflow { sym: u32 },
+    #[error("size `s{sym}` is a slice with step 0")]
+    ZeroStep { sym: u32 },
+    /// The graph itself is malformed (a bug in whoever built it, not in the call).
+    #[error("malformed graph: {0}")]
+    Malformed(String),
+}
+
+/// One axis of one parameter, with the parameter's whole input shape (for messages).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AxisRef {
+    pub param: String,
+    pub axis: usize,
+    pub shape: Vec<usize>,
+}
+
+fn mismatch_message(a: &AxisRef, b: &AxisRef) -> String {
+    let size = |r: &AxisRef| r.shape.get(r.axis).copied().unwrap_or(0);
+    let (sa, sb) = (size(a), size(b));
+    if a.param == b.param {
+        return format!(
+            "`{}` has shape {:?}: axes {} and {} must match ({sa} vs {sb})",
+            a.param, a.shape, a.axis, b.axis
+        );
+    }
+    let axes = if a.axis == b.axis {
+        format!("axis {} must match", a.axis)
+    } else {
+        format!("axis {} of `{}` must match axis {} of `{}`", a.axis, a.param, b.axis, b.param)
+    };
+    format!(
+        "`{}` has shape {:?} but `{}` has shape {:?}: {axes} ({sa} vs {sb})",
+        a.param, a.shape, b.param, b.shape
+    )
+}
+
+/// Binds every symbol of `graph` from the shapes of the call's tensor inputs (in parameter
+/// order). Returns one value per entry of `graph.syms`. Also checks that every symbol the graph
+/// mentions exists, so that [`concrete_shape`] cannot fail on the result.
+pub fn bind_sizes(graph: &Graph, input_shapes: &[&[usize]]) -> Result<Vec<usize>, BindError> {
+    if graph.params.len() != input_shapes.len() {
+        return Err(BindError::ArgCount { expected: graph.params.len(), got: input_shapes.len() });
+    }
+    check_sym_references(graph)?;
+    for (param, &shape) in graph.params.iter().zip(input_shapes) {
+        let dims = param.ty.shape.dims();
+        if dims.len() != shape.len() {
+            return Err(BindError::Rank {
+                param: param.name.clone(),
+                expected: dims.len(),
+                shape: shape.to_vec(),
+            });
+        }
+        for (axis, (dim, &size)) in dims.iter().zip(shape).enumerate() {
+            if let Dim::Const(c) = *dim {
+                if c != size as u64 {
+                    return Err(BindError::StaticDim {
+                        param: param.name.clone(),
+                        axis,
+                        expected: c,
+                        shape: shape.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+
+    let mut binder = Binder { graph, input_shapes, values: vec![None; graph.syms.len()] };
+    for i in 0..graph.syms.len() {
+        binder.eval_sym(i as u32, 0)?;
+    }
+    let sizes: Vec<usize> = binder.values.iter().map(|v| v.unwrap_or(0)).collect();
+
+    // Parameters may also mention derived symbols: their shapes must then come out right too.
+    for (param, &shape) in graph.params.iter().zip(input_shapes) {
+        for (axis, dim) in param.ty.shape.dims().iter().enumerate() {
+            if let Dim::Sym(s) = *dim {
+                let expected = sizes[s.0 as usize];
+                if expected != shape[axis] {
+                    return Err(BindError::StaticDim {
+                        param: param.name.clone(),
+                        axis,
+                        expected: expected as u64,
+                        shape: shape.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// The concrete shape of a symbolic `shape`, given `sizes` from [`bind_sizes`] for the graph the
+/// shape belongs to (which guarantees every symbol is in range). A symbol out of range (only
+/// possible with `sizes` of another graph) maps to `usize::MAX`, which never matches a real
+/// shape; use [`try_concrete_shape`] to detect it.
+pub fn concrete_shape(shape: &Shape, sizes: &[usize]) -> Vec<usize> {
+    shape
+        .dims()
+        .iter()
+        .map(|d| match *d {
+            Dim::Const(c) => c as usize,
+            Dim::Sym(s) => sizes.get(s.0 as usize).copied().unwrap_or(usize::MAX),
+        })
+        .collect()
+}
+
+/// Like [`concrete_shape`], but `None` when a symbol is not in `sizes`.
+pub fn try_concrete_shape(shape: &Shape, sizes: &[usize]) -> Option<Vec<usize>> {
+    shape
+        .dims()
+        .iter()
+        .map(|d| match *d {
+            Dim::Const(c) => usize::try_from(c).ok(),
+            Dim::Sym(s) => sizes.get(s.0 as usize).copied(),
+        })
+        .collect()
+}
+
+/// Python's `range(*slice(start, end, step).indices(size))`: the first index and the number of
+/// elements. `None` when `step == 0`. Shared by size binding and the interpreter's `slice`.
+pub fn slice_range(size: i64, start: i64, end: Option<i64>, step: i64) -> Option<(i64, usize)> {
+    if step == 0 {
+        return None;
+    }
+    let size = size.max(0);
+    let clamp = |i: i64, lo: i64, hi: i64| {
+        let i = if i < 0 { i.saturating_add(size) } else { i };
+        i.clamp(lo, hi)
+    };
+    let (first, count) = if step > 0 {
+        let first = clamp(start, 0, size);
+        let stop = end.map_or(size, |e| clamp(e, 0, size));
+        let count = if stop > first { (stop - first - 1) / step + 1 } else { 0 };
+        (first, count)
+    } else {
+        let first = clamp(start, -1, size - 1);
+        let stop = end.map_or(-1, |e| clamp(e, -1, size - 1));
+        let count = if first > stop { (first - stop - 1) / step.saturating_neg() + 1 } else { 0 };
+        (first, count)
+    };
+    Some((first, count as usize))
+}
+
+fn check_sym_references(graph: &Graph) -> Result<(), BindError> {
+    let n = graph.syms.len();
+    let check_shape = |shape: &Shape, what: &dyn Fn() -> String| -> Result<(), BindError> {
+        for d in shape.dims() {
+            if let Dim::Sym(s) = *d {
+                if s.0 as usize >= n {
+                    return Err(BindError::Malformed(format!(
+                        "{} uses `s{}` but the graph defines {n} symbol(s)",
+                        what(),
+                        s.0
+                    )));
+                }
+            }
+        }
+        Ok(())
+    };
+    for p in &graph.params {
+        check_shape(&p.ty.shape, &|| format!("parameter `{}`", p.name))?;
+    }
+    for (i, node) in graph.nodes.iter().enumerate() {
+        check_shape(&node.ty.shape, &|| format!("%{i}"))?;
+    }
+    Ok(())
+}
+
+/// Nesting bound for derived symbols referring to each other (cycles would recurse forever).
+const MAX_DEPTH: usize = 256;
+
+struct Binder<'a> {
+    graph: &'a Graph,
+    input_shapes: &'a [&'a [usize]],
+    values: Vec<Option<usize>>,
+}
+
+impl Binder<'_> {
+    fn eval_sym(&mut self, sym: u32, depth: usize) -> Result<usize, BindError> {
+        let Some(def) = self.graph.syms.get(sym as usize) else {
+            return Err(BindError::Malformed(format!("`s{sym}` is not defined")));
+        };
+        if let Some(v) = self.values[sym as usize] {
+            return Ok(v);
+        }
+        if depth > MAX_DEPTH {
+            return Err(BindError::Malformed(format!("`s{sym}` is defined in terms of itself")));
+        }
+        let value = match def {
+            SymDef::Input { sources } => self.bind_input(sym, sources)?,
+            SymDef::Derived(expr) => {
+                let v = self.eval_expr(sym, expr, depth)?;
+                usize::try_from(v).map_err(|_| BindError::Negative { sym, value: v })?
+            }
+        };
+        self.values[sym as usize] = Some(value);
+        Ok(value)
+    }
+
+    fn axis_ref(&self, sym: u32, (param, axis): (u32, u32)) -> Result<AxisRef, BindError> {
+        let p = self.graph.params.get(param as usize);
+        let shape = self.input_shapes.get(param as usize);
+        match (p, shape) {
+            (Some(p), Some(shape)) if (axis as usize) < shape.len() => {
+                Ok(AxisRef { param: p.name.clone(), axis: axis as usize, shape: shape.to_vec() })
+            }
+            _ => Err(BindError::Malformed(format!(
+                "`s{sym}` comes from axis {axis} of parameter {param}, which does not exist"
+            ))),
+        }
+    }
+
+    fn bind_input(&self, sym: u32, sources: &[(u32, u32)]) -> Result<usize, BindError> {
+        let Some(&first_source) = sources.first() else {
+            return Err(BindError::Malformed(format!("input size `s{sym}` has no source")));
+        };
+        let first = self.axis_ref(sym, first_source)?;
+        let value = first.shape[first.axis];
+        for &source in &sources[1..] {
+            let other = self.axis_ref(sym, source)?;
+            if other.shape[other.axis] != value {
+                return Err(BindError::Mismatch { first, second: other });
+            }
+        }
+        Ok(value)
+    }
+
+    fn eval_pair(
+        &mut self,
+        sym: u32,
+        a: &DimExpr,
+        b: &DimExpr,
+        depth: usize,
+    ) -> Result<(i64, i64), BindError> {
+        Ok((self.eval_expr(sym, a, depth)?, self.eval_expr(sym, b, depth)?))
+    }
+
+    fn eval_expr(&mut self, sym: u32, expr: &DimExpr, depth: usize) -> Result<i64, BindError> {
+        let overflow = || BindError::Overflow { sym };
+        match expr {
+            DimExpr::Dim(Dim::Const(c)) => i64::try_from(*c).map_err(|_| overflow()),
+            DimExpr::Dim(Dim::Sym(Sym(s))) => {
+                let v = self.eval_sym(*s, depth + 1)?;
+                i64::try_from(v).map_err(|_| overflow())
+            }
+            DimExpr::Add(a, b) => {
+                let (a, b) = self.eval_pair(sym, a, b, depth)?;
+                a.checked_add(b).ok_or_else(overflow)
+            }
+            DimExpr::Sub(a, b) => {
+                let (a, b) = self.eval_pair(sym, a, b, depth)?;
+                a.checked_sub(b).ok_or_else(overflow)
+            }
+            DimExpr::Mul(a, b) => {
+                let (a, b) = self.eval_pair(sym, a, b, depth)?;
+                a.checked_mul(b).ok_or_else(overflow)
+            }
+            DimExpr::Div(a, b) => {
+                let (a, b) = self.eval_pair(sym, a, b, depth)?;
+                if b == 0 || a.checked_rem(b) != Some(0) {
+                    return Err(BindError::InexactDiv { sym, numerator: a, denominator: b });
+                }
+                a.checked_div(b).ok_or_else(overflow)
+            }
+            DimExpr::SliceLen { size, start, end, step } => {
+                let size = self.eval_expr(sym, size, depth)?;
+                let (_, len) =
+                    slice_range(size, *start, *end, *step).ok_or(BindError::ZeroStep { sym })?;
+                i64::try_from(len).map_err(|_| overflow())
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Shape and dtype inference for the primitive ops, on symbolic shapes.
+//!
+//! These functions are pure: they never unify sizes. Lowering first records the equalities an
+//! op implies (broadcast axes, `matmul`'s inner size) in its symbol table and then calls
+//! [`infer`] on the resolved input types; the verifier calls the same [`infer`] on a finished
+//! graph and compares. Sizes an op computes (`concat`, `slice`) come from the `derive`
+//! callback, which lowering backs with new derived symbols and the verifier with a lookup.
+
+use crate::dtype::DType;
+use crate::graph::TensorType;
+use crate::op::{BinaryOp, Op, UnaryOp};
+use crate::shape::{Dim, DimExpr, Shape};
+
+/// NumPy broadcasting of two shapes whose sizes are already unified: aligned from the right,
+/// each axis pair must be equal or one of them the constant 1. `None` when they conflict.
+pub fn broadcast_shapes(a: &Shape, b: &Shape) -> Option<Shape> {
+    let rank = a.rank().max(b.rank());
+    let at = |s: &Shape, i: usize| {
+        let offset = rank - s.rank();
+        if i < offset {
+            Dim::Const(1)
+        } else {
+            s.0[i - offset]
+        }
+    };
+    (0..rank)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y => Some(x),
+            (Dim::Const(1), y) => Some(y),
+            (x, Dim::Const(1)) => Some(x),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(Shape)
+}
+
+/// The shape after reducing `axes` (sorted, in range).
+pub fn reduce_shape(s: &Shape, axes: &[u32], keepdim: bool) -> Shape {
+    let dims = s.0.iter().enumerate().filter_map(|(i, d)| {
+        if !axes.contains(&(i as u32)) {
+            Some(*d)
+        } else if keepdim {
+            Some(Dim::Const(1))
+        } else {
+            None
+        }
+    });
+    Shape(dims.collect())
+}
+
+/// Whether `perm` is a permutation of `0..rank`.
+pub fn is_permutation(perm: &[u32], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    perm.len() == rank
+        && perm.iter().all(|&p| match seen.get_mut(p as usize) {
+            Some(s) if !*s => {
+                *s = true;
+                true
+            }
+            _ => false,
+        })
+}
+
+/// `matmul` of rank >= 2 operands with unified inner and batch sizes.
+pub fn matmul_shape(a: &Shape, b: &Shape) -> Option<Shape> {
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra < 2 || rb < 2 || a.0[ra - 1] != b.0[rb - 2] {
+        return None;
+    }
+    let batch = broadcast_shapes(&Shape(a.0[..ra - 2].to_vec()), &Shape(b.0[..rb - 2].to_vec()))?;
+    let mut dims = batch.0;
+    dims.push(a.0[ra - 2]);
+    dims.push(b.0[rb - 1]);
+    Some(Shape(dims))
+}
+
+/// The number of inputs an op takes: `(min, max)`.
+pub fn arity(op: &Op) -> (usize, usize) {
+    match op {
+        Op::Param(_) | Op::Const(_) => (0, 0),
+        Op::Unary(_)
+        | Op::Cast(_)
+        | Op::Reduce { .. }
+        | Op::ArgMax { .. }
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::BroadcastTo
+        | Op::Slice { .. } => (1, 1),
+        Op::Binary(_) | Op::MatMul => (2, 2),
+        Op::Where => (3, 3),
+        Op::Concat { .. } => (1, usize::MAX),
+        Op::Full { .. } => (0, 1),
+        Op::Extern { .. } => (0, usize::MAX),
+    }
+}
+
+/// The output type of `op` applied to `inputs`, for ops whose type follows from their inputs
+/// and attributes. `Ok(None)` for ops whose type the node itself declares (`param`, `const`,
+/// `full`, `reshape`, `broadcast_to`, `extern`): [`check_declared`] checks those.
+pub fn infer(
+    op: &Op,
+    inputs: &[&TensorType],
+    derive: &mut dyn FnMut(DimExpr) -> Dim,
+) -> Result<Option<TensorType>, String> {
+    let (lo, hi) = arity(op);
+    if inputs.len() < lo || inputs.len() > hi {
+        return Err(format!("`{}` takes {lo} inputs, got {}", op.name(), inputs.len()));
+    }
+    let same = |dtype: DType, shape: Shape| Ok(Some(TensorType { dtype, shape }));
+    match op {
+        Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::Reshape | Op::BroadcastTo => Ok(None),
+        Op::Extern { .. } => Ok(None),
+        Op::Unary(u) => {
+            let x = inputs[0];
+            if (*u == UnaryOp::LogicalNot) != (x.dtype == DType::Bool) {
+                return Err(format!("`{}` does not take {} operands", op.name(), x.dtype));
+            }
+            same(x.dtype, x.shape.clone())
+        }
+        Op::Binary(b) => {
+            let (x, y) = (inputs[0], inputs[1]);
+            if x.dtype != y.dtype {
+                return Err(format!("operand dtypes differ: {} and {}", x.dtype, y.dtype));
+            }
+            let logical = matches!(b, BinaryOp::LogicalAnd | BinaryOp::LogicalOr);
+            if logical != (x.dtype == DType::Bool) && !matches!(b, BinaryOp::Eq | BinaryOp::Ne) {
+                return Err(format!("`{}` does not take {} operands", op.name(), x.dtype));
+            }
+            let shape = broadcast_shapes(&x.shape, &y.shape)
+                .ok_or_else(|| format!("cannot broadcast {} with {}", x.shape, y.shape))?;
+            same(if b.is_comparison() { DType::Bool } else { x.dtype }, shape)
+        }
+        Op::Where => {
+            let (c, x, y) = (inputs[0], inputs[1], inputs[2]);
+            if c.dtype != DType::Bool || x.dtype != y.dtype {
+                return Err(format!("bad operand dtypes {}, {}, {}", c.dtype, x.dtype, y.dtype));
+            }
+            let shape = broadcast_shapes(&c.shape, &x.shape)
+                .and_then(|s| broadcast_shapes(&s, &y.shape))
+                .ok_or_else(|| {
+                    format!("cannot broadcast {}, {} and {}", c.shape, x.shape, y.shape)
+                })?;
+            same(x.dtype, shape)
+        }
+        Op::Cast(d) => same(*d, inputs[0].shape.clone()),
+        Op::Reduce { axes, keepdim, .. } => {
+            let x = inputs[0];
+            let sorted = axes.windows(2).all(|w| w[0] < w[1]);
+            if !sorted || axes.iter().any(|&a| a as usize >= x.shape.rank()) {
+                return Err(format!("bad axes {axes:?} for rank {}", x.shape.rank()));
+            }
+            if axes.is_empty() && x.shape.rank() > 0 {
+                return Err("empty axes".into());
+            }
+            same(x.dtype, reduce_shape(&x.shape, axes, *keepdim))
+        }
+        Op::ArgMax { axis, keepdim } => {
+            let x = inputs[0];
+            if *axis as usize >= x.shape.rank() {
+                return Err(format!("axis {axis} out of range for rank {}", x.shape.rank()));
+            }
+            same(DType::I64, reduce_shape(&x.shape, &[*axis], *keepdim))
+        }
+        Op::MatMul => {
+            let (a, b) = (inputs[0], inputs[1]);
+            if a.dtype != b.dtype {
+                return Err(format!("operand dtypes differ: {} and {}", a.dtype, b.dtype));
+            }
+            let shape = matmul_shape(&a.shape, &b.shape)
+                .ok_or_else(|| format!("cannot multiply {} by {}", a.shape, b.shape))?;
+            same(a.dtype, shape)
+        }
+        Op::Transpose { perm } => {
+            let x = inputs[0];
+            if !is_permutation(perm, x.shape.rank()) {
+                return Err(format!("{perm:?} is not a permutation of rank {}", x.shape.rank()));
+            }
+            same(x.dtype, Shape(perm.iter().map(|&p| x.shape.0[p as usize]).collect()))
+        }
+        Op::Concat { axis } => {
+            let first = inputs[0];
+            let axis = *axis as usize;
+            if axis >= first.shape.rank() {
+                return Err(format!("axis {axis} out of range for rank {}", first.shape.rank()));
+            }
+            let mut total = DimExpr::Dim(first.shape.0[axis]);
+            for x in &inputs[1..] {
+                let compatible = x.dtype == first.dtype
+                    && x.shape.rank() == first.shape.rank()
+                    && (0..x.shape.rank()).all(|i| i == axis || x.shape.0[i] == first.shape.0[i]);
+                if !compatible {
+                    return Err(format!("cannot concatenate {} with {}", first, x));
+                }
+                total = DimExpr::Add(Box::new(total), Box::new(DimExpr::Dim(x.shape.0[axis])));
+            }
+            let mut dims = first.shape.0.clone();
+            dims[axis] = derive(total);
+            same(first.dtype, Shape(dims))
+        }
+        Op::Slice { axis, start, end, step } => {
+            let x = inputs[0];
+            let axis = *axis as usize;
+            if axis >= x.shape.rank() || *step == 0 {
+                return Err(format!("bad slice of axis {axis} step {step} of {}", x.shape));
+            }
+            let mut dims = x.shape.0.clone();
+            dims[axis] = derive(DimExpr::SliceLen {
+                size: Box::new(DimExpr::Dim(dims[axis])),
+                start: *start,
+                end: *end,
+                step: *step,
+            });
+            same(x.dtype, Shape(dims))
+        }
+    }
+}
+
+/// Checks a node whose type [`infer`] leaves to the node: what can be checked statically.
+pub fn check_declared(op: &Op, inputs: &[&TensorType], ty: &TensorType) -> Result<(), String> {
+    match op {
+        Op::Const(_) if ty.shape.rank() != 0 => Err("a constant must have rank 0".into()),
+        Op::Full { .. } => match inputs.first() {
+            Some(x) if x.shape != ty.shape => {
+                Err(format!("`full` copies shape {} but is typed {}", x.shape, ty.shape))
+            }
+            _ => Ok(()),
+        },
+        Op::Reshape => {
+            let x = inputs.first().ok_or("`reshape` without input")?;
+            if x.dtype != ty.dtype {
+                return Err(format!("`reshape` changes dtype {} to {}", x.dtype, ty.dtype));
+            }
+            match (x.shape.as_const(), ty.shape.as_const()) {
+                (Some(a), Some(b)) if a.iter().product::<u64>() != b.iter().product::<u64>() => {
+                    Err(format!("cannot reshape {} to {}", x.shape, ty.shape))
+                }
+                _ => Ok(()),
+            }
+        }
+        Op::BroadcastTo => {
+            let x = inputs.first().ok_or("`broadcast_to` without input")?;
+            if x.dtype != ty.dtype {
+                return Err(format!("`broadcast_to` changes dtype {} to {}", x.dtype, ty.dtype));
+            }
+            if x.shape.rank() > ty.shape.rank()
+                || broadcast_shapes(&x.shape, &ty.shape).as_ref() != Some(&ty.shape)
+            {
+                return Err(format!("cannot broadcast {} to {}", x.shape, ty.shape));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}

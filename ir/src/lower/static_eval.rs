@@ -1,0 +1,157 @@
+//! Compile-time evaluation of calls whose arguments are all attributes.
+//!
+//! Attributes are known at instantiation, so `dim - 1`, `eps * 2.0`, `not activate` or
+//! `dtype == f32` (desugared to `sub`, `mul`, `logical_not`, `eq`, ...) evaluate to attributes
+//! and static `if`s resolve. Ints stay ints (checked arithmetic), an int meeting a float
+//! becomes a float, and `div` is true division like Python's `/`.
+
+use crate::attr::Attr;
+
+/// Whether a call of `name` (with optional overload) on attributes is evaluated statically.
+pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
+    let known = matches!(
+        name,
+        "add"
+            | "sub"
+            | "mul"
+            | "div"
+            | "pow"
+            | "neg"
+            | "abs"
+            | "sign"
+            | "maximum"
+            | "minimum"
+            | "eq"
+            | "ne"
+            | "lt"
+            | "le"
+            | "gt"
+            | "ge"
+            | "logical_and"
+            | "logical_or"
+            | "logical_not"
+            | "and"
+            | "or"
+            | "not"
+    );
+    known && matches!(overload, None | Some("scalar"))
+}
+
+/// Evaluates `name(args...)`. The error is a lowercase reason.
+pub fn eval(name: &str, args: &[Attr]) -> Result<Attr, String> {
+    match args {
+        [x] => unary(name, x),
+        [x, y] => binary(name, x, y),
+        _ => Err(format!("`{name}` does not take {} arguments", args.len())),
+    }
+}
+
+fn unary(name: &str, x: &Attr) -> Result<Attr, String> {
+    Ok(match (name, x) {
+        ("neg", Attr::Int(i)) => Attr::Int(i.checked_neg().ok_or_else(|| overflow(name))?),
+        ("neg", Attr::Float(f)) => Attr::Float(-f),
+        ("abs", Attr::Int(i)) => Attr::Int(i.checked_abs().ok_or_else(|| overflow(name))?),
+        ("abs", Attr::Float(f)) => Attr::Float(f.abs()),
+        ("sign", Attr::Int(i)) => Attr::Int(i.signum()),
+        ("sign", Attr::Float(f)) => Attr::Float(if *f == 0.0 || f.is_nan() { *f } else { f.signum() }),
+        ("logical_not" | "not", Attr::Bool(b)) => Attr::Bool(!b),
+        _ => return Err(format!("`{name}` cannot be applied to {} `{x}`", x.type_name())),
+    })
+}
+
+fn overflow(name: &str) -> String {
+    format!("integer overflow in `{name}`")
+}
+
+fn binary(name: &str, x: &Attr, y: &Attr) -> Result<Attr, String> {
+    let mismatch = || {
+        format!(
+            "`{name}` cannot be applied to {} `{x}` and {} `{y}`",
+            x.type_name(),
+            y.type_name()
+        )
+    };
+    match name {
+        "eq" | "ne" => {
+            let equal = match (x.as_f64(), y.as_f64()) {
+                (Some(a), Some(b)) => a == b,
+                _ if std::mem::discriminant(x) == std::mem::discriminant(y) => x == y,
+                _ => return Err(mismatch()),
+            };
+            return Ok(Attr::Bool(equal == (name == "eq")));
+        }
+        "logical_and" | "and" | "logical_or" | "or" => {
+            let (Attr::Bool(a), Attr::Bool(b)) = (x, y) else { return Err(mismatch()) };
+            let and = matches!(name, "logical_and" | "and");
+            return Ok(Attr::Bool(if and { *a && *b } else { *a || *b }));
+        }
+        _ => {}
+    }
+    if let (Attr::Int(a), Attr::Int(b)) = (x, y) {
+        let (a, b) = (*a, *b);
+        let int = |v: Option<i64>| v.map(Attr::Int).ok_or_else(|| overflow(name));
+        return match name {
+            "add" => int(a.checked_add(b)),
+            "sub" => int(a.checked_sub(b)),
+            "mul" => int(a.checked_mul(b)),
+            "pow" if b >= 0 => int(u32::try_from(b).ok().and_then(|e| a.checked_pow(e))),
+            "maximum" => Ok(Attr::Int(a.max(b))),
+            "minimum" => Ok(Attr::Int(a.min(b))),
+            "lt" => Ok(Attr::Bool(a < b)),
+            "le" => Ok(Attr::Bool(a <= b)),
+            "gt" => Ok(Attr::Bool(a > b)),
+            "ge" => Ok(Attr::Bool(a >= b)),
+            _ => float_binary(name, a as f64, b as f64).ok_or_else(mismatch),
+        };
+    }
+    match (x.as_f64(), y.as_f64()) {
+        (Some(a), Some(b)) => float_binary(name, a, b).ok_or_else(mismatch),
+        _ => Err(mismatch()),
+    }
+}
+
+fn float_binary(name: &str, a: f64, b: f64) -> Option<Attr> {
+    Some(match name {
+        "add" => Attr::Float(a + b),
+        "sub" => Attr::Float(a - b),
+        "mul" => Attr::Float(a * b),
+        "div" => Attr::Float(a / b),
+        "pow" => Attr::Float(a.powf(b)),
+        "maximum" => Attr::Float(a.max(b)),
+        "minimum" => Attr::Float(a.min(b)),
+        "lt" => Attr::Bool(a < b),
+        "le" => Attr::Bool(a <= b),
+        "gt" => Attr::Bool(a > b),
+        "ge" => Attr::Bool(a >= b),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Attr::{Bool as B, Float as F, Int as I};
+
+    #[test]
+    fn evaluates_attribute_expressions() {
+        let cases: &[(&str, &[Attr], Result<Attr, &str>)] = &[
+            ("sub", &[I(-1), I(1)], Ok(I(-2))),
+            ("mul", &[I(2), F(0.5)], Ok(F(1.0))),
+            ("div", &[I(3), I(2)], Ok(F(1.5))),
+            ("pow", &[I(2), I(10)], Ok(I(1024))),
+            ("pow", &[I(2), I(-1)], Ok(F(0.5))),
+            ("lt", &[I(1), F(1.5)], Ok(B(true))),
+            ("eq", &[Attr::DType(crate::DType::F32), Attr::DType(crate::DType::F32)], Ok(B(true))),
+            ("ne", &[I(2), F(2.0)], Ok(B(false))),
+            ("logical_not", &[B(true)], Ok(B(false))),
+            ("logical_and", &[B(true), B(false)], Ok(B(false))),
+            ("neg", &[I(i64::MIN)], Err("integer overflow in `neg`")),
+            ("add", &[B(true), I(1)], Err("`add` cannot be applied to Bool `true` and Int `1`")),
+            ("eq", &[B(true), I(1)], Err("`eq` cannot be applied to Bool `true` and Int `1`")),
+        ];
+        for (name, args, want) in cases {
+            let got = eval(name, args);
+            assert_eq!(got, want.clone().map_err(str::to_string), "{name}{args:?}");
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The table of symbolic sizes built while lowering: fresh input symbols, unification of
+//! sizes that broadcasting or `matmul` proves equal, derived sizes with constant folding, and
+//! the final renumbering into a graph's `syms`.
+//!
+//! Unification never specialises a size on a value: two input symbols merge into one listing
+//! both sources (the call checks them equal); a symbol unified with a constant becomes that
+//! constant (the call checks the parameter's size against it).
+
+use crate::graph::Graph;
+use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SymTable {
+    defs: Vec<SymDef>,
+    /// `Some(d)`: this symbol was unified into `d` (which may itself be substituted further).
+    subst: Vec<Option<Dim>>,
+}
+
+impl SymTable {
+    /// A fresh symbol for axis `axis` of graph parameter `param`.
+    pub fn input(&mut self, param: u32, axis: u32) -> Dim {
+        self.push(SymDef::Input { sources: vec![(param, axis)] })
+    }
+
+    fn push(&mut self, def: SymDef) -> Dim {
+        self.defs.push(def);
+        self.subst.push(None);
+        Dim::Sym(Sym(self.defs.len() as u32 - 1))
+    }
+
+    /// The representative a dimension currently stands for.
+    pub fn resolve(&self, mut d: Dim) -> Dim {
+        // Substitution chains only ever point at symbols that were unsubstituted when linked,
+        // so they are acyclic; the bound is a belt-and-braces guard.
+        for _ in 0..=self.subst.len() {
+            match d {
+                Dim::Sym(s) => match self.subst.get(s.0 as usize).copied().flatten() {
+                    Some(next) => d = next,
+                    None => return d,
+                },
+                Dim::Const(_) => return d,
+            }
+        }
+        d
+    }
+
+    pub fn resolve_shape(&self, s: &Shape) -> Shape {
+        Shape(s.0.iter().map(|d| self.resolve(*d)).collect())
+    }
+
+    /// Records that two sizes are equal. `Err` when both are different constants.
+    pub fn unify(&mut self, a: Dim, b: Dim) -> Result<Dim, ()> {
+        let (a, b) = (self.resolve(a), self.resolve(b));
+        match (a, b) {
+            _ if a == b => Ok(a),
+            (Dim::Const(_), Dim::Const(_)) => Err(()),
+            (Dim::Sym(s), Dim::Const(_)) | (Dim::Const(_), Dim::Sym(s)) => {
+                let c = if a == Dim::Sym(s) { b } else { a };
+                self.subst[s.0 as usize] = Some(c);
+                Ok(c)
+            }
+            (Dim::Sym(s), Dim::Sym(t)) => {
+                let (keep, drop) = self.choose_representative(s, t);
+                if let (SymDef::Input { sources: dropped }, SymDef::Input { .. }) =
+                    (self.defs[drop.0 as usize].clone(), &self.defs[keep.0 as usize])
+                {
+                    if let SymDef::Input { sources } = &mut self.defs[keep.0 as usize] {
+                        sources.extend(dropped);
+                    }
+                }
+                self.subst[drop.0 as usize] = Some(Dim::Sym(keep));
+                Ok(Dim::Sym(keep))
+            }
+        }
+    }
+
+    /// Two input symbols: the older. An input and a derived size: the derived one (the call
+    /// then checks the input's size against it), unless it is computed from that input.
+    fn choose_representative(&self, s: Sym, t: Sym) -> (Sym, Sym) {
+        let (lo, hi) = if s < t { (s, t) } else { (t, s) };
+        let is_derived = |x: Sym| matches!(self.defs[x.0 as usize], SymDef::Derived(_));
+        match (is_derived(lo), is_derived(hi)) {
+            (false, true) if !self.depends_on(hi, lo) => (hi, lo),
+            (true, false) if self.depends_on(lo, hi) => (hi, lo),
+            _ => (lo, hi),
+        }
+    }
+
+    fn depends_on(&self, derived: Sym, target: Sym) -> bool {
+        let mut stack = vec![derived];
+        let mut seen = Vec::new();
+        while let Some(s) = stack.pop() {
+            if seen.contains(&s) {
+                continue;
+            }
+            seen.push(s);
+            if let Some(SymDef::Derived(e)) = self.defs.get(s.0 as usize) {
+                let mut dims = Vec::new();
+                collect_dims(e, &mut dims);
+                for d in dims {
+                    if let Dim::Sym(x) = self.resolve(d) {
+                        if x == target {
+                            return true;
+                        }
+                        stack.push(x);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// A size computed from others, folded to a constant or an existing symbol when possible.
+    pub fn derive(&mut self, e: DimExpr) -> Dim {
+        match fold(&e, &|d| self.resolve(d)) {
+            DimExpr::Dim(d) => d,
+            e => {
+                let existing = self.defs.iter().enumerate().position(|(i, def)| {
+                    self.subst[i].is_none() && *def == SymDef::Derived(e.clone())
+                });
+                match existing {
+                    Some(i) => Dim::Sym(Sym(i as u32)),
+                    None => self.push(SymDef::Derived(e)),
+                }
+            }
+        }
+    }
+
+    /// Writes the final symbol table into `graph`, renumbering every type to representatives.
+    pub fn finish(mut self, graph: &mut Graph) {
+        // Fold derived sizes whose inputs became constants, and merge duplicates, to a fixpoint.
+        for _ in 0..=self.defs.len() {
+            let mut changed = false;
+            for i in 0..self.defs.len() {
+                if self.subst[i].is_some() {
+                    continue;
+                }
+                if let SymDef::Derived(e) = &self.defs[i] {
+                    let folded = fold(e, &|d| self.resolve(d));
+                    match folded {
+                        DimExpr::Dim(d) if d != Dim::Sym(Sym(i as u32)) => {
+                            self.subst[i] = Some(d);
+                            changed = true;
+                        }
+                        e => {
+                            if self.defs[i] != SymDef::Derived(e.clone()) {
+                                self.defs[i] = SymDef::Derived(e);
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+            }
+            for j in 0..self.defs.len() {
+                if self.subst[j].is_some() || !matches!(self.defs[j], SymDef::Derived(_)) {
+                    continue;
+                }
+                let twin = (0..j).find(|&i| self.subst[i].is_none() && self.defs[i] == self.defs[j]);
+                if let Some(i) = twin {
+                    self.subst[j] = Some(Dim::Sym(Sym(i as u32)));
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut renumber = vec![None; self.defs.len()];
+        let mut next = 0u32;
+        for (i, slot) in renumber.iter_mut().enumerate() {
+            if self.subst[i].is_none() {
+                *slot = Some(next);
+                next += 1;
+            }
+        }
+        let map = |d: Dim| match self.resolve(d) {
+            Dim::Sym(s) => Dim::Sym(Sym(renumber[s.0 as usize].unwrap_or(s.0))),
+            c => c,
+        };
+        let map_shape = |s: &mut Shape| s.0.iter_mut().for_each(|d| *d = map(*d));
+        for p in &mut graph.params {
+            map_shape(&mut p.ty.shape);
+        }
+        for n in &mut graph.nodes {
+            map_shape(&mut n.ty.shape);
+        }
+        graph.syms = (0..self.defs.len())
+            .filter(|&i| self.subst[i].is_none())
+            .map(|i| match &self.defs[i] {
+                SymDef::Derived(e) => SymDef::Derived(map_expr(e, &map)),
+                input => input.clone(),
+            })
+            .collect();
+    }
+}
+
+pub fn collect_dims(e: &DimExpr, out: &mut Vec<Dim>) {
+    match e {
+        DimExpr::Dim(d) => out.push(*d),
+        DimExpr::Add(a, b) | DimExpr::Sub(a, b) | DimExpr::Mul(a, b) | DimExpr::Div(a, b) => {
+            collect_dims(a, out);
+            collect_dims(b, out);
+        }
+        DimExpr::SliceLen { size, .. } => collect_dims(size, out),
+    }
+}
+
+fn map_expr(e: &DimExpr, f: &dyn Fn(Dim) -> Dim) -> DimExpr {
+    let bx = |x: &DimExpr| Box::new(map_expr(x, f));
+    match e {
+        DimExpr::Dim(d) => DimExpr::Dim(f(*d)),
+        DimExpr::Add(a, b) => DimExpr::Add(bx(a), bx(b)),
+        DimExpr::Sub(a, b) => DimExpr::Sub(bx(a), bx(b)),
+        DimExpr::Mul(a, b) => DimExpr::Mul(bx(a), bx(b)),
+        DimExpr::Div(a, b) => DimExpr::Div(bx(a), bx(b)),
+        DimExpr::SliceLen { size, start, end, step } => {
+            DimExpr::SliceLen { size: bx(size), start: *start, end: *end, step: *step }
+        }
+    }
+}
+
+/// Constant-folds a size expression after mapping its dimensions through `resolve`.
+pub(crate) fn fold(e: &DimExpr, resolve: &dyn Fn(Dim) -> Dim) -> DimExpr {
+    use DimExpr as E;
+    let c = |x: &E| match x {
+        E::Dim(Dim::Const(v)) => Some(*v),
+        _ => None,
+    };
+    let konst = |v: u64| E::Dim(Dim::Const(v));
+    match e {
+        E::Dim(d) => E::Dim(resolve(*d)),
+        E::Add(a, b) | E::Sub(a, b) | E::Mul(a, b) | E::Div(a, b) => {
+            let (a, b) = (fold(a, resolve), fold(b, resolve));
+            let folded = match (e, c(&a), c(&b)) {
+                (E::Add(..), Some(x), Some(y)) => x.checked_add(y).map(konst),
+                (E::Add(..), Some(0), _) => Some(b.clone()),
+                (E::Add(..), _, Some(0)) => Some(a.clone()),
+                (E::Sub(..), Some(x), Some(y)) => x.checked_sub(y).map(konst),
+                (E::Sub(..), _, Some(0)) => Some(a.clone()),
+                (E::Mul(..), Some(x), Some(y)) => x.checked_mul(y).map(konst),
+                (E::Mul(..), Some(1), _) => Some(b.clone()),
+                (E::Mul(..), _, Some(1)) => Some(a.clone()),
+                (E::Div(..), Some(x), Some(y)) if y != 0 && x % y == 0 => Some(konst(x / y)),
+                (E::Div(..), _, Some(1)) => Some(a.clone()),
+                _ => None,
+            };
+            folded.unwrap_or_else(|| match e {
+                E::Add(..) => E::Add(Box::new(a), Box::new(b)),
+                E::Sub(..) => E::Sub(Box::new(a), Box::new(b)),
+                E::Mul(..) => E::Mul(Box::new(a), Box::new(b)),
+                _ => E::Div(Box::new(a), Box::new(b)),
+            })
+        }
+        E::SliceLen { size, start, end, step } => {
+            let size = fold(size, resolve);
+            match c(&size) {
+                Some(n) => konst(slice_len(n, *start, *end, *step)),
+                None => E::SliceLen { size: Box::new(size), start: *start, end: *end, step: *step },
+            }
+        }
+    }
+}
+
+/// `len(range(n)[start:end:step])`, Python semantics (`step != 0`; 0 is returned for it).
+pub fn slice_len(n: u64, start: i64, end: Option<i64>, step: i64) -> u64 {
+    let n = n.min(i64::MAX as u64) as i64;
+    if step == 0 {
+        return 0;
+    }
+    let clamp = |i: i64, lo: i64, hi: i64| {
+        let i = if i < 0 { i.saturating_add(n) } else { i };
+        i.clamp(lo, hi)
+    };
+    let (lo, hi) = if step > 0 { (0, n) } else { (-1, n - 1) };
+    let s = clamp(start, lo, hi);
+    let e = match end {
+        Some(e) => clamp(e, lo, hi),
+        None if step > 0 => n,
+        None => -1,
+    };
+    let len = if step > 0 {
+        if e > s { (e - s - 1) / step + 1 } else { 0 }
+    } else if s > e {
+        (s - e - 1) / (-step) + 1
+    } else {
+        0
+    };
+    len as u64
+}

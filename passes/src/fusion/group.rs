@@ -1,0 +1,397 @@
+//! The grouping walk behind [`fuse`]: assigns every node to a group, then orders the groups.
+
+use super::{FusedGraph, Kernel, KernelKind};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+use tfn_ir::{Dim, Graph, Op, Shape, ValueId};
+
+/// Partitions `graph` into kernels (see the module documentation for the rules).
+pub fn fuse(graph: &Graph) -> FusedGraph {
+    let mut walk = Walk { graph, group_of: vec![None; graph.nodes.len()], groups: Vec::new() };
+    for index in 0..graph.nodes.len() {
+        walk.place(index);
+    }
+    walk.materialise_constants();
+    walk.into_fused()
+}
+
+/// Data inputs of a node: `Full` only reads its input's shape, which the sizes already give.
+pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
+    match graph.nodes.get(index) {
+        Some(node) if !matches!(node.op, Op::Full { .. }) => &node.inputs,
+        _ => &[],
+    }
+}
+
+fn is_elementwise(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) | Op::BroadcastTo | Op::Full { .. }
+    )
+}
+
+/// The shape with the reduced `axes` set to 1 (what `keepdim` gives).
+pub(crate) fn keepdim_shape(domain: &Shape, axes: &[u32]) -> Shape {
+    let dims = domain.dims().iter().enumerate();
+    Shape(
+        dims.map(|(i, d)| if axes.contains(&(i as u32)) { Dim::Const(1) } else { *d })
+            .collect(),
+    )
+}
+
+fn is_trailing(axes: &[u32], rank: usize) -> bool {
+    !axes.is_empty()
+        && axes.iter().enumerate().all(|(i, &a)| a as usize == rank - axes.len() + i)
+}
+
+struct Group {
+    kind: KernelKind,
+    domain: Shape,
+    axes: Vec<u32>,
+    nodes: Vec<usize>,
+    alive: bool,
+    /// No node may join (single-op kernels, reductions the row scheme cannot express).
+    closed: bool,
+}
+
+struct Walk<'g> {
+    graph: &'g Graph,
+    group_of: Vec<Option<usize>>,
+    groups: Vec<Group>,
+}
+
+impl Walk<'_> {
+    fn new_group(&mut self, index: usize, kind: KernelKind, axes: Vec<u32>, closed: bool) {
+        let domain = match (&self.graph.nodes[index].op, self.graph.nodes[index].inputs.first()) {
+            (Op::Reduce { .. }, Some(x)) => self.graph.ty(*x).shape.clone(),
+            _ => self.graph.nodes[index].ty.shape.clone(),
+        };
+        self.groups.push(Group { kind, domain, axes, nodes: vec![index], alive: true, closed });
+        self.group_of[index] = Some(self.groups.len() - 1);
+    }
+
+    fn place(&mut self, index: usize) {
+        let node = &self.graph.nodes[index];
+        match &node.op {
+            Op::Param(_) | Op::Const(_) => {}
+            op if is_elementwise(op) => self.place_elementwise(index),
+            Op::Reduce { axes, .. } => self.place_reduce(index, axes.clone()),
+            Op::MatMul => self.new_group(index, KernelKind::MatMul, Vec::new(), false),
+            Op::Reshape => self.new_group(index, KernelKind::View, Vec::new(), true),
+            Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. } => {
+                self.new_group(index, KernelKind::Copy, Vec::new(), true)
+            }
+            Op::Extern { .. } => self.new_group(index, KernelKind::Extern, Vec::new(), true),
+            _ => self.new_group(index, KernelKind::Other, Vec::new(), true),
+        }
+    }
+
+    fn input_groups(&self, index: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        for v in data_inputs(self.graph, index) {
+            if let Some(g) = self.group_of.get(v.index()).copied().flatten() {
+                if !out.contains(&g) {
+                    out.push(g);
+                }
+            }
+        }
+        out
+    }
+
+    fn place_elementwise(&mut self, index: usize) {
+        let shape = &self.graph.nodes[index].ty.shape;
+        let mut target: Option<usize> = None;
+        let mut elementwise = Vec::new();
+        for g in self.input_groups(index) {
+            let group = &self.groups[g];
+            if group.closed {
+                continue;
+            }
+            match group.kind {
+                KernelKind::Elementwise if &group.domain == shape => elementwise.push(g),
+                KernelKind::Reduction if self.fits_reduction(g, index) => match target {
+                    None => target = Some(g),
+                    Some(t) if self.groups[t].kind == KernelKind::Reduction
+                        && self.groups[t].domain == group.domain
+                        && self.groups[t].axes == group.axes =>
+                    {
+                        elementwise.push(g)
+                    }
+                    Some(_) => {}
+                },
+                KernelKind::MatMul if &group.domain == shape && target.is_none() => {
+                    target = Some(g)
+                }
+                _ => {}
+            }
+        }
+        if let Some(t) = target {
+            let domain = self.groups[t].domain.clone();
+            let row = keepdim_shape(&domain, &self.groups[t].axes);
+            // Elementwise groups joining a reduction must live on its domain or its rows; those
+            // joining a matmul must not feed it (that would be a prologue).
+            elementwise.retain(|&g| {
+                let d = &self.groups[g].domain;
+                match self.groups[t].kind {
+                    KernelKind::MatMul => !self.reaches(g, t),
+                    _ => *d == domain || *d == row,
+                }
+            });
+        }
+        let mut candidates: Vec<Vec<usize>> = Vec::new();
+        let all: Vec<usize> = target.iter().copied().chain(elementwise.iter().copied()).collect();
+        if !all.is_empty() {
+            candidates.push(all.clone());
+        }
+        candidates.extend(all.iter().map(|&g| vec![g]));
+        for set in candidates {
+            if self.acyclic_after_merge(&set, index) {
+                let keep = self.merge(&set);
+                self.groups[keep].nodes.push(index);
+                self.group_of[index] = Some(keep);
+                return;
+            }
+        }
+        self.new_group(index, KernelKind::Elementwise, Vec::new(), false);
+    }
+
+    /// Whether elementwise node `index` can join reduction group `g` (element or row level).
+    fn fits_reduction(&self, g: usize, index: usize) -> bool {
+        let group = &self.groups[g];
+        let row = keepdim_shape(&group.domain, &group.axes);
+        let shape = &self.graph.nodes[index].ty.shape;
+        if *shape != group.domain && *shape != row {
+            return false;
+        }
+        data_inputs(self.graph, index).iter().all(|v| {
+            if self.group_of.get(v.index()).copied().flatten() != Some(g) {
+                return true;
+            }
+            let s = &self.graph.ty(*v).shape;
+            (*s == group.domain && *shape == group.domain) || *s == row
+        })
+    }
+
+    fn place_reduce(&mut self, index: usize, axes: Vec<u32>) {
+        let Some(&x) = self.graph.nodes[index].inputs.first() else {
+            return self.new_group(index, KernelKind::Other, Vec::new(), true);
+        };
+        let domain = &self.graph.ty(x).shape;
+        if !is_trailing(&axes, domain.rank()) {
+            return self.new_group(index, KernelKind::Reduction, axes, true);
+        }
+        if let Some(g) = self.group_of.get(x.index()).copied().flatten() {
+            let group = &self.groups[g];
+            let joins = !group.closed
+                && &group.domain == domain
+                && match group.kind {
+                    KernelKind::Elementwise => true,
+                    KernelKind::Reduction => group.axes == axes,
+                    _ => false,
+                };
+            if joins {
+                let group = &mut self.groups[g];
+                group.kind = KernelKind::Reduction;
+                group.axes = axes;
+                group.nodes.push(index);
+                self.group_of[index] = Some(g);
+                return;
+            }
+        }
+        self.new_group(index, KernelKind::Reduction, axes, false);
+    }
+
+    /// Successor groups of every live group (edges from producer to consumer group).
+    fn successors(&self) -> Vec<BTreeSet<usize>> {
+        let mut succ = vec![BTreeSet::new(); self.groups.len()];
+        for (index, g) in self.group_of.iter().enumerate() {
+            let Some(g) = *g else { continue };
+            for v in data_inputs(self.graph, index) {
+                if let Some(h) = self.group_of.get(v.index()).copied().flatten() {
+                    if h != g {
+                        succ[h].insert(g);
+                    }
+                }
+            }
+        }
+        succ
+    }
+
+    /// Whether group `to` is reachable from group `from`.
+    fn reaches(&self, from: usize, to: usize) -> bool {
+        let succ = self.successors();
+        let mut stack = vec![from];
+        let mut seen = vec![false; self.groups.len()];
+        while let Some(g) = stack.pop() {
+            if g == to {
+                return true;
+            }
+            for &s in &succ[g] {
+                if !seen[s] {
+                    seen[s] = true;
+                    stack.push(s);
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether merging `set` and adding node `index` to it keeps the group graph acyclic:
+    /// no group outside the set may be reachable from it and also feed it.
+    fn acyclic_after_merge(&self, set: &[usize], index: usize) -> bool {
+        let succ = self.successors();
+        let mut producers: BTreeSet<usize> = self.input_groups(index).into_iter().collect();
+        for (h, s) in succ.iter().enumerate() {
+            if set.iter().any(|g| s.contains(g)) {
+                producers.insert(h);
+            }
+        }
+        let mut seen = vec![false; self.groups.len()];
+        let mut stack: Vec<usize> = set.to_vec();
+        while let Some(g) = stack.pop() {
+            for &s in &succ[g] {
+                if set.contains(&s) || seen[s] {
+                    continue;
+                }
+                if producers.contains(&s) {
+                    return false;
+                }
+                seen[s] = true;
+                stack.push(s);
+            }
+        }
+        true
+    }
+
+    /// Merges the groups of `set` into its first member and returns it.
+    fn merge(&mut self, set: &[usize]) -> usize {
+        let keep = set[0];
+        for &g in &set[1..] {
+            let nodes = std::mem::take(&mut self.groups[g].nodes);
+            self.groups[g].alive = false;
+            for &n in &nodes {
+                self.group_of[n] = Some(keep);
+            }
+            self.groups[keep].nodes.extend(nodes);
+        }
+        self.groups[keep].nodes.sort_unstable();
+        keep
+    }
+
+    /// Gives a constant its own kernel when some consumer cannot copy it in, or it is returned.
+    fn materialise_constants(&mut self) {
+        let graph = self.graph;
+        let mut needed = vec![false; graph.nodes.len()];
+        for v in &graph.outputs {
+            needed[v.index()] = true;
+        }
+        for (index, node) in graph.nodes.iter().enumerate() {
+            let inlines = match self.group_of[index] {
+                Some(g) => matches!(
+                    self.groups[g].kind,
+                    KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
+                ) && !matches!(node.op, Op::MatMul),
+                None => false,
+            };
+            if !inlines {
+                for v in data_inputs(graph, index) {
+                    needed[v.index()] = true;
+                }
+            }
+        }
+        for (index, node) in graph.nodes.iter().enumerate() {
+            if matches!(node.op, Op::Const(_)) && needed[index] {
+                self.new_group(index, KernelKind::Elementwise, Vec::new(), true);
+            }
+        }
+    }
+
+    fn into_fused(self) -> FusedGraph {
+        let graph = self.graph;
+        let is_const = |v: &ValueId| matches!(graph.node(*v).op, Op::Const(_));
+        let mut kernels: Vec<(usize, Kernel)> = Vec::new();
+        for (g, group) in self.groups.iter().enumerate() {
+            if !group.alive {
+                continue;
+            }
+            let mut nodes: BTreeSet<ValueId> = BTreeSet::new();
+            let mut inputs: BTreeSet<ValueId> = BTreeSet::new();
+            for &index in &group.nodes {
+                nodes.insert(ValueId(index as u32));
+                let inlines = group.kind != KernelKind::MatMul
+                    || !matches!(graph.nodes[index].op, Op::MatMul);
+                for v in data_inputs(graph, index) {
+                    if self.group_of[v.index()] == Some(g) {
+                        continue;
+                    }
+                    let fusable = matches!(
+                        group.kind,
+                        KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
+                    );
+                    if is_const(v) && inlines && fusable {
+                        nodes.insert(*v);
+                    } else {
+                        inputs.insert(*v);
+                    }
+                }
+            }
+            let kernel = Kernel {
+                kind: group.kind,
+                domain: group.domain.clone(),
+                axes: group.axes.clone(),
+                nodes: nodes.into_iter().collect(),
+                inputs: inputs.into_iter().collect(),
+                outputs: Vec::new(),
+            };
+            kernels.push((g, kernel));
+        }
+        // Outputs: values another kernel reads, and the graph's results.
+        let mut wanted: BTreeSet<ValueId> = graph.outputs.iter().copied().collect();
+        for (_, k) in &kernels {
+            wanted.extend(k.inputs.iter().copied());
+        }
+        for (g, k) in &mut kernels {
+            k.outputs = k
+                .nodes
+                .iter()
+                .copied()
+                .filter(|v| wanted.contains(v) && self.group_of[v.index()] == Some(*g))
+                .collect();
+        }
+        order_kernels(&self.group_of, kernels)
+    }
+}
+
+/// Orders kernels so producers precede consumers, smallest first node first among ready ones.
+fn order_kernels(group_of: &[Option<usize>], kernels: Vec<(usize, Kernel)>) -> FusedGraph {
+    let position = |g: usize| kernels.iter().position(|(h, _)| *h == g);
+    let n = kernels.len();
+    let mut deps = vec![BTreeSet::new(); n];
+    for (i, (_, k)) in kernels.iter().enumerate() {
+        for v in &k.inputs {
+            if let Some(j) = group_of.get(v.index()).copied().flatten().and_then(position) {
+                if j != i {
+                    deps[i].insert(j);
+                }
+            }
+        }
+    }
+    let mut remaining: Vec<usize> = deps.iter().map(|d| d.len()).collect();
+    let first = |i: usize| kernels[i].1.nodes.first().map_or(0, |v| v.0);
+    let mut ready: BinaryHeap<Reverse<(u32, usize)>> =
+        (0..n).filter(|&i| remaining[i] == 0).map(|i| Reverse((first(i), i))).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse((_, i))) = ready.pop() {
+        order.push(i);
+        for j in 0..n {
+            if deps[j].contains(&i) {
+                remaining[j] -= 1;
+                if remaining[j] == 0 {
+                    ready.push(Reverse((first(j), j)));
+                }
+            }
+        }
+    }
+    let mut slots: Vec<Option<Kernel>> = kernels.into_iter().map(|(_, k)| Some(k)).collect();
+    FusedGraph { kernels: order.into_iter().filter_map(|i| slots[i].take()).collect() }
+}

@@ -1,0 +1,96 @@
+//! Fusion: partitions an optimised [`Graph`] into an ordered list of kernels.
+//!
+//! # Design: a deterministic pass over the extracted graph
+//!
+//! The e-graph optimiser decides *what* to compute (algebraic simplification, with a cost that
+//! charges materialising non-elementwise results); this pass decides *how to group* the chosen
+//! computation into loops. Doing the grouping after extraction rather than as "fused" e-nodes
+//! keeps the e-graph language small (no kernel nodes whose legality depends on shapes, loop
+//! orders and cycles between groups, which rewrite rules cannot express), keeps extraction a
+//! plain tree cost, and makes fusion a greedy, deterministic, linear-ish walk whose result is
+//! easy to print and test. The price is that the optimiser cannot trade a rewrite against a
+//! better fusion; its cost model approximates that by pricing materialised values.
+//!
+//! # Rules
+//!
+//! Nodes are visited in topological order and either join a group of one of their producers or
+//! start a new group:
+//! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`) join producer
+//!   groups whose *domain* (loop shape) equals their shape, merging several producer groups
+//!   into one loop (so `a*x + b*z + c` is one kernel); rank-0 `Const`s are copied into every
+//!   kernel that uses them and never become kernel inputs;
+//! - a `Reduce` over trailing axes absorbs its elementwise producers and later keeps absorbing
+//!   consumers whose shape is the reduction's domain (element level) or the domain with the
+//!   reduced axes set to 1 (row level, only for `keepdim` results): softmax and layer norm
+//!   become one kernel that runs several passes over each row;
+//! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
+//! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
+//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::Other`]; `Extern` cuts the graph.
+//!
+//! A merge is taken only when the group graph stays acyclic, so kernels can always be ordered.
+
+mod group;
+mod print;
+
+pub use group::fuse;
+pub use print::print_fused;
+
+use tfn_ir::{Shape, ValueId};
+
+/// How a kernel is computed; the code generator picks a strategy per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelKind {
+    /// One loop nest over `domain` computing a chain of elementwise ops.
+    Elementwise,
+    /// Passes over each row of `domain`: reductions over the trailing `axes`, with their
+    /// elementwise producers and (for `keepdim` results) consumers fused in.
+    Reduction,
+    /// A matrix product followed by an elementwise epilogue over its output.
+    MatMul,
+    /// `Reshape`: the output shares the input's (contiguous) buffer.
+    View,
+    /// Data movement: `Transpose`, `Slice`, `Concat`.
+    Copy,
+    /// An extern op, run through the session's registered kernel.
+    Extern,
+    /// Anything else (e.g. `ArgMax`), computed op by op.
+    Other,
+}
+
+impl KernelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelKind::Elementwise => "elementwise",
+            KernelKind::Reduction => "reduction",
+            KernelKind::MatMul => "matmul",
+            KernelKind::View => "view",
+            KernelKind::Copy => "copy",
+            KernelKind::Extern => "extern",
+            KernelKind::Other => "other",
+        }
+    }
+}
+
+/// One kernel: a set of graph nodes computed together.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Kernel {
+    pub kind: KernelKind,
+    /// The loop shape: the output shape for elementwise and matmul kernels, the reduction
+    /// input's shape for reductions; the single node's shape otherwise.
+    pub domain: Shape,
+    /// Reduced axes of the domain (sorted, trailing); empty unless `kind` is `Reduction`.
+    pub axes: Vec<u32>,
+    /// The nodes this kernel computes, in topological order (including copies of the rank-0
+    /// constants it uses).
+    pub nodes: Vec<ValueId>,
+    /// Values read from outside: graph parameters or outputs of earlier kernels (sorted).
+    pub inputs: Vec<ValueId>,
+    /// Values of this kernel needed by later kernels or returned by the graph (sorted).
+    pub outputs: Vec<ValueId>,
+}
+
+/// A graph partitioned into kernels, in an order that respects their dependencies.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FusedGraph {
+    pub kernels: Vec<Kernel>,
+}

@@ -1,0 +1,326 @@
+//! The e-graph language of the optimiser: one [`TfnNode`] per IR [`tfn_ir::Op`], with the op's
+//! attributes as leaf children.
+//!
+//! An egg e-node cannot carry both data and children, so attributes (axes, permutations,
+//! dtypes, target shapes, constant values) become leaf e-nodes ([`TfnNode::Int`],
+//! [`TfnNode::DType`], ...) and lists of them ([`TfnNode::List`], [`TfnNode::Shape`]). Rules
+//! can then bind an attribute to a pattern variable (`(transpose (transpose ?x ?p) ?q)`).
+//!
+//! The s-expression form, used by rule tables and tests:
+//!
+//! ```text
+//! (param 0 f32 (shape s0 3))        tensor parameter 0, dtype, shape
+//! (const f32 1.0)                   rank-0 constant
+//! (full f32 0.0 (shape s0 3))       constant tensor of a shape
+//! (exp ?x) (add ?x ?y) (where ?c ?a ?b) (cast f64 ?x)
+//! (sum ?x (list 0 1) false)         reduce: input, axes, keepdim
+//! (argmax ?x 1 false)               input, axis, keepdim
+//! (matmul ?a ?b) (reshape ?x (shape 2 3)) (transpose ?x (list 1 0))
+//! (broadcast_to ?x (shape 2 3))
+//! (concat 0 (shape 5 3) ?a ?b)      axis, result shape, inputs
+//! (slice ?x 0 1 (list) 1 (shape 2)) input, axis, start, end (empty list = none), step, shape
+//! (extern 0 f32 (shape 3) ?x)       extern table key, dtype, shape, inputs
+//! ```
+//!
+//! Float leaves are [`FloatBits`], compared by bit pattern rather than `NotNan<f64>`: folded
+//! constants can be NaN or infinite, and `0.0` and `-0.0` must stay distinct (`1/x` tells them
+//! apart), which `OrderedFloat`'s equality would not.
+
+use egg::{Id, Language};
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::str::FromStr;
+use tfn_ir::op::{ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use tfn_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
+
+/// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
+#[derive(Clone, Copy, Debug)]
+pub struct FloatBits(pub f64);
+
+impl PartialEq for FloatBits {
+    fn eq(&self, other: &FloatBits) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for FloatBits {}
+
+impl PartialOrd for FloatBits {
+    fn partial_cmp(&self, other: &FloatBits) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FloatBits {
+    fn cmp(&self, other: &FloatBits) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl Hash for FloatBits {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state)
+    }
+}
+
+impl fmt::Display for FloatBits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&tfn_ir::attr::fmt_float(self.0))
+    }
+}
+
+/// One e-node. Tensor-valued variants are the IR's ops; the rest are attribute leaves.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TfnNode {
+    /// An integer attribute, or a constant dimension inside a [`TfnNode::Shape`].
+    Int(i64),
+    Float(FloatBits),
+    Bool(bool),
+    DType(DType),
+    /// A symbolic dimension `s<n>` inside a [`TfnNode::Shape`].
+    Sym(u32),
+    /// `(list i...)`: a list of integer attributes (axes, permutation, optional end).
+    List(Vec<Id>),
+    /// `(shape d...)`: a shape, each child an `Int` or a `Sym` leaf.
+    Shape(Vec<Id>),
+    /// `(param index dtype shape)`.
+    Param([Id; 3]),
+    /// `(const dtype value)`.
+    Const([Id; 2]),
+    Unary(UnaryOp, [Id; 1]),
+    Binary(BinaryOp, [Id; 2]),
+    /// `(where cond a b)`.
+    Where([Id; 3]),
+    /// `(cast dtype x)`.
+    Cast([Id; 2]),
+    /// `(sum x axes keepdim)` and the other reductions.
+    Reduce(ReduceOp, [Id; 3]),
+    /// `(argmax x axis keepdim)`.
+    ArgMax([Id; 3]),
+    MatMul([Id; 2]),
+    /// `(reshape x shape)`.
+    Reshape([Id; 2]),
+    /// `(transpose x perm)`.
+    Transpose([Id; 2]),
+    /// `(broadcast_to x shape)`.
+    BroadcastTo([Id; 2]),
+    /// `(concat axis shape x...)`.
+    Concat(Vec<Id>),
+    /// `(slice x axis start end step shape)`; `end` is a list of zero or one ints.
+    Slice([Id; 6]),
+    /// `(full dtype value shape)`.
+    Full([Id; 3]),
+    /// `(extern key dtype shape x...)`; `key` indexes the optimiser's table of extern ops.
+    Extern(Vec<Id>),
+}
+
+impl Language for TfnNode {
+    type Discriminant = std::mem::Discriminant<TfnNode>;
+
+    fn discriminant(&self) -> Self::Discriminant {
+        std::mem::discriminant(self)
+    }
+
+    fn matches(&self, other: &TfnNode) -> bool {
+        use TfnNode::*;
+        match (self, other) {
+            (Int(a), Int(b)) => a == b,
+            (Float(a), Float(b)) => a == b,
+            (Bool(a), Bool(b)) => a == b,
+            (DType(a), DType(b)) => a == b,
+            (Sym(a), Sym(b)) => a == b,
+            (Unary(a, _), Unary(b, _)) => a == b,
+            (Binary(a, _), Binary(b, _)) => a == b,
+            (Reduce(a, _), Reduce(b, _)) => a == b,
+            (List(a), List(b))
+            | (Shape(a), Shape(b))
+            | (Concat(a), Concat(b))
+            | (Extern(a), Extern(b)) => a.len() == b.len(),
+            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
+        }
+    }
+
+    fn children(&self) -> &[Id] {
+        use TfnNode::*;
+        match self {
+            Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
+            List(c) | Shape(c) | Concat(c) | Extern(c) => c,
+            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
+            Const(c) | Binary(_, c) | Cast(c) | MatMul(c) | Reshape(c) | Transpose(c)
+            | BroadcastTo(c) => c,
+            Unary(_, c) => c,
+            Slice(c) => c,
+        }
+    }
+
+    fn children_mut(&mut self) -> &mut [Id] {
+        use TfnNode::*;
+        match self {
+            Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
+            List(c) | Shape(c) | Concat(c) | Extern(c) => c,
+            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
+            Const(c) | Binary(_, c) | Cast(c) | MatMul(c) | Reshape(c) | Transpose(c)
+            | BroadcastTo(c) => c,
+            Unary(_, c) => c,
+            Slice(c) => c,
+        }
+    }
+}
+
+impl TfnNode {
+    /// The operator name as written in s-expressions.
+    pub fn op_name(&self) -> String {
+        use TfnNode::*;
+        match self {
+            Int(i) => i.to_string(),
+            Float(f) => f.to_string(),
+            Bool(b) => b.to_string(),
+            DType(d) => d.name().to_string(),
+            Sym(s) => format!("s{s}"),
+            List(_) => "list".into(),
+            Shape(_) => "shape".into(),
+            Param(_) => "param".into(),
+            Const(_) => "const".into(),
+            Unary(u, _) => tfn_ir::op::unary_name(*u).into(),
+            Binary(b, _) => tfn_ir::op::binary_name(*b).into(),
+            Where(_) => "where".into(),
+            Cast(_) => "cast".into(),
+            Reduce(r, _) => tfn_ir::op::reduce_name(*r).into(),
+            ArgMax(_) => "argmax".into(),
+            MatMul(_) => "matmul".into(),
+            Reshape(_) => "reshape".into(),
+            Transpose(_) => "transpose".into(),
+            BroadcastTo(_) => "broadcast_to".into(),
+            Concat(_) => "concat".into(),
+            Slice(_) => "slice".into(),
+            Full(_) => "full".into(),
+            Extern(_) => "extern".into(),
+        }
+    }
+
+    /// True for the attribute leaves and lists, which denote no tensor.
+    pub fn is_attribute(&self) -> bool {
+        use TfnNode::*;
+        matches!(self, Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) | List(_) | Shape(_))
+    }
+}
+
+impl fmt::Display for TfnNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.op_name())
+    }
+}
+
+/// Why an s-expression operator is not an e-node of [`TfnNode`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{op}` with {arity} operand(s) is not an e-node of the tfn language")]
+pub struct ParseNodeError {
+    pub op: String,
+    pub arity: usize,
+}
+
+fn fixed<const N: usize>(children: &[Id]) -> Option<[Id; N]> {
+    <[Id; N]>::try_from(children).ok()
+}
+
+fn parse_leaf(op: &str) -> Option<TfnNode> {
+    if let Ok(i) = op.parse::<i64>() {
+        return Some(TfnNode::Int(i));
+    }
+    match op {
+        "true" => return Some(TfnNode::Bool(true)),
+        "false" => return Some(TfnNode::Bool(false)),
+        "nan" => return Some(TfnNode::Float(FloatBits(f64::NAN))),
+        "inf" => return Some(TfnNode::Float(FloatBits(f64::INFINITY))),
+        "-inf" => return Some(TfnNode::Float(FloatBits(f64::NEG_INFINITY))),
+        _ => {}
+    }
+    if let Ok(d) = DType::from_str(op) {
+        return Some(TfnNode::DType(d));
+    }
+    if let Some(n) = op.strip_prefix('s').and_then(|rest| rest.parse::<u32>().ok()) {
+        return Some(TfnNode::Sym(n));
+    }
+    // Only spellings with a decimal point or exponent are floats (`6` is an Int).
+    if op.contains(['.', 'e', 'E']) {
+        if let Ok(f) = op.parse::<f64>() {
+            return Some(TfnNode::Float(FloatBits(f)));
+        }
+    }
+    None
+}
+
+impl egg::FromOp for TfnNode {
+    type Error = ParseNodeError;
+
+    fn from_op(op: &str, children: Vec<Id>) -> Result<TfnNode, ParseNodeError> {
+        use TfnNode::*;
+        let err = || ParseNodeError { op: op.to_string(), arity: children.len() };
+        if children.is_empty() {
+            if let Some(leaf) = parse_leaf(op) {
+                return Ok(leaf);
+            }
+        }
+        if let Some(u) = ALL_UNARY.iter().find(|u| tfn_ir::op::unary_name(**u) == op) {
+            return fixed(&children).map(|c| Unary(*u, c)).ok_or_else(err);
+        }
+        if let Some(b) = ALL_BINARY.iter().find(|b| tfn_ir::op::binary_name(**b) == op) {
+            return fixed(&children).map(|c| Binary(*b, c)).ok_or_else(err);
+        }
+        if let Some(r) = ALL_REDUCE.iter().find(|r| tfn_ir::op::reduce_name(**r) == op) {
+            return fixed(&children).map(|c| Reduce(*r, c)).ok_or_else(err);
+        }
+        let node = match op {
+            "list" => Some(List(children.clone())),
+            "shape" => Some(Shape(children.clone())),
+            "param" => fixed(&children).map(Param),
+            "const" => fixed(&children).map(Const),
+            "where" => fixed(&children).map(Where),
+            "cast" => fixed(&children).map(Cast),
+            "argmax" => fixed(&children).map(ArgMax),
+            "matmul" => fixed(&children).map(MatMul),
+            "reshape" => fixed(&children).map(Reshape),
+            "transpose" => fixed(&children).map(Transpose),
+            "broadcast_to" => fixed(&children).map(BroadcastTo),
+            "concat" if children.len() >= 3 => Some(Concat(children.clone())),
+            "slice" => fixed(&children).map(Slice),
+            "full" => fixed(&children).map(Full),
+            "extern" if children.len() >= 3 => Some(Extern(children.clone())),
+            _ => None,
+        };
+        node.ok_or_else(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egg::RecExpr;
+
+    #[test]
+    fn s_expressions_round_trip() {
+        let cases = [
+            "(add (param 0 f32 (shape s0 3)) (const f32 1.0))",
+            "(sum (exp (param 0 f64 (shape 2 3))) (list 0 1) false)",
+            "(transpose (param 0 i32 (shape 2 3)) (list 1 0))",
+            "(full f32 -0.0 (shape s1))",
+            "(const f32 nan)",
+            "(slice (param 0 f32 (shape 5)) 0 1 (list) -1 (shape 2))",
+        ];
+        for text in cases {
+            let expr: RecExpr<TfnNode> = text.parse().expect("parses");
+            assert_eq!(expr.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn leaves_distinguish_ints_floats_and_signed_zero() {
+        assert_eq!(parse_leaf("6"), Some(TfnNode::Int(6)));
+        assert_eq!(parse_leaf("6.0"), Some(TfnNode::Float(FloatBits(6.0))));
+        assert_ne!(parse_leaf("0.0"), parse_leaf("-0.0"));
+        assert_eq!(parse_leaf("s12"), Some(TfnNode::Sym(12)));
+        assert_eq!(parse_leaf("f64"), Some(TfnNode::DType(DType::F64)));
+        assert_eq!(parse_leaf("sum"), None);
+    }
+}
