@@ -1,1 +1,26 @@
-//! tfn: a compiler for a small tensor language.
+//! # tfn
+//!
+//! A compiler for a small tensor language that emits fused, vectorised CPU kernels.
+//! This crate is the top of the stack: [`Session`] (load `.tfn` files, call their functions
+//! with `ndarray` arguments) and the `tfnc` command-line driver.
+//!
+//! ```no_run
+//! use tfn::{Session, Value};
+//! let s = Session::new();
+//! s.load_str("nn.tfn", "fn twice(Tensor x) -> Tensor { return x + x }").unwrap();
+//! let x = ndarray::ArrayD::<f32>::ones(ndarray::IxDyn(&[4]));
+//! let y = s.call("twice", &[Value::from(x.view())]).unwrap();
+//! ```
+
+pub mod cli;
+mod error;
+pub mod npy;
+pub mod pipeline;
+mod session;
+mod signature;
+mod value;
+
+pub use error::Error;
+pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
+pub use tfn_ir::{Attr, DType, Diagnostic, Tensor};
+pub use value::{OutputMut, TensorValue, Value};

@@ -101,9 +101,11 @@ fn is_punct(rule: Rule) -> bool {
 }
 
 impl Builder {
+    /// The pair's span without the whitespace pest's implicit rules leave at its end.
     fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
-        Span::new(self.file, s.start(), s.end())
+        let trimmed = pair.as_str().trim_end_matches([' ', '\t', '\r', '\n']).len();
+        Span::new(self.file, s.start(), s.start() + trimmed)
     }
 
     fn ident(&self, pair: &Pair<'_, Rule>) -> Ident {

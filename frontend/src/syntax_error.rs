@@ -40,6 +40,8 @@ fn expected_message(positives: &[Rule]) -> String {
         }
     }
     if expression {
+        // Tokens an expression can start with are implied by "an expression".
+        names.retain(|n| !matches!(*n, "`(`" | "`[`" | "an identifier" | "a dtype"));
         names.insert(0, EXPRESSION);
     }
     match names.len() {

@@ -29,6 +29,13 @@ mod primitives;
 mod static_eval;
 mod syms;
 
+#[cfg(test)]
+mod dispatch_tests;
+#[cfg(test)]
+mod test_lib;
+#[cfg(test)]
+mod tests;
+
 
 pub use infer::{broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape};
 pub use instantiate::instantiate;

@@ -1,0 +1,21 @@
+//! `rsqrt` and `reciprocal`: single correctly rounded hardware operations.
+//!
+//! `1/√x` is computed as `sqrt` then `fdiv`, each correctly rounded, so the result is within
+//! 1 ULP of the true value (no approximate `rsqrtps` + Newton step, whose results would differ
+//! between machines).
+
+use cranelift::codegen::ir::Value;
+
+use super::ops::Ctx;
+
+/// `1/√x`.
+pub(crate) fn rsqrt(cx: &mut Ctx, x: Value) -> Value {
+    let s = cx.sqrt(x);
+    reciprocal(cx, s)
+}
+
+/// `1/x`.
+pub(crate) fn reciprocal(cx: &mut Ctx, x: Value) -> Value {
+    let one = cx.c(1.0);
+    cx.div(one, x)
+}

@@ -1,0 +1,155 @@
+//! `tfnc bench FILE FN --arg NAME=dtype[shape]...`: compile time, then median and minimum time
+//! per call on random inputs, and effective bandwidth (each input read once, each output
+//! written once). Outputs are preallocated and written with `call_into`: allocation is not
+//! included in the timings.
+
+use super::args::{parse_value, ArgValue};
+use super::{session_for, BackendArg, Outcome};
+use crate::{OutputMut, Tensor, Value};
+use ndarray::{ArrayD, IxDyn};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tfn_ir::DType;
+
+pub(super) struct BenchRequest {
+    pub file: PathBuf,
+    pub function: String,
+    pub args: Vec<(String, String)>,
+    pub backend: BackendArg,
+    pub threads: Option<usize>,
+    pub json: bool,
+    pub millis: u64,
+}
+
+/// A deterministic standard-normal generator (xorshift64* + Box–Muller): no dependency, same
+/// data on every run.
+struct Normal(u64);
+
+impl Normal {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn sample(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+fn random_tensor(rng: &mut Normal, dtype: DType, shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let shape = IxDyn(shape);
+    let floats: Vec<f64> = (0..n).map(|_| rng.sample()).collect();
+    let make = |v| ArrayD::from_shape_vec(shape.clone(), v);
+    let result = match dtype {
+        DType::F32 => make(floats.iter().map(|&x| x as f32).collect()).map(Tensor::F32),
+        DType::F64 => make(floats).map(Tensor::F64),
+        DType::I32 => make(floats.iter().map(|&x| (x * 10.0) as i32).collect()).map(Tensor::I32),
+        DType::I64 => make(floats.iter().map(|&x| (x * 10.0) as i64).collect()).map(Tensor::I64),
+        DType::Bool => make(floats.iter().map(|&x| x > 0.0).collect()).map(Tensor::Bool),
+    };
+    // The shape and the element count agree by construction.
+    result.unwrap_or_else(|_| Tensor::F32(ArrayD::zeros(IxDyn(&[0]))))
+}
+
+fn bytes(t: &Tensor) -> usize {
+    t.shape().iter().product::<usize>() * t.dtype().size_bytes()
+}
+
+fn output_buffers(results: &mut [Tensor]) -> Vec<OutputMut<'_>> {
+    results
+        .iter_mut()
+        .map(|t| match t {
+            Tensor::Bool(a) => OutputMut::Bool(a.view_mut()),
+            Tensor::I32(a) => OutputMut::I32(a.view_mut()),
+            Tensor::I64(a) => OutputMut::I64(a.view_mut()),
+            Tensor::F32(a) => OutputMut::F32(a.view_mut()),
+            Tensor::F64(a) => OutputMut::F64(a.view_mut()),
+        })
+        .collect()
+}
+
+pub(super) fn bench(req: BenchRequest) -> Outcome {
+    let session = match session_for(&req.file, req.backend, req.threads, true) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let mut rng = Normal(0x9e37_79b9_7f4a_7c15);
+    let mut kwargs: Vec<(&str, Value)> = Vec::new();
+    let mut bytes_in = 0usize;
+    for (name, text) in &req.args {
+        let value = match parse_value(text) {
+            Ok(ArgValue::TensorType(dtype, shape)) => {
+                let t = random_tensor(&mut rng, dtype, &shape);
+                bytes_in += bytes(&t);
+                Value::from(t)
+            }
+            Ok(ArgValue::Literal(a)) => Value::Attr(a),
+            Ok(ArgValue::NpyPath(p)) => match crate::npy::read(std::path::Path::new(&p)) {
+                Ok(t) => {
+                    bytes_in += bytes(&t);
+                    Value::from(t)
+                }
+                Err(e) => return Outcome::UserError(format!("error: argument `{name}`: {e}")),
+            },
+            Err(e) => return Outcome::UsageError(format!("--arg {name}: {e}")),
+        };
+        kwargs.push((name.as_str(), value));
+    }
+    // First call: check + instantiate + optimise + fuse + compile.
+    let start = Instant::now();
+    let first = match session.call_kw(&req.function, &[], &kwargs) {
+        Ok(r) => r,
+        Err(e) => return Outcome::UserError(format!("error: {e}")),
+    };
+    let first_call = start.elapsed();
+    let compile = session.stats().compile_time;
+    let mut results: Vec<Tensor> = first.into_iter().filter_map(Value::into_tensor).collect();
+    let bytes_out: usize = results.iter().map(bytes).sum();
+    let mut outs = output_buffers(&mut results);
+    let mut samples: Vec<Duration> = Vec::new();
+    let budget = Duration::from_millis(req.millis);
+    let begin = Instant::now();
+    while samples.len() < 5 || (begin.elapsed() < budget && samples.len() < 100_000) {
+        let t = Instant::now();
+        if let Err(e) = session.call_into_kw(&req.function, &[], &kwargs, &mut outs) {
+            return Outcome::UserError(format!("error: {e}"));
+        }
+        samples.push(t.elapsed());
+    }
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    let min = samples[0];
+    let gbps = (bytes_in + bytes_out) as f64 / median.as_secs_f64() / 1e9;
+    let backend = match req.backend {
+        BackendArg::Jit => "jit",
+        BackendArg::Interp => "interp",
+    };
+    let threads = session.options().threads;
+    if req.json {
+        println!(
+            "{{\"function\":\"{}\",\"backend\":\"{backend}\",\"threads\":{threads},\"compile_us\":{:.1},\"first_call_us\":{:.1},\"median_us\":{:.3},\"min_us\":{:.3},\"calls\":{},\"bytes\":{},\"gbps\":{:.3}}}",
+            req.function,
+            compile.as_secs_f64() * 1e6,
+            first_call.as_secs_f64() * 1e6,
+            median.as_secs_f64() * 1e6,
+            min.as_secs_f64() * 1e6,
+            samples.len(),
+            bytes_in + bytes_out,
+            gbps
+        );
+    } else {
+        println!("function     {} ({backend}, {threads} thread(s), outputs preallocated)", req.function);
+        println!("compile      {:.1} µs (first call {:.1} µs)", compile.as_secs_f64() * 1e6, first_call.as_secs_f64() * 1e6);
+        println!("median       {:.3} µs over {} calls (min {:.3} µs)", median.as_secs_f64() * 1e6, samples.len(), min.as_secs_f64() * 1e6);
+        println!("bandwidth    {gbps:.2} GB/s effective ({} bytes per call)", bytes_in + bytes_out);
+    }
+    Outcome::Ok
+}

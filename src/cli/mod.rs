@@ -1,0 +1,162 @@
+//! The `tfnc` command-line driver: the argument model (clap) and one module per subcommand.
+
+pub mod args;
+mod bench;
+mod check;
+mod ir;
+mod run;
+mod summary;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// The result of a subcommand, mapped to the exit code by `main`.
+#[derive(Debug)]
+pub enum Outcome {
+    Ok,
+    /// Exit 1: the program or the data is wrong. The message is printed to stderr.
+    UserError(String),
+    /// Exit 2: the command line is wrong.
+    UsageError(String),
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "tfnc", version, about = "The tfn tensor compiler", propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    Jit,
+    Interp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Stage {
+    Parsed,
+    Lowered,
+    Optimized,
+    Fused,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parse and check files; print every diagnostic
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Run a function on .npy or literal arguments
+    Run {
+        file: PathBuf,
+        function: String,
+        /// NAME=VALUE: a .npy path or a literal (2, 0.5, true, [0, 1], f64)
+        #[arg(long = "arg", value_parser = args::parse_named)]
+        args: Vec<(String, String)>,
+        /// Where to write each result (.npy), in order
+        #[arg(long = "out")]
+        outs: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "jit")]
+        backend: BackendArg,
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Instead of the results: the gradients of <results, cotangent> w.r.t. each tensor
+        /// argument
+        #[arg(long)]
+        vjp: Option<PathBuf>,
+        /// Skip the egg optimiser
+        #[arg(long)]
+        no_optimize: bool,
+    },
+    /// Print the IR of a stage
+    Ir {
+        file: PathBuf,
+        #[arg(long = "fn")]
+        function: Option<String>,
+        #[arg(long, value_enum, default_value = "lowered")]
+        stage: Stage,
+        /// NAME=dtype[shape] or NAME=literal
+        #[arg(long = "arg", value_parser = args::parse_named)]
+        args: Vec<(String, String)>,
+        /// Also print the optimiser's report (rules fired, e-graph statistics)
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Time a function on random inputs of the given shapes
+    Bench {
+        file: PathBuf,
+        function: String,
+        /// NAME=dtype[shape] or NAME=literal
+        #[arg(long = "arg", value_parser = args::parse_named)]
+        args: Vec<(String, String)>,
+        #[arg(long, value_enum, default_value = "jit")]
+        backend: BackendArg,
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Print one JSON object instead of text
+        #[arg(long)]
+        json: bool,
+        /// Minimum measuring time per configuration, in milliseconds
+        #[arg(long, default_value_t = 1000)]
+        millis: u64,
+    },
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Outcome {
+    match cli.command {
+        Command::Check { files } => check::check(&files),
+        Command::Run { file, function, args, outs, backend, threads, vjp, no_optimize } => {
+            run::run(run::RunRequest {
+                file,
+                function,
+                args,
+                outs,
+                backend,
+                threads,
+                vjp,
+                optimize: !no_optimize,
+            })
+        }
+        Command::Ir { file, function, stage, args, explain } => {
+            ir::ir(&file, function.as_deref(), stage, &args, explain)
+        }
+        Command::Bench { file, function, args, backend, threads, json, millis } => {
+            bench::bench(bench::BenchRequest { file, function, args, backend, threads, json, millis })
+        }
+    }
+}
+
+/// A session for `file` with the options of the command line; a load failure is a user error.
+fn session_for(
+    file: &std::path::Path,
+    backend: BackendArg,
+    threads: Option<usize>,
+    optimize: bool,
+) -> Result<crate::Session, Outcome> {
+    let mut options = crate::SessionOptions::default();
+    options.backend = match backend {
+        BackendArg::Jit => crate::Backend::Jit,
+        BackendArg::Interp => crate::Backend::Interp,
+    };
+    if let Some(t) = threads {
+        if t == 0 {
+            return Err(Outcome::UsageError("--threads must be at least 1".into()));
+        }
+        options.threads = t;
+    }
+    options.optimize = optimize;
+    let session = crate::Session::with_options(options);
+    match session.load_file(file) {
+        Ok(warnings) => {
+            if !warnings.is_empty() {
+                let lib = session.library();
+                eprint!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
+            }
+            Ok(session)
+        }
+        Err(e) => Err(Outcome::UserError(e.to_string())),
+    }
+}

@@ -1,0 +1,91 @@
+//! `tfnc run FILE FN --arg NAME=VALUE... [--out PATH]...`: call a function on `.npy` files
+//! and literals, write or summarise its results.
+
+use super::args::{parse_value, ArgValue};
+use super::{session_for, BackendArg, Outcome};
+use crate::{Tensor, Value};
+use std::path::PathBuf;
+
+pub(super) struct RunRequest {
+    pub file: PathBuf,
+    pub function: String,
+    pub args: Vec<(String, String)>,
+    pub outs: Vec<PathBuf>,
+    pub backend: BackendArg,
+    pub threads: Option<usize>,
+    pub vjp: Option<PathBuf>,
+    pub optimize: bool,
+}
+
+/// Loads the `--arg` values: `.npy` files become tensors, literals attributes.
+pub(super) fn load_args(args: &[(String, String)]) -> Result<Vec<(String, Value<'static>)>, Outcome> {
+    let mut seen = std::collections::HashSet::new();
+    let mut values = Vec::new();
+    for (name, text) in args {
+        if !seen.insert(name.clone()) {
+            return Err(Outcome::UsageError(format!("argument `{name}` is given twice")));
+        }
+        let value = match parse_value(text).map_err(|e| Outcome::UsageError(format!("--arg {name}: {e}")))? {
+            ArgValue::Literal(a) => Value::Attr(a),
+            ArgValue::NpyPath(p) => {
+                let t = crate::npy::read(std::path::Path::new(&p))
+                    .map_err(|e| Outcome::UserError(format!("error: argument `{name}`: {e}")))?;
+                Value::from(t)
+            }
+            ArgValue::TensorType(..) => {
+                return Err(Outcome::UsageError(format!(
+                    "--arg {name}: `run` needs data, give a .npy file (tensor types are for `ir` and `bench`)"
+                )))
+            }
+        };
+        values.push((name.clone(), value));
+    }
+    Ok(values)
+}
+
+pub(super) fn run(req: RunRequest) -> Outcome {
+    let session = match session_for(&req.file, req.backend, req.threads, req.optimize) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let args = match load_args(&req.args) {
+        Ok(a) => a,
+        Err(o) => return o,
+    };
+    let kwargs: Vec<(&str, Value)> = args.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    let results: Vec<Tensor> = if let Some(cotangent) = &req.vjp {
+        let ct = match crate::npy::read(cotangent) {
+            Ok(t) => t,
+            Err(e) => return Outcome::UserError(format!("error: --vjp: {e}")),
+        };
+        match session.vjp_kw(&req.function, &[], &kwargs, &[Value::from(ct)]) {
+            Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
+            Err(e) => return Outcome::UserError(format!("error: {e}")),
+        }
+    } else {
+        match session.call_kw(&req.function, &[], &kwargs) {
+            Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
+            Err(e) => return Outcome::UserError(format!("error: {e}")),
+        }
+    };
+    if req.outs.is_empty() {
+        for (i, t) in results.iter().enumerate() {
+            println!("{}", super::summary::summarize(&format!("out{i}"), t));
+        }
+        return Outcome::Ok;
+    }
+    if req.outs.len() != results.len() {
+        return Outcome::UsageError(format!(
+            "`{}` has {} result(s) but {} --out path(s) were given",
+            req.function,
+            results.len(),
+            req.outs.len()
+        ));
+    }
+    for (path, t) in req.outs.iter().zip(&results) {
+        if let Err(e) = crate::npy::write(path, t) {
+            return Outcome::UserError(format!("error: {e}"));
+        }
+    }
+    Outcome::Ok
+}

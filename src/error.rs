@@ -1,0 +1,48 @@
+//! The error type of [`crate::Session`]: every failure of loading or calling is a value.
+
+use tfn_ir::diagnostic::render_all;
+use tfn_ir::{Diagnostic, SourceMap};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A source file failed to parse or check. `rendered` holds the rustc-style text.
+    #[error("{rendered}")]
+    Load { diagnostics: Vec<Diagnostic>, rendered: String },
+    /// A source file could not be read.
+    #[error("cannot read `{path}`: {message}")]
+    Io { path: String, message: String },
+    /// No function or op of that name is loaded.
+    #[error("unknown function `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    UnknownFunction { name: String, suggestion: Option<String> },
+    /// The call's arguments fit no overload, or the function cannot be instantiated for
+    /// them (dtype constraint, static shape conflict, ...). `rendered` names the culprit.
+    #[error("{rendered}")]
+    Call { diagnostics: Vec<Diagnostic>, rendered: String },
+    /// The arguments' runtime sizes do not fit together (names both shapes).
+    #[error("{0}")]
+    Shape(String),
+    /// An output buffer passed to `call_into` does not fit the result.
+    #[error("output {index}: {message}")]
+    Output { index: usize, message: String },
+    /// Running the function failed (e.g. an extern kernel reported an error).
+    #[error("{0}")]
+    Runtime(String),
+    /// A bug in tfn, not in the caller's program: please report it.
+    #[error("internal compiler error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub(crate) fn from_diagnostics(kind: DiagKind, diags: Vec<Diagnostic>, sources: &SourceMap) -> Error {
+        let rendered = render_all(&diags, sources).trim_end().to_string();
+        match kind {
+            DiagKind::Load => Error::Load { diagnostics: diags, rendered },
+            DiagKind::Call => Error::Call { diagnostics: diags, rendered },
+        }
+    }
+}
+
+pub(crate) enum DiagKind {
+    Load,
+    Call,
+}

@@ -1,0 +1,326 @@
+//! [`Session`]: the library of loaded `.tfn` definitions, the per-signature cache of
+//! instantiated and compiled functions, and the calls into them.
+//!
+//! A call goes: arguments → call signature (dtypes, ranks, which axes are 1, attribute
+//! values, contiguity) → cache lookup → on a miss: instantiate (dispatch + inline + infer),
+//! optimise, fuse and compile → bind the runtime sizes → run. Sizes are never part of the
+//! signature, so a new batch size is a cache hit.
+
+use crate::error::{DiagKind, Error};
+use crate::signature::{CallKey, Prepared};
+use crate::value::{OutputMut, TensorValue, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tfn_frontend::{FsLoader, SourceLoader};
+use tfn_ir::interp::ExternKernels;
+use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
+use tfn_ir::{Attr, DType, Library, Tensor};
+
+/// Which executor runs the compiled functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Backend {
+    /// Fused, vectorised Cranelift kernels (the default).
+    #[default]
+    Jit,
+    /// The op-by-op reference interpreter.
+    Interp,
+}
+
+/// How a [`Session`] compiles and runs.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub backend: Backend,
+    /// Threads for large kernels (default: all cores).
+    pub threads: usize,
+    /// Run the egg optimiser on every instantiated function (default: true).
+    pub optimize: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        SessionOptions { backend: Backend::Jit, threads, optimize: true }
+    }
+}
+
+/// Counters reported by [`Session::stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Signatures instantiated and compiled.
+    pub compiles: u64,
+    /// Calls that found their signature in the cache.
+    pub cache_hits: u64,
+    /// Total time spent instantiating, optimising and compiling.
+    pub compile_time: Duration,
+}
+
+/// A kernel for an `extern op`, registered from Rust. It receives the op's tensor inputs and
+/// attributes and must return a tensor of the declared shape and dtype.
+pub type ExternFn = dyn Fn(&[Tensor], &[Attr]) -> Result<Tensor, String> + Send + Sync;
+
+#[derive(Default)]
+struct ExternTable {
+    kernels: RwLock<HashMap<String, Arc<ExternFn>>>,
+}
+
+impl ExternKernels for ExternTable {
+    fn call(
+        &self,
+        name: &str,
+        attrs: &[Attr],
+        inputs: &[Tensor],
+        _out_shape: &[usize],
+        _out_dtype: DType,
+    ) -> Result<Tensor, String> {
+        let kernel = {
+            let table = self.kernels.read().map_err(|_| "extern table poisoned".to_string())?;
+            table.get(name).cloned()
+        };
+        match kernel {
+            Some(k) => k(inputs, attrs),
+            None => Err(format!(
+                "no kernel is registered for extern op `{name}` (use `Session::register_extern`)"
+            )),
+        }
+    }
+}
+
+/// A compiler session: loaded definitions plus a cache of compiled functions.
+///
+/// `Session` is `Send + Sync`; concurrent calls share the cache.
+pub struct Session {
+    library: RwLock<Arc<Library>>,
+    externs: Arc<ExternTable>,
+    options: SessionOptions,
+    cache: RwLock<HashMap<CallKey, Arc<Prepared>>>,
+    compiles: AtomicU64,
+    cache_hits: AtomicU64,
+    compile_nanos: AtomicU64,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new()
+    }
+}
+
+impl Session {
+    /// A session with the prelude loaded, the JIT backend and default threads.
+    pub fn new() -> Session {
+        Session::with_options(SessionOptions::default())
+    }
+
+    pub fn with_backend(backend: Backend) -> Session {
+        Session::with_options(SessionOptions { backend, ..SessionOptions::default() })
+    }
+
+    pub fn with_options(options: SessionOptions) -> Session {
+        // The prelude is part of the binary and tested; failing to load it is a build bug.
+        let library = tfn_frontend::prelude().unwrap_or_else(|diags| {
+            let text = tfn_ir::diagnostic::render_all(&diags, &Library::default().sources);
+            panic!("the embedded prelude does not load:\n{text}")
+        });
+        Session {
+            library: RwLock::new(Arc::new(library)),
+            externs: Arc::new(ExternTable::default()),
+            options,
+            cache: RwLock::new(HashMap::new()),
+            compiles: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            compile_nanos: AtomicU64::new(0),
+        }
+    }
+
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+
+    /// The loaded definitions (a snapshot: later loads do not change it).
+    pub fn library(&self) -> Arc<Library> {
+        self.library.read().map_or_else(|p| p.into_inner().clone(), |l| l.clone())
+    }
+
+    /// Loads a `.tfn` file (and the files it `use`s). On error nothing is loaded and the
+    /// error holds every diagnostic; on success returns the warnings.
+    pub fn load_file(&self, path: impl AsRef<std::path::Path>) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Io { path: shown.clone(), message: e.to_string() })?;
+        self.load_with(&shown, &text, &FsLoader::default())
+    }
+
+    /// Loads source text; `name` is the file name shown in diagnostics and the base of
+    /// relative `use` paths.
+    pub fn load_str(&self, name: &str, source: &str) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
+        self.load_with(name, source, &FsLoader::default())
+    }
+
+    fn load_with(
+        &self,
+        name: &str,
+        source: &str,
+        loader: &dyn SourceLoader,
+    ) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
+        let mut guard = self.library.write().map_err(|_| Error::Internal("library lock poisoned".into()))?;
+        let mut next = (**guard).clone();
+        match tfn_frontend::load_source(&mut next, name, source, loader) {
+            Ok(warnings) => {
+                *guard = Arc::new(next);
+                // Definitions only ever get added, but a cached instance may have resolved a
+                // call that a new overload would now win: start afresh.
+                if let Ok(mut cache) = self.cache.write() {
+                    cache.clear();
+                }
+                Ok(warnings)
+            }
+            Err(diags) => Err(Error::from_diagnostics(DiagKind::Load, diags, &next.sources)),
+        }
+    }
+
+    /// Registers the kernel of an `extern op`.
+    pub fn register_extern(
+        &self,
+        name: &str,
+        kernel: impl Fn(&[Tensor], &[Attr]) -> Result<Tensor, String> + Send + Sync + 'static,
+    ) {
+        if let Ok(mut table) = self.externs.kernels.write() {
+            table.insert(name.to_string(), Arc::new(kernel));
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            compiles: self.compiles.load(Ordering::Relaxed),
+            cache_hits: self.cache_hits.load(Ordering::Relaxed),
+            compile_time: Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Calls a function with positional arguments; returns its results as owned tensors.
+    pub fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value<'static>>, Error> {
+        self.call_kw(name, args, &[])
+    }
+
+    /// Calls a function with positional and keyword arguments.
+    pub fn call_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Result<Vec<Value<'static>>, Error> {
+        let prepared = self.prepare(name, args, kwargs)?;
+        let inputs = gather_inputs(&prepared, args, kwargs)?;
+        let outputs = prepared.run(&inputs, &*self.externs)?;
+        Ok(outputs.into_iter().map(Value::from).collect())
+    }
+
+    /// Calls a function writing its results into caller-provided arrays (no allocation of
+    /// outputs). Each output must have the result's dtype and shape.
+    pub fn call_into(&self, name: &str, args: &[Value], outputs: &mut [OutputMut]) -> Result<(), Error> {
+        self.call_into_kw(name, args, &[], outputs)
+    }
+
+    pub fn call_into_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        outputs: &mut [OutputMut],
+    ) -> Result<(), Error> {
+        let prepared = self.prepare(name, args, kwargs)?;
+        let inputs = gather_inputs(&prepared, args, kwargs)?;
+        prepared.run_into(&inputs, outputs, &*self.externs)
+    }
+
+    /// Instantiates (or finds in the cache) the function for these arguments' signature.
+    fn prepare(&self, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> Result<Arc<Prepared>, Error> {
+        let key = CallKey::new(name, args, kwargs);
+        if let Some(p) = self.cache.read().ok().and_then(|c| c.get(&key).cloned()) {
+            self.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(p);
+        }
+        let start = Instant::now();
+        let library = self.library();
+        if library.overloads(name).is_empty() {
+            let suggestion = crate::signature::similar_name(&library, name);
+            return Err(Error::UnknownFunction { name: name.to_string(), suggestion });
+        }
+        let positional: Vec<ArgSpec> = args.iter().map(arg_spec).collect();
+        let keywords: Vec<(String, ArgSpec)> =
+            kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
+        let instance = tfn_ir::lower::instantiate(&library, name, &positional, &keywords)
+            .map_err(|e| Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources))?;
+        let prepared = Arc::new(Prepared::compile(instance, &self.options, &key)?);
+        self.compiles.fetch_add(1, Ordering::Relaxed);
+        self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if let Ok(mut cache) = self.cache.write() {
+            cache.insert(key, prepared.clone());
+        }
+        Ok(prepared)
+    }
+}
+
+/// The signature of one argument: dtype, rank and which axes have size 1, or the attribute.
+fn arg_spec(v: &Value) -> ArgSpec {
+    let dims = |t: &TensorValue| -> Vec<DimSpec> {
+        t.shape().iter().map(|&d| if d == 1 { DimSpec::One } else { DimSpec::Dyn }).collect()
+    };
+    match v {
+        Value::Tensor(t) => ArgSpec::Tensor { dtype: t.dtype(), dims: dims(t) },
+        Value::TensorList(ts) => ArgSpec::TensorList(ts.iter().map(|t| (t.dtype(), dims(t))).collect()),
+        Value::Attr(a) => ArgSpec::Attr(a.clone()),
+    }
+}
+
+/// The tensors feeding the graph's parameters, in parameter order.
+fn gather_inputs<'v>(
+    prepared: &Prepared,
+    args: &'v [Value<'v>],
+    kwargs: &'v [(&str, Value<'v>)],
+) -> Result<Vec<&'v TensorValue<'v>>, Error> {
+    fn find<'v>(
+        src: &ParamSource,
+        args: &'v [Value<'v>],
+        kwargs: &'v [(&str, Value<'v>)],
+    ) -> Option<&'v TensorValue<'v>> {
+        match src {
+            ParamSource::Positional(i) => args.get(*i)?.as_tensor(),
+            ParamSource::Keyword(k) => kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor(),
+            ParamSource::ListItem { arg, index } => {
+                let list = match &**arg {
+                    ParamSource::Positional(i) => args.get(*i)?,
+                    ParamSource::Keyword(k) => &kwargs.iter().find(|(n, _)| n == k)?.1,
+                    ParamSource::ListItem { .. } => return None,
+                };
+                match list {
+                    Value::TensorList(ts) => ts.get(*index),
+                    _ => None,
+                }
+            }
+        }
+    }
+    prepared
+        .instance
+        .params
+        .iter()
+        .map(|src| {
+            find(src, args, kwargs)
+                .ok_or_else(|| Error::Internal(format!("graph parameter source {src:?} is not a tensor argument")))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn session_is_send_and_sync() {
+        assert_send_sync::<Session>();
+    }
+}

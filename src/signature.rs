@@ -1,0 +1,185 @@
+//! Call signatures (the cache key) and [`Prepared`] functions: one instantiated, optimised
+//! and compiled function per signature.
+
+use crate::error::Error;
+use crate::session::{Backend, SessionOptions};
+use crate::value::{OutputMut, TensorValue, Value};
+use tfn_ir::interp::ExternKernels;
+use tfn_ir::lower::Instance;
+use tfn_ir::{Attr, DType, Library, Tensor};
+
+/// What a compiled function is specialised on, per argument: dtype, rank, which axes have
+/// size 1, contiguity — or the attribute value. Never the sizes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ArgKey {
+    Tensor { dtype: DType, rank: u8, ones: u64, contiguous: bool },
+    TensorList(Vec<ArgKey>),
+    Attr(Attr),
+}
+
+impl ArgKey {
+    fn tensor(t: &TensorValue) -> ArgKey {
+        let ones = t
+            .shape()
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (i, &d)| if d == 1 && i < 64 { m | (1 << i) } else { m });
+        ArgKey::Tensor {
+            dtype: t.dtype(),
+            rank: t.shape().len().min(255) as u8,
+            ones,
+            contiguous: t.is_standard_layout(),
+        }
+    }
+
+    fn of(v: &Value) -> ArgKey {
+        match v {
+            Value::Tensor(t) => ArgKey::tensor(t),
+            Value::TensorList(ts) => ArgKey::TensorList(ts.iter().map(ArgKey::tensor).collect()),
+            Value::Attr(a) => ArgKey::Attr(a.clone()),
+        }
+    }
+}
+
+/// The cache key of a call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CallKey {
+    name: String,
+    positional: Vec<ArgKey>,
+    keywords: Vec<(String, ArgKey)>,
+}
+
+impl CallKey {
+    pub(crate) fn new(name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> CallKey {
+        CallKey {
+            name: name.to_string(),
+            positional: args.iter().map(ArgKey::of).collect(),
+            keywords: kwargs.iter().map(|(k, v)| (k.to_string(), ArgKey::of(v))).collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for CallKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}(", self.name)?;
+        let show = |k: &ArgKey| -> String {
+            match k {
+                ArgKey::Tensor { dtype, rank, ones, contiguous } => {
+                    let dims: Vec<&str> =
+                        (0..*rank).map(|i| if ones >> i & 1 == 1 { "1" } else { "?" }).collect();
+                    let layout = if *contiguous { "" } else { " strided" };
+                    format!("{dtype}[{}]{layout}", dims.join(", "))
+                }
+                ArgKey::TensorList(items) => format!("Tensor[{}]", items.len()),
+                ArgKey::Attr(a) => a.to_string(),
+            }
+        };
+        let mut parts: Vec<String> = self.positional.iter().map(show).collect();
+        parts.extend(self.keywords.iter().map(|(k, v)| format!("{k}={}", show(v))));
+        write!(f, "{})", parts.join(", "))
+    }
+}
+
+/// One function instantiated for one signature, ready to run.
+pub(crate) struct Prepared {
+    pub(crate) instance: Instance,
+    backend: Backend,
+}
+
+impl Prepared {
+    pub(crate) fn compile(instance: Instance, options: &SessionOptions, key: &CallKey) -> Result<Prepared, Error> {
+        if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
+            eprintln!("tfn: compiling {key}");
+        }
+        Ok(Prepared { instance, backend: options.backend })
+    }
+
+    pub(crate) fn run(&self, inputs: &[&TensorValue], externs: &dyn ExternKernels) -> Result<Vec<Tensor>, Error> {
+        match self.backend {
+            Backend::Interp | Backend::Jit => {
+                let owned: Vec<Tensor> = inputs.iter().map(|t| t.to_tensor()).collect();
+                tfn_ir::interp::run_with_externs(&self.instance.graph, &owned, externs)
+                    .map_err(interp_error)
+            }
+        }
+    }
+
+    pub(crate) fn run_into(
+        &self,
+        inputs: &[&TensorValue],
+        outputs: &mut [OutputMut],
+        externs: &dyn ExternKernels,
+    ) -> Result<(), Error> {
+        let results = self.run(inputs, externs)?;
+        copy_into(results, outputs)
+    }
+}
+
+fn interp_error(e: tfn_ir::interp::InterpError) -> Error {
+    use tfn_ir::interp::InterpError as E;
+    match e {
+        E::Bind(b) => Error::Shape(b.to_string()),
+        E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => Error::Shape(e.to_string()),
+        E::Extern { .. } => Error::Runtime(e.to_string()),
+        E::Unsupported { .. } | E::Internal { .. } => Error::Internal(e.to_string()),
+    }
+}
+
+/// Copies results into caller buffers after checking count, dtype and shape.
+pub(crate) fn copy_into(results: Vec<Tensor>, outputs: &mut [OutputMut]) -> Result<(), Error> {
+    if results.len() != outputs.len() {
+        return Err(Error::Output {
+            index: outputs.len().min(results.len()),
+            message: format!("the function has {} result(s) but {} output buffer(s) were given", results.len(), outputs.len()),
+        });
+    }
+    for (index, (r, out)) in results.into_iter().zip(outputs.iter_mut()).enumerate() {
+        if r.dtype() != out.dtype() || r.shape() != out.shape() {
+            return Err(Error::Output {
+                index,
+                message: format!(
+                    "the result is {}{:?} but the buffer is {}{:?}",
+                    r.dtype(),
+                    r.shape(),
+                    out.dtype(),
+                    out.shape()
+                ),
+            });
+        }
+        match (r, out) {
+            (Tensor::Bool(a), OutputMut::Bool(o)) => o.assign(&a),
+            (Tensor::I32(a), OutputMut::I32(o)) => o.assign(&a),
+            (Tensor::I64(a), OutputMut::I64(o)) => o.assign(&a),
+            (Tensor::F32(a), OutputMut::F32(o)) => o.assign(&a),
+            (Tensor::F64(a), OutputMut::F64(o)) => o.assign(&a),
+            _ => return Err(Error::Internal("dtype checked above".into())),
+        }
+    }
+    Ok(())
+}
+
+/// The loaded name closest to `name` (edit distance ≤ 2), for "did you mean".
+pub(crate) fn similar_name(library: &Library, name: &str) -> Option<String> {
+    library
+        .functions
+        .keys()
+        .map(|k| (edit_distance(k, name), k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| k.clone())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
