@@ -1,7 +1,29 @@
 //! # tfn-frontend
 //!
-//! The front end of tfn: `.tfn` source → checked [`tfn_ir::Library`] templates.
+//! `.tfn` source → checked [`tfn_ir::Library`] templates.
+//!
+//! Pipeline of one load ([`load_source`]): [`prepare`](mod@prepare) (newlines inside brackets,
+//! nesting limits) → [`parser`] (pest grammar `grammar/tfn.pest` + Pratt parser → [`ast`]) →
+//! [`check`] (every load-time rule; all diagnostics of the batch) → [`convert`] (AST →
+//! templates, operators desugared to prelude calls) → added to the library. [`print_library`]
+//! prints templates back as canonical `.tfn`.
+//!
+//! Architecture invariant: no pest type leaves this crate; everything user-facing is a
+//! [`tfn_ir::Diagnostic`], and no input makes any function here panic.
+//!
+//! The language, its diagnostics and their codes are documented in `docs/language.md`.
+
 pub mod ast;
+pub mod check;
+pub mod convert;
+mod load;
+pub mod loader;
 pub mod parser;
 mod prepare;
+pub mod print;
+mod suggest;
 mod syntax_error;
+
+pub use load::{file_ids, load_source, prelude, PRELUDE, PRELUDE_NAME};
+pub use loader::{FsLoader, MemLoader, SourceLoader, STD_NN};
+pub use print::{print_library, signature_text};

@@ -1,24 +1,19 @@
+use tfn_frontend::*;
 #[test]
 fn scratch() {
+    let lib = match prelude() { Ok(l) => l, Err(e) => { let mut lib = tfn_ir::Library::default(); lib.sources.add("<prelude>", PRELUDE); println!("{}", tfn_ir::diagnostic::render_all(&e, &lib.sources)); panic!() } };
     for i in 0..5 {
         let p = format!("/tmp/fe/spec{i}.tfn");
         let t = std::fs::read_to_string(&p).unwrap();
-        match tfn_frontend::parser::parse_file(tfn_ir::FileId(0), &t) {
-            Ok(f) => println!("{p}: {} items", f.items.len()),
-            Err(e) => println!("{p}: {:?}", e),
+        let mut l = if i == 0 || i == 4 { tfn_ir::Library::default() } else { lib.clone() };
+        match load_source(&mut l, &p, &t, &FsLoader::new()) {
+            Ok(w) => { println!("{p}: ok\n{}", tfn_ir::diagnostic::render_all(&w, &l.sources)); let ids = file_ids(&l, &p); println!("{}", print_library(&l, Some(&ids))); }
+            Err(e) => println!("{p}:\n{}", tfn_ir::diagnostic::render_all(&e, &l.sources)),
         }
     }
-    let t = std::fs::read_to_string("/work/main/frontend/prelude/core.tfn").unwrap();
-    match tfn_frontend::parser::parse_file(tfn_ir::FileId(0), &t) {
-        Ok(f) => println!("core: {} items", f.items.len()),
-        Err(e) => println!("core: {:?}", e),
-    }
-    let mut sm = tfn_ir::SourceMap::new();
-    for src in ["fn f(Tensor x) -> Tensor {\n  return f(x, \n}\n", "fn f(Tensor x) -> Tensor {\n  let y = x +\n}\n", "op f(Tensor x)\n", "fn f(Tensor x) -> Tensor {\n  return -x**2 + 2 ** -1\n}\n"] {
-        let id = sm.add("t.tfn", src);
-        match tfn_frontend::parser::parse_file(id, src) {
-            Ok(f) => println!("{:?}", f),
-            Err(e) => for d in e { println!("{}", d.render(&sm)) },
-        }
+    let mut l = lib.clone();
+    match load_source(&mut l, "n.tfn", "use \"std:nn\"\n", &FsLoader::new()) {
+            Ok(w) => println!("nn: ok\n{}", tfn_ir::diagnostic::render_all(&w, &l.sources)),
+            Err(e) => println!("nn:\n{}", tfn_ir::diagnostic::render_all(&e, &l.sources)),
     }
 }

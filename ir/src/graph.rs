@@ -89,7 +89,7 @@ impl Graph {
     }
 
     /// Appends a node and returns its value. Inputs must already exist (not checked here;
-    /// [`crate::verify`] checks it).
+    /// [`crate::verify::verify`] checks it).
     pub fn push(
         &mut self,
         op: Op,

@@ -107,7 +107,8 @@ fn check_syms(graph: &Graph, problems: &mut Vec<String>) {
                     problems.push(format!("s{i}: an input size without sources"));
                 }
                 for &(p, axis) in sources {
-                    let dim = graph.params.get(p as usize).and_then(|p| p.ty.shape.0.get(axis as usize));
+                    let dim =
+                        graph.params.get(p as usize).and_then(|p| p.ty.shape.0.get(axis as usize));
                     if dim != Some(&Dim::Sym(Sym(i as u32))) {
                         problems.push(format!(
                             "s{i}: source axis {axis} of parameter {p} does not carry s{i}"
@@ -120,7 +121,7 @@ fn check_syms(graph: &Graph, problems: &mut Vec<String>) {
                 crate::lower::collect_dims(e, &mut dims);
                 for d in dims {
                     if let Dim::Sym(s) = d {
-                        let defined = matches!(graph.syms.get(s.0 as usize), Some(_));
+                        let defined = graph.syms.get(s.0 as usize).is_some();
                         if !defined || s.0 as usize == i {
                             problems.push(format!("s{i}: derived from undefined or itself {d}"));
                         }

@@ -25,8 +25,10 @@ fn parse_cases(text: &str) -> Result<Vec<Case<'_>>, String> {
     let mut cases = Vec::new();
     let mut lines = text.lines().filter(|l| !l.starts_with('#')).peekable();
     while let Some(line) = lines.next() {
-        let name = line.strip_prefix("=== ").ok_or_else(|| format!("expected `=== `, got `{line}`"))?;
-        let mut case = Case { name, graph: String::new(), inputs: vec![], outputs: vec![], error: None };
+        let name =
+            line.strip_prefix("=== ").ok_or_else(|| format!("expected `=== `, got `{line}`"))?;
+        let mut case =
+            Case { name, graph: String::new(), inputs: vec![], outputs: vec![], error: None };
         while let Some(l) = lines.next_if(|l| !l.starts_with("---") && !l.starts_with("===")) {
             case.graph.push_str(l);
             case.graph.push('\n');
@@ -81,5 +83,11 @@ fn interpreter_matches_numpy() {
         .iter()
         .filter_map(|c| check(c).err().map(|e| format!("case `{}`: {e}", c.name)))
         .collect();
-    assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
 }

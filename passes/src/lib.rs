@@ -11,5 +11,6 @@
 //! Architecture invariant: passes take a `Graph` and return a new `Graph` with the same
 //! parameters, outputs, dtypes and shapes; they never change what a function computes beyond
 //! the documented floating-point caveats of individual rules.
+pub mod autodiff;
 pub mod fusion;
 pub mod optimize;

@@ -4,7 +4,8 @@
 //! marked *broken*: calls of a broken function are not checked further, so one mistake in a
 //! header does not cascade into every call site.
 
-use super::types::{fit, fmt_param_type, Fit, Ty};
+use super::types::{fit, Fit, Ty};
+use crate::print::param_type;
 use crate::ast::{self, TypeArg};
 use crate::{convert, suggest};
 use std::collections::BTreeSet;
@@ -100,7 +101,7 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
         if let Some(ty) = &ty {
             if !matches!(ty, ParamType::Tensor(_)) {
                 diags.push(
-                    Diagnostic::error("E0110", format!("results must be tensors, found `{}`", fmt_param_type(ty)))
+                    Diagnostic::error("E0110", format!("results must be tensors, found `{}`", param_type(ty)))
                         .at(r.span, "not a `Tensor`"),
                 );
             }
@@ -229,9 +230,9 @@ fn check_default(
         diags.push(
             Diagnostic::error(
                 "E0107",
-                format!("default of `{}` is `{dty}`, but the parameter is `{}`", p.name.name, fmt_param_type(ty)),
+                format!("default of `{}` is `{dty}`, but the parameter is `{}`", p.name.name, param_type(ty)),
             )
-            .at(d.span, format!("expected `{}`", fmt_param_type(ty))),
+            .at(d.span, format!("expected `{}`", param_type(ty))),
         );
         return None;
     }

@@ -160,23 +160,3 @@ pub fn fmt_dtype_set(set: &[DType]) -> String {
     let names: Vec<&str> = set.iter().map(|d| d.name()).collect();
     format!("{{{}}}", names.join(", "))
 }
-
-/// A signature type as written (`Tensor<T>`, `Int[]`).
-pub fn fmt_param_type(ty: &ParamType) -> String {
-    let dt = |d: &DTypeRef| match d {
-        DTypeRef::Any => String::new(),
-        DTypeRef::Fixed(d) => format!("<{d}>"),
-        DTypeRef::Var(v) => format!("<{v}>"),
-    };
-    match ty {
-        ParamType::Tensor(d) => format!("Tensor{}", dt(d)),
-        ParamType::TensorList(d) => format!("Tensor{}[]", dt(d)),
-        ParamType::Scalar => "Scalar".into(),
-        ParamType::Int => "Int".into(),
-        ParamType::Float => "Float".into(),
-        ParamType::Bool => "Bool".into(),
-        ParamType::DType => "DType".into(),
-        ParamType::IntList => "Int[]".into(),
-        ParamType::FloatList => "Float[]".into(),
-    }
-}

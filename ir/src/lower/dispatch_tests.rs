@@ -16,32 +16,70 @@ fn float(f: f64) -> ArgKind {
     ArgKind::of_attr(Attr::Float(f))
 }
 
+/// (name, positional, keywords, the overload picked or the last candidate's rejection)
+type Case =
+    (&'static str, Vec<ArgKind>, Vec<(&'static str, ArgKind)>, Result<&'static str, &'static str>);
+
 #[test]
 fn picks_overloads_in_declaration_order() {
     let lib = library("fn f(Float x) -> Tensor { return full([1], x) }\nfn f.i(Int x) -> Tensor { return full([1], x) }");
     let scalar_attr = ArgKind::Attr { ty: AttrType::Scalar, value: None };
-    // (name, positional, keywords, Ok(full name) | Err(reason of the last candidate))
-    let cases: Vec<(&str, Vec<ArgKind>, Vec<(&str, ArgKind)>, Result<&str, &str>)> = vec![
+    let cases: Vec<Case> = vec![
         ("add", vec![t("f32"), t("f32")], vec![], Ok("add")),
         ("add", vec![t("f32"), int(2)], vec![], Ok("add.scalar")),
         ("add", vec![int(2), t("i32")], vec![], Ok("add")),
         ("mul", vec![float(0.5), t("f32")], vec![], Ok("mul")),
         ("mul", vec![scalar_attr.clone(), t("?")], vec![], Ok("mul")),
         ("add", vec![t("?"), t("f64")], vec![], Ok("add")),
-        ("add", vec![int(1), int(2)], vec![], Err("cannot infer a dtype for argument `x` from the other arguments")),
-        ("add", vec![t("bool"), t("bool")], vec![], Err("argument `x` must be a tensor, got a bool tensor")),
-        ("sum", vec![t("f32")], vec![("dims", ArgKind::of_attr(Attr::IntList(vec![0])))], Ok("sum")),
-        ("sum", vec![t("f32")], vec![("keepdim", int(1))], Err("argument `keepdim` must be Bool, got Int `1`")),
-        ("sum", vec![t("f32")], vec![("dims", int(0)), ("dims", int(1))], Err("argument `dims` given twice")),
+        (
+            "add",
+            vec![int(1), int(2)],
+            vec![],
+            Err("cannot infer a dtype for argument `x` from the other arguments"),
+        ),
+        (
+            "add",
+            vec![t("bool"), t("bool")],
+            vec![],
+            Err("argument `x` is bool but `T` must be one of i32, i64, f32, f64"),
+        ),
+        (
+            "sum",
+            vec![t("f32")],
+            vec![("dims", ArgKind::of_attr(Attr::IntList(vec![0])))],
+            Ok("sum"),
+        ),
+        (
+            "sum",
+            vec![t("f32")],
+            vec![("keepdim", int(1))],
+            Err("argument `keepdim` must be Bool, got Int `1`"),
+        ),
+        (
+            "sum",
+            vec![t("f32")],
+            vec![("dims", int(0)), ("dims", int(1))],
+            Err("argument `dims` given twice"),
+        ),
         ("cast", vec![t("f32"), ArgKind::of_attr(Attr::DType(DType::I32))], vec![], Ok("cast")),
         ("transpose", vec![t("f32"), int(0), int(1)], vec![], Ok("transpose.swap")),
         ("transpose", vec![t("f32")], vec![], Ok("transpose")),
-        ("concat", vec![ArgKind::TensorList { dtype: Some(DType::F32), len: Some(2) }], vec![], Ok("concat")),
+        (
+            "concat",
+            vec![ArgKind::TensorList { dtype: Some(DType::F32), len: Some(2) }],
+            vec![],
+            Ok("concat"),
+        ),
         ("full", vec![ArgKind::of_attr(Attr::IntList(vec![2])), float(1.0)], vec![], Ok("full")),
         ("slice", vec![t("f32")], vec![("dim", int(0))], Ok("slice")),
         ("f", vec![int(1)], vec![], Ok("f")),
         ("f", vec![scalar_attr], vec![], Ok("f")),
-        ("where", vec![t("f32"), t("f32"), t("f32")], vec![], Err("argument `cond` is f32 but must be bool")),
+        (
+            "where",
+            vec![t("f32"), t("f32"), t("f32")],
+            vec![],
+            Err("argument `cond` is f32 but must be bool"),
+        ),
     ];
     for (name, pos, kw, want) in cases {
         let overloads = lib.overloads(name);
@@ -60,9 +98,16 @@ fn picks_overloads_in_declaration_order() {
 #[test]
 fn binds_dtype_variables_and_defaults() {
     let lib = library("");
-    let r = dispatch(lib.overloads("cast"), &[t("i32")], &[("dtype", ArgKind::of_attr(Attr::DType(DType::F64)))]).unwrap();
+    let r = dispatch(
+        lib.overloads("cast"),
+        &[t("i32")],
+        &[("dtype", ArgKind::of_attr(Attr::DType(DType::F64)))],
+    )
+    .unwrap();
     assert!(r.dtype_vars.contains(&("dtype".into(), Some(DType::F64))));
-    let r = dispatch(lib.overloads("full"), &[ArgKind::of_attr(Attr::IntList(vec![])), int(0)], &[]).unwrap();
+    let r =
+        dispatch(lib.overloads("full"), &[ArgKind::of_attr(Attr::IntList(vec![])), int(0)], &[])
+            .unwrap();
     assert!(r.dtype_vars.contains(&("dtype".into(), Some(DType::F32))), "default dtype binds");
     let r = dispatch(lib.overloads("mul"), &[int(2), t("f64")], &[]).unwrap();
     assert_eq!(r.promoted, vec![0]);
@@ -93,7 +138,13 @@ fn overlap_of_overloads() {
         for (i, f) in overloads.iter().enumerate() {
             for g in &overloads[i + 1..] {
                 if f.body == crate::library::Body::Primitive {
-                    assert_eq!(overlap(f, g), Overlap::Distinct, "{} vs {}", f.full_name(), g.full_name());
+                    assert_eq!(
+                        overlap(f, g),
+                        Overlap::Distinct,
+                        "{} vs {}",
+                        f.full_name(),
+                        g.full_name()
+                    );
                 }
             }
         }

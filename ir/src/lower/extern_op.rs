@@ -1,8 +1,9 @@
 //! Lowering of `extern op` calls: an [`Op::Extern`] node whose output shape and dtype come from
 //! the declaration's `shape:` and `dtype:` clauses.
 
-use super::instantiate::{diag, BoundCall, Lowerer, Val};
-use super::primitives::normalize_axis;
+use super::call::normalize_axis;
+use super::call::{diag, BoundCall, Val};
+use super::instantiate::Lowerer;
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
@@ -90,7 +91,8 @@ impl Lowerer<'_> {
     /// An integer expression of a `shape:` clause: literals, `x.size(i)`, Int parameters and
     /// `add`/`sub`/`mul`/`div` of those.
     fn size_expr(&self, call: &BoundCall, e: &Expr) -> Result<DimExpr, Diagnostic> {
-        let bad = |what: &str| diag("E0508", format!("invalid size in `shape:`: {what}"), Some(e.span));
+        let bad =
+            |what: &str| diag("E0508", format!("invalid size in `shape:`: {what}"), Some(e.span));
         match &e.kind {
             ExprKind::Literal(Attr::Int(i)) => {
                 u64::try_from(*i).map(|c| DimExpr::Dim(Dim::Const(c))).map_err(|_| bad("negative"))

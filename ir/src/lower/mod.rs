@@ -22,10 +22,17 @@
 //! | E0508 | a function's body does not produce what its signature declares |
 //! | E0509 | internal error: the lowered graph failed verification (a bug)  |
 
+// Lowering stops at the first error, so the size of the error path does not matter; boxing
+// every `Diagnostic` would only add noise.
+#![allow(clippy::result_large_err)]
+
+mod body;
+mod call;
 mod extern_op;
 mod infer;
 mod instantiate;
 mod primitives;
+mod shape_ops;
 mod static_eval;
 mod syms;
 
@@ -36,8 +43,9 @@ mod test_lib;
 #[cfg(test)]
 mod tests;
 
-
-pub use infer::{broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape};
+pub use infer::{
+    broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape,
+};
 pub use instantiate::instantiate;
 pub use primitives::{is_primitive, Prim};
 pub use static_eval::{eval as eval_static, is_static_op};
@@ -86,7 +94,10 @@ pub enum ParamSource {
     Positional(usize),
     Keyword(String),
     /// Item `index` of a `Tensor[]` argument.
-    ListItem { arg: Box<ParamSource>, index: usize },
+    ListItem {
+        arg: Box<ParamSource>,
+        index: usize,
+    },
 }
 
 /// Why a function could not be instantiated for a signature.

@@ -53,7 +53,9 @@ fn unary(name: &str, x: &Attr) -> Result<Attr, String> {
         ("abs", Attr::Int(i)) => Attr::Int(i.checked_abs().ok_or_else(|| overflow(name))?),
         ("abs", Attr::Float(f)) => Attr::Float(f.abs()),
         ("sign", Attr::Int(i)) => Attr::Int(i.signum()),
-        ("sign", Attr::Float(f)) => Attr::Float(if *f == 0.0 || f.is_nan() { *f } else { f.signum() }),
+        ("sign", Attr::Float(f)) => {
+            Attr::Float(if *f == 0.0 || f.is_nan() { *f } else { f.signum() })
+        }
         ("logical_not" | "not", Attr::Bool(b)) => Attr::Bool(!b),
         _ => return Err(format!("`{name}` cannot be applied to {} `{x}`", x.type_name())),
     })
@@ -65,11 +67,7 @@ fn overflow(name: &str) -> String {
 
 fn binary(name: &str, x: &Attr, y: &Attr) -> Result<Attr, String> {
     let mismatch = || {
-        format!(
-            "`{name}` cannot be applied to {} `{x}` and {} `{y}`",
-            x.type_name(),
-            y.type_name()
-        )
+        format!("`{name}` cannot be applied to {} `{x}` and {} `{y}`", x.type_name(), y.type_name())
     };
     match name {
         "eq" | "ne" => {

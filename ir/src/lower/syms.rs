@@ -155,7 +155,8 @@ impl SymTable {
                 if self.subst[j].is_some() || !matches!(self.defs[j], SymDef::Derived(_)) {
                     continue;
                 }
-                let twin = (0..j).find(|&i| self.subst[i].is_none() && self.defs[i] == self.defs[j]);
+                let twin =
+                    (0..j).find(|&i| self.subst[i].is_none() && self.defs[i] == self.defs[j]);
                 if let Some(i) = twin {
                     self.subst[j] = Some(Dim::Sym(Sym(i as u32)));
                     changed = true;
@@ -279,7 +280,11 @@ pub fn slice_len(n: u64, start: i64, end: Option<i64>, step: i64) -> u64 {
         None => -1,
     };
     let len = if step > 0 {
-        if e > s { (e - s - 1) / step + 1 } else { 0 }
+        if e > s {
+            (e - s - 1) / step + 1
+        } else {
+            0
+        }
     } else if s > e {
         (s - e - 1) / (-step) + 1
     } else {

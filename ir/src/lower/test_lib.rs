@@ -194,7 +194,13 @@ impl Reader {
             let ty = self.ty();
             let pname = self.next();
             let default = self.eat("=").then(|| self.expr());
-            params.push(ParamDef { name: pname, ty, default, keyword_only, span: self.span_from(s) });
+            params.push(ParamDef {
+                name: pname,
+                ty,
+                default,
+                keyword_only,
+                span: self.span_from(s),
+            });
             self.eat(",");
         }
         self.expect("->");

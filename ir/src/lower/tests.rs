@@ -83,9 +83,12 @@ fn dump(g: &Graph) -> String {
     let mut out = Vec::new();
     for (i, n) in g.nodes.iter().enumerate() {
         let op = match &n.op {
-            Op::Unary(_) | Op::Binary(_) | Op::Where | Op::MatMul | Op::Reshape | Op::BroadcastTo => {
-                n.op.name()
-            }
+            Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Where
+            | Op::MatMul
+            | Op::Reshape
+            | Op::BroadcastTo => n.op.name(),
             Op::Param(p) => format!("param{p}"),
             Op::Const(c) => format!("const {c}"),
             other => format!("{other:?}"),
@@ -159,6 +162,12 @@ fn bad_cond(Tensor x) -> Tensor {
     }
     return x
 }
+fn flat_add(Tensor x, Tensor y) -> Tensor {
+    return reshape(x, [-1]) + add.scalar(y, 1)
+}
+fn any_tensor(Tensor x) -> Tensor {
+    return x
+}
 fn tup(Tensor x) -> (Tensor, Tensor) {
     return (x, -x)
 }
@@ -209,8 +218,8 @@ const CASES: &[(&str, &str, &str)] = &[
         "add",
         "f32[?], f64[?]",
         "error: no overload of `add` matches the arguments\n  \
-         note: `add(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` is f64 but `T` is f32 from `x`\n  \
-         note: `add.scalar(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got a f64 tensor",
+         note: `add<T: {i32, i64, f32, f64}>(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` is f64 but `T` is f32 from `x`\n  \
+         note: `add.scalar<T: {i32, i64, f32, f64}>(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got a f64 tensor",
     ),
     (
         "axpy",
@@ -242,6 +251,18 @@ const CASES: &[(&str, &str, &str)] = &[
          %5 = const 0.0 : f32[]\n%6 = maximum %4 %5 : f32[s0, s2]\n\
          s0 = input [(0, 0)]\ns1 = input [(0, 1), (1, 0)]\ns2 = input [(1, 1), (2, 0)]\nreturn %6",
     ),
+    (
+        "flat_add",
+        "f32[?, ?], f32[?]",
+        "%0 = param0 : f32[s0, s1]\n%1 = param1 : f32[s2]\n%2 = reshape %0 : f32[s2]\n\
+         %3 = const 1.0 : f32[]\n%4 = add %1 %3 : f32[s2]\n%5 = add %2 %4 : f32[s2]\n\
+         s0 = input [(0, 0)]\ns1 = input [(0, 1)]\n\
+         s2 = Mul(Dim(Sym(Sym(0))), Dim(Sym(Sym(1))))\nreturn %5",
+    ),
+    ("any_tensor", "2.0", "error: cannot infer a dtype for argument `x` from the other arguments"),
+    ("where", "bool[?], f32[?], i32[?]", "error: argument `y` is i32 but `T` is f32 from `x`"),
+    ("zeros_like", "bool[1]", "%0 = param0 : bool[1]\n%1 = Full { value: Bool(false) } %0 : bool[1]\nreturn %1"),
+    ("full_like", "i32[1], 2.5", "error: literal `2.5` has a fractional part and cannot be i32"),
     (
         "tup",
         "f32[?]",
@@ -373,7 +394,7 @@ const CASES: &[(&str, &str, &str)] = &[
     (
         "clip_norm",
         "f32[?, 1], 2",
-        "%0 = param0 : f32[s0, 1]\n%1 = Extern { name: \"clip_norm\", attrs: [Int(2)] } %0 : f32[s0, 1]\n\
+        "%0 = param0 : f32[s0, 1]\n%1 = Extern { name: \"clip_norm\", attrs: [Float(2.0)] } %0 : f32[s0, 1]\n\
          s0 = input [(0, 0)]\nreturn %1",
     ),
     (
@@ -418,7 +439,7 @@ fn inlining_records_origins_and_param_sources() {
     let lib = library(NN);
     let span = tanh.origin.span.unwrap();
     assert_eq!(&lib.sources.get(span.file).unwrap().text[span.range()], "tanh(inner)");
-    assert_eq!(g.ty(g.outputs[0]).to_string(), "f32[s0, s4]");
+    assert_eq!(g.ty(g.outputs[0]).to_string(), "f32[s0, s3]");
 }
 
 #[test]
@@ -426,10 +447,8 @@ fn keyword_and_list_params_are_traced_to_their_arguments() {
     let lib = library("");
     let list = ArgSpec::TensorList(vec![(DType::F32, vec![DimSpec::Dyn]); 2]);
     let inst = instantiate(&lib, "concat", &[], &[("xs".into(), list)]).unwrap();
-    let item = |index| ParamSource::ListItem {
-        arg: Box::new(ParamSource::Keyword("xs".into())),
-        index,
-    };
+    let item =
+        |index| ParamSource::ListItem { arg: Box::new(ParamSource::Keyword("xs".into())), index };
     assert_eq!(inst.params, vec![item(0), item(1)]);
 }
 
@@ -480,13 +499,14 @@ fn verifier_rejects_corrupted_graphs() {
 
 /// A random elementwise expression over three parameters, as `.tfn` source.
 fn arb_expr() -> impl Strategy<Value = String> {
-    let leaf = prop_oneof![Just("x".to_string()), Just("y".into()), Just("z".into()), Just("0.5".into())];
+    let leaf =
+        prop_oneof![Just("x".to_string()), Just("y".into()), Just("z".into()), Just("0.5".into())];
     leaf.prop_recursive(4, 24, 2, |inner| {
         prop_oneof![
             (inner.clone(), inner.clone(), prop_oneof![Just("+"), Just("*"), Just("-")])
                 .prop_map(|(a, b, op)| format!("({a} {op} {b})")),
             (inner, prop_oneof![Just("exp"), Just("tanh"), Just("neg")])
-                .prop_map(|(a, f)| format!("{f}({a})")),
+                .prop_map(|(a, f)| format!("{f}({a} - y)")),
         ]
     })
 }
@@ -510,4 +530,106 @@ proptest! {
         let max_rank = g.params.iter().map(|p| p.ty.shape.rank()).max().unwrap_or(0);
         prop_assert!(rank <= max_rank && rank >= g.params[0].ty.shape.rank());
     }
+}
+
+/// NumPy's broadcasting rule on concrete sizes, written out directly.
+fn numpy_broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
+    let n = a.len().max(b.len());
+    let at = |s: &[u64], i: usize| if i + s.len() < n { 1 } else { s[i + s.len() - n] };
+    (0..n)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Some(x),
+            (1, y) => Some(y),
+            _ => None,
+        })
+        .collect()
+}
+
+proptest! {
+    #[test]
+    fn slice_len_matches_python_slicing(
+        n in 0u64..12, start in -15i64..15, end in proptest::option::of(-15i64..15),
+        step in prop_oneof![-4i64..0, 1i64..5]
+    ) {
+        // Python: len(range(n)[start:end:step]), by walking the clamped indices.
+        let len = n as i64;
+        let norm = |i: i64, lo: i64, hi: i64| (if i < 0 { i + len } else { i }).clamp(lo, hi);
+        let (lo, hi) = if step > 0 { (0, len) } else { (-1, len - 1) };
+        let s = norm(start, lo, hi);
+        let e = end.map_or(if step > 0 { len } else { -1 }, |e| norm(e, lo, hi));
+        let mut count = 0u64;
+        let mut i = s;
+        while (step > 0 && i < e) || (step < 0 && i > e) {
+            count += 1;
+            i += step;
+        }
+        prop_assert_eq!(super::slice_len(n, start, end, step), count);
+    }
+
+    #[test]
+    fn broadcast_matches_numpy_on_constant_shapes(
+        a in proptest::collection::vec(prop_oneof![Just(1u64), Just(2), Just(3)], 0..4),
+        b in proptest::collection::vec(prop_oneof![Just(1u64), Just(2), Just(3)], 0..4),
+    ) {
+        let shape = |v: &[u64]| crate::Shape(v.iter().map(|&d| crate::Dim::Const(d)).collect());
+        let got = super::broadcast_shapes(&shape(&a), &shape(&b)).map(|s| s.as_const().unwrap());
+        prop_assert_eq!(got, numpy_broadcast(&a, &b));
+    }
+}
+
+#[test]
+fn diagnostics_render_against_the_source() {
+    let render = |src: &str, f: &str, args: &str| {
+        let e = lower(src, f, args).unwrap_err();
+        crate::diagnostic::render_all(&e.diagnostics, &library(src).sources)
+    };
+    let src = "fn g(Tensor x) -> Tensor {\n    return full([3], 1.0) + add(x, true)\n}";
+    let want = "\
+error[E0502]: no overload of `add` matches the arguments
+ --> test.tfn:2:36
+  |
+2 |     return full([3], 1.0) + add(x, true)
+  |                                    ^^^^
+  |
+  = note: `add<T: {i32, i64, f32, f64}>(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` must be Tensor<T>, got Bool `true`
+  = note: `add.scalar<T: {i32, i64, f32, f64}>(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got Bool `true`
+
+error: aborting due to 1 error
+";
+    assert_eq!(render(src, "g", "f32[?]"), want);
+    let src = "fn g(Tensor x) -> Tensor {\n    return full([3], 1.0) + reshape(x, [-1, 4])\n}";
+    let want = "\
+error[E0503]: cannot broadcast `full([3], 1.0)` of shape [3] with `reshape(x, [-1, 4])` of shape [s1, 4]
+ --> test.tfn:2:29
+  |
+2 |     return full([3], 1.0) + reshape(x, [-1, 4])
+  |                             ^^^^^^^^^^^^^^^^^^^ shape [s1, 4]
+  |
+2 |     return full([3], 1.0) + reshape(x, [-1, 4])
+  |            -------------- shape [3]
+
+error: aborting due to 1 error
+";
+    assert_eq!(render(src, "g", "f32[?]"), want);
+}
+
+/// Lowered graphs run on the reference interpreter (end to end through dispatch, inlining,
+/// symbolic shapes and size binding).
+#[test]
+fn lowered_graphs_run_on_the_interpreter() {
+    use crate::tensor::Tensor;
+    use ndarray::{array, ArrayD};
+    let x: ArrayD<f64> = array![[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]].into_dyn();
+    let inst = lower(NN, "softmax", "f64[?, ?]").unwrap();
+    let out = crate::run(&inst.graph, &[Tensor::F64(x)]).unwrap();
+    let Tensor::F64(y) = &out[0] else { panic!("{out:?}") };
+    let e = [1f64.exp(), 2f64.exp(), 3f64.exp()];
+    let want = [e[0] / (e[0] + e[1] + e[2]), 1.0 / 3.0];
+    assert!((y[[0, 0]] - want[0]).abs() < 1e-12 && (y[[1, 2]] - want[1]).abs() < 1e-12);
+    // matmul of a vector by a batch of matrices: [3] @ [2, 3, 1] -> [2, 1]
+    let inst = lower(NN, "matmul", "i64[?], i64[?, ?, 1]").unwrap();
+    let a: ArrayD<i64> = array![1, 2, 3].into_dyn();
+    let b: ArrayD<i64> = ArrayD::from_shape_vec(vec![2, 3, 1], vec![1, 1, 1, 0, 1, 2]).unwrap();
+    let out = crate::run(&inst.graph, &[Tensor::I64(a), Tensor::I64(b)]).unwrap();
+    assert_eq!(out[0], Tensor::I64(ArrayD::from_shape_vec(vec![2, 1], vec![6, 8]).unwrap()));
 }

@@ -54,7 +54,9 @@ pub fn compare(actual: &Tensor, expected: &Tensor) -> Result<(), String> {
         _ => (1e-12, 1e-12),
     };
     let mismatch = |i: usize, a: String, e: String| {
-        Err(format!("element {i}: got {a}, expected {e}\n  got      {actual:?}\n  expected {expected:?}"))
+        Err(format!(
+            "element {i}: got {a}, expected {e}\n  got      {actual:?}\n  expected {expected:?}"
+        ))
     };
     match (actual, expected) {
         (Tensor::F32(a), Tensor::F32(e)) => {

@@ -206,7 +206,9 @@ fn sign_of<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassDa
         Reduce(ReduceOp::Max | ReduceOp::Min | ReduceOp::Mean, [x, ..]) => s(*x),
         Reduce(ReduceOp::Sum | ReduceOp::Prod, [x, ..]) => at_most_nonneg(s(*x)),
         Cast([_, x]) => match (data(*x).ty.as_ref().map(|t| t.dtype), ty.dtype) {
-            (Some(from), to) if from == to || (from == DType::F32 && to == DType::F64) => s(*x),
+            (Some(from), to) if from == to || (from == tfn_ir::DType::F32 && to == tfn_ir::DType::F64) => {
+                s(*x)
+            }
             (Some(from), _) if from.is_float() => at_most_nonneg(s(*x)),
             _ => Sign::Unknown,
         },

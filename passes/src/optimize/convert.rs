@@ -8,7 +8,7 @@
 use super::analysis::{add_ints, add_shape, node_data, AttrValue, ClassData, TfnEGraph};
 use super::error::OptimizeError;
 use super::language::{FloatBits, TfnNode};
-use egg::{Id, RecExpr};
+use egg::{Id, Language, RecExpr};
 use tfn_ir::{Attr, Graph, Op, Origin, Scalar, ValueId};
 
 /// The extern ops of a graph: `(extern key ...)` e-nodes index this table.
@@ -218,7 +218,7 @@ pub fn expr_to_graph(
             Some(AttrValue::Dims(d)) if d.is_empty() => Ok(Vec::new()),
             other => Err(rebuild(format!("expected a list, found {other:?}"))),
         };
-        let u32s = |id: &Id| {
+        let u32s = |id: &Id| -> Result<Vec<u32>, OptimizeError> {
             ints(id)?.into_iter().map(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string()))).collect()
         };
         let boolean = |id: &Id| match attr(id) {

@@ -61,7 +61,7 @@ fn check_literal(value: &AttrValue, dtype: DType) -> Result<(), String> {
 
 /// Infers the type of a tensor-valued node. `data` gives each child's facts.
 pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inferred {
-    use TfnNode::*;
+    use TfnNode as N;
     let ty = |id: Id| data(id).ty.clone().ok_or_else(|| "operand has no tensor type".to_string());
     let attr = |id: Id| data(id).attr.clone().ok_or_else(|| "missing attribute".to_string());
     let dtype_attr = |id: Id| match attr(id)? {
@@ -87,31 +87,31 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
         other => Err(format!("expected a bool, found {other:?}")),
     };
     match node {
-        Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) | List(_) | Shape(_) => {
+        N::Int(_) | N::Float(_) | N::Bool(_) | N::DType(_) | N::Sym(_) | N::List(_) | N::Shape(_) => {
             Err("an attribute is not a tensor".into())
         }
-        Param([_, d, s]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? }),
-        Const([d, v]) => {
+        N::Param([_, d, s]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? }),
+        N::Const([d, v]) => {
             let dtype = dtype_attr(*d)?;
             check_literal(&attr(*v)?, dtype)?;
             Ok(TensorType { dtype, shape: Shape::scalar() })
         }
-        Full([d, v, s]) => {
+        N::Full([d, v, s]) => {
             let dtype = dtype_attr(*d)?;
             check_literal(&attr(*v)?, dtype)?;
             Ok(TensorType { dtype, shape: shape_attr(*s)? })
         }
-        Unary(u, [x]) => {
+        N::Unary(u, [x]) => {
             let t = ty(*x)?;
             let ok = match u {
-                UnaryOp::LogicalNot => t.dtype == tfn_ir::DType::Bool,
+                UnaryOp::LogicalNot => t.dtype == DType::Bool,
                 u if float_only(*u) => t.dtype.is_float(),
-                _ => t.dtype != tfn_ir::DType::Bool,
+                _ => t.dtype != DType::Bool,
             };
             check_dtype(ok, tfn_ir::op::unary_name(*u), t.dtype)?;
             Ok(t)
         }
-        Binary(b, [x, y]) => {
+        N::Binary(b, [x, y]) => {
             let (tx, ty_) = (ty(*x)?, ty(*y)?);
             if tx.dtype != ty_.dtype {
                 return Err(format!("`{b}` of {} and {}", tx.dtype, ty_.dtype));
@@ -119,19 +119,19 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             use BinaryOp::*;
             let ok = match b {
                 Div | Pow => tx.dtype.is_float(),
-                LogicalAnd | LogicalOr => tx.dtype == tfn_ir::DType::Bool,
+                LogicalAnd | LogicalOr => tx.dtype == DType::Bool,
                 Eq | Ne => true,
-                _ => tx.dtype != tfn_ir::DType::Bool,
+                _ => tx.dtype != DType::Bool,
             };
             check_dtype(ok, tfn_ir::op::binary_name(*b), tx.dtype)?;
             let shape = broadcast_shapes(&tx.shape, &ty_.shape)
                 .ok_or_else(|| format!("cannot broadcast {} and {}", tx.shape, ty_.shape))?;
-            let dtype = if b.is_comparison() { tfn_ir::DType::Bool } else { tx.dtype };
+            let dtype = if b.is_comparison() { DType::Bool } else { tx.dtype };
             Ok(TensorType { dtype, shape })
         }
-        Where([c, a, b]) => {
+        N::Where([c, a, b]) => {
             let (tc, ta, tb) = (ty(*c)?, ty(*a)?, ty(*b)?);
-            if tc.dtype != tfn_ir::DType::Bool || ta.dtype != tb.dtype {
+            if tc.dtype != DType::Bool || ta.dtype != tb.dtype {
                 return Err("`where` needs a bool condition and two operands of one dtype".into());
             }
             let shape = broadcast_shapes(&tc.shape, &ta.shape)
@@ -139,12 +139,12 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
                 .ok_or_else(|| "`where` operands do not broadcast".to_string())?;
             Ok(TensorType { dtype: ta.dtype, shape })
         }
-        Cast([d, x]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: ty(*x)?.shape }),
-        Reduce(r, [x, axes, keep]) => {
+        N::Cast([d, x]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: ty(*x)?.shape }),
+        N::Reduce(r, [x, axes, keep]) => {
             let t = ty(*x)?;
             let ok = match r {
                 ReduceOp::Mean => t.dtype.is_float(),
-                _ => t.dtype != tfn_ir::DType::Bool,
+                _ => t.dtype != DType::Bool,
             };
             check_dtype(ok, tfn_ir::op::reduce_name(*r), t.dtype)?;
             let axes = ints_attr(*axes)?;
@@ -154,19 +154,19 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             }
             Ok(TensorType { dtype: t.dtype, shape: reduced_shape(&t.shape, &axes, bool_attr(*keep)?) })
         }
-        ArgMax([x, axis, keep]) => {
+        N::ArgMax([x, axis, keep]) => {
             let t = ty(*x)?;
-            check_dtype(t.dtype != tfn_ir::DType::Bool, "argmax", t.dtype)?;
+            check_dtype(t.dtype != DType::Bool, "argmax", t.dtype)?;
             let axis = int_attr(*axis)?;
             if axis < 0 || axis as usize >= t.shape.rank() {
                 return Err(format!("bad argmax axis {axis}"));
             }
             let shape = reduced_shape(&t.shape, &[axis], bool_attr(*keep)?);
-            Ok(TensorType { dtype: tfn_ir::DType::I64, shape })
+            Ok(TensorType { dtype: DType::I64, shape })
         }
-        MatMul([a, b]) => {
+        N::MatMul([a, b]) => {
             let (ta, tb) = (ty(*a)?, ty(*b)?);
-            check_dtype(ta.dtype == tb.dtype && ta.dtype != tfn_ir::DType::Bool, "matmul", tb.dtype)?;
+            check_dtype(ta.dtype == tb.dtype && ta.dtype != DType::Bool, "matmul", tb.dtype)?;
             let (ra, rb) = (ta.shape.rank(), tb.shape.rank());
             if ra < 2 || rb < 2 || ta.shape.0[ra - 1] != tb.shape.0[rb - 2] {
                 return Err(format!("cannot multiply {} by {}", ta.shape, tb.shape));
@@ -181,7 +181,7 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             dims.push(tb.shape.0[rb - 1]);
             Ok(TensorType { dtype: ta.dtype, shape: Shape(dims) })
         }
-        Reshape([x, s]) => {
+        N::Reshape([x, s]) => {
             let (t, shape) = (ty(*x)?, shape_attr(*s)?);
             if let (Some(a), Some(b)) = (t.shape.as_const(), shape.as_const()) {
                 if a.iter().product::<u64>() != b.iter().product::<u64>() {
@@ -190,7 +190,7 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             }
             Ok(TensorType { dtype: t.dtype, shape })
         }
-        Transpose([x, p]) => {
+        N::Transpose([x, p]) => {
             let (t, perm) = (ty(*x)?, ints_attr(*p)?);
             if !is_permutation(&perm, t.shape.rank()) {
                 return Err(format!("{perm:?} is not a permutation of rank {}", t.shape.rank()));
@@ -198,14 +198,14 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             let dims = perm.iter().map(|&i| t.shape.0[i as usize]).collect();
             Ok(TensorType { dtype: t.dtype, shape: Shape(dims) })
         }
-        BroadcastTo([x, s]) => {
+        N::BroadcastTo([x, s]) => {
             let (t, shape) = (ty(*x)?, shape_attr(*s)?);
             if !broadcasts_to(&t.shape, &shape) {
                 return Err(format!("cannot broadcast {} to {}", t.shape, shape));
             }
             Ok(TensorType { dtype: t.dtype, shape })
         }
-        Concat(c) => {
+        N::Concat(c) => {
             let (axis, shape) = (int_attr(c[0])?, shape_attr(c[1])?);
             let inputs = c[2..].iter().map(|&i| ty(i)).collect::<Result<Vec<_>, _>>()?;
             let dtype = inputs.first().map(|t| t.dtype).ok_or("empty concat")?;
@@ -215,7 +215,7 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             }
             Ok(TensorType { dtype, shape })
         }
-        Slice([x, axis, _, _, step, s]) => {
+        N::Slice([x, axis, _, _, step, s]) => {
             let (t, shape) = (ty(*x)?, shape_attr(*s)?);
             let axis = int_attr(*axis)?;
             if int_attr(*step)? == 0 || axis < 0 || t.shape.rank() != shape.rank() {
@@ -223,7 +223,7 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             }
             Ok(TensorType { dtype: t.dtype, shape })
         }
-        Extern(c) => Ok(TensorType { dtype: dtype_attr(c[1])?, shape: shape_attr(c[2])? }),
+        N::Extern(c) => Ok(TensorType { dtype: dtype_attr(c[1])?, shape: shape_attr(c[2])? }),
     }
 }
 

@@ -21,7 +21,7 @@ use super::convert::{expr_data, expr_to_graph, ExternTable};
 use super::extract::{best_nodes, extract};
 use super::language::TfnNode;
 use super::rules::TfnRewrite;
-use egg::{ENodeOrVar, Id, Pattern, RecExpr, Runner, Var};
+use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr, Runner, Var};
 use ndarray::ArrayD;
 use std::collections::BTreeSet;
 use std::fmt;

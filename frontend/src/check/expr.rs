@@ -1,0 +1,179 @@
+//! Static types of expressions: names, literals, lists, tuples, pattern variables, operators.
+//!
+//! An operator whose operands are all attributes (`dim - 1`, `eps * 2.0`, `n > 0`) is attribute
+//! arithmetic, evaluated at instantiation (so it may decide a static `if`): ints stay ints, an
+//! int meeting a float gives a float, `/` gives a float, comparisons give a `Bool`. An operator
+//! with a tensor operand is a call of its prelude op, checked like any call.
+
+use super::scope::{Mode, Walker};
+use super::types::{Dt, Ty};
+use crate::ast::{self, BinOp, Expr, ExprKind};
+use tfn_ir::Diagnostic;
+
+impl Walker<'_> {
+    pub fn expr(&mut self, e: &Expr) -> Ty {
+        match &e.kind {
+            ExprKind::Name(n) => self.lookup(n, e.span),
+            ExprKind::Int(_) => Ty::Int,
+            ExprKind::Float(_) => Ty::Float,
+            ExprKind::Bool(_) => Ty::Bool,
+            ExprKind::DType(d) => Ty::DType(Dt::Fixed(*d)),
+            ExprKind::List(items) => self.list(items),
+            ExprKind::Tuple(items) => {
+                for item in items {
+                    self.value(item);
+                }
+                self.diags.push(
+                    Diagnostic::error("E0306", "a tuple can only be returned")
+                        .at(e.span, "tuple used as a value")
+                        .with_help("return it with `return (a, b)`, or bind its parts separately"),
+                );
+                Ty::Unknown
+            }
+            ExprKind::PatVar(v) => self.pattern_var(v, e),
+            ExprKind::Call(call) => self.call(call, None),
+            ExprKind::Binary { op, op_span, lhs, rhs } => {
+                let l = self.value(lhs);
+                let r = self.value(rhs);
+                if is_attr(&l) && is_attr(&r) {
+                    return self.attr_arith(*op, &l, &r, *op_span);
+                }
+                let name = ast::FnName {
+                    base: ast::Ident { name: op.op_name().to_string(), span: *op_span },
+                    overload: None,
+                    span: *op_span,
+                };
+                let args = [(lhs.as_ref(), l), (rhs.as_ref(), r)];
+                self.operator_call(&name, op.symbol(), &args, e.span)
+            }
+            ExprKind::Neg { op_span, operand } => {
+                let t = self.value(operand);
+                match t {
+                    Ty::Int | Ty::Float | Ty::Scalar | Ty::Unknown => t,
+                    _ if is_attr(&t) => {
+                        self.diags.push(
+                            Diagnostic::error("E0308", format!("cannot negate a `{t}`"))
+                                .at(operand.span, "not a number"),
+                        );
+                        Ty::Unknown
+                    }
+                    _ => {
+                        let name = ast::FnName {
+                            base: ast::Ident { name: "neg".to_string(), span: *op_span },
+                            overload: None,
+                            span: *op_span,
+                        };
+                        self.operator_call(&name, "-", &[(operand.as_ref(), t)], e.span)
+                    }
+                }
+            }
+        }
+    }
+
+    /// An expression used as one value: a tuple of results is an error here.
+    pub fn value(&mut self, e: &Expr) -> Ty {
+        match self.expr(e) {
+            Ty::Tuple(items) => {
+                self.diags.push(
+                    Diagnostic::error("E0306", format!("this call returns {} results, not one value", items.len()))
+                        .at(e.span, "several results")
+                        .with_help("destructure them first: `let (a, b) = ...`"),
+                );
+                Ty::Unknown
+            }
+            t => t,
+        }
+    }
+
+    fn pattern_var(&mut self, v: &str, e: &Expr) -> Ty {
+        match self.mode {
+            Mode::RewriteLhs => {
+                if !self.pattern_vars.iter().any(|(n, _)| n == v) {
+                    self.pattern_vars.push((v.to_string(), e.span));
+                }
+            }
+            Mode::RewriteRhs => {
+                if !self.pattern_vars.iter().any(|(n, _)| n == v) {
+                    self.diags.push(
+                        Diagnostic::error("E0451", format!("pattern variable `?{v}` is not bound by the left side"))
+                            .at(e.span, "unbound")
+                            .with_help("every `?name` on the right of `=>` must appear on the left"),
+                    );
+                }
+            }
+            Mode::Body | Mode::Grad => {
+                self.diags.push(
+                    Diagnostic::error("E0214", format!("pattern variable `?{v}` outside a rewrite rule"))
+                        .at(e.span, "only allowed in `rewrite` rules"),
+                );
+                return Ty::Unknown;
+            }
+        }
+        // A pattern stands for a tensor in the rules' calls.
+        Ty::Tensor(Dt::Any)
+    }
+
+    fn list(&mut self, items: &[Expr]) -> Ty {
+        let mut ty = Ty::EmptyList;
+        for item in items {
+            let t = self.value(item);
+            ty = match (ty, t) {
+                (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
+                (Ty::EmptyList | Ty::IntList, Ty::Int) => Ty::IntList,
+                (Ty::EmptyList | Ty::IntList | Ty::FloatList, Ty::Int | Ty::Float) => Ty::FloatList,
+                (Ty::EmptyList, Ty::Tensor(d)) => Ty::TensorList(d),
+                (Ty::TensorList(a), Ty::Tensor(b)) => {
+                    Ty::TensorList(if a == b { a } else { Dt::Any })
+                }
+                (prev, t) => {
+                    let what = match prev {
+                        Ty::TensorList(_) => "tensors".to_string(),
+                        Ty::IntList | Ty::FloatList => "numbers".to_string(),
+                        _ => format!("`{t}`"),
+                    };
+                    self.diags.push(
+                        Diagnostic::error("E0215", format!("a list of {what} cannot hold a `{t}`"))
+                            .at(item.span, "does not fit the list")
+                            .with_note("lists hold only ints and floats (`Int[]`, `Float[]`) or only tensors (`Tensor[]`)"),
+                    );
+                    Ty::Unknown
+                }
+            };
+        }
+        ty
+    }
+
+    fn attr_arith(&mut self, op: BinOp, l: &Ty, r: &Ty, span: tfn_ir::Span) -> Ty {
+        use Ty::*;
+        let numeric = |t: &Ty| matches!(t, Int | Float | Scalar);
+        match (l, r) {
+            (Unknown, _) | (_, Unknown) => return if op.is_comparison() { Bool } else { Unknown },
+            _ => {}
+        }
+        if op.is_comparison() {
+            let ok = (numeric(l) && numeric(r))
+                || (matches!(op, BinOp::Eq | BinOp::Ne)
+                    && (matches!((l, r), (Bool, Bool) | (DType(_), DType(_)))));
+            if ok {
+                return Bool;
+            }
+        } else if numeric(l) && numeric(r) {
+            return match (l, r, op) {
+                (Int, Int, BinOp::Div) => Float,
+                (Int, Int, _) => Int,
+                (Float, _, _) | (_, Float, _) => Float,
+                _ => Scalar,
+            };
+        }
+        self.diags.push(
+            Diagnostic::error("E0308", format!("cannot apply `{}` to `{l}` and `{r}`", op.symbol()))
+                .at(span, "unsupported operand types"),
+        );
+        Unknown
+    }
+}
+
+/// A compile-time value (not a tensor, not unknown).
+fn is_attr(t: &Ty) -> bool {
+    !matches!(t, Ty::Tensor(_) | Ty::TensorList(_) | Ty::Tuple(_) | Ty::Unknown)
+}

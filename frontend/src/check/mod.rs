@@ -1,0 +1,122 @@
+//! The checker: every load-time rule of the language over one batch of parsed files.
+//!
+//! A batch is a file and the files it `use`s, checked together against the library loaded so
+//! far. Order of work: signatures and the overload environment (duplicates, masking), then
+//! bodies, `grad` blocks and rewrite rules, then recursion. Every error of the batch is
+//! reported, sorted by position; types of expressions already in error are unknown and match
+//! anything, so errors do not cascade. Only an error-free batch is converted to templates.
+
+mod body;
+mod call;
+mod env;
+mod expr;
+mod grad;
+mod recursion;
+mod rewrite;
+mod scope;
+mod signature;
+pub mod types;
+
+use crate::ast::{self, Item};
+use crate::convert;
+use env::{Env, Meta};
+use scope::{Mode, Walker};
+use tfn_ir::library::{Body, FunctionDef, GradDef, RewriteDef};
+use tfn_ir::{Diagnostic, Library, Span};
+
+/// The templates of a checked batch, in load order.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub functions: Vec<FunctionDef>,
+    pub grads: Vec<GradDef>,
+    pub rewrites: Vec<RewriteDef>,
+}
+
+/// A new `op`/`fn` of the batch with its checked signature.
+struct NewFn<'a> {
+    item: &'a Item,
+    def: FunctionDef,
+    name_spans: Vec<Span>,
+    added: bool,
+}
+
+/// Checks `files` (in load order) against `lib`. Returns the templates when there is no error,
+/// and every diagnostic (warnings included) sorted by position.
+pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let mut env = Env::from_library(lib);
+    let mut new_fns: Vec<NewFn> = Vec::new();
+    let items = || files.iter().flat_map(|f| f.items.iter());
+
+    for item in items() {
+        let (sig, body) = match item {
+            Item::Op(op) => (&op.sig, Body::Primitive),
+            Item::Fn(f) => (&f.sig, Body::Composed(Default::default())),
+            _ => continue,
+        };
+        let checked = signature::check_signature(sig, body, &mut diags);
+        if let Item::Op(op) = item {
+            signature::check_op_item(op, &checked.def, &mut diags);
+        }
+        let meta = Meta { new_item: Some(new_fns.len()), broken: checked.broken };
+        let added = env.add(checked.def.clone(), meta, &mut diags);
+        let name_spans = sig.params.iter().map(|p| p.name.span).collect();
+        new_fns.push(NewFn { item, def: checked.def, name_spans, added });
+    }
+
+    let mut edges = Vec::new();
+    for (index, f) in new_fns.iter().enumerate() {
+        if let Item::Fn(item) = f.item {
+            let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::Body);
+            // A duplicate is checked too, but calls never resolve to it.
+            w.caller = f.added.then_some(index);
+            w.function_body(&f.def, &f.name_spans, &item.body);
+        }
+    }
+
+    let mut grads_seen: Vec<(String, Option<String>, Span)> =
+        lib.grads.iter().map(|g| (g.function.clone(), g.overload.clone(), g.span)).collect();
+    let mut rules_seen: Vec<(String, Span)> = lib.rewrites.iter().map(|r| (r.name.clone(), r.span)).collect();
+    for item in items() {
+        match item {
+            Item::Grad(g) => {
+                let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::Grad);
+                w.grad_block(g, &grads_seen);
+                let overload = g.name.overload.as_ref().map(|o| o.name.clone());
+                grads_seen.push((g.name.base.name.clone(), overload, g.name.span));
+            }
+            Item::Rewrite(r) => {
+                let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::RewriteLhs);
+                w.rewrite_rule(r, &rules_seen);
+                rules_seen.push((r.name.name.clone(), r.name.span));
+            }
+            _ => {}
+        }
+    }
+
+    let names: Vec<String> = new_fns.iter().map(|f| f.def.full_name()).collect();
+    recursion::check_recursion(&names, &edges, &mut diags);
+
+    diags.sort_by_key(|d| d.primary.as_ref().map(|l| (l.span.file, l.span.start, l.span.end)));
+    if diags.iter().any(|d| d.is_error()) {
+        return (None, diags);
+    }
+    let mut checked = Checked::default();
+    for f in new_fns {
+        let mut def = f.def;
+        def.body = match f.item {
+            Item::Op(op) => convert::op_body(op, &def),
+            Item::Fn(item) => Body::Composed(convert::block(&item.body)),
+            _ => continue,
+        };
+        checked.functions.push(def);
+    }
+    for item in items() {
+        match item {
+            Item::Grad(g) => checked.grads.push(convert::grad(g)),
+            Item::Rewrite(r) => checked.rewrites.push(convert::rewrite(r)),
+            _ => {}
+        }
+    }
+    (Some(checked), diags)
+}

@@ -1,0 +1,140 @@
+//! The walker state shared by body, gradient and rewrite checks: local names in nested scopes.
+//!
+//! Rules: `let` bindings are immutable and a name may not be rebound while it is visible — not
+//! by a later `let`, and not over a parameter (shadowing a parameter is rebinding it). Names
+//! bound inside an `if` branch are visible only there, so both branches may bind the same name.
+//! A binding or parameter never read is a warning unless its name starts with `_`.
+
+use super::env::Env;
+use super::types::{DtypeVars, Ty};
+use crate::suggest;
+use tfn_ir::{Diagnostic, Span};
+
+/// What a walk is checking: decides what `?x`, `result` and `grad` mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Body,
+    Grad,
+    RewriteLhs,
+    RewriteRhs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalKind {
+    Param,
+    Let,
+    /// `result`/`grad` in gradient formulas: never reported unused.
+    Implicit,
+}
+
+#[derive(Clone, Debug)]
+pub struct Local {
+    pub name: String,
+    pub ty: Ty,
+    pub span: Span,
+    pub used: bool,
+    pub kind: LocalKind,
+}
+
+/// A call from a new function to a new function (for the recursion check).
+#[derive(Clone, Debug)]
+pub struct CallEdge {
+    pub caller: usize,
+    pub callee: usize,
+    pub span: Span,
+}
+
+pub struct Walker<'a> {
+    pub env: &'a Env,
+    pub diags: &'a mut Vec<Diagnostic>,
+    pub mode: Mode,
+    /// Dtype variables of the function being checked.
+    pub vars: DtypeVars,
+    pub locals: Vec<Local>,
+    scopes: Vec<usize>,
+    /// The new function being checked, for call edges.
+    pub caller: Option<usize>,
+    pub edges: &'a mut Vec<CallEdge>,
+    /// Pattern variables bound by a rewrite's left side.
+    pub pattern_vars: Vec<(String, Span)>,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(env: &'a Env, diags: &'a mut Vec<Diagnostic>, edges: &'a mut Vec<CallEdge>, mode: Mode) -> Self {
+        Walker {
+            env,
+            diags,
+            mode,
+            vars: DtypeVars::default(),
+            locals: Vec::new(),
+            scopes: Vec::new(),
+            caller: None,
+            edges,
+            pattern_vars: Vec::new(),
+        }
+    }
+
+    pub fn push_scope(&mut self) {
+        self.scopes.push(self.locals.len());
+    }
+
+    /// Leaves a scope, warning about its unused bindings.
+    pub fn pop_scope(&mut self) {
+        let start = self.scopes.pop().unwrap_or(0);
+        let gone: Vec<Local> = self.locals.drain(start.min(self.locals.len())..).collect();
+        for local in gone {
+            if local.used || local.name.starts_with('_') {
+                continue;
+            }
+            let (code, what) = match local.kind {
+                LocalKind::Param => ("W0302", "parameter"),
+                LocalKind::Let => ("W0301", "binding"),
+                LocalKind::Implicit => continue,
+            };
+            self.diags.push(
+                Diagnostic::warning(code, format!("unused {what} `{}`", local.name))
+                    .at(local.span, "never read")
+                    .with_help(format!("if this is intentional, prefix it with an underscore: `_{}`", local.name)),
+            );
+        }
+    }
+
+    /// Binds a name, reporting a rebinding of a visible name.
+    pub fn bind(&mut self, name: &str, ty: Ty, span: Span, kind: LocalKind) {
+        if let Some(prev) = self.locals.iter().rev().find(|l| l.name == name) {
+            let what = if prev.kind == LocalKind::Param { "parameter" } else { "binding" };
+            self.diags.push(
+                Diagnostic::error("E0301", format!("a name may not be rebound: `{name}`"))
+                    .at(span, "bound again")
+                    .with_secondary(prev.span, format!("first bound here as a {what}"))
+                    .with_help("`let` bindings are immutable; choose a new name"),
+            );
+            // Keep the first binding (the later uses most likely mean it); the new one is
+            // marked used so it is not also reported as unused.
+            self.locals.push(Local { name: String::new(), ty, span, used: true, kind });
+            return;
+        }
+        self.locals.push(Local { name: name.to_string(), ty, span, used: false, kind });
+    }
+
+    /// Looks a name up (marking it used), reporting an unknown variable.
+    pub fn lookup(&mut self, name: &str, span: Span) -> Ty {
+        if let Some(local) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+            local.used = true;
+            return local.ty.clone();
+        }
+        let mut d = Diagnostic::error("E0202", format!("unknown variable `{name}`")).at(span, "not found");
+        if matches!(self.mode, Mode::RewriteLhs | Mode::RewriteRhs) {
+            d = d.with_help(format!("rewrite rules match patterns: write `?{name}`"));
+        } else {
+            let visible: Vec<&str> = self.locals.iter().map(|l| l.name.as_str()).collect();
+            if let Some(s) = suggest::closest(name, visible) {
+                d = d.with_help(format!("a variable with a similar name exists: `{s}`"));
+            } else if self.env.overloads(name).first().is_some() {
+                d = d.with_help(format!("`{name}` is a function: call it with `{name}(...)`"));
+            }
+        }
+        self.diags.push(d);
+        Ty::Unknown
+    }
+}

@@ -1,0 +1,123 @@
+//! Where `use "path"` finds its source: the [`SourceLoader`] trait and two loaders.
+//!
+//! `use "std:<name>"` is served from the standard library embedded in the binary (`std:nn`,
+//! see `prelude/nn.tfn`) whatever the loader. Other paths are resolved lexically relative to the
+//! importing file's display name (`models/a.tfn` using `"b.tfn"` loads `models/b.tfn`).
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+/// Supplies the text of a `use`d file.
+pub trait SourceLoader {
+    /// Loads `path` as written in `use "path"` inside the file displayed as `from` (`None` for a
+    /// top-level load). Returns the display name (used in diagnostics and to load each file
+    /// once) and the text, or a one-line reason.
+    fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String>;
+}
+
+/// The standard library: `use "std:nn"`.
+pub const STD_NN: &str = include_str!("../prelude/nn.tfn");
+
+/// The embedded file a `std:` path names, as (display name, text).
+pub fn std_source(path: &str) -> Option<(String, String)> {
+    match path {
+        "std:nn" => Some(("<std:nn>".to_string(), STD_NN.to_string())),
+        _ => None,
+    }
+}
+
+/// `path` relative to the directory of `from`, normalised lexically (`a/../b` → `b`).
+pub fn resolve_path(path: &str, from: Option<&str>) -> String {
+    let joined: PathBuf = match from.and_then(|f| Path::new(f).parent()) {
+        Some(dir) if !Path::new(path).is_absolute() => dir.join(path),
+        _ => PathBuf::from(path),
+    };
+    let mut parts: Vec<Component> = Vec::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(parts.last(), Some(Component::Normal(_))) => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let normal: PathBuf = parts.iter().collect();
+    normal.to_string_lossy().into_owned()
+}
+
+/// Reads files from disk, relative to the importing file (and to `root`, if set).
+#[derive(Clone, Debug, Default)]
+pub struct FsLoader {
+    root: Option<PathBuf>,
+}
+
+impl FsLoader {
+    /// Paths relative to the current directory.
+    pub fn new() -> FsLoader {
+        FsLoader::default()
+    }
+
+    /// Paths (and display names) relative to `root`.
+    pub fn rooted(root: impl Into<PathBuf>) -> FsLoader {
+        FsLoader { root: Some(root.into()) }
+    }
+}
+
+impl SourceLoader for FsLoader {
+    fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String> {
+        if let Some(std) = std_source(path) {
+            return Ok(std);
+        }
+        let display = resolve_path(path, from);
+        let on_disk = match &self.root {
+            Some(root) => root.join(&display),
+            None => PathBuf::from(&display),
+        };
+        let text = std::fs::read_to_string(&on_disk).map_err(|e| e.to_string())?;
+        Ok((display, text))
+    }
+}
+
+/// Serves files from memory (tests, `Session::load_str`); unknown paths fail.
+#[derive(Clone, Debug, Default)]
+pub struct MemLoader {
+    pub files: BTreeMap<String, String>,
+}
+
+impl MemLoader {
+    pub fn new() -> MemLoader {
+        MemLoader::default()
+    }
+
+    pub fn with(mut self, name: &str, text: &str) -> MemLoader {
+        self.files.insert(name.to_string(), text.to_string());
+        self
+    }
+}
+
+impl SourceLoader for MemLoader {
+    fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String> {
+        if let Some(std) = std_source(path) {
+            return Ok(std);
+        }
+        let display = resolve_path(path, from);
+        match self.files.get(&display) {
+            Some(text) => Ok((display, text.clone())),
+            None => Err("no such file".to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_relative_to_the_importer() {
+        assert_eq!(resolve_path("b.tfn", Some("models/a.tfn")), "models/b.tfn");
+        assert_eq!(resolve_path("../c.tfn", Some("models/a.tfn")), "c.tfn");
+        assert_eq!(resolve_path("./b.tfn", None), "b.tfn");
+        assert_eq!(resolve_path("b.tfn", Some("a.tfn")), "b.tfn");
+    }
+}

@@ -1,0 +1,215 @@
+//! Builders of the shape-changing primitives whose checks are more than a table lookup:
+//! `matmul` (1-D promotion, batch broadcasting), `reshape` (one inferred `-1` size),
+//! `broadcast_to` and `concat`.
+
+use super::call::{diag, BoundCall};
+use super::instantiate::Lowerer;
+use crate::attr::Attr;
+use crate::diagnostic::Diagnostic;
+use crate::graph::TensorType;
+use crate::op::Op;
+use crate::shape::{Dim, DimExpr, Shape};
+use crate::span::Span;
+
+impl Lowerer<'_> {
+    /// A `Reshape` to `shape`, or `v` itself when the shape is unchanged.
+    pub(super) fn reshape(
+        &mut self,
+        v: crate::ValueId,
+        shape: Shape,
+        span: Option<Span>,
+    ) -> crate::ValueId {
+        let ty = self.ty(v);
+        if ty.shape == shape {
+            return v;
+        }
+        self.emit(Op::Reshape, vec![v], TensorType { dtype: ty.dtype, shape }, span)
+    }
+
+    pub(super) fn matmul(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
+        let (a, b) = (call.tensor("a")?, call.tensor("b")?);
+        let (sa, sb) = (self.ty(a).shape, self.ty(b).shape);
+        let describe = |sa: &Shape, sb: &Shape| {
+            format!("{} of shape {sa} by {} of shape {sb}", call.label("a"), call.label("b"))
+        };
+        if sa.rank() == 0 || sb.rank() == 0 {
+            let msg = format!("cannot multiply {}: `matmul` needs rank >= 1", describe(&sa, &sb));
+            return Err(diag("E0503", msg, call.span));
+        }
+        let (a_vec, b_vec) = (sa.rank() == 1, sb.rank() == 1);
+        let a2 =
+            if a_vec { self.reshape(a, Shape(vec![Dim::Const(1), sa.0[0]]), call.span) } else { a };
+        let b2 =
+            if b_vec { self.reshape(b, Shape(vec![sb.0[0], Dim::Const(1)]), call.span) } else { b };
+        let (s2a, s2b) = (self.ty(a2).shape, self.ty(b2).shape);
+        let (ka, kb) = (s2a.0[s2a.rank() - 1], s2b.0[s2b.rank() - 2]);
+        if self.syms.unify(ka, kb).is_err() {
+            let msg =
+                format!("cannot multiply {}: inner sizes {ka} and {kb} differ", describe(&sa, &sb));
+            return Err(diag("E0503", msg, call.span));
+        }
+        let batch_a = Shape(s2a.0[..s2a.rank() - 2].to_vec());
+        let batch_b = Shape(s2b.0[..s2b.rank() - 2].to_vec());
+        if self.unify_broadcast(&[batch_a, batch_b]).is_err() {
+            let msg =
+                format!("cannot multiply {}: batch axes do not broadcast", describe(&sa, &sb));
+            return Err(diag("E0503", msg, call.span));
+        }
+        let out = self
+            .emit_inferred(Op::MatMul, vec![a2, b2], call.span)
+            .map_err(|m| diag("E0503", m, call.span))?;
+        if !a_vec && !b_vec {
+            return Ok(out);
+        }
+        let dims = self.ty(out).shape.0;
+        let n = dims.len();
+        let kept = dims
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !((a_vec && *i == n - 2) || (b_vec && *i == n - 1)));
+        let shape = Shape(kept.map(|(_, d)| *d).collect());
+        Ok(self.reshape(out, shape, call.span))
+    }
+
+    /// A list of non-negative sizes (`full`, `broadcast_to`).
+    pub(super) fn static_sizes(
+        &self,
+        call: &BoundCall,
+        param: &str,
+    ) -> Result<Vec<Dim>, Diagnostic> {
+        let sizes = call.int_list(param)?;
+        sizes
+            .iter()
+            .map(|&s| {
+                u64::try_from(s).map(Dim::Const).map_err(|_| {
+                    call.error("E0503", param, format!("invalid size {s} in `{param}`"))
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn reshape_op(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
+        let x = call.tensor("x")?;
+        let in_shape = self.ty(x).shape;
+        let target = call.int_list("shape")?;
+        let fail = |why: String| {
+            let msg = format!(
+                "cannot reshape {} of shape {in_shape} to {}{why}",
+                call.label("x"),
+                Attr::IntList(target.clone())
+            );
+            call.error("E0503", "shape", msg)
+        };
+        if target.iter().filter(|&&t| t == -1).count() > 1 {
+            return Err(fail(": only one size can be -1".into()));
+        }
+        if let Some(bad) = target.iter().find(|&&t| t < -1) {
+            return Err(fail(format!(": invalid size {bad}")));
+        }
+        let syms: Vec<Dim> =
+            in_shape.0.iter().copied().filter(|d| d.as_const().is_none()).collect();
+        let konst = in_shape.0.iter().filter_map(|d| d.as_const()).try_fold(1u64, u64::checked_mul);
+        let known =
+            target.iter().filter(|&&t| t >= 0).try_fold(1u64, |acc, &t| acc.checked_mul(t as u64));
+        let (Some(konst), Some(known)) = (konst, known) else {
+            return Err(fail(": sizes overflow".into()));
+        };
+        let mut dims: Vec<Dim> = target.iter().map(|&t| Dim::Const(t.max(0) as u64)).collect();
+        match target.iter().position(|&t| t == -1) {
+            Some(pos) => {
+                if known == 0 {
+                    return Err(fail(": the -1 size is ambiguous next to a 0".into()));
+                }
+                dims[pos] = if syms.is_empty() {
+                    if konst % known != 0 {
+                        return Err(fail(String::new()));
+                    }
+                    Dim::Const(konst / known)
+                } else {
+                    let product = syms[1..].iter().fold(DimExpr::Dim(syms[0]), |acc, s| {
+                        DimExpr::Mul(Box::new(acc), Box::new(DimExpr::Dim(*s)))
+                    });
+                    let e = if konst % known == 0 {
+                        DimExpr::Mul(
+                            Box::new(product),
+                            Box::new(DimExpr::Dim(Dim::Const(konst / known))),
+                        )
+                    } else {
+                        let scaled = DimExpr::Mul(
+                            Box::new(product),
+                            Box::new(DimExpr::Dim(Dim::Const(konst))),
+                        );
+                        DimExpr::Div(Box::new(scaled), Box::new(DimExpr::Dim(Dim::Const(known))))
+                    };
+                    self.syms.derive(e)
+                };
+            }
+            None => match syms.as_slice() {
+                [] if konst != known => return Err(fail(String::new())),
+                [one] => {
+                    if konst == 0 || known % konst != 0 {
+                        return Err(fail(String::new()));
+                    }
+                    self.syms
+                        .unify(*one, Dim::Const(known / konst))
+                        .map_err(|_| fail(String::new()))?;
+                }
+                // Several symbolic sizes: their product is checked when the reshape runs.
+                _ => {}
+            },
+        }
+        Ok(self.reshape(x, Shape(dims), call.span))
+    }
+
+    pub(super) fn broadcast_to(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
+        let x = call.tensor("x")?;
+        let shape = self.ty(x).shape;
+        let target = self.static_sizes(call, "shape")?;
+        let fail = || {
+            let msg = format!(
+                "cannot broadcast {} of shape {shape} to {}",
+                call.label("x"),
+                Shape(target.clone())
+            );
+            call.error("E0503", "shape", msg)
+        };
+        let offset = target.len().checked_sub(shape.rank()).ok_or_else(fail)?;
+        for (i, d) in shape.0.iter().enumerate() {
+            let t = target[offset + i];
+            if *d != Dim::Const(1) && self.syms.unify(*d, t).is_err() {
+                return Err(fail());
+            }
+        }
+        let ty = TensorType { dtype: self.graph.ty(x).dtype, shape: Shape(target.clone()) };
+        if self.ty(x).shape == ty.shape {
+            return Ok(x);
+        }
+        Ok(self.emit(Op::BroadcastTo, vec![x], ty, call.span))
+    }
+
+    pub(super) fn concat(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
+        let xs = call.list("xs")?;
+        let Some(&first) = xs.first() else {
+            return Err(call.error("E0503", "xs", "`concat` needs at least one tensor"));
+        };
+        let first_shape = self.ty(first).shape;
+        let axis = self.axis(call, "dim", "xs", call.int("dim")?, first_shape.rank())?;
+        for (k, &x) in xs.iter().enumerate().skip(1) {
+            let s = self.ty(x).shape;
+            let mut ok = s.rank() == first_shape.rank();
+            for i in (0..s.rank()).filter(|&i| i != axis) {
+                ok = ok && self.syms.unify(first_shape.0[i], s.0[i]).is_ok();
+            }
+            if !ok {
+                let msg = format!(
+                    "cannot concatenate item 0 of shape {} with item {k} of shape {} along dim {axis}",
+                    self.syms.resolve_shape(&first_shape),
+                    self.syms.resolve_shape(&s)
+                );
+                return Err(call.error("E0503", "xs", msg));
+            }
+        }
+        let op = Op::Concat { axis: axis as u32 };
+        self.emit_inferred(op, xs, call.span).map_err(|m| diag("E0503", m, call.span))
+    }
+}

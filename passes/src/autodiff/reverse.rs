@@ -1,0 +1,167 @@
+//! The reverse sweep: seeds the outputs with the cotangent parameters, walks the forward nodes
+//! from last to first, and pushes each node's gradient to its inputs through the node's
+//! `grad` block (or, for an inlined call with a custom `grad` block, through that block).
+
+use super::fit::{accumulate, fit};
+use super::formula::Formulas;
+use super::prim_call::{prim_call, PrimCall, TensorArg};
+use super::prune::prune;
+use super::{AutodiffError, Vjp};
+use tfn_ir::graph::{GraphParam, Origin};
+use tfn_ir::{Graph, Library, Op, ValueId};
+
+/// The vector-Jacobian product of `forward` (see the [module docs](super)).
+pub fn vjp(lib: &Library, forward: &Graph) -> Result<Vjp, AutodiffError> {
+    let mut graph = forward.clone();
+    graph.name = format!("{}_vjp", forward.name);
+    let forward_len = forward.nodes.len();
+    let needs = needs_gradient(forward);
+
+    // One cotangent parameter per output, typed like it.
+    let mut grads: Vec<Option<ValueId>> = vec![None; forward_len];
+    for (k, &out) in forward.outputs.iter().enumerate() {
+        let ty = forward.ty(out).clone();
+        let index = graph.params.len() as u32;
+        graph.params.push(GraphParam { name: format!("cotangent{k}"), ty: ty.clone() });
+        let cot = graph.push(Op::Param(index), Vec::new(), ty, Origin::default());
+        if needs.get(out.index()).copied().unwrap_or(false) {
+            let origin = forward.node(out).origin.clone();
+            accumulate(&mut graph, &mut grads[out.index()], cot, &origin)?;
+        }
+    }
+
+    let mut formulas = Formulas::new(lib);
+    let regions = super::regions::custom_regions(lib, forward);
+    let mut skip = vec![false; forward_len];
+    for r in &regions {
+        for i in r.body.clone() {
+            skip[i] = true;
+        }
+    }
+    for i in (0..forward_len).rev() {
+        let node = ValueId(i as u32);
+        if let Some(r) = regions.iter().find(|r| r.anchor == i) {
+            let call = r.call.clone();
+            let outs: Vec<Option<ValueId>> =
+                r.outputs.iter().map(|o| grads.get(o.index()).copied().flatten()).collect();
+            propagate(&mut graph, &mut formulas, &needs, &mut grads, &call, &r.outputs, &outs)?;
+            continue;
+        }
+        if skip[i] || !needs[i] {
+            continue;
+        }
+        let Some(g) = grads[i] else { continue };
+        let Some(call) = prim_call(lib, forward, node) else { continue };
+        propagate(&mut graph, &mut formulas, &needs, &mut grads, &call, &[node], &[Some(g)])?;
+    }
+
+    // Gradients of the float parameters, in parameter order.
+    let mut differentiated = Vec::new();
+    let mut outputs = Vec::new();
+    for (p, param) in forward.params.iter().enumerate() {
+        if !param.ty.dtype.is_float() {
+            continue;
+        }
+        let mut total = None;
+        let param_nodes = forward.nodes.iter().enumerate().filter(|(_, n)| n.op == Op::Param(p as u32));
+        for (i, n) in param_nodes {
+            if let Some(g) = grads[i] {
+                accumulate(&mut graph, &mut total, g, &n.origin)?;
+            }
+        }
+        let g = match total {
+            Some(g) => g,
+            None => zeros_like_param(&mut graph, p, &param.ty),
+        };
+        differentiated.push(p);
+        outputs.push(g);
+    }
+    graph.outputs = outputs;
+    let graph = prune(graph);
+    tfn_ir::verify(&graph).map_err(AutodiffError::Invalid)?;
+    Ok(Vjp { graph, differentiated })
+}
+
+/// Pushes the gradients `out_grads` of a call's results `results` to its inputs.
+fn propagate(
+    graph: &mut Graph,
+    formulas: &mut Formulas,
+    needs: &[bool],
+    grads: &mut [Option<ValueId>],
+    call: &PrimCall,
+    results: &[ValueId],
+    out_grads: &[Option<ValueId>],
+) -> Result<(), AutodiffError> {
+    let needed = |v: &ValueId| needs.get(v.index()).copied().unwrap_or(false);
+    let wanted: Vec<String> = call
+        .tensors
+        .iter()
+        .filter(|(_, t)| t.values().iter().any(needed))
+        .map(|(n, _)| n.clone())
+        .collect();
+    if wanted.is_empty() || out_grads.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let (&[result], &[Some(grad)]) = (results, out_grads) else {
+        return Err(AutodiffError::NotDifferentiable {
+            op: call.full_name(),
+            reason: "custom `grad` blocks of functions with several results are not supported"
+                .into(),
+        });
+    };
+    let origin = graph.node(result).origin.clone();
+    let function = call.full_name();
+    let contributions = formulas.apply(graph, call, result, grad, &wanted)?;
+    for (name, contribution) in wanted.iter().zip(contributions) {
+        let Some((_, input)) = call.tensors.iter().find(|(n, _)| n == name) else { continue };
+        let pairs: Vec<(ValueId, ValueId)> =
+            input.values().into_iter().zip(contribution.values()).collect();
+        if let (TensorArg::List(xs), TensorArg::List(gs)) = (input, &contribution) {
+            if xs.len() != gs.len() {
+                return Err(AutodiffError::ShapeMismatch {
+                    function,
+                    input: name.clone(),
+                    got: format!("a list of {} tensors", gs.len()),
+                    want: format!("a list of {}", xs.len()),
+                });
+            }
+        }
+        for (x, g) in pairs {
+            if !needed(&x) {
+                continue;
+            }
+            let target = graph.ty(x).clone();
+            let g = fit(graph, g, &target, &origin, (&function, name))?;
+            accumulate(graph, &mut grads[x.index()], g, &origin)?;
+        }
+    }
+    Ok(())
+}
+
+/// Which values carry a gradient: float values computed from a float parameter through ops
+/// that are not constant in their inputs.
+fn needs_gradient(graph: &Graph) -> Vec<bool> {
+    let mut needs = vec![false; graph.nodes.len()];
+    for (i, node) in graph.nodes.iter().enumerate() {
+        let float = node.ty.dtype.is_float();
+        needs[i] = float
+            && match node.op {
+                Op::Param(_) => true,
+                Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } => false,
+                _ => node.inputs.iter().any(|v| needs.get(v.index()).copied().unwrap_or(false)),
+            };
+    }
+    needs
+}
+
+/// A zero gradient for parameter `p` (which no output depends on).
+fn zeros_like_param(graph: &mut Graph, p: usize, ty: &tfn_ir::TensorType) -> ValueId {
+    let param = graph
+        .nodes
+        .iter()
+        .position(|n| n.op == Op::Param(p as u32))
+        .map(|i| ValueId(i as u32));
+    let value = tfn_ir::Scalar::Float(0.0);
+    let inputs = param.map_or_else(Vec::new, |v| vec![v]);
+    graph.push(Op::Full { value }, inputs, ty.clone(), Origin::default())
+}
