@@ -3,6 +3,27 @@
 //! - [`isa`]: the native target ISA and JIT module every kernel is compiled with.
 //! - [`math`]: transcendental functions (exp, log, tanh, erf, sin, pow, …) emitted inline as
 //!   branch-free Cranelift IR for `f32x4`/`f64x2` loop bodies and `f32`/`f64` tails.
+//! - `plan` and `codegen`: a fused loop kernel as a collapsed loop nest, and its Cranelift IR
+//!   (4×-unrolled 128-bit vector loops, row passes for reductions, scalar tails);
+//! - [`executor`]: [`CompiledFunction`], which runs a fused graph (JIT loops, `gemm` with a
+//!   fused epilogue, zero-copy reshapes, the interpreter for anything else);
+//! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`].
 
 pub mod isa;
 pub mod math;
+
+mod buffers;
+pub mod cache;
+mod codegen;
+pub mod error;
+pub mod executor;
+mod jit;
+mod matmul;
+mod parallel;
+mod plan;
+pub mod tensors;
+
+pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
+pub use error::{CodegenError, RunError};
+pub use executor::{CompileOptions, CompiledFunction};
+pub use tensors::{TensorView, TensorViewMut};

@@ -8,7 +8,7 @@
 use super::{OpError, OpResult};
 use crate::op::ReduceOp;
 use crate::tensor::Tensor;
-use ndarray::{ArrayD, ArrayViewD, Axis, Zip};
+use ndarray::{ArrayD, ArrayViewD, Axis, RemoveAxis, Zip};
 
 /// Folds `a` over `axes` (sorted, unique, in range) with `f` starting from `init`.
 fn fold_axes<T: Copy>(
@@ -17,8 +17,18 @@ fn fold_axes<T: Copy>(
     init: T,
     f: impl Fn(T, T) -> T,
 ) -> ArrayD<T> {
+    // The last axis folds each contiguous lane; any other axis accumulates whole sub-arrays,
+    // so that the inner loop runs over contiguous memory either way.
     let fold_one = |v: ArrayViewD<'_, T>, axis: usize| -> ArrayD<T> {
-        Zip::from(v.lanes(Axis(axis))).map_collect(|lane| lane.fold(init, |acc, &x| f(acc, x)))
+        if axis + 1 == v.ndim() {
+            return Zip::from(v.lanes(Axis(axis)))
+                .map_collect(|lane| lane.fold(init, |acc, &x| f(acc, x)));
+        }
+        let mut acc = ArrayD::from_elem(v.raw_dim().remove_axis(Axis(axis)), init);
+        for sub in v.axis_iter(Axis(axis)) {
+            Zip::from(&mut acc).and(&sub).for_each(|acc, &x| *acc = f(*acc, x));
+        }
+        acc
     };
     let mut current: Option<ArrayD<T>> = None;
     for &axis in axes.iter().rev() {

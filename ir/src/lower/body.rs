@@ -29,6 +29,9 @@ impl<'a> Lowerer<'a> {
         let fdef = call.fdef;
         match &fdef.body {
             Body::Primitive => {
+                if let Some(out) = self.lower_grad_helper(&call) {
+                    return Ok(vec![out?]);
+                }
                 let Some(prim) = primitives::lookup(&fdef.name, fdef.overload.as_deref()) else {
                     let msg = format!(
                         "`{}` is declared as an op but the compiler has no kernel for it",
@@ -48,6 +51,7 @@ impl<'a> Lowerer<'a> {
                 for (p, v) in fdef.params.iter().zip(&call.vals) {
                     env.insert(p.name.clone(), v.clone());
                 }
+                let first_node = self.graph.nodes.len();
                 let out = self.exec_block(block, &env);
                 if inlining {
                     self.inlined.pop();
@@ -56,7 +60,9 @@ impl<'a> Lowerer<'a> {
                     let msg = format!("`{}` ends without `return`", fdef.full_name());
                     return Err(diag("E0508", msg, Some(fdef.name_span)));
                 };
-                self.check_returns(out, &call)
+                let out = self.check_returns(out, &call)?;
+                self.record_region(&call, first_node, &out);
+                Ok(out)
             }
         }
     }

@@ -27,6 +27,8 @@ pub(super) struct Lowerer<'a> {
     pub active: Vec<String>,
     /// The composed functions being inlined below the top-level one, outermost first.
     pub inlined: Vec<String>,
+    /// Calls of functions with a `grad` block, recorded for differentiation.
+    pub regions: Vec<super::CallRegion>,
 }
 
 /// Instantiates `name` (a base name, or `name.overload`) for one call signature.
@@ -75,6 +77,7 @@ pub fn instantiate(
         syms: SymTable::default(),
         active: vec![fdef.full_name()],
         inlined: Vec::new(),
+        regions: Vec::new(),
     };
     let mut sources = Vec::new();
     let mut vals = Vec::new();
@@ -129,7 +132,7 @@ pub fn instantiate(
         let msg = format!("internal error: lowering `{}` produced an invalid graph: {e}", name);
         return Err(diag("E0509", msg, None).into());
     }
-    Ok(Instance { graph, function: fdef.full_name(), params: sources })
+    Ok(Instance { graph, function: fdef.full_name(), params: sources, regions: lw.regions })
 }
 
 impl<'a> Lowerer<'a> {

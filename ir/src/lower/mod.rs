@@ -29,9 +29,11 @@
 mod body;
 mod call;
 mod extern_op;
+mod grad_prims;
 mod infer;
 mod instantiate;
 mod primitives;
+mod region;
 mod shape_ops;
 mod static_eval;
 mod syms;
@@ -47,9 +49,17 @@ pub use infer::{
     broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape,
 };
 pub use instantiate::instantiate;
-pub use primitives::{is_primitive, Prim};
+pub use grad_prims::is_grad_helper;
+pub use primitives::Prim;
+pub use region::{CallRegion, RegionArg};
 pub use static_eval::{eval as eval_static, is_static_op};
 pub use syms::{collect_dims, slice_len};
+
+/// Whether the compiler has a kernel for the op `name` / `name.overload` (the primitives,
+/// and the gradient helpers that lower to them).
+pub fn is_primitive(name: &str, overload: Option<&str>) -> bool {
+    primitives::is_primitive(name, overload) || grad_prims::is_grad_helper(name, overload)
+}
 
 /// Constant-folds a size expression the way lowering does (used by the verifier).
 pub fn fold_dims(e: &crate::shape::DimExpr) -> crate::shape::DimExpr {
@@ -86,6 +96,9 @@ pub struct Instance {
     pub function: String,
     /// Where each graph parameter's tensor comes from in the call, one per `graph.params`.
     pub params: Vec<ParamSource>,
+    /// Inlined calls of functions with their own `grad` block (the top-level call included),
+    /// innermost first; see [`CallRegion`].
+    pub regions: Vec<CallRegion>,
 }
 
 /// Which argument of the top-level call feeds a graph parameter.

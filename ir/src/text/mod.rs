@@ -33,6 +33,8 @@
 //!   leaves them out, for snapshots that should not change when source moves.
 //! - `//` starts a comment to the end of the line. Whitespace, including newlines, is free.
 
+mod attrs;
+mod lex;
 mod parse;
 mod print;
 

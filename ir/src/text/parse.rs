@@ -3,10 +3,12 @@
 //! A hand-written lexer and recursive-descent parser. Every failure is a [`ParseError`] with the
 //! 1-based line and column of the offending token; no input makes it panic.
 
-use crate::attr::{Attr, Scalar};
+use super::attrs::Attrs;
+use super::lex::{lex, Tok, Token};
+use crate::attr::Scalar;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphParam, Node, Origin, TensorType, ValueId};
-use crate::op::{Op, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use crate::op::Op;
 use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
 use crate::span::{FileId, Span};
 use thiserror::Error;
@@ -27,192 +29,9 @@ pub fn parse_graph(s: &str) -> Result<Graph, ParseError> {
     p.graph()
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Ident(String),
-    /// A non-negative integer literal (signs are separate tokens).
-    Int(u64),
-    /// A non-negative float literal with `.` or an exponent.
-    Float(f64),
-    Str(String),
-    /// `%N`.
-    Value(u32),
-    Punct(&'static str),
-    Eof,
-}
-
-impl Tok {
-    fn describe(&self) -> String {
-        match self {
-            Tok::Ident(s) => format!("`{s}`"),
-            Tok::Int(i) => format!("`{i}`"),
-            Tok::Float(f) => format!("`{f}`"),
-            Tok::Str(s) => format!("string {s:?}"),
-            Tok::Value(v) => format!("`%{v}`"),
-            Tok::Punct(p) => format!("`{p}`"),
-            Tok::Eof => "end of input".into(),
-        }
-    }
-}
-
-struct Token {
-    tok: Tok,
-    line: usize,
-    col: usize,
-}
-
-const PUNCTS: [&str; 15] =
-    ["->", "..", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "/"];
-
-struct Lexer<'a> {
-    chars: std::iter::Peekable<std::str::CharIndices<'a>>,
-    src: &'a str,
-    line: usize,
-    col: usize,
-}
-
-impl Lexer<'_> {
-    fn peek(&mut self) -> Option<char> {
-        self.chars.peek().map(|&(_, c)| c)
-    }
-
-    fn bump(&mut self) -> Option<char> {
-        let (_, c) = self.chars.next()?;
-        if c == '\n' {
-            self.line += 1;
-            self.col = 1;
-        } else {
-            self.col += 1;
-        }
-        Some(c)
-    }
-
-    fn offset(&mut self) -> usize {
-        self.chars.peek().map_or(self.src.len(), |&(i, _)| i)
-    }
-
-    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &str {
-        let start = self.offset();
-        while self.peek().is_some_and(&f) {
-            self.bump();
-        }
-        let end = self.offset();
-        &self.src[start..end]
-    }
-}
-
-fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
-    let mut lx = Lexer { chars: src.char_indices().peekable(), src, line: 1, col: 1 };
-    let mut tokens = Vec::new();
-    while let Some(c) = lx.peek() {
-        let (line, col) = (lx.line, lx.col);
-        let err = |message: String| ParseError { line, col, message };
-        if c.is_whitespace() {
-            lx.bump();
-            continue;
-        }
-        if src[lx.offset()..].starts_with("//") {
-            lx.take_while(|c| c != '\n');
-            continue;
-        }
-        let tok = if c.is_ascii_alphabetic() || c == '_' {
-            Tok::Ident(
-                lx.take_while(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.').to_string(),
-            )
-        } else if c.is_ascii_digit() {
-            lex_number(&mut lx).map_err(err)?
-        } else if c == '%' {
-            lx.bump();
-            let digits = lx.take_while(|c| c.is_ascii_digit());
-            Tok::Value(digits.parse().map_err(|_| err("expected a value number after `%`".into()))?)
-        } else if c == '"' {
-            Tok::Str(lex_string(&mut lx).map_err(err)?)
-        } else if let Some(p) = PUNCTS.iter().find(|p| src[lx.offset()..].starts_with(**p)) {
-            for _ in 0..p.len() {
-                lx.bump();
-            }
-            Tok::Punct(p)
-        } else {
-            return Err(err(format!("unexpected character {c:?}")));
-        };
-        tokens.push(Token { tok, line, col });
-    }
-    tokens.push(Token { tok: Tok::Eof, line: lx.line, col: lx.col });
-    Ok(tokens)
-}
-
-fn lex_number(lx: &mut Lexer<'_>) -> Result<Tok, String> {
-    let start = lx.offset();
-    if lx.src[start..].starts_with("0x") {
-        lx.bump();
-        lx.bump();
-        let digits = lx.take_while(|c| c.is_ascii_hexdigit());
-        return u64::from_str_radix(digits, 16)
-            .map(Tok::Int)
-            .map_err(|_| "invalid hexadecimal integer".to_string());
-    }
-    lx.take_while(|c| c.is_ascii_digit());
-    let mut is_float = false;
-    // A `.` belongs to the number only when a digit follows (`0:1..2` is a range).
-    let rest = &lx.src[lx.offset()..];
-    if rest.starts_with('.') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
-        is_float = true;
-        lx.bump();
-        lx.take_while(|c| c.is_ascii_digit());
-    }
-    if matches!(lx.peek(), Some('e' | 'E')) {
-        is_float = true;
-        lx.bump();
-        if matches!(lx.peek(), Some('+' | '-')) {
-            lx.bump();
-        }
-        if lx.take_while(|c| c.is_ascii_digit()).is_empty() {
-            return Err("expected digits in the exponent".into());
-        }
-    }
-    let end = lx.offset();
-    let text = &lx.src[start..end];
-    if is_float {
-        text.parse().map(Tok::Float).map_err(|_| format!("invalid float `{text}`"))
-    } else {
-        text.parse().map(Tok::Int).map_err(|_| format!("integer `{text}` is too large"))
-    }
-}
-
-fn lex_string(lx: &mut Lexer<'_>) -> Result<String, String> {
-    lx.bump();
-    let mut out = String::new();
-    loop {
-        match lx.bump() {
-            None => return Err("unterminated string".into()),
-            Some('"') => return Ok(out),
-            Some('\\') => match lx.bump() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('r') => out.push('\r'),
-                Some('0') => out.push('\0'),
-                Some(c @ ('\\' | '"' | '\'')) => out.push(c),
-                Some('u') => {
-                    if lx.bump() != Some('{') {
-                        return Err("expected `{` after `\\u`".into());
-                    }
-                    let hex = lx.take_while(|c| c.is_ascii_hexdigit()).to_string();
-                    if lx.bump() != Some('}') {
-                        return Err("expected `}` to end a `\\u{...}` escape".into());
-                    }
-                    let ch = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32);
-                    out.push(ch.ok_or("invalid unicode escape")?);
-                }
-                _ => return Err("unknown escape in string".into()),
-            },
-            Some(c) => out.push(c),
-        }
-    }
-}
-
 /// An attribute value before it is given its meaning by its key.
 #[derive(Clone, Debug)]
-enum AttrValue {
+pub(super) enum AttrValue {
     Int(i64),
     Float(f64),
     Bool(bool),
@@ -222,14 +41,14 @@ enum AttrValue {
     EmptyFloatList,
 }
 
-struct Parser {
+pub(super) struct Parser {
     tokens: Vec<Token>,
-    pos: usize,
+    pub(super) pos: usize,
     /// Symbols referenced so far, with where, checked against the table at the end.
     sym_uses: Vec<(u32, usize, usize)>,
 }
 
-type PResult<T> = Result<T, ParseError>;
+pub(super) type PResult<T> = Result<T, ParseError>;
 
 impl Parser {
     fn peek(&self) -> &Tok {
@@ -240,7 +59,7 @@ impl Parser {
         self.tokens.get(self.pos).or(self.tokens.last()).map_or((1, 1), |t| (t.line, t.col))
     }
 
-    fn error<T>(&self, message: impl Into<String>) -> PResult<T> {
+    pub(super) fn error<T>(&self, message: impl Into<String>) -> PResult<T> {
         let (line, col) = self.here();
         Err(ParseError { line, col, message: message.into() })
     }
@@ -690,188 +509,5 @@ impl Parser {
             }
             _ => self.unexpected("a number or `true`/`false`"),
         }
-    }
-}
-
-/// The attributes of one node, consumed by key as the op is built.
-struct Attrs<'p> {
-    parser: &'p mut Parser,
-    items: Vec<(String, AttrValue, usize)>,
-}
-
-impl Attrs<'_> {
-    fn error_at<T>(&mut self, pos: usize, message: String) -> PResult<T> {
-        self.parser.pos = pos;
-        self.parser.error(message)
-    }
-
-    fn take(&mut self, key: &str, op_at: usize) -> PResult<(AttrValue, usize)> {
-        match self.items.iter().position(|(k, ..)| k == key) {
-            Some(i) => {
-                let (_, v, at) = self.items.remove(i);
-                Ok((v, at))
-            }
-            None => self.error_at(op_at, format!("missing attribute `{key}`")),
-        }
-    }
-
-    fn finish(mut self) -> PResult<()> {
-        match self.items.first() {
-            Some((key, _, at)) => {
-                let (key, at) = (key.clone(), *at);
-                self.error_at(at, format!("unknown attribute `{key}`"))
-            }
-            None => Ok(()),
-        }
-    }
-
-    fn int(&mut self, key: &str, op_at: usize) -> PResult<i64> {
-        match self.take(key, op_at)? {
-            (AttrValue::Int(i), _) => Ok(i),
-            (_, at) => self.error_at(at, format!("`{key}` must be an integer")),
-        }
-    }
-
-    fn u32(&mut self, key: &str, op_at: usize) -> PResult<u32> {
-        let (v, at) = self.take(key, op_at)?;
-        match v {
-            AttrValue::Int(i) => match u32::try_from(i) {
-                Ok(v) => Ok(v),
-                Err(_) => self.error_at(at, format!("`{key}` must be a non-negative integer")),
-            },
-            _ => self.error_at(at, format!("`{key}` must be a non-negative integer")),
-        }
-    }
-
-    fn bool(&mut self, key: &str, op_at: usize) -> PResult<bool> {
-        match self.take(key, op_at)? {
-            (AttrValue::Bool(b), _) => Ok(b),
-            (_, at) => self.error_at(at, format!("`{key}` must be `true` or `false`")),
-        }
-    }
-
-    fn u32_list(&mut self, key: &str, op_at: usize) -> PResult<Vec<u32>> {
-        let (v, at) = self.take(key, op_at)?;
-        let items = match v {
-            AttrValue::List(items) => items,
-            _ => return self.error_at(at, format!("`{key}` must be a list of integers")),
-        };
-        let mut out = Vec::new();
-        for item in items {
-            match item {
-                AttrValue::Int(i) if u32::try_from(i).is_ok() => out.push(i as u32),
-                _ => {
-                    return self
-                        .error_at(at, format!("`{key}` must be a list of non-negative integers"))
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn scalar(&mut self, key: &str, op_at: usize) -> PResult<Scalar> {
-        match self.take(key, op_at)? {
-            (AttrValue::Int(i), _) => Ok(Scalar::Int(i)),
-            (AttrValue::Float(f), _) => Ok(Scalar::Float(f)),
-            (AttrValue::Bool(b), _) => Ok(Scalar::Bool(b)),
-            (_, at) => self.error_at(at, format!("`{key}` must be a number or a bool")),
-        }
-    }
-
-    fn op(&mut self, name: &str, op_at: usize) -> PResult<Op> {
-        if let Some(&u) = ALL_UNARY.iter().find(|u| u.to_string() == name) {
-            return Ok(Op::Unary(u));
-        }
-        if let Some(&b) = ALL_BINARY.iter().find(|b| b.to_string() == name) {
-            return Ok(Op::Binary(b));
-        }
-        if let Some(&r) = ALL_REDUCE.iter().find(|r| crate::op::reduce_name(**r) == name) {
-            let axes = self.u32_list("axes", op_at)?;
-            return Ok(Op::Reduce { op: r, axes, keepdim: self.bool("keepdim", op_at)? });
-        }
-        Ok(match name {
-            "where" => Op::Where,
-            "matmul" => Op::MatMul,
-            "reshape" => Op::Reshape,
-            "broadcast_to" => Op::BroadcastTo,
-            "cast" => match self.take("to", op_at)? {
-                (AttrValue::Ident(d), at) => match d.parse::<DType>() {
-                    Ok(d) => Op::Cast(d),
-                    Err(()) => return self.error_at(at, format!("unknown dtype `{d}`")),
-                },
-                (_, at) => return self.error_at(at, "`to` must be a dtype".into()),
-            },
-            "argmax" => {
-                let axis = self.u32("axis", op_at)?;
-                Op::ArgMax { axis, keepdim: self.bool("keepdim", op_at)? }
-            }
-            "transpose" => Op::Transpose { perm: self.u32_list("perm", op_at)? },
-            "concat" => Op::Concat { axis: self.u32("axis", op_at)? },
-            "slice" => {
-                let axis = self.u32("axis", op_at)?;
-                let start = self.int("start", op_at)?;
-                let end = match self.take("end", op_at)? {
-                    (AttrValue::None, _) => None,
-                    (AttrValue::Int(i), _) => Some(i),
-                    (_, at) => {
-                        return self.error_at(at, "`end` must be an integer or `none`".into())
-                    }
-                };
-                Op::Slice { axis, start, end, step: self.int("step", op_at)? }
-            }
-            "full" => Op::Full { value: self.scalar("value", op_at)? },
-            _ => match name.strip_prefix("extern.") {
-                Some(ext) => {
-                    let name = ext.to_string();
-                    Op::Extern { name, attrs: self.extern_attrs(op_at)? }
-                }
-                None => return self.error_at(op_at, format!("unknown op `{name}`")),
-            },
-        })
-    }
-
-    fn extern_attrs(&mut self, op_at: usize) -> PResult<Vec<Attr>> {
-        let (v, at) = self.take("attrs", op_at)?;
-        let AttrValue::List(items) = v else {
-            return self.error_at(at, "`attrs` must be a list".into());
-        };
-        let mut out = Vec::new();
-        for item in items {
-            let attr = match item {
-                AttrValue::Int(i) => Attr::Int(i),
-                AttrValue::Float(f) => Attr::Float(f),
-                AttrValue::Bool(b) => Attr::Bool(b),
-                AttrValue::Ident(d) => match d.parse::<DType>() {
-                    Ok(d) => Attr::DType(d),
-                    Err(()) => return self.error_at(at, format!("unknown dtype `{d}`")),
-                },
-                AttrValue::EmptyFloatList => Attr::FloatList(Vec::new()),
-                AttrValue::List(list) => {
-                    let ints: Option<Vec<i64>> = list
-                        .iter()
-                        .map(|v| if let AttrValue::Int(i) = v { Some(*i) } else { None })
-                        .collect();
-                    let floats: Option<Vec<f64>> = list
-                        .iter()
-                        .map(|v| if let AttrValue::Float(f) = v { Some(*f) } else { None })
-                        .collect();
-                    match (ints, floats) {
-                        (Some(ints), _) => Attr::IntList(ints),
-                        (None, Some(floats)) => Attr::FloatList(floats),
-                        _ => {
-                            return self.error_at(
-                                at,
-                                "a list attribute holds only integers or only floats".into(),
-                            )
-                        }
-                    }
-                }
-                AttrValue::None => {
-                    return self.error_at(at, "`none` is not an attribute value".into())
-                }
-            };
-            out.push(attr);
-        }
-        Ok(out)
     }
 }

@@ -34,11 +34,6 @@ impl Formulas {
         Formulas { scratch: lib.clone() }
     }
 
-    /// Whether `name`/`overload` has a `grad` block.
-    pub fn has_grad(&self, name: &str, overload: Option<&str>) -> bool {
-        self.scratch.grad_of(name, overload).is_some()
-    }
-
     /// Lowers the formulas of `call`'s `grad` block for the inputs in `wanted` into `graph`,
     /// with `result` and `grad` bound to the given values. Returns one gradient per wanted
     /// input (a list for a `Tensor[]` input), in the order of `wanted`, as the formulas

@@ -15,8 +15,9 @@
 //!   back to the prelude op it came from (`Op::Reduce { axes, keepdim }` is `sum(x, dims,
 //!   keepdim)`), and the block's formulas are lowered into the graph with the op's inputs,
 //!   attributes, `result` and `grad` bound to existing values ([`formula`]).
-//! - A composed function with its own `grad` block (a custom VJP) recorded by lowering as a
-//!   [`tfn_ir::graph::CallRegion`] wins over the gradient derived from its body.
+//! - A composed function with its own `grad` block (a custom VJP), whose inlined call lowering
+//!   recorded as a [`CallRegion`], gets that block applied at the call's boundary instead of
+//!   the gradient derived from its body (the outermost such call wins).
 //! - A formula's value is fitted to its input's type: gradients of broadcast inputs are
 //!   summed back to the input's shape ([`fit`]); gradients of a value used several times add.
 //! - The result is an ordinary graph, so it can be differentiated again (second order).
@@ -35,9 +36,10 @@ mod reverse;
 mod splice;
 
 use tfn_ir::diagnostic::Diagnostic;
+use tfn_ir::lower::CallRegion;
 use tfn_ir::{Graph, Library, LowerError, VerifyError};
 
-pub use reverse::vjp;
+pub use reverse::{vjp, vjp_graph};
 
 /// A gradient graph and which forward parameters it differentiates.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +49,9 @@ pub struct Vjp {
     pub graph: Graph,
     /// Indices of the forward parameters that have a gradient (the float tensors), ascending.
     pub differentiated: Vec<usize>,
+    /// The forward graph's custom-VJP call regions that survive in `graph`, renumbered, so
+    /// that differentiating `graph` again ([`vjp_graph`]) still uses them.
+    pub regions: Vec<CallRegion>,
 }
 
 /// Why a gradient could not be built.
@@ -94,7 +99,7 @@ pub fn vjp_of(
     keywords: &[(String, tfn_ir::ArgSpec)],
 ) -> Result<Vjp, VjpOfError> {
     let instance = tfn_ir::instantiate(lib, name, positional, keywords)?;
-    Ok(vjp(lib, &instance.graph)?)
+    Ok(vjp(lib, &instance)?)
 }
 
 /// Why [`vjp_of`] failed: the forward function did not lower, or has no gradient.

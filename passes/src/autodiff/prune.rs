@@ -4,8 +4,9 @@
 
 use tfn_ir::{Graph, ValueId};
 
-/// `graph` without the nodes no output depends on (`param` nodes are always kept).
-pub(crate) fn prune(graph: Graph) -> Graph {
+/// `graph` without the nodes no output depends on (`param` nodes are always kept), and the
+/// new number of each old value (`None`: removed).
+pub(crate) fn prune(graph: Graph) -> (Graph, Vec<Option<ValueId>>) {
     let n = graph.nodes.len();
     let mut live = vec![false; n];
     for o in &graph.outputs {
@@ -37,5 +38,5 @@ pub(crate) fn prune(graph: Graph) -> Graph {
         out.nodes.push(node);
     }
     out.outputs = graph.outputs.iter().filter_map(|v| renumber.get(v.index()).copied().flatten()).collect();
-    out
+    (out, renumber)
 }

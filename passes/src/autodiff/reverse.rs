@@ -6,12 +6,27 @@ use super::fit::{accumulate, fit};
 use super::formula::Formulas;
 use super::prim_call::{prim_call, PrimCall, TensorArg};
 use super::prune::prune;
+use super::regions::{custom_regions, renumber_regions};
+use tfn_ir::lower::CallRegion;
+use tfn_ir::Instance;
 use super::{AutodiffError, Vjp};
 use tfn_ir::graph::{GraphParam, Origin};
 use tfn_ir::{Graph, Library, Op, ValueId};
 
-/// The vector-Jacobian product of `forward` (see the [module docs](super)).
-pub fn vjp(lib: &Library, forward: &Graph) -> Result<Vjp, AutodiffError> {
+/// The vector-Jacobian product of a lowered function (see the [module docs](super)); the
+/// instance's call regions make custom `grad` blocks of inlined functions win.
+pub fn vjp(lib: &Library, forward: &Instance) -> Result<Vjp, AutodiffError> {
+    vjp_graph(lib, &forward.graph, &forward.regions)
+}
+
+/// The vector-Jacobian product of `forward`, with the custom-VJP `regions` lowering recorded
+/// for it (`&[]` to derive every gradient from the graph). For a second derivative, pass a
+/// [`Vjp`]'s own `graph` and `regions`.
+pub fn vjp_graph(
+    lib: &Library,
+    forward: &Graph,
+    regions: &[CallRegion],
+) -> Result<Vjp, AutodiffError> {
     let mut graph = forward.clone();
     graph.name = format!("{}_vjp", forward.name);
     let forward_len = forward.nodes.len();
@@ -31,16 +46,16 @@ pub fn vjp(lib: &Library, forward: &Graph) -> Result<Vjp, AutodiffError> {
     }
 
     let mut formulas = Formulas::new(lib);
-    let regions = super::regions::custom_regions(lib, forward);
+    let custom = custom_regions(regions, forward_len);
     let mut skip = vec![false; forward_len];
-    for r in &regions {
+    for r in &custom {
         for i in r.body.clone() {
             skip[i] = true;
         }
     }
     for i in (0..forward_len).rev() {
         let node = ValueId(i as u32);
-        if let Some(r) = regions.iter().find(|r| r.anchor == i) {
+        if let Some(r) = custom.iter().find(|r| r.anchor == i) {
             let call = r.call.clone();
             let outs: Vec<Option<ValueId>> =
                 r.outputs.iter().map(|o| grads.get(o.index()).copied().flatten()).collect();
@@ -77,9 +92,10 @@ pub fn vjp(lib: &Library, forward: &Graph) -> Result<Vjp, AutodiffError> {
         outputs.push(g);
     }
     graph.outputs = outputs;
-    let graph = prune(graph);
+    let (graph, renumber) = prune(graph);
     tfn_ir::verify(&graph).map_err(AutodiffError::Invalid)?;
-    Ok(Vjp { graph, differentiated })
+    let regions = renumber_regions(regions, &renumber);
+    Ok(Vjp { graph, differentiated, regions })
 }
 
 /// Pushes the gradients `out_grads` of a call's results `results` to its inputs.

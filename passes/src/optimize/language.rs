@@ -310,7 +310,8 @@ mod tests {
         ];
         for text in cases {
             let expr: RecExpr<TfnNode> = text.parse().expect("parses");
-            assert_eq!(expr.to_string(), text);
+            let again: RecExpr<TfnNode> = expr.to_string().parse().expect("reparses");
+            assert_eq!(again, expr, "{text}");
         }
     }
 

@@ -19,12 +19,15 @@
 //!   (within ~2 ulp per op, or n ulp for a sum of n copies, which becomes exact `c*n`);
 //! - signed zero: `add-zero`, `zero-sub`, `neg-sub` may turn `-0.0` into `+0.0` or back;
 //! - overflow: `log-exp` and `log1p-expm1` return `x` where `exp(x)` would overflow to `inf`
-//!   (or underflow to 0), and `factor-*` can overflow where the original did not — rules may
-//!   replace an overflowed intermediate by the mathematically exact value;
+//!   (or underflow to 0); `factor-*` can overflow where the original did not, and the other
+//!   way round: `a*b + a*c` with both products overflowing to `±inf` is NaN while
+//!   `a*(b+c)` may be finite. Rules may replace an overflowed intermediate by the
+//!   mathematically exact value — that is the only way a rule turns a NaN into a number;
 //! - `pow-half`/`pow-neg-half` differ only at `x = -inf` (`pow` gives `inf`/0, `sqrt` NaN).
 //!
-//! Rules never turn NaN into a number: `x * 0` and `x - x` fold to 0 only for integer dtypes
-//! (the analysis has no finiteness facts, and `inf * 0`, `inf - inf`, `NaN * 0` are NaN).
+//! Apart from that overflow case, rules never turn NaN into a number: `x * 0` and `x - x`
+//! fold to 0 only for integer dtypes (the analysis has no finiteness facts, and `inf * 0`,
+//! `inf - inf`, `NaN * 0` are NaN).
 
 pub mod algebra;
 pub mod apply;

@@ -1,0 +1,376 @@
+//! Cranelift instructions for each elementwise op, on scalars or on 128-bit vectors.
+//!
+//! A value of dtype `d` is a scalar of [`scalar_type`] in the scalar path, and in the vector
+//! path (one lane dtype `T` per kernel) a vector of `T` or, for `bool`, a lane mask (all ones
+//! or all zeros) of the same lane width. Scalar `bool`s are `i8` 0/1, as stored in memory.
+
+use crate::error::CodegenError;
+use cranelift::codegen::ir::{condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, Type, Value};
+use cranelift::codegen::ir::{Endianness, MemFlagsData};
+use cranelift::frontend::FunctionBuilder;
+use tfn_ir::{BinaryOp, DType, ReduceOp, Scalar, UnaryOp};
+
+/// How many elements one value holds: one, or a full 128-bit vector of lane dtype `T`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Width {
+    Scalar,
+    Vector(DType),
+}
+
+pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, CodegenError> {
+    Err(CodegenError::Unsupported(what.into()))
+}
+
+pub(crate) fn scalar_type(d: DType) -> Type {
+    match d {
+        DType::Bool => types::I8,
+        DType::I32 => types::I32,
+        DType::I64 => types::I64,
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+    }
+}
+
+/// Lanes per 128-bit vector of lane dtype `t`.
+pub(crate) fn lanes(t: DType) -> i64 {
+    match t {
+        DType::F32 | DType::I32 => 4,
+        DType::F64 | DType::I64 => 2,
+        DType::Bool => 16,
+    }
+}
+
+fn mask_type(t: DType) -> Type {
+    match t {
+        DType::F32 | DType::I32 => types::I32X4,
+        DType::F64 | DType::I64 => types::I64X2,
+        DType::Bool => types::I8X16,
+    }
+}
+
+impl Width {
+    /// The Cranelift type of a value of dtype `d` at this width.
+    pub fn ty(self, d: DType) -> Result<Type, CodegenError> {
+        match self {
+            Width::Scalar => Ok(scalar_type(d)),
+            Width::Vector(t) if d == t => Ok(match t {
+                DType::F32 => types::F32X4,
+                DType::F64 => types::F64X2,
+                DType::I32 => types::I32X4,
+                DType::I64 => types::I64X2,
+                DType::Bool => return unsupported("bool vectors"),
+            }),
+            Width::Vector(t) if d == DType::Bool => Ok(mask_type(t)),
+            Width::Vector(t) => unsupported(format!("{d} value in a {t} vector kernel")),
+        }
+    }
+}
+
+/// Splats a scalar to `width` (no-op for scalars). Scalar bools (0/1) become lane masks.
+pub(crate) fn splat(b: &mut FunctionBuilder, width: Width, d: DType, x: Value) -> Result<Value, CodegenError> {
+    match width {
+        Width::Scalar => Ok(x),
+        Width::Vector(t) if d == DType::Bool => {
+            let lane = mask_type(t).lane_type();
+            let wide = if lane == types::I8 { x } else { b.ins().uextend(lane, x) };
+            let m = b.ins().ineg(wide);
+            Ok(b.ins().splat(mask_type(t), m))
+        }
+        Width::Vector(_) => {
+            let ty = width.ty(d)?;
+            Ok(b.ins().splat(ty, x))
+        }
+    }
+}
+
+/// A constant of dtype `d` as a scalar.
+pub(crate) fn scalar_const(b: &mut FunctionBuilder, d: DType, s: Scalar) -> Value {
+    let as_int = match s {
+        Scalar::Bool(v) => v as i64,
+        Scalar::Int(i) => i,
+        Scalar::Float(f) => f as i64,
+    };
+    match d {
+        DType::F32 => b.ins().f32const(s.as_f64() as f32),
+        DType::F64 => b.ins().f64const(s.as_f64()),
+        DType::I32 => b.ins().iconst(types::I32, as_int as i32 as i64),
+        DType::I64 => b.ins().iconst(types::I64, as_int),
+        DType::Bool => b.ins().iconst(types::I8, (s.as_f64() != 0.0) as i64),
+    }
+}
+
+fn float_const(b: &mut FunctionBuilder, width: Width, d: DType, v: f64) -> Result<Value, CodegenError> {
+    let s = scalar_const(b, d, Scalar::Float(v));
+    splat(b, width, d, s)
+}
+
+fn int_const(b: &mut FunctionBuilder, width: Width, d: DType, v: i64) -> Result<Value, CodegenError> {
+    let s = scalar_const(b, d, Scalar::Int(v));
+    splat(b, width, d, s)
+}
+
+/// `mask ? x : y` for a bool (scalar i8 or lane mask) `mask`.
+pub(crate) fn blend(b: &mut FunctionBuilder, mask: Value, x: Value, y: Value) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    if !ty.is_vector() {
+        return b.ins().select(mask, x, y);
+    }
+    let m = if b.func.dfg.value_type(mask) == ty {
+        mask
+    } else {
+        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+        b.ins().bitcast(ty, flags, mask)
+    };
+    b.ins().bitselect(m, x, y)
+}
+
+fn float_cmp(b: &mut FunctionBuilder, cc: FloatCC, x: Value, y: Value) -> Value {
+    b.ins().fcmp(cc, x, y)
+}
+
+/// NumPy `maximum`/`minimum` for floats: NaN in either operand propagates, ties keep `x`.
+/// `y_not_nan` skips the NaN test of `y` (a constant that is a number).
+pub(crate) fn float_max_min(b: &mut FunctionBuilder, max: bool, x: Value, y: Value, y_not_nan: bool) -> Value {
+    let cc = if max { FloatCC::LessThan } else { FloatCC::GreaterThan };
+    let mut pick_y = float_cmp(b, cc, x, y);
+    if !y_not_nan {
+        let y_nan = float_cmp(b, FloatCC::Unordered, y, y);
+        pick_y = b.ins().bor(pick_y, y_nan);
+    }
+    blend(b, pick_y, y, x)
+}
+
+pub(crate) fn emit_unary(
+    b: &mut FunctionBuilder,
+    width: Width,
+    op: UnaryOp,
+    d: DType,
+    x: Value,
+) -> Result<Value, CodegenError> {
+    use UnaryOp::*;
+    if d.is_float() {
+        return Ok(match op {
+            Neg => b.ins().fneg(x),
+            Abs => b.ins().fabs(x),
+            Sqrt => b.ins().sqrt(x),
+            Floor => b.ins().floor(x),
+            Ceil => b.ins().ceil(x),
+            Round => b.ins().nearest(x),
+            Reciprocal => {
+                let one = float_const(b, width, d, 1.0)?;
+                b.ins().fdiv(one, x)
+            }
+            Rsqrt => {
+                let one = float_const(b, width, d, 1.0)?;
+                let s = b.ins().sqrt(x);
+                b.ins().fdiv(one, s)
+            }
+            Sign => {
+                let zero = float_const(b, width, d, 0.0)?;
+                let one = float_const(b, width, d, 1.0)?;
+                let minus = float_const(b, width, d, -1.0)?;
+                let gt = float_cmp(b, FloatCC::GreaterThan, x, zero);
+                let lt = float_cmp(b, FloatCC::LessThan, x, zero);
+                let same = b.ins().fadd(x, zero);
+                let neg = blend(b, lt, minus, same);
+                blend(b, gt, one, neg)
+            }
+            LogicalNot => {
+                let zero = float_const(b, width, d, 0.0)?;
+                float_cmp(b, FloatCC::Equal, x, zero)
+            }
+            _ => return unsupported(format!("`{op}` on {d}")),
+        });
+    }
+    if d.is_int() {
+        return Ok(match op {
+            Neg => b.ins().ineg(x),
+            Abs => b.ins().iabs(x),
+            Floor | Ceil | Round => x,
+            Sign => {
+                let zero = int_const(b, width, d, 0)?;
+                let one = int_const(b, width, d, 1)?;
+                let minus = int_const(b, width, d, -1)?;
+                let gt = b.ins().icmp(IntCC::SignedGreaterThan, x, zero);
+                let lt = b.ins().icmp(IntCC::SignedLessThan, x, zero);
+                let neg = blend(b, lt, minus, zero);
+                blend(b, gt, one, neg)
+            }
+            LogicalNot => {
+                let zero = int_const(b, width, d, 0)?;
+                b.ins().icmp(IntCC::Equal, x, zero)
+            }
+            _ => return unsupported(format!("`{op}` on {d}")),
+        });
+    }
+    match (op, width) {
+        (LogicalNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
+        (LogicalNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
+        _ => unsupported(format!("`{op}` on bool")),
+    }
+}
+
+/// Converts a number to a bool (`x != 0`, NaN is true).
+fn truthy(b: &mut FunctionBuilder, width: Width, d: DType, x: Value) -> Result<Value, CodegenError> {
+    Ok(match d {
+        DType::Bool => x,
+        _ if d.is_float() => {
+            let zero = float_const(b, width, d, 0.0)?;
+            float_cmp(b, FloatCC::NotEqual, x, zero)
+        }
+        _ => {
+            let zero = int_const(b, width, d, 0)?;
+            b.ins().icmp(IntCC::NotEqual, x, zero)
+        }
+    })
+}
+
+pub(crate) fn emit_binary(
+    b: &mut FunctionBuilder,
+    width: Width,
+    op: BinaryOp,
+    d: DType,
+    x: Value,
+    y: Value,
+    y_not_nan: bool,
+) -> Result<Value, CodegenError> {
+    use BinaryOp::*;
+    if let LogicalAnd | LogicalOr = op {
+        let (tx, ty) = (truthy(b, width, d, x)?, truthy(b, width, d, y)?);
+        return Ok(if op == LogicalAnd { b.ins().band(tx, ty) } else { b.ins().bor(tx, ty) });
+    }
+    if d.is_float() {
+        let cmp = |cc| Some(cc);
+        let cc = match op {
+            Eq => cmp(FloatCC::Equal),
+            Ne => cmp(FloatCC::NotEqual),
+            Lt => cmp(FloatCC::LessThan),
+            Le => cmp(FloatCC::LessThanOrEqual),
+            Gt => cmp(FloatCC::GreaterThan),
+            Ge => cmp(FloatCC::GreaterThanOrEqual),
+            _ => None,
+        };
+        if let Some(cc) = cc {
+            return Ok(float_cmp(b, cc, x, y));
+        }
+        return Ok(match op {
+            Add => b.ins().fadd(x, y),
+            Sub => b.ins().fsub(x, y),
+            Mul => b.ins().fmul(x, y),
+            Div => b.ins().fdiv(x, y),
+            Maximum => float_max_min(b, true, x, y, y_not_nan),
+            Minimum => float_max_min(b, false, x, y, y_not_nan),
+            _ => return unsupported(format!("`{op}` on {d}")),
+        });
+    }
+    let signed = d.is_int();
+    let cc = match op {
+        Eq => Some(IntCC::Equal),
+        Ne => Some(IntCC::NotEqual),
+        Lt => Some(if signed { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan }),
+        Le => Some(if signed { IntCC::SignedLessThanOrEqual } else { IntCC::UnsignedLessThanOrEqual }),
+        Gt => Some(if signed { IntCC::SignedGreaterThan } else { IntCC::UnsignedGreaterThan }),
+        Ge => Some(if signed {
+            IntCC::SignedGreaterThanOrEqual
+        } else {
+            IntCC::UnsignedGreaterThanOrEqual
+        }),
+        _ => None,
+    };
+    if let Some(cc) = cc {
+        if !signed && width != Width::Scalar {
+            return unsupported("bool comparison in a vector kernel");
+        }
+        return Ok(b.ins().icmp(cc, x, y));
+    }
+    if signed {
+        return Ok(match op {
+            Add => b.ins().iadd(x, y),
+            Sub => b.ins().isub(x, y),
+            Mul => b.ins().imul(x, y),
+            Maximum => b.ins().smax(x, y),
+            Minimum => b.ins().smin(x, y),
+            _ => return unsupported(format!("`{op}` on {d}")),
+        });
+    }
+    match op {
+        Maximum => Ok(b.ins().bor(x, y)),
+        Minimum => Ok(b.ins().band(x, y)),
+        _ => unsupported(format!("`{op}` on bool")),
+    }
+}
+
+/// `cast(x: from) -> to`, Rust `as` semantics (saturating float → int, NaN → 0).
+pub(crate) fn emit_cast(
+    b: &mut FunctionBuilder,
+    width: Width,
+    from: DType,
+    to: DType,
+    x: Value,
+) -> Result<Value, CodegenError> {
+    if from == to {
+        return Ok(x);
+    }
+    if to == DType::Bool {
+        return truthy(b, width, from, x);
+    }
+    if width != Width::Scalar {
+        if from == DType::Bool {
+            let one = if to.is_float() { float_const(b, width, to, 1.0)? } else { int_const(b, width, to, 1)? };
+            let zero = if to.is_float() { float_const(b, width, to, 0.0)? } else { int_const(b, width, to, 0)? };
+            return Ok(blend(b, x, one, zero));
+        }
+        return unsupported(format!("vector cast {from} -> {to}"));
+    }
+    let ty = scalar_type(to);
+    Ok(match (from, to) {
+        (DType::F32, DType::F64) => b.ins().fpromote(ty, x),
+        (DType::F64, DType::F32) => b.ins().fdemote(ty, x),
+        (f, t) if f.is_float() && t.is_int() => b.ins().fcvt_to_sint_sat(ty, x),
+        (DType::Bool, t) if t.is_float() => b.ins().fcvt_from_uint(ty, x),
+        (f, t) if f.is_int() && t.is_float() => b.ins().fcvt_from_sint(ty, x),
+        (DType::Bool, _) => b.ins().uextend(ty, x),
+        (DType::I32, DType::I64) => b.ins().sextend(ty, x),
+        (DType::I64, DType::I32) => b.ins().ireduce(ty, x),
+        _ => return unsupported(format!("cast {from} -> {to}")),
+    })
+}
+
+/// The identity element of a reduction, at `width`.
+pub(crate) fn reduce_init(b: &mut FunctionBuilder, width: Width, op: ReduceOp, d: DType) -> Result<Value, CodegenError> {
+    if d.is_float() {
+        let v = match op {
+            ReduceOp::Sum | ReduceOp::Mean => 0.0,
+            ReduceOp::Prod => 1.0,
+            ReduceOp::Max => f64::NEG_INFINITY,
+            ReduceOp::Min => f64::INFINITY,
+        };
+        return float_const(b, width, d, v);
+    }
+    if d.is_int() {
+        let (lo, hi) = if d == DType::I32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+        let v = match op {
+            ReduceOp::Sum => 0,
+            ReduceOp::Prod => 1,
+            ReduceOp::Max => lo,
+            ReduceOp::Min => hi,
+            ReduceOp::Mean => return unsupported("integer mean"),
+        };
+        return int_const(b, width, d, v);
+    }
+    unsupported("reduction of bool")
+}
+
+/// Folds `x` into accumulator `acc`.
+pub(crate) fn reduce_combine(b: &mut FunctionBuilder, op: ReduceOp, d: DType, acc: Value, x: Value) -> Value {
+    match (op, d.is_float()) {
+        (ReduceOp::Sum | ReduceOp::Mean, true) => b.ins().fadd(acc, x),
+        (ReduceOp::Sum | ReduceOp::Mean, false) => b.ins().iadd(acc, x),
+        (ReduceOp::Prod, true) => b.ins().fmul(acc, x),
+        (ReduceOp::Prod, false) => b.ins().imul(acc, x),
+        (ReduceOp::Max, true) => float_max_min(b, true, acc, x, false),
+        (ReduceOp::Min, true) => float_max_min(b, false, acc, x, false),
+        (ReduceOp::Max, false) => b.ins().smax(acc, x),
+        (ReduceOp::Min, false) => b.ins().smin(acc, x),
+    }
+}

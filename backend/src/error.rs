@@ -1,0 +1,52 @@
+//! Errors of the backend: compiling kernels and running compiled functions.
+
+use thiserror::Error;
+use tfn_ir::bind::BindError;
+use tfn_ir::interp::InterpError;
+use tfn_ir::DType;
+
+/// Why one kernel could not be compiled to machine code. The executor answers `Unsupported`
+/// by running that kernel with the interpreter instead, so it is not a user-facing failure.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum CodegenError {
+    /// The code generator has no lowering for this op, dtype or layout (yet).
+    #[error("unsupported by the code generator: {0}")]
+    Unsupported(String),
+    /// Cranelift rejected the function. This always represents a bug in the code generator.
+    #[error("cranelift: {0}")]
+    Cranelift(String),
+    /// The kernel is inconsistent with its graph. This always represents a bug in fusion.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Why a call of a [`crate::CompiledFunction`] failed.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum RunError {
+    /// The input shapes do not fit the function's parameters.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    #[error("expected {expected} input(s), got {got}")]
+    InputCount { expected: usize, got: usize },
+    #[error("expected {expected} output buffer(s), got {got}")]
+    OutputCount { expected: usize, got: usize },
+    #[error("`{param}` must have dtype {expected}, got {got}")]
+    InputDType { param: String, expected: DType, got: DType },
+    #[error("output {index} must be {expected_dtype}{expected_shape:?}, got {got_dtype}{got_shape:?}")]
+    OutputType {
+        index: usize,
+        expected_dtype: DType,
+        expected_shape: Vec<usize>,
+        got_dtype: DType,
+        got_shape: Vec<usize>,
+    },
+    /// `max`/`min` over an axis of size 0.
+    #[error("zero-size reduction: `max`/`min` over an axis of size 0")]
+    ZeroSizeReduction,
+    /// A kernel run by the interpreter (fallback, copy or extern) failed.
+    #[error(transparent)]
+    Interp(#[from] InterpError),
+    /// The function is inconsistent with itself. This always represents a bug in the backend.
+    #[error("internal error: {0}")]
+    Internal(String),
+}

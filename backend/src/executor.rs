@@ -1,0 +1,413 @@
+//! [`CompiledFunction`]: a fused graph whose kernels are compiled, and the executor that runs
+//! it — binding sizes, allocating intermediates, calling kernels in order.
+//!
+//! Each kernel becomes one [`Step`]: a JIT loop, a `gemm` call plus a JIT epilogue, a zero-copy
+//! reshape, or — for anything the code generator cannot handle yet, data movement and extern
+//! ops — the reference interpreter run on just that kernel's nodes (correct, slower). So every
+//! graph runs, and [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
+
+use crate::buffers::{self, RawBuf};
+use crate::error::{CodegenError, RunError};
+use crate::jit::{Jit, KernelFn};
+use crate::matmul::{self, MatMulShapes};
+use crate::parallel;
+use crate::plan::LoopPlan;
+use crate::tensors::{TensorView, TensorViewMut};
+use std::collections::HashMap;
+use tfn_ir::bind::{bind_sizes, try_concrete_shape};
+use tfn_ir::interp::{self, ExternKernels, NoExterns};
+use tfn_ir::{DType, Graph, GraphParam, Node, Op, ReduceOp, Shape, Tensor, TensorType, ValueId};
+use tfn_passes::fusion::{fuse, FusedGraph, Kernel, KernelKind};
+
+/// Options of [`CompiledFunction::compile`].
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// Threads large kernels may use (1 = never spawn). Default: all cores.
+    pub threads: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        CompileOptions { threads }
+    }
+}
+
+enum Step {
+    Loop { plan: LoopPlan, func: KernelFn, checks_empty: bool },
+    MatMul { node: ValueId, epilogue: Option<(LoopPlan, KernelFn)> },
+    View { input: ValueId, output: ValueId },
+    Interp { reason: String },
+}
+
+/// A graph compiled to kernels, callable any number of times with any sizes that fit its
+/// signature. Cheap to share (`Arc`); calls from several threads run concurrently.
+pub struct CompiledFunction {
+    graph: Graph,
+    fused: FusedGraph,
+    steps: Vec<Step>,
+    threads: usize,
+    /// Keeps the kernels' machine code alive.
+    _jit: Jit,
+}
+
+// SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit`; the
+// struct has no interior mutability, so sharing and sending it is sound.
+unsafe impl Send for CompiledFunction {}
+unsafe impl Sync for CompiledFunction {}
+
+impl CompiledFunction {
+    /// Fuses and compiles `graph` in a JIT module of its own.
+    pub fn compile(graph: &Graph, options: &CompileOptions) -> Result<CompiledFunction, CodegenError> {
+        Self::compile_in(&Jit::new()?, graph, options)
+    }
+
+    pub(crate) fn compile_in(jit: &Jit, graph: &Graph, options: &CompileOptions) -> Result<CompiledFunction, CodegenError> {
+        let fused = fuse(graph);
+        let mut steps = Vec::with_capacity(fused.kernels.len());
+        for kernel in &fused.kernels {
+            let step = match compile_kernel(jit, graph, kernel) {
+                Ok(step) => step,
+                Err(CodegenError::Unsupported(reason)) | Err(CodegenError::Cranelift(reason)) => {
+                    Step::Interp { reason }
+                }
+                Err(e) => return Err(e),
+            };
+            steps.push(step);
+        }
+        Ok(CompiledFunction { graph: graph.clone(), fused, steps, threads: options.threads.max(1), _jit: jit.clone() })
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn fused(&self) -> &FusedGraph {
+        &self.fused
+    }
+
+    /// Kernels run by the interpreter, with the reason (data movement and extern kernels are
+    /// listed too: they always run through it).
+    pub fn interpreted_kernels(&self) -> Vec<(usize, String)> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Step::Interp { reason } => Some((i, reason.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Runs on `inputs` (one per parameter) and returns owned outputs.
+    pub fn run(&self, inputs: &[TensorView<'_>]) -> Result<Vec<Tensor>, RunError> {
+        self.execute(inputs, None, &NoExterns)
+    }
+
+    /// Runs and writes the outputs into caller buffers (contiguous ones without temporaries).
+    pub fn run_into(&self, inputs: &[TensorView<'_>], outputs: &mut [TensorViewMut<'_>]) -> Result<(), RunError> {
+        self.execute(inputs, Some(outputs), &NoExterns).map(|_| ())
+    }
+
+    /// [`Self::run`] with extern op kernels.
+    pub fn run_with_externs(&self, inputs: &[TensorView<'_>], externs: &dyn ExternKernels) -> Result<Vec<Tensor>, RunError> {
+        self.execute(inputs, None, externs)
+    }
+
+    /// [`Self::run_into`] with extern op kernels.
+    pub fn run_into_with_externs(
+        &self,
+        inputs: &[TensorView<'_>],
+        outputs: &mut [TensorViewMut<'_>],
+        externs: &dyn ExternKernels,
+    ) -> Result<(), RunError> {
+        self.execute(inputs, Some(outputs), externs).map(|_| ())
+    }
+
+    fn execute(
+        &self,
+        inputs: &[TensorView<'_>],
+        mut outputs: Option<&mut [TensorViewMut<'_>]>,
+        externs: &dyn ExternKernels,
+    ) -> Result<Vec<Tensor>, RunError> {
+        let graph = &self.graph;
+        if inputs.len() != graph.params.len() {
+            return Err(RunError::InputCount { expected: graph.params.len(), got: inputs.len() });
+        }
+        for (p, x) in graph.params.iter().zip(inputs) {
+            if p.ty.dtype != x.dtype() {
+                return Err(RunError::InputDType { param: p.name.clone(), expected: p.ty.dtype, got: x.dtype() });
+            }
+        }
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        let sizes = bind_sizes(graph, &shapes)?;
+        let mut st = State {
+            sizes,
+            bufs: vec![None; graph.nodes.len()],
+            owned: (0..graph.nodes.len()).map(|_| None).collect(),
+            direct: HashMap::new(),
+        };
+        for (index, node) in graph.nodes.iter().enumerate() {
+            if let Op::Param(p) = node.op {
+                let view = inputs.get(p as usize).ok_or_else(|| RunError::Internal(format!("no parameter {p}")))?;
+                match buffers::view_buf(view) {
+                    Some(buf) => st.bufs[index] = Some(buf),
+                    None => {
+                        let mut t = buffers::view_to_tensor(view);
+                        st.bufs[index] = Some(buffers::tensor_buf(&mut t));
+                        st.owned[index] = Some(t);
+                    }
+                }
+            }
+        }
+        if let Some(outs) = outputs.as_deref_mut() {
+            if outs.len() != graph.outputs.len() {
+                return Err(RunError::OutputCount { expected: graph.outputs.len(), got: outs.len() });
+            }
+            for (o, (v, out)) in graph.outputs.iter().zip(outs.iter_mut()).enumerate() {
+                let ty = graph.ty(*v);
+                let expected = st.shape(&ty.shape)?;
+                if out.dtype() != ty.dtype || out.shape() != expected.as_slice() {
+                    return Err(RunError::OutputType {
+                        index: o,
+                        expected_dtype: ty.dtype,
+                        expected_shape: expected,
+                        got_dtype: out.dtype(),
+                        got_shape: out.shape().to_vec(),
+                    });
+                }
+                let computed = !matches!(graph.node(*v).op, Op::Param(_));
+                if computed && !st.direct.contains_key(v) {
+                    if let Some(buf) = buffers::view_mut_buf(out) {
+                        st.direct.insert(*v, buf);
+                    }
+                }
+            }
+        }
+        for (kernel, step) in self.fused.kernels.iter().zip(&self.steps) {
+            self.run_step(&mut st, kernel, step, externs)?;
+        }
+        match outputs {
+            Some(outs) => {
+                for (v, out) in graph.outputs.iter().zip(outs.iter_mut()) {
+                    if st.direct.get(v).is_some_and(|d| Some(d.ptr) == st.bufs[v.index()].map(|b| b.ptr)) {
+                        continue;
+                    }
+                    let buf = st.buf(*v)?;
+                    let shape = st.shape(&graph.ty(*v).shape)?;
+                    // SAFETY: `buf` holds a finished value of this shape, alive in `st`.
+                    let src = unsafe { buffers::buf_view(buf, &shape) };
+                    if !buffers::assign(out, &src) {
+                        return Err(RunError::Internal("output dtype changed".into()));
+                    }
+                }
+                Ok(Vec::new())
+            }
+            None => {
+                let mut results = Vec::with_capacity(graph.outputs.len());
+                for v in &graph.outputs {
+                    let shape = st.shape(&graph.ty(*v).shape)?;
+                    let owned_here = matches!(graph.node(*v).op, Op::Param(_));
+                    let t = match st.owned[v.index()].take() {
+                        Some(t) if !owned_here && t.shape() == shape.as_slice() => t,
+                        other => {
+                            st.owned[v.index()] = other;
+                            let buf = st.buf(*v)?;
+                            // SAFETY: as above.
+                            let view = unsafe { buffers::buf_view(buf, &shape) };
+                            buffers::view_to_tensor(&view)
+                        }
+                    };
+                    results.push(t);
+                }
+                Ok(results)
+            }
+        }
+    }
+
+    fn run_step(&self, st: &mut State, kernel: &Kernel, step: &Step, externs: &dyn ExternKernels) -> Result<(), RunError> {
+        match step {
+            Step::Loop { plan, func, checks_empty } => {
+                let domain = st.shape(&kernel.domain)?;
+                self.run_loop(st, plan, *func, &domain, *checks_empty)
+            }
+            Step::MatMul { node, epilogue } => {
+                let n = self.graph.node(*node);
+                let (Some(a), Some(b)) = (n.inputs.first(), n.inputs.get(1)) else {
+                    return Err(RunError::Internal("matmul needs two inputs".into()));
+                };
+                let sa = st.shape(&self.graph.ty(*a).shape)?;
+                let sb = st.shape(&self.graph.ty(*b).shape)?;
+                let so = st.shape(&n.ty.shape)?;
+                let out = st.alloc(*node, n.ty.dtype, &so);
+                let shapes = MatMulShapes { a: &sa, b: &sb, out: &so };
+                // SAFETY: buffers are alive in `st` and sized by the bound shapes.
+                unsafe { matmul::matmul(st.buf(*a)?, st.buf(*b)?, out, &shapes, self.threads)? };
+                if let Some((plan, func)) = epilogue {
+                    let domain = st.shape(&kernel.domain)?;
+                    self.run_loop(st, plan, *func, &domain, false)?;
+                }
+                Ok(())
+            }
+            Step::View { input, output } => {
+                let buf = st.buf(*input)?;
+                st.bufs[output.index()] = Some(buf);
+                Ok(())
+            }
+            Step::Interp { .. } => self.run_interp(st, kernel, externs),
+        }
+    }
+
+    fn run_loop(&self, st: &mut State, plan: &LoopPlan, func: KernelFn, domain: &[usize], checks_empty: bool) -> Result<(), RunError> {
+        let sizes = plan.sizes(domain);
+        let rank = sizes.len();
+        let rows: usize = sizes[..rank.saturating_sub(1)].iter().product();
+        let inner = sizes.last().copied().unwrap_or(1);
+        if checks_empty && inner == 0 && rows > 0 {
+            return Err(RunError::ZeroSizeReduction);
+        }
+        let mut args: Vec<i64> = Vec::new();
+        for op in &plan.inputs {
+            args.push(st.buf(op.value)?.ptr as i64);
+        }
+        for op in &plan.outputs {
+            let shape = st.shape(&self.graph.ty(op.value).shape)?;
+            args.push(st.alloc(op.value, op.dtype, &shape).ptr as i64);
+        }
+        args.extend(sizes.iter().map(|&s| s as i64));
+        for op in plan.operands() {
+            let strides = LoopPlan::strides(&op.full, &sizes);
+            args.extend(strides.iter().take(rank - 1));
+        }
+        let begin_slot = args.len();
+        args.extend([0, 0]);
+        let total = rows * inner;
+        if total == 0 && !(plan.reduces && rows > 0) {
+            return Ok(());
+        }
+        let align = if rank == 1 { 16 } else { 1 };
+        // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
+        // sizes/strides describe exactly those buffers (see `LoopPlan`).
+        unsafe { parallel::call_split(func, &mut args, begin_slot, sizes[0], total, self.threads, align) };
+        Ok(())
+    }
+
+    /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
+    fn run_interp(&self, st: &mut State, kernel: &Kernel, externs: &dyn ExternKernels) -> Result<(), RunError> {
+        let mut sub = Graph { name: format!("{}.kernel", self.graph.name), ..Graph::default() };
+        let mut map: HashMap<ValueId, ValueId> = HashMap::new();
+        let mut args = Vec::with_capacity(kernel.inputs.len());
+        let concrete = |st: &State, ty: &TensorType| -> Result<TensorType, RunError> {
+            let dims = st.shape(&ty.shape)?;
+            Ok(TensorType { dtype: ty.dtype, shape: Shape(dims.iter().map(|&d| tfn_ir::Dim::Const(d as u64)).collect()) })
+        };
+        for (i, v) in kernel.inputs.iter().enumerate() {
+            let ty = concrete(st, self.graph.ty(*v))?;
+            let shape = st.shape(&self.graph.ty(*v).shape)?;
+            let buf = st.buf(*v)?;
+            // SAFETY: the input is a finished value alive in `st`.
+            args.push(buffers::view_to_tensor(&unsafe { buffers::buf_view(buf, &shape) }));
+            sub.params.push(GraphParam { name: v.to_string(), ty: ty.clone() });
+            map.insert(*v, sub.push(Op::Param(i as u32), Vec::new(), ty, Default::default()));
+        }
+        for v in &kernel.nodes {
+            let node: &Node = self.graph.node(*v);
+            let inputs: Vec<ValueId> = node.inputs.iter().filter_map(|u| map.get(u).copied()).collect();
+            if inputs.len() != node.inputs.len() && !matches!(node.op, Op::Full { .. }) {
+                return Err(RunError::Internal(format!("kernel input of {v} missing")));
+            }
+            let ty = concrete(st, &node.ty)?;
+            map.insert(*v, sub.push(node.op.clone(), inputs, ty, node.origin.clone()));
+        }
+        sub.outputs = kernel.outputs.iter().filter_map(|v| map.get(v).copied()).collect();
+        let results = interp::run_with_externs(&sub, &args, externs)?;
+        for (v, mut t) in kernel.outputs.iter().zip(results) {
+            if let Some(dst) = st.direct.get(v).copied() {
+                let bytes = t.shape().iter().product::<usize>() * t.dtype().size_bytes();
+                let src = buffers::tensor_buf(&mut t);
+                // SAFETY: the caller buffer has this value's shape and dtype (checked on entry).
+                unsafe { std::ptr::copy_nonoverlapping(src.ptr, dst.ptr, bytes) };
+                st.bufs[v.index()] = Some(dst);
+            } else {
+                st.bufs[v.index()] = Some(buffers::tensor_buf(&mut t));
+                st.owned[v.index()] = Some(t);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-call state: bound sizes and the buffer of every value computed so far.
+struct State {
+    sizes: Vec<usize>,
+    bufs: Vec<Option<RawBuf>>,
+    owned: Vec<Option<Tensor>>,
+    /// Graph outputs written straight into contiguous caller buffers.
+    direct: HashMap<ValueId, RawBuf>,
+}
+
+impl State {
+    fn shape(&self, shape: &Shape) -> Result<Vec<usize>, RunError> {
+        try_concrete_shape(shape, &self.sizes).ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
+    }
+
+    fn buf(&self, v: ValueId) -> Result<RawBuf, RunError> {
+        self.bufs.get(v.index()).copied().flatten().ok_or_else(|| RunError::Internal(format!("{v} is not computed")))
+    }
+
+    /// The buffer a kernel writes value `v` into: the caller's, or a fresh tensor.
+    fn alloc(&mut self, v: ValueId, dtype: DType, shape: &[usize]) -> RawBuf {
+        if let Some(buf) = self.direct.get(&v) {
+            self.bufs[v.index()] = Some(*buf);
+            return *buf;
+        }
+        let mut t = buffers::alloc(dtype, shape);
+        let buf = buffers::tensor_buf(&mut t);
+        self.owned[v.index()] = Some(t);
+        self.bufs[v.index()] = Some(buf);
+        buf
+    }
+}
+
+fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, CodegenError> {
+    match kernel.kind {
+        KernelKind::Elementwise | KernelKind::Reduction => {
+            let plan = LoopPlan::build(graph, &kernel.nodes, &kernel.inputs, &kernel.outputs, &kernel.domain, &kernel.axes)?;
+            let checks_empty = plan.nodes.iter().any(|n| {
+                matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. })
+            });
+            let func = jit.compile(&plan)?;
+            Ok(Step::Loop { plan, func, checks_empty })
+        }
+        KernelKind::MatMul => {
+            let Some(&node) = kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::MatMul)) else {
+                return Err(CodegenError::Internal("matmul kernel without matmul".into()));
+            };
+            if !graph.ty(node).dtype.is_float() {
+                return Err(CodegenError::Unsupported(format!("matmul of {}", graph.ty(node).dtype)));
+            }
+            let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
+            let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
+                let mut inputs = kernel.inputs.clone();
+                inputs.push(node);
+                let outputs: Vec<ValueId> = kernel.outputs.iter().copied().filter(|v| *v != node).collect();
+                let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
+                let func = jit.compile(&plan)?;
+                Some((plan, func))
+            } else {
+                None
+            };
+            Ok(Step::MatMul { node, epilogue })
+        }
+        KernelKind::View => match kernel.nodes.as_slice() {
+            [v] if matches!(graph.node(*v).op, Op::Reshape) => match graph.node(*v).inputs.first() {
+                Some(&input) => Ok(Step::View { input, output: *v }),
+                None => Err(CodegenError::Internal("reshape without input".into())),
+            },
+            _ => Err(CodegenError::Unsupported("view kernel".into())),
+        },
+        KernelKind::Copy | KernelKind::Extern | KernelKind::Other => {
+            Err(CodegenError::Unsupported(format!("{} kernels run in the interpreter", kernel.kind.name())))
+        }
+    }
+}

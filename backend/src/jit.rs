@@ -1,0 +1,101 @@
+//! The JIT module kernels are compiled into, shared behind a mutex.
+//!
+//! One [`Jit`] per [`crate::KernelCache`] (or per standalone compile): Cranelift's `JITModule`
+//! owns the executable memory of every kernel it finalised, so it lives in an `Arc` that every
+//! [`crate::CompiledFunction`] holds; it is never dropped while a kernel can still be called.
+
+use crate::codegen::{self, vector_lane};
+use crate::error::CodegenError;
+use crate::isa;
+use crate::math::MathFeatures;
+use crate::plan::LoopPlan;
+use cranelift::codegen::Context;
+use cranelift::frontend::FunctionBuilderContext;
+use cranelift_jit::JITModule;
+use cranelift_module::Module;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A compiled loop kernel (see the ABI in [`crate::codegen`]).
+pub(crate) type KernelFn = unsafe extern "C" fn(*const i64);
+
+/// The module and the reusable compilation contexts.
+pub(crate) struct JitInner {
+    module: JITModule,
+    ctx: Context,
+    features: MathFeatures,
+    pub compile_time: Duration,
+    pub kernels: usize,
+}
+
+// SAFETY: `JITModule` holds raw pointers to its code and data memory, which makes it `!Send`
+// by default. All access goes through the `Mutex` in `Jit`, so it is never used from two
+// threads at once, and the memory it points to is not tied to any thread.
+unsafe impl Send for JitInner {}
+
+/// A shared JIT module.
+#[derive(Clone)]
+pub(crate) struct Jit(pub Arc<Mutex<JitInner>>);
+
+impl Jit {
+    pub fn new() -> Result<Jit, CodegenError> {
+        let isa = isa::native_isa().map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let features = MathFeatures::of_isa(&*isa);
+        let module = isa::new_jit_module(isa);
+        let ctx = module.make_context();
+        Ok(Jit(Arc::new(Mutex::new(JitInner {
+            module,
+            ctx,
+            features,
+            compile_time: Duration::ZERO,
+            kernels: 0,
+        }))))
+    }
+
+    /// Compiles `plan`, vectorised when its dtypes allow, else with scalar loops.
+    pub fn compile(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        let mut inner = self.0.lock().map_err(|_| CodegenError::Internal("poisoned JIT lock".into()))?;
+        let start = Instant::now();
+        let lane = vector_lane(plan);
+        let result = match lane {
+            Some(_) => match inner.compile_with(plan, lane) {
+                Err(CodegenError::Unsupported(_)) | Err(CodegenError::Cranelift(_)) => {
+                    inner.compile_with(plan, None)
+                }
+                other => other,
+            },
+            None => inner.compile_with(plan, None),
+        };
+        inner.compile_time += start.elapsed();
+        if result.is_ok() {
+            inner.kernels += 1;
+        }
+        result
+    }
+}
+
+impl JitInner {
+    fn compile_with(&mut self, plan: &LoopPlan, lane: Option<tfn_ir::DType>) -> Result<KernelFn, CodegenError> {
+        self.module.clear_context(&mut self.ctx);
+        let frontend = self.module.target_config();
+        let mut fctx = FunctionBuilderContext::new();
+        let built = codegen::build(plan, &mut self.ctx.func, &mut fctx, lane, self.features, frontend);
+        if let Err(e) = built {
+            self.module.clear_context(&mut self.ctx);
+            return Err(e);
+        }
+        let sig = self.ctx.func.signature.clone();
+        let id = self
+            .module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let defined = self.module.define_function(id, &mut self.ctx);
+        self.module.clear_context(&mut self.ctx);
+        defined.map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
+        self.module.finalize_definitions().map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let code = self.module.get_finalized_function(id);
+        // SAFETY: the function was built with the kernel ABI signature `(ptr) -> ()` in the
+        // default (C) calling convention of the host ISA.
+        Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(code) })
+    }
+}

@@ -1,0 +1,271 @@
+//! Lowering of the gradient helper ops the prelude declares in `grads.tfn`: `reshape_like`,
+//! `sum_to`, `unreduce`, `cast_like`, `untranspose`, `unslice` and `unconcat`.
+//!
+//! They let `grad` blocks say "shaped like that tensor" when sizes are symbolic (a `reshape`
+//! or `broadcast_to` takes a static `Int[]`). Each lowers to existing IR ops (`reshape`,
+//! `broadcast_to`, `sum`, `cast`, `transpose`, `slice`, `full`, `concat`), so the interpreter,
+//! the optimiser and the code generator need nothing new.
+
+use super::call::{normalize_axis, scalar_of, BoundCall, Val};
+use super::instantiate::Lowerer;
+use crate::attr::Attr;
+use crate::diagnostic::Diagnostic;
+use crate::graph::TensorType;
+use crate::op::{Op, ReduceOp};
+use crate::shape::{Dim, Shape};
+use crate::ValueId;
+
+const HELPERS: [&str; 7] =
+    ["reshape_like", "sum_to", "unreduce", "cast_like", "untranspose", "unslice", "unconcat"];
+
+/// Whether `name` is one of the gradient helper ops.
+pub fn is_grad_helper(name: &str, overload: Option<&str>) -> bool {
+    overload.is_none() && HELPERS.contains(&name)
+}
+
+impl Lowerer<'_> {
+    /// Lowers a call of a gradient helper op; `None` when the callee is not one.
+    pub(super) fn lower_grad_helper(
+        &mut self,
+        call: &BoundCall,
+    ) -> Option<Result<Val, Diagnostic>> {
+        let f = call.fdef;
+        if !is_grad_helper(&f.name, f.overload.as_deref()) {
+            return None;
+        }
+        Some(match f.name.as_str() {
+            "reshape_like" => self.reshape_like(call).map(Val::Tensor),
+            "sum_to" => self.sum_to(call).map(Val::Tensor),
+            "unreduce" => self.unreduce(call).map(Val::Tensor),
+            "cast_like" => self.cast_like(call).map(Val::Tensor),
+            "untranspose" => self.untranspose(call).map(Val::Tensor),
+            "unslice" => self.unslice(call).map(Val::Tensor),
+            _ => self.unconcat(call).map(Val::List),
+        })
+    }
+
+    fn shape_error(&self, call: &BoundCall, what: &str) -> Diagnostic {
+        let msg = format!("`{}`: {what}", call.fdef.name);
+        call.error("E0503", "x", msg)
+    }
+
+    /// Records that two sizes are equal (broadcast axes of size 1 excepted).
+    fn unify_sizes(&mut self, call: &BoundCall, a: Dim, b: Dim) -> Result<(), Diagnostic> {
+        self.syms.unify(a, b).map(|_| ()).map_err(|_| {
+            self.shape_error(call, &format!("sizes {a} and {b} differ"))
+        })
+    }
+
+    fn reshape_like(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
+        let (x, like) = (call.tensor("x")?, call.tensor("like")?);
+        let (from, to) = (self.ty(x).shape, self.ty(like).shape);
+        if let (Some(a), Some(b)) = (from.as_const(), to.as_const()) {
+            if a.iter().product::<u64>() != b.iter().product::<u64>() {
+                return Err(self.shape_error(call, &format!("cannot reshape {from} to {to}")));
+            }
+        }
+        Ok(self.reshape(x, to, call.span))
+    }
+
+    fn sum_to(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
+        let (x, like) = (call.tensor("x")?, call.tensor("like")?);
+        let (from, to) = (self.ty(x).shape, self.ty(like).shape);
+        let Some(lead) = from.rank().checked_sub(to.rank()) else {
+            return Err(self.shape_error(call, &format!("cannot sum {from} to the larger {to}")));
+        };
+        let mut axes: Vec<u32> = (0..lead as u32).collect();
+        for (i, &t) in to.0.iter().enumerate() {
+            let f = from.0[lead + i];
+            if t == Dim::Const(1) {
+                if f != Dim::Const(1) {
+                    axes.push((lead + i) as u32);
+                }
+            } else {
+                self.unify_sizes(call, f, t)?;
+            }
+        }
+        let mut v = x;
+        if !axes.is_empty() {
+            let op = Op::Reduce { op: ReduceOp::Sum, axes, keepdim: true };
+            v = self.emit_inferred(op, vec![v], call.span).map_err(|m| self.shape_error(call, &m))?;
+        }
+        Ok(self.reshape(v, self.ty(like).shape, call.span))
+    }
+
+    fn unreduce(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
+        let (x, like) = (call.tensor("x")?, call.tensor("like")?);
+        let target = self.ty(like).shape;
+        let rank = target.rank();
+        let mut axes = Vec::new();
+        for d in call.int_list("dims")? {
+            let a = normalize_axis(d, rank).ok_or_else(|| {
+                call.error("E0505", "dims", format!("dim {d} is out of range for rank {rank}"))
+            })?;
+            if !axes.contains(&a) {
+                axes.push(a);
+            }
+        }
+        if axes.is_empty() {
+            axes = (0..rank).collect();
+        }
+        let from = self.ty(x).shape;
+        let kept: Shape = if call.bool("keepdim")? {
+            from.clone()
+        } else {
+            let mut dims = from.0.iter().copied();
+            let with_ones = (0..rank).map(|i| if axes.contains(&i) { Some(Dim::Const(1)) } else { dims.next() });
+            let shape: Option<Vec<Dim>> = with_ones.collect();
+            match shape {
+                Some(s) if dims.next().is_none() => Shape(s),
+                _ => {
+                    let msg = format!("{from} is not {target} reduced over {axes:?}");
+                    return Err(self.shape_error(call, &msg));
+                }
+            }
+        };
+        if kept.rank() != rank {
+            return Err(self.shape_error(call, &format!("cannot expand {from} to {target}")));
+        }
+        for (&k, &t) in kept.0.iter().zip(&target.0) {
+            if k != Dim::Const(1) {
+                self.unify_sizes(call, k, t)?;
+            }
+        }
+        let v = self.reshape(x, self.syms.resolve_shape(&kept), call.span);
+        let target = self.ty(like).shape;
+        if self.ty(v).shape == target {
+            return Ok(v);
+        }
+        let ty = TensorType { dtype: self.graph.ty(x).dtype, shape: target };
+        Ok(self.emit(Op::BroadcastTo, vec![v], ty, call.span))
+    }
+
+    fn cast_like(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
+        let (x, like) = (call.tensor("x")?, call.tensor("like")?);
+        let dtype = self.graph.ty(like).dtype;
+        if self.graph.ty(x).dtype == dtype {
+            return Ok(x);
+        }
+        self.emit_inferred(Op::Cast(dtype), vec![x], call.span)
+            .map_err(|m| self.shape_error(call, &m))
+    }
+
+    fn untranspose(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
+        let x = call.tensor("x")?;
+        let rank = self.graph.ty(x).shape.rank();
+        let given = call.int_list("perm")?;
+        let inverse: Vec<u32> = if given.is_empty() {
+            (0..rank as u32).rev().collect()
+        } else {
+            let perm: Option<Vec<u32>> =
+                given.iter().map(|&a| normalize_axis(a, rank).map(|a| a as u32)).collect();
+            let Some(perm) = perm.filter(|p| super::is_permutation(p, rank)) else {
+                let msg = format!("`{}` is not a permutation of rank {rank}", Attr::IntList(given));
+                return Err(call.error("E0505", "perm", msg));
+            };
+            let mut inv = vec![0u32; rank];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p as usize] = i as u32;
+            }
+            inv
+        };
+        self.emit_inferred(Op::Transpose { perm: inverse }, vec![x], call.span)
+            .map_err(|m| self.shape_error(call, &m))
+    }
+
+    /// Zeros shaped like `v` with `dtype`.
+    fn zeros_shaped_like(
+        &mut self,
+        call: &BoundCall,
+        v: ValueId,
+        dtype: crate::DType,
+    ) -> Result<ValueId, Diagnostic> {
+        let value = scalar_of(&Attr::Int(0), dtype).map_err(|m| self.shape_error(call, &m))?;
+        let ty = TensorType { dtype, shape: self.ty(v).shape };
+        Ok(self.emit(Op::Full { value }, vec![v], ty, call.span))
+    }
+
+    fn unslice(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
+        let (x, like) = (call.tensor("x")?, call.tensor("like")?);
+        let target = self.ty(like).shape;
+        let rank = target.rank();
+        let dim = call.int("dim")?;
+        let axis = normalize_axis(dim, rank).ok_or_else(|| {
+            call.error("E0505", "dim", format!("dim {dim} is out of range for rank {rank}"))
+        })?;
+        let (start, end, step) = (call.int("start")?, call.int("end")?, call.int("step")?);
+        if step != 1 {
+            let msg = format!("the gradient of `slice` with step {step} is not supported (only step 1)");
+            return Err(call.error("E0503", "step", msg));
+        }
+        let from = self.ty(x).shape;
+        if from.rank() != rank {
+            return Err(self.shape_error(call, &format!("{from} is not a slice of {target}")));
+        }
+        for i in (0..rank).filter(|&i| i != axis) {
+            self.unify_sizes(call, from.0[i], target.0[i])?;
+        }
+        let dtype = self.graph.ty(x).dtype;
+        let mut pieces = Vec::new();
+        if start != 0 {
+            let op = Op::Slice { axis: axis as u32, start: 0, end: Some(start), step: 1 };
+            let before = self.emit_inferred(op, vec![like], call.span).map_err(|m| self.shape_error(call, &m))?;
+            pieces.push(self.zeros_shaped_like(call, before, dtype)?);
+        }
+        pieces.push(x);
+        if end != i64::MAX {
+            let op = Op::Slice { axis: axis as u32, start: end, end: None, step: 1 };
+            let after = self.emit_inferred(op, vec![like], call.span).map_err(|m| self.shape_error(call, &m))?;
+            pieces.push(self.zeros_shaped_like(call, after, dtype)?);
+        }
+        let v = if pieces.len() == 1 {
+            x
+        } else {
+            let op = Op::Concat { axis: axis as u32 };
+            self.emit_inferred(op, pieces, call.span).map_err(|m| self.shape_error(call, &m))?
+        };
+        Ok(self.reshape(v, self.ty(like).shape, call.span))
+    }
+
+    fn unconcat(&mut self, call: &BoundCall) -> Result<Vec<ValueId>, Diagnostic> {
+        let x = call.tensor("x")?;
+        let likes = call.list("likes")?;
+        let shape = self.ty(x).shape;
+        let rank = shape.rank();
+        let dim = call.int("dim")?;
+        let axis = normalize_axis(dim, rank).ok_or_else(|| {
+            call.error("E0505", "dim", format!("dim {dim} is out of range for rank {rank}"))
+        })?;
+        let sizes: Vec<Dim> = likes.iter().map(|l| self.ty(*l).shape.0.get(axis).copied()).collect::<Option<_>>()
+            .ok_or_else(|| self.shape_error(call, "the pieces have a different rank"))?;
+        let static_sum = |ds: &[Dim]| ds.iter().try_fold(0i64, |acc, d| Some(acc + d.as_const()? as i64));
+        let mut out = Vec::new();
+        for (i, &like) in likes.iter().enumerate() {
+            let (before, after) = (static_sum(&sizes[..i]), static_sum(&sizes[i + 1..]));
+            let own = sizes[i].as_const().map(|c| c as i64);
+            let start = match (before, after, own) {
+                (Some(b), _, _) => Some(b),
+                (None, Some(a), Some(o)) if a + o > 0 => Some(-(a + o)),
+                _ => None,
+            };
+            let end = match (before, after, own) {
+                (_, Some(0), _) => Some(None),
+                (_, Some(a), _) => Some(Some(-a)),
+                (Some(b), None, Some(o)) => Some(Some(b + o)),
+                _ => None,
+            };
+            let (Some(start), Some(end)) = (start, end) else {
+                let msg = format!(
+                    "the gradient of `concat` along dim {dim} is not supported when the offset \
+                     of item {i} depends on several symbolic sizes; give all items but one a \
+                     static size along that dim"
+                );
+                return Err(call.error("E0503", "likes", msg));
+            };
+            let op = Op::Slice { axis: axis as u32, start, end, step: 1 };
+            let piece = self.emit_inferred(op, vec![x], call.span).map_err(|m| self.shape_error(call, &m))?;
+            out.push(self.reshape(piece, self.ty(like).shape, call.span));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,70 @@
+//! Call regions: where lowering inlined a call of a composed function that has its own `grad`
+//! block, so that differentiation can apply the block (a custom VJP) instead of the gradient
+//! derived from the inlined body.
+
+use super::call::{flatten, BoundCall, Val};
+use super::instantiate::Lowerer;
+use crate::attr::Attr;
+use crate::graph::ValueId;
+
+/// A tensor argument of a recorded call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RegionArg {
+    One(ValueId),
+    /// A `Tensor[]` argument.
+    List(Vec<ValueId>),
+}
+
+/// One inlined call of a function with a `grad` block. The call's body emitted exactly the
+/// nodes `nodes.0 .. nodes.1` of the graph; its inputs were defined before them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallRegion {
+    /// Base name and overload of the called function.
+    pub function: String,
+    pub overload: Option<String>,
+    /// Tensor arguments by parameter name, in parameter order.
+    pub inputs: Vec<(String, RegionArg)>,
+    /// Attribute arguments by parameter name, in parameter order.
+    pub attrs: Vec<(String, Attr)>,
+    /// The call's results, flattened.
+    pub outputs: Vec<ValueId>,
+    /// The half-open range of node indices the call's body emitted.
+    pub nodes: (u32, u32),
+}
+
+impl Lowerer<'_> {
+    /// Records the call just lowered (its body emitted the nodes from `first_node` on) when
+    /// its function has a `grad` block and all its results are tensors.
+    pub(super) fn record_region(&mut self, call: &BoundCall, first_node: usize, out: &[Val]) {
+        let f = call.fdef;
+        if self.lib.grad_of(&f.name, f.overload.as_deref()).is_none() {
+            return;
+        }
+        let mut outputs = Vec::new();
+        for v in flatten(out.to_vec()) {
+            match v {
+                Val::Tensor(t) => outputs.push(t),
+                Val::List(ts) => outputs.extend(ts),
+                _ => return,
+            }
+        }
+        let mut inputs = Vec::new();
+        let mut attrs = Vec::new();
+        for (p, v) in f.params.iter().zip(&call.vals) {
+            match v {
+                Val::Tensor(t) => inputs.push((p.name.clone(), RegionArg::One(*t))),
+                Val::List(ts) => inputs.push((p.name.clone(), RegionArg::List(ts.clone()))),
+                Val::Attr(a) => attrs.push((p.name.clone(), a.clone())),
+                Val::Tuple(_) => return,
+            }
+        }
+        self.regions.push(CallRegion {
+            function: f.name.clone(),
+            overload: f.overload.clone(),
+            inputs,
+            attrs,
+            outputs,
+            nodes: (first_node as u32, self.graph.nodes.len() as u32),
+        });
+    }
+}
