@@ -388,7 +388,8 @@ fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, Cod
             }
             let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
             let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
-                let mut inputs = kernel.inputs.clone();
+                let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
+                let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
                 inputs.push(node);
                 let outputs: Vec<ValueId> = kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;

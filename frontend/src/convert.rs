@@ -130,8 +130,25 @@ fn shape_dim(e: &ast::Expr, def: &FunctionDef) -> Expr {
             },
             span: e.span,
         },
+        ast::ExprKind::Call(call) if is_dim_arith(call) => Expr {
+            kind: ExprKind::Call {
+                callee: call.name.base.name.clone(),
+                overload: None,
+                callee_span: call.name.span,
+                args: call.args.iter().map(|a| positional(shape_dim(&a.value, def))).collect(),
+            },
+            span: e.span,
+        },
         _ => expr(e),
     }
+}
+
+/// `add(a, b)`, `sub`, `mul`, `div` with two positional arguments: size arithmetic in call form.
+pub fn is_dim_arith(call: &ast::Call) -> bool {
+    matches!(call.name.base.name.as_str(), "add" | "sub" | "mul" | "div")
+        && call.name.overload.is_none()
+        && call.args.len() == 2
+        && call.args.iter().all(|a| a.keyword.is_none())
 }
 
 /// `x.size(i)` where `x` is a tensor parameter of `def`.

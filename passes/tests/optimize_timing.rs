@@ -28,7 +28,10 @@ const GELU: &str = "func gelu(x: f32[s0]) -> (f32[s0]) {
   return %13
 }";
 
-fn best_of(runs: usize, graph: &tfn_ir::Graph) -> (std::time::Duration, tfn_passes::optimize::Optimized) {
+fn best_of(
+    runs: usize,
+    graph: &tfn_ir::Graph,
+) -> (std::time::Duration, tfn_passes::optimize::Optimized) {
     let mut best = None;
     let mut last = optimize_builtin(graph);
     for _ in 0..runs {

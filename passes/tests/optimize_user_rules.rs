@@ -23,7 +23,12 @@ fn float(v: f64) -> Expr {
 fn call(callee: &str, args: Vec<Expr>) -> Expr {
     let args = args.into_iter().map(|value| Arg { keyword: None, value }).collect();
     Expr {
-        kind: ExprKind::Call { callee: callee.into(), overload: None, callee_span: span(2, 5), args },
+        kind: ExprKind::Call {
+            callee: callee.into(),
+            overload: None,
+            callee_span: span(2, 5),
+            args,
+        },
         span: span(0, 10),
     }
 }
@@ -34,7 +39,12 @@ fn library(rules: Vec<(&str, Expr, Expr)>) -> Library {
     lib.rewrites = rules
         .into_iter()
         .enumerate()
-        .map(|(i, (name, lhs, rhs))| RewriteDef { name: name.into(), lhs, rhs, span: span(i, i + 5) })
+        .map(|(i, (name, lhs, rhs))| RewriteDef {
+            name: name.into(),
+            lhs,
+            rhs,
+            span: span(i, i + 5),
+        })
         .collect();
     lib
 }

@@ -53,20 +53,12 @@ pub(super) fn run(req: RunRequest) -> Outcome {
         Err(o) => return o,
     };
     let kwargs: Vec<(&str, Value)> = args.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    let results: Vec<Tensor> = if let Some(cotangent) = &req.vjp {
-        let ct = match crate::npy::read(cotangent) {
-            Ok(t) => t,
-            Err(e) => return Outcome::UserError(format!("error: --vjp: {e}")),
-        };
-        match session.vjp_kw(&req.function, &[], &kwargs, &[Value::from(ct)]) {
-            Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
-            Err(e) => return Outcome::UserError(format!("error: {e}")),
-        }
-    } else {
-        match session.call_kw(&req.function, &[], &kwargs) {
-            Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
-            Err(e) => return Outcome::UserError(format!("error: {e}")),
-        }
+    if req.vjp.is_some() {
+        return Outcome::UsageError("--vjp: gradients are not wired into this build yet".into());
+    }
+    let results: Vec<Tensor> = match session.call_kw(&req.function, &[], &kwargs) {
+        Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
+        Err(e) => return Outcome::UserError(format!("error: {e}")),
     };
     if req.outs.is_empty() {
         for (i, t) in results.iter().enumerate() {

@@ -228,14 +228,8 @@ impl<'a, 'f> Ctx<'a, 'f> {
         self.b.ins().bitcast(self.ty, MemFlagsData::new(), i)
     }
 
-    pub fn iadd(&mut self, x: Value, y: Value) -> Value {
-        self.b.ins().iadd(x, y)
-    }
     pub fn isub(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().isub(x, y)
-    }
-    pub fn band(&mut self, x: Value, y: Value) -> Value {
-        self.b.ins().band(x, y)
     }
     pub fn bor(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().bor(x, y)

@@ -56,6 +56,16 @@ impl Walker<'_> {
             args.push(TypedArg { keyword: a.keyword.as_ref(), ty, expr: &a.value });
         }
         let display = format!("`{}`", call.name.full());
+        // Calls of static ops on attributes only are attribute arithmetic, like the operators
+        // they are spelled as (`sub(dim, 1)` is `dim - 1`).
+        let overload = call.name.overload.as_ref().map(|o| o.name.as_str());
+        let all_attrs = !args.is_empty() && args.iter().all(|a| a.keyword.is_none() && super::expr::is_attr(&a.ty));
+        if !bad && all_attrs && tfn_ir::lower::is_static_op(&call.name.base.name, overload) {
+            let tys: Vec<Ty> = args.iter().map(|a| a.ty.clone()).collect();
+            if let Some(t) = self.static_op(&call.name.base.name, &call.name.full(), &tys, call.name.span) {
+                return t;
+            }
+        }
         self.resolve(&call.name, &display, &args, call.close, bad)
     }
 

@@ -7,7 +7,7 @@
 
 use super::scope::{Mode, Walker};
 use super::types::{Dt, Ty};
-use crate::ast::{self, BinOp, Expr, ExprKind};
+use crate::ast::{self, Expr, ExprKind};
 use tfn_ir::Diagnostic;
 
 impl Walker<'_> {
@@ -36,7 +36,8 @@ impl Walker<'_> {
                 let l = self.value(lhs);
                 let r = self.value(rhs);
                 if is_attr(&l) && is_attr(&r) {
-                    return self.attr_arith(*op, &l, &r, *op_span);
+                    let ty = self.static_op(op.op_name(), op.symbol(), &[l, r], *op_span);
+                    return ty.unwrap_or(Ty::Unknown);
                 }
                 let name = ast::FnName {
                     base: ast::Ident { name: op.op_name().to_string(), span: *op_span },
@@ -49,14 +50,8 @@ impl Walker<'_> {
             ExprKind::Neg { op_span, operand } => {
                 let t = self.value(operand);
                 match t {
-                    Ty::Int | Ty::Float | Ty::Scalar | Ty::Unknown => t,
-                    _ if is_attr(&t) => {
-                        self.diags.push(
-                            Diagnostic::error("E0308", format!("cannot negate a `{t}`"))
-                                .at(operand.span, "not a number"),
-                        );
-                        Ty::Unknown
-                    }
+                    Ty::Unknown => t,
+                    _ if is_attr(&t) => self.static_op("neg", "-", &[t], *op_span).unwrap_or(Ty::Unknown),
                     _ => {
                         let name = ast::FnName {
                             base: ast::Ident { name: "neg".to_string(), span: *op_span },
@@ -143,37 +138,47 @@ impl Walker<'_> {
         ty
     }
 
-    fn attr_arith(&mut self, op: BinOp, l: &Ty, r: &Ty, span: tfn_ir::Span) -> Ty {
+    /// The type of a static op (`add`, `lt`, `logical_not`, ...) applied to attributes only,
+    /// or `None` when the arguments do not fit one (then it is checked as a normal call).
+    pub fn static_op(&mut self, name: &str, symbol: &str, args: &[Ty], span: tfn_ir::Span) -> Option<Ty> {
         use Ty::*;
-        let numeric = |t: &Ty| matches!(t, Int | Float | Scalar);
-        match (l, r) {
-            (Unknown, _) | (_, Unknown) => return if op.is_comparison() { Bool } else { Unknown },
-            _ => {}
-        }
-        if op.is_comparison() {
-            let ok = (numeric(l) && numeric(r))
-                || (matches!(op, BinOp::Eq | BinOp::Ne)
-                    && (matches!((l, r), (Bool, Bool) | (DType(_), DType(_)))));
-            if ok {
-                return Bool;
+        let numeric = |t: &Ty| matches!(t, Int | Float | Scalar | Unknown);
+        let ty = match (name, args) {
+            (_, [_, _] | [_]) if args.contains(&Unknown) => {
+                let comparison = matches!(name, "eq" | "ne" | "lt" | "le" | "gt" | "ge");
+                if comparison || name.starts_with("logical_") { Bool } else { Unknown }
             }
-        } else if numeric(l) && numeric(r) {
-            return match (l, r, op) {
-                (Int, Int, BinOp::Div) => Float,
-                (Int, Int, _) => Int,
-                (Float, _, _) | (_, Float, _) => Float,
-                _ => Scalar,
-            };
-        }
-        self.diags.push(
-            Diagnostic::error("E0308", format!("cannot apply `{}` to `{l}` and `{r}`", op.symbol()))
-                .at(span, "unsupported operand types"),
-        );
-        Unknown
+            ("eq" | "ne", [Bool, Bool] | [DType(_), DType(_)]) => Bool,
+            ("eq" | "ne" | "lt" | "le" | "gt" | "ge", [l, r]) if numeric(l) && numeric(r) => Bool,
+            ("logical_and" | "logical_or", [Bool, Bool]) => Bool,
+            ("logical_not", [Bool]) => Bool,
+            ("neg" | "abs" | "sign", [t]) if numeric(t) => t.clone(),
+            ("add" | "sub" | "mul" | "div" | "pow" | "maximum" | "minimum", [l, r])
+                if numeric(l) && numeric(r) =>
+            {
+                match (l, r, name) {
+                    (Int, Int, "div") => Float,
+                    (Int, Int, _) => Int,
+                    (Float, _, _) | (_, Float, _) => Float,
+                    _ => Scalar,
+                }
+            }
+            (_, [_] | [_, _]) => {
+                let types: Vec<String> = args.iter().map(|t| format!("`{t}`")).collect();
+                self.diags.push(
+                    Diagnostic::error("E0308", format!("cannot apply `{symbol}` to {}", types.join(" and ")))
+                        .at(span, "unsupported operand types")
+                        .with_note("attributes support arithmetic and comparisons of numbers, and `==`/`!=` of `Bool`s and dtypes"),
+                );
+                Unknown
+            }
+            _ => return None,
+        };
+        Some(ty)
     }
 }
 
 /// A compile-time value (not a tensor, not unknown).
-fn is_attr(t: &Ty) -> bool {
+pub fn is_attr(t: &Ty) -> bool {
     !matches!(t, Ty::Tensor(_) | Ty::TensorList(_) | Ty::Tuple(_) | Ty::Unknown)
 }

@@ -341,6 +341,9 @@ fn shape_dim(def: &FunctionDef, e: &ast::Expr, diags: &mut Vec<Diagnostic>) {
             shape_dim(def, lhs, diags);
             shape_dim(def, rhs, diags);
         }
+        ast::ExprKind::Call(call) if convert::is_dim_arith(call) => {
+            call.args.iter().for_each(|a| shape_dim(def, &a.value, diags))
+        }
         _ => diags.push(
             Diagnostic::error("E0114", "a shape entry must be an integer expression")
                 .at(e.span, "not a size")

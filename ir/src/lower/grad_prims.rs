@@ -1,5 +1,5 @@
 //! Lowering of the gradient helper ops the prelude declares in `grads.tfn`: `reshape_like`,
-//! `sum_to`, `unreduce`, `cast_like`, `untranspose`, `unslice` and `unconcat`.
+//! `sum_to`, `unreduce`, `cast_like`, `untranspose` and `unslice`.
 //!
 //! They let `grad` blocks say "shaped like that tensor" when sizes are symbolic (a `reshape`
 //! or `broadcast_to` takes a static `Int[]`). Each lowers to existing IR ops (`reshape`,
@@ -15,8 +15,8 @@ use crate::op::{Op, ReduceOp};
 use crate::shape::{Dim, Shape};
 use crate::ValueId;
 
-const HELPERS: [&str; 7] =
-    ["reshape_like", "sum_to", "unreduce", "cast_like", "untranspose", "unslice", "unconcat"];
+const HELPERS: [&str; 6] =
+    ["reshape_like", "sum_to", "unreduce", "cast_like", "untranspose", "unslice"];
 
 /// Whether `name` is one of the gradient helper ops.
 pub fn is_grad_helper(name: &str, overload: Option<&str>) -> bool {
@@ -39,8 +39,7 @@ impl Lowerer<'_> {
             "unreduce" => self.unreduce(call).map(Val::Tensor),
             "cast_like" => self.cast_like(call).map(Val::Tensor),
             "untranspose" => self.untranspose(call).map(Val::Tensor),
-            "unslice" => self.unslice(call).map(Val::Tensor),
-            _ => self.unconcat(call).map(Val::List),
+            _ => self.unslice(call).map(Val::Tensor),
         })
     }
 
@@ -51,9 +50,10 @@ impl Lowerer<'_> {
 
     /// Records that two sizes are equal (broadcast axes of size 1 excepted).
     fn unify_sizes(&mut self, call: &BoundCall, a: Dim, b: Dim) -> Result<(), Diagnostic> {
-        self.syms.unify(a, b).map(|_| ()).map_err(|_| {
-            self.shape_error(call, &format!("sizes {a} and {b} differ"))
-        })
+        self.syms
+            .unify(a, b)
+            .map(|_| ())
+            .map_err(|_| self.shape_error(call, &format!("sizes {a} and {b} differ")))
     }
 
     fn reshape_like(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
@@ -87,7 +87,9 @@ impl Lowerer<'_> {
         let mut v = x;
         if !axes.is_empty() {
             let op = Op::Reduce { op: ReduceOp::Sum, axes, keepdim: true };
-            v = self.emit_inferred(op, vec![v], call.span).map_err(|m| self.shape_error(call, &m))?;
+            v = self
+                .emit_inferred(op, vec![v], call.span)
+                .map_err(|m| self.shape_error(call, &m))?;
         }
         Ok(self.reshape(v, self.ty(like).shape, call.span))
     }
@@ -113,7 +115,9 @@ impl Lowerer<'_> {
             from.clone()
         } else {
             let mut dims = from.0.iter().copied();
-            let with_ones = (0..rank).map(|i| if axes.contains(&i) { Some(Dim::Const(1)) } else { dims.next() });
+            let with_ones =
+                (0..rank)
+                    .map(|i| if axes.contains(&i) { Some(Dim::Const(1)) } else { dims.next() });
             let shape: Option<Vec<Dim>> = with_ones.collect();
             match shape {
                 Some(s) if dims.next().is_none() => Shape(s),
@@ -195,7 +199,8 @@ impl Lowerer<'_> {
         })?;
         let (start, end, step) = (call.int("start")?, call.int("end")?, call.int("step")?);
         if step != 1 {
-            let msg = format!("the gradient of `slice` with step {step} is not supported (only step 1)");
+            let msg =
+                format!("the gradient of `slice` with step {step} is not supported (only step 1)");
             return Err(call.error("E0503", "step", msg));
         }
         let from = self.ty(x).shape;
@@ -209,13 +214,17 @@ impl Lowerer<'_> {
         let mut pieces = Vec::new();
         if start != 0 {
             let op = Op::Slice { axis: axis as u32, start: 0, end: Some(start), step: 1 };
-            let before = self.emit_inferred(op, vec![like], call.span).map_err(|m| self.shape_error(call, &m))?;
+            let before = self
+                .emit_inferred(op, vec![like], call.span)
+                .map_err(|m| self.shape_error(call, &m))?;
             pieces.push(self.zeros_shaped_like(call, before, dtype)?);
         }
         pieces.push(x);
         if end != i64::MAX {
             let op = Op::Slice { axis: axis as u32, start: end, end: None, step: 1 };
-            let after = self.emit_inferred(op, vec![like], call.span).map_err(|m| self.shape_error(call, &m))?;
+            let after = self
+                .emit_inferred(op, vec![like], call.span)
+                .map_err(|m| self.shape_error(call, &m))?;
             pieces.push(self.zeros_shaped_like(call, after, dtype)?);
         }
         let v = if pieces.len() == 1 {
@@ -225,47 +234,5 @@ impl Lowerer<'_> {
             self.emit_inferred(op, pieces, call.span).map_err(|m| self.shape_error(call, &m))?
         };
         Ok(self.reshape(v, self.ty(like).shape, call.span))
-    }
-
-    fn unconcat(&mut self, call: &BoundCall) -> Result<Vec<ValueId>, Diagnostic> {
-        let x = call.tensor("x")?;
-        let likes = call.list("likes")?;
-        let shape = self.ty(x).shape;
-        let rank = shape.rank();
-        let dim = call.int("dim")?;
-        let axis = normalize_axis(dim, rank).ok_or_else(|| {
-            call.error("E0505", "dim", format!("dim {dim} is out of range for rank {rank}"))
-        })?;
-        let sizes: Vec<Dim> = likes.iter().map(|l| self.ty(*l).shape.0.get(axis).copied()).collect::<Option<_>>()
-            .ok_or_else(|| self.shape_error(call, "the pieces have a different rank"))?;
-        let static_sum = |ds: &[Dim]| ds.iter().try_fold(0i64, |acc, d| Some(acc + d.as_const()? as i64));
-        let mut out = Vec::new();
-        for (i, &like) in likes.iter().enumerate() {
-            let (before, after) = (static_sum(&sizes[..i]), static_sum(&sizes[i + 1..]));
-            let own = sizes[i].as_const().map(|c| c as i64);
-            let start = match (before, after, own) {
-                (Some(b), _, _) => Some(b),
-                (None, Some(a), Some(o)) if a + o > 0 => Some(-(a + o)),
-                _ => None,
-            };
-            let end = match (before, after, own) {
-                (_, Some(0), _) => Some(None),
-                (_, Some(a), _) => Some(Some(-a)),
-                (Some(b), None, Some(o)) => Some(Some(b + o)),
-                _ => None,
-            };
-            let (Some(start), Some(end)) = (start, end) else {
-                let msg = format!(
-                    "the gradient of `concat` along dim {dim} is not supported when the offset \
-                     of item {i} depends on several symbolic sizes; give all items but one a \
-                     static size along that dim"
-                );
-                return Err(call.error("E0503", "likes", msg));
-            };
-            let op = Op::Slice { axis: axis as u32, start, end, step: 1 };
-            let piece = self.emit_inferred(op, vec![x], call.span).map_err(|m| self.shape_error(call, &m))?;
-            out.push(self.reshape(piece, self.ty(like).shape, call.span));
-        }
-        Ok(out)
     }
 }

@@ -101,7 +101,10 @@ impl Formulas {
                     grads.push(TensorArg::List(outputs.by_ref().take(vs.len()).collect()))
                 }
                 _ => grads.push(TensorArg::One(outputs.next().ok_or_else(|| {
-                    AutodiffError::MissingFormula { function: function.clone(), input: name.clone() }
+                    AutodiffError::MissingFormula {
+                        function: function.clone(),
+                        input: name.clone(),
+                    }
                 })?)),
             }
         }

@@ -11,7 +11,8 @@
 //! - The forward nodes are copied unchanged, so forward values are reused by the backward pass
 //!   rather than recomputed; nodes neither pass needs are pruned at the end.
 //! - Only float values that depend on a float parameter carry gradients.
-//! - Each primitive node's VJP comes from its `grad` block in the prelude: the node is mapped
+//! - Each primitive node's VJP comes from its `grad` block in the prelude (`concat`'s, which
+//!   needs a list-valued formula, is built in: [`concat`]): the node is mapped
 //!   back to the prelude op it came from (`Op::Reduce { axes, keepdim }` is `sum(x, dims,
 //!   keepdim)`), and the block's formulas are lowered into the graph with the op's inputs,
 //!   attributes, `result` and `grad` bound to existing values ([`formula`]).
@@ -27,6 +28,7 @@
 //! its input's shape, `E0809` internal error (the gradient graph failed verification).
 //! Errors in lowering a formula keep lowering's `E05xx` codes and point into the `grad` block.
 
+mod concat;
 mod fit;
 mod formula;
 mod prim_call;
@@ -80,7 +82,11 @@ impl AutodiffError {
         let code = match self {
             AutodiffError::Formula { error, function } => {
                 let note = format!("while building the gradient of `{function}`");
-                return error.diagnostics.iter().map(|d| d.clone().with_note(note.clone())).collect();
+                return error
+                    .diagnostics
+                    .iter()
+                    .map(|d| d.clone().with_note(note.clone()))
+                    .collect();
             }
             AutodiffError::NotDifferentiable { .. } => "E0801",
             AutodiffError::MissingFormula { .. } => "E0802",

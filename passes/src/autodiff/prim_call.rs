@@ -111,7 +111,12 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
 
 /// An extern op's call: inputs and attributes are matched to its declaration in order (a
 /// `Tensor[]` parameter takes the inputs the other tensor parameters leave over).
-fn extern_call(lib: &Library, full_name: &str, ins: &[ValueId], attrs: &[Attr]) -> Option<PrimCall> {
+fn extern_call(
+    lib: &Library,
+    full_name: &str,
+    ins: &[ValueId],
+    attrs: &[Attr],
+) -> Option<PrimCall> {
     let (name, overload) = match full_name.split_once('.') {
         Some((b, o)) => (b, Some(o)),
         None => (full_name, None),
@@ -133,5 +138,10 @@ fn extern_call(lib: &Library, full_name: &str, ins: &[ValueId], attrs: &[Attr]) 
             _ => bound.push((p.name.clone(), next_attr.next()?)),
         }
     }
-    Some(PrimCall { name: name.to_string(), overload: overload.map(str::to_string), tensors, attrs: bound })
+    Some(PrimCall {
+        name: name.to_string(),
+        overload: overload.map(str::to_string),
+        tensors,
+        attrs: bound,
+    })
 }

@@ -33,10 +33,12 @@ pub(crate) fn prune(graph: Graph) -> (Graph, Vec<Option<ValueId>>) {
         if !live[i] {
             continue;
         }
-        node.inputs = node.inputs.iter().filter_map(|v| renumber.get(v.index()).copied().flatten()).collect();
+        node.inputs =
+            node.inputs.iter().filter_map(|v| renumber.get(v.index()).copied().flatten()).collect();
         renumber[i] = Some(ValueId(out.nodes.len() as u32));
         out.nodes.push(node);
     }
-    out.outputs = graph.outputs.iter().filter_map(|v| renumber.get(v.index()).copied().flatten()).collect();
+    out.outputs =
+        graph.outputs.iter().filter_map(|v| renumber.get(v.index()).copied().flatten()).collect();
     (out, renumber)
 }

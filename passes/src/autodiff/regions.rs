@@ -32,9 +32,10 @@ pub(crate) fn custom_regions(regions: &[CallRegion], node_count: usize) -> Vec<C
     let mut out: Vec<CustomRegion> = Vec::new();
     for (i, r) in candidates.iter().enumerate() {
         // Outermost only; of two regions with the same nodes, the later recorded (outer) one.
-        let nested = candidates.iter().enumerate().any(|(j, s)| {
-            inside(r, s) || (s.nodes == r.nodes && j > i)
-        });
+        let nested = candidates
+            .iter()
+            .enumerate()
+            .any(|(j, s)| inside(r, s) || (s.nodes == r.nodes && j > i));
         if nested {
             continue;
         }

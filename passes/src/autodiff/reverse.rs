@@ -2,15 +2,16 @@
 //! from last to first, and pushes each node's gradient to its inputs through the node's
 //! `grad` block (or, for an inlined call with a custom `grad` block, through that block).
 
+use super::concat::concat_grads;
 use super::fit::{accumulate, fit};
 use super::formula::Formulas;
 use super::prim_call::{prim_call, PrimCall, TensorArg};
 use super::prune::prune;
 use super::regions::{custom_regions, renumber_regions};
-use tfn_ir::lower::CallRegion;
-use tfn_ir::Instance;
 use super::{AutodiffError, Vjp};
 use tfn_ir::graph::{GraphParam, Origin};
+use tfn_ir::lower::CallRegion;
+use tfn_ir::Instance;
 use tfn_ir::{Graph, Library, Op, ValueId};
 
 /// The vector-Jacobian product of a lowered function (see the [module docs](super)); the
@@ -66,6 +67,19 @@ pub fn vjp_graph(
             continue;
         }
         let Some(g) = grads[i] else { continue };
+        if let Op::Concat { axis } = forward.node(node).op {
+            let xs = forward.node(node).inputs.clone();
+            let origin = forward.node(node).origin.clone();
+            let pieces = concat_grads(&mut graph, &xs, axis, g, &origin)?;
+            for (x, piece) in xs.into_iter().zip(pieces) {
+                if needs[x.index()] {
+                    let target = graph.ty(x).clone();
+                    let piece = fit(&mut graph, piece, &target, &origin, ("concat", "xs"))?;
+                    accumulate(&mut graph, &mut grads[x.index()], piece, &origin)?;
+                }
+            }
+            continue;
+        }
         let Some(call) = prim_call(lib, forward, node) else { continue };
         propagate(&mut graph, &mut formulas, &needs, &mut grads, &call, &[node], &[Some(g)])?;
     }
@@ -78,7 +92,8 @@ pub fn vjp_graph(
             continue;
         }
         let mut total = None;
-        let param_nodes = forward.nodes.iter().enumerate().filter(|(_, n)| n.op == Op::Param(p as u32));
+        let param_nodes =
+            forward.nodes.iter().enumerate().filter(|(_, n)| n.op == Op::Param(p as u32));
         for (i, n) in param_nodes {
             if let Some(g) = grads[i] {
                 accumulate(&mut graph, &mut total, g, &n.origin)?;
@@ -172,11 +187,8 @@ fn needs_gradient(graph: &Graph) -> Vec<bool> {
 
 /// A zero gradient for parameter `p` (which no output depends on).
 fn zeros_like_param(graph: &mut Graph, p: usize, ty: &tfn_ir::TensorType) -> ValueId {
-    let param = graph
-        .nodes
-        .iter()
-        .position(|n| n.op == Op::Param(p as u32))
-        .map(|i| ValueId(i as u32));
+    let param =
+        graph.nodes.iter().position(|n| n.op == Op::Param(p as u32)).map(|i| ValueId(i as u32));
     let value = tfn_ir::Scalar::Float(0.0);
     let inputs = param.map_or_else(Vec::new, |v| vec![v]);
     graph.push(Op::Full { value }, inputs, ty.clone(), Origin::default())

@@ -33,15 +33,11 @@ fn is_elementwise(op: &Op) -> bool {
 /// The shape with the reduced `axes` set to 1 (what `keepdim` gives).
 pub(crate) fn keepdim_shape(domain: &Shape, axes: &[u32]) -> Shape {
     let dims = domain.dims().iter().enumerate();
-    Shape(
-        dims.map(|(i, d)| if axes.contains(&(i as u32)) { Dim::Const(1) } else { *d })
-            .collect(),
-    )
+    Shape(dims.map(|(i, d)| if axes.contains(&(i as u32)) { Dim::Const(1) } else { *d }).collect())
 }
 
 fn is_trailing(axes: &[u32], rank: usize) -> bool {
-    !axes.is_empty()
-        && axes.iter().enumerate().all(|(i, &a)| a as usize == rank - axes.len() + i)
+    !axes.is_empty() && axes.iter().enumerate().all(|(i, &a)| a as usize == rank - axes.len() + i)
 }
 
 struct Group {
@@ -111,9 +107,10 @@ impl Walk<'_> {
                 KernelKind::Elementwise if &group.domain == shape => elementwise.push(g),
                 KernelKind::Reduction if self.fits_reduction(g, index) => match target {
                     None => target = Some(g),
-                    Some(t) if self.groups[t].kind == KernelKind::Reduction
-                        && self.groups[t].domain == group.domain
-                        && self.groups[t].axes == group.axes =>
+                    Some(t)
+                        if self.groups[t].kind == KernelKind::Reduction
+                            && self.groups[t].domain == group.domain
+                            && self.groups[t].axes == group.axes =>
                     {
                         elementwise.push(g)
                     }
@@ -194,6 +191,24 @@ impl Walk<'_> {
                 group.kind = KernelKind::Reduction;
                 group.axes = axes;
                 group.nodes.push(index);
+                self.group_of[index] = Some(g);
+                return;
+            }
+        }
+        // A sibling: another reduction of the same domain and axes reading the same value
+        // (`mean(x)` beside `max(x)`) shares its passes.
+        let sibling = (0..self.groups.len()).rev().find(|&g| {
+            let group = &self.groups[g];
+            group.alive
+                && !group.closed
+                && group.kind == KernelKind::Reduction
+                && &group.domain == domain
+                && group.axes == axes
+                && group.nodes.iter().any(|&n| data_inputs(self.graph, n).contains(&x))
+        });
+        if let Some(g) = sibling {
+            if self.acyclic_after_merge(&[g], index) {
+                self.groups[g].nodes.push(index);
                 self.group_of[index] = Some(g);
                 return;
             }
@@ -287,10 +302,12 @@ impl Walk<'_> {
         }
         for (index, node) in graph.nodes.iter().enumerate() {
             let inlines = match self.group_of[index] {
-                Some(g) => matches!(
-                    self.groups[g].kind,
-                    KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
-                ) && !matches!(node.op, Op::MatMul),
+                Some(g) => {
+                    matches!(
+                        self.groups[g].kind,
+                        KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
+                    ) && !matches!(node.op, Op::MatMul)
+                }
                 None => false,
             };
             if !inlines {

@@ -116,7 +116,9 @@ fn attr_value<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Option<
                 .collect::<Option<Vec<_>>>()?,
         ),
         TfnNode::Shape(c) => AttrValue::Dims(
-            c.iter().map(|&i| data(i).attr.as_ref().and_then(dim_of)).collect::<Option<Vec<_>>>()?,
+            c.iter()
+                .map(|&i| data(i).attr.as_ref().and_then(dim_of))
+                .collect::<Option<Vec<_>>>()?,
         ),
         _ => return None,
     })
@@ -153,9 +155,9 @@ fn fold<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassData)
             let in_ty = data(*x).ty.as_ref()?;
             let Some(AttrValue::Ints(axes)) = &data(*axes).attr else { return None };
             // Only non-empty reductions (an empty mean is NaN, an empty max an error).
-            let non_empty = axes.iter().all(|&a| {
-                matches!(in_ty.shape.0.get(a as usize), Some(Dim::Const(n)) if *n > 0)
-            });
+            let non_empty = axes
+                .iter()
+                .all(|&a| matches!(in_ty.shape.0.get(a as usize), Some(Dim::Const(n)) if *n > 0));
             match op {
                 ReduceOp::Max | ReduceOp::Min | ReduceOp::Mean if non_empty => Some(value),
                 _ => None,
@@ -206,7 +208,9 @@ fn sign_of<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassDa
         Reduce(ReduceOp::Max | ReduceOp::Min | ReduceOp::Mean, [x, ..]) => s(*x),
         Reduce(ReduceOp::Sum | ReduceOp::Prod, [x, ..]) => at_most_nonneg(s(*x)),
         Cast([_, x]) => match (data(*x).ty.as_ref().map(|t| t.dtype), ty.dtype) {
-            (Some(from), to) if from == to || (from == tfn_ir::DType::F32 && to == tfn_ir::DType::F64) => {
+            (Some(from), to)
+                if from == to || (from == tfn_ir::DType::F32 && to == tfn_ir::DType::F64) =>
+            {
                 s(*x)
             }
             (Some(from), _) if from.is_float() => at_most_nonneg(s(*x)),

@@ -53,7 +53,11 @@ pub fn add_graph(
             if inputs.len() == n {
                 Ok(())
             } else {
-                Err(malformed(format!("`{}` takes {n} input(s), got {}", node.op.name(), inputs.len())))
+                Err(malformed(format!(
+                    "`{}` takes {n} input(s), got {}",
+                    node.op.name(),
+                    inputs.len()
+                )))
             }
         };
         let ty = &node.ty;
@@ -132,7 +136,9 @@ pub fn add_graph(
                 TfnNode::Slice([inputs[0], axis, start, end, step, add_shape(egraph, &ty.shape)])
             }
             // A `full` with an input only copies that input's shape, which the type records.
-            Op::Full { value } => TfnNode::Full([dtype, leaf(egraph, *value), add_shape(egraph, &ty.shape)]),
+            Op::Full { value } => {
+                TfnNode::Full([dtype, leaf(egraph, *value), add_shape(egraph, &ty.shape)])
+            }
             Op::Extern { name, attrs } => {
                 let key = egraph.add(TfnNode::Int(externs.key(name, attrs)));
                 let mut children = vec![key, dtype, add_shape(egraph, &ty.shape)];
@@ -149,7 +155,12 @@ pub fn add_graph(
                 (None, None) => "no type".into(),
             };
             let op = node.op.name();
-            return Err(OptimizeError::TypeMismatch { node: index, op, expected: ty.clone(), found });
+            return Err(OptimizeError::TypeMismatch {
+                node: index,
+                op,
+                expected: ty.clone(),
+                found,
+            });
         }
         ids.push(id);
     }
@@ -204,22 +215,27 @@ pub fn expr_to_graph(
             continue;
         }
         let rebuild = |m: String| OptimizeError::Rebuild(format!("{node} (node {i}): {m}"));
-        let ty = data[i].ty.clone().ok_or_else(|| {
-            rebuild(data[i].error.clone().unwrap_or_else(|| "untyped".into()))
-        })?;
+        let ty = data[i]
+            .ty
+            .clone()
+            .ok_or_else(|| rebuild(data[i].error.clone().unwrap_or_else(|| "untyped".into())))?;
         let attr = |id: &Id| data[usize::from(*id)].attr.clone();
         let int = |id: &Id| match attr(id) {
             Some(AttrValue::Int(v)) => Ok(v),
             other => Err(rebuild(format!("expected an integer, found {other:?}"))),
         };
-        let u32_of = |id: &Id| int(id).and_then(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string())));
+        let u32_of =
+            |id: &Id| int(id).and_then(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string())));
         let ints = |id: &Id| match attr(id) {
             Some(AttrValue::Ints(v)) => Ok(v),
             Some(AttrValue::Dims(d)) if d.is_empty() => Ok(Vec::new()),
             other => Err(rebuild(format!("expected a list, found {other:?}"))),
         };
         let u32s = |id: &Id| -> Result<Vec<u32>, OptimizeError> {
-            ints(id)?.into_iter().map(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string()))).collect()
+            ints(id)?
+                .into_iter()
+                .map(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string())))
+                .collect()
         };
         let boolean = |id: &Id| match attr(id) {
             Some(AttrValue::Bool(b)) => Ok(b),
@@ -239,9 +255,10 @@ pub fn expr_to_graph(
                 let op = Op::Reduce { op: *op, axes: u32s(axes)?, keepdim: boolean(keep)? };
                 (op, std::slice::from_ref(x))
             }
-            N::ArgMax([x, axis, keep]) => {
-                (Op::ArgMax { axis: u32_of(axis)?, keepdim: boolean(keep)? }, std::slice::from_ref(x))
-            }
+            N::ArgMax([x, axis, keep]) => (
+                Op::ArgMax { axis: u32_of(axis)?, keepdim: boolean(keep)? },
+                std::slice::from_ref(x),
+            ),
             N::MatMul(c) => (Op::MatMul, c),
             N::Reshape([x, _]) => (Op::Reshape, std::slice::from_ref(x)),
             N::Transpose([x, p]) => (Op::Transpose { perm: u32s(p)? }, std::slice::from_ref(x)),
@@ -249,7 +266,8 @@ pub fn expr_to_graph(
             N::Concat(c) => (Op::Concat { axis: u32_of(&c[0])? }, &c[2..]),
             N::Slice([x, axis, start, end, step, _]) => {
                 let end = ints(end)?.first().copied();
-                let op = Op::Slice { axis: u32_of(axis)?, start: int(start)?, end, step: int(step)? };
+                let op =
+                    Op::Slice { axis: u32_of(axis)?, start: int(start)?, end, step: int(step)? };
                 (op, std::slice::from_ref(x))
             }
             N::Extern(c) => {
@@ -258,20 +276,28 @@ pub fn expr_to_graph(
                     externs.0.get(key).cloned().ok_or_else(|| rebuild("unknown extern".into()))?;
                 (Op::Extern { name, attrs }, &c[3..])
             }
-            N::Int(_) | N::Float(_) | N::Bool(_) | N::DType(_) | N::Sym(_) | N::List(_) | N::Shape(_) => {
-                continue
-            }
+            N::Int(_)
+            | N::Float(_)
+            | N::Bool(_)
+            | N::DType(_)
+            | N::Sym(_)
+            | N::List(_)
+            | N::Shape(_) => continue,
         };
         let inputs = inputs
             .iter()
-            .map(|c| values[usize::from(*c)].ok_or_else(|| rebuild("operand is not a tensor".into())))
+            .map(|c| {
+                values[usize::from(*c)].ok_or_else(|| rebuild("operand is not a tensor".into()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let origin = origins.get(i).cloned().unwrap_or_default();
         values[i] = Some(graph.push(op, inputs, ty, origin));
     }
     for r in roots {
         let value = values.get(usize::from(*r)).copied().flatten();
-        graph.outputs.push(value.ok_or_else(|| OptimizeError::Rebuild("an output is not a tensor".into()))?);
+        graph
+            .outputs
+            .push(value.ok_or_else(|| OptimizeError::Rebuild("an output is not a tensor".into()))?);
     }
     Ok(graph)
 }

@@ -53,7 +53,11 @@ fn elements(ty: Option<&TensorType>) -> f64 {
 
 /// The cost of `node` itself (children excluded). `class` is the facts of the node's e-class
 /// and `child` gives the facts of a child e-class.
-pub fn node_cost<'a>(node: &TfnNode, class: &ClassData, child: impl Fn(Id) -> &'a ClassData) -> f64 {
+pub fn node_cost<'a>(
+    node: &TfnNode,
+    class: &ClassData,
+    child: impl Fn(Id) -> &'a ClassData,
+) -> f64 {
     use TfnNode::*;
     let out = class.ty.as_ref();
     let elementwise = |weight: f64| FREE_OP + elements(out) * weight * ARITHMETIC;
@@ -69,7 +73,8 @@ pub fn node_cost<'a>(node: &TfnNode, class: &ClassData, child: impl Fn(Id) -> &'
         Binary(b, _) => elementwise(binary_weight(*b)),
         Where(_) | Cast(_) => elementwise(1.0),
         Reduce(op, [x, ..]) => {
-            let work = elements(child(*x).ty.as_ref()) * if *op == ReduceOp::Prod { 2.0 } else { 1.0 };
+            let work =
+                elements(child(*x).ty.as_ref()) * if *op == ReduceOp::Prod { 2.0 } else { 1.0 };
             boundary(&[*x], work)
         }
         ArgMax([x, ..]) => boundary(&[*x], elements(child(*x).ty.as_ref())),

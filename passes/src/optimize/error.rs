@@ -1,8 +1,8 @@
 //! Errors of the optimiser. How a run of the e-graph ended is not an error: it is the
 //! `stop_reason` of the [`super::Report`].
 
-use thiserror::Error;
 use tfn_ir::TensorType;
+use thiserror::Error;
 
 /// Why [`super::optimize`] could not optimise a graph. Each variant is a bug in whoever
 /// built the graph or in the optimiser; the caller can always fall back to the input graph.

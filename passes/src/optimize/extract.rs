@@ -12,6 +12,9 @@ use super::language::TfnNode;
 use egg::{Id, Language, RecExpr};
 use std::collections::BTreeMap;
 
+/// A predicate on e-nodes (see [`best_nodes`]).
+pub type NodeFilter<'a> = &'a dyn Fn(&TfnNode) -> bool;
+
 /// Extracted terms for several roots, sharing common e-classes.
 #[derive(Clone, Debug)]
 pub struct Extraction {
@@ -27,7 +30,7 @@ pub struct Extraction {
 /// right-hand side a rule added).
 pub fn best_nodes(
     egraph: &TfnEGraph,
-    root_override: Option<(Id, &dyn Fn(&TfnNode) -> bool)>,
+    root_override: Option<(Id, NodeFilter)>,
 ) -> BTreeMap<Id, (f64, TfnNode)> {
     let mut ids: Vec<Id> = egraph.classes().map(|c| c.id).collect();
     ids.sort();

@@ -14,7 +14,9 @@ pub fn scalar_of_dtype(value: Scalar, dtype: DType) -> Option<Scalar> {
         (DType::Bool, Scalar::Bool(b)) => Some(Scalar::Bool(b)),
         (DType::Bool, Scalar::Int(i)) if i == 0 || i == 1 => Some(Scalar::Bool(i == 1)),
         (DType::Bool, _) => None,
-        (DType::I32, s) => int_of(s).and_then(|i| i32::try_from(i).ok()).map(|i| Scalar::Int(i.into())),
+        (DType::I32, s) => {
+            int_of(s).and_then(|i| i32::try_from(i).ok()).map(|i| Scalar::Int(i.into()))
+        }
         (DType::I64, s) => int_of(s).map(Scalar::Int),
         (DType::F32, s) => Some(Scalar::Float(s.as_f64() as f32 as f64)),
         (DType::F64, s) => Some(Scalar::Float(s.as_f64())),
@@ -199,7 +201,8 @@ mod tests {
     fn folds_in_the_dtype_precision() {
         let third = fold_binary(BinaryOp::Div, DType::F32, Scalar::Float(1.0), Scalar::Float(3.0));
         assert_eq!(third, Some(Scalar::Float((1.0f32 / 3.0) as f64)));
-        let wrapped = fold_binary(BinaryOp::Add, DType::I32, Scalar::Int(i32::MAX.into()), Scalar::Int(1));
+        let wrapped =
+            fold_binary(BinaryOp::Add, DType::I32, Scalar::Int(i32::MAX.into()), Scalar::Int(1));
         assert_eq!(wrapped, Some(Scalar::Int(i32::MIN.into())));
         assert_eq!(fold_unary(UnaryOp::Erf, DType::F32, Scalar::Float(0.5)), None);
         assert_eq!(scalar_of_dtype(Scalar::Float(0.5), DType::I32), None);

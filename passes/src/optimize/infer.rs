@@ -87,9 +87,13 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
         other => Err(format!("expected a bool, found {other:?}")),
     };
     match node {
-        N::Int(_) | N::Float(_) | N::Bool(_) | N::DType(_) | N::Sym(_) | N::List(_) | N::Shape(_) => {
-            Err("an attribute is not a tensor".into())
-        }
+        N::Int(_)
+        | N::Float(_)
+        | N::Bool(_)
+        | N::DType(_)
+        | N::Sym(_)
+        | N::List(_)
+        | N::Shape(_) => Err("an attribute is not a tensor".into()),
         N::Param([_, d, s]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? }),
         N::Const([d, v]) => {
             let dtype = dtype_attr(*d)?;
@@ -152,7 +156,10 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             if !sorted || axes.iter().any(|&a| a < 0 || a as usize >= t.shape.rank()) {
                 return Err(format!("bad reduction axes {axes:?} for rank {}", t.shape.rank()));
             }
-            Ok(TensorType { dtype: t.dtype, shape: reduced_shape(&t.shape, &axes, bool_attr(*keep)?) })
+            Ok(TensorType {
+                dtype: t.dtype,
+                shape: reduced_shape(&t.shape, &axes, bool_attr(*keep)?),
+            })
         }
         N::ArgMax([x, axis, keep]) => {
             let t = ty(*x)?;
@@ -281,7 +288,10 @@ mod tests {
         assert_eq!(broadcast_shapes(&shape(&[2, 1]), &shape(&[3])), Some(shape(&[2, 3])));
         assert_eq!(broadcast_shapes(&shape(&[2]), &shape(&[3])), None);
         let s = Shape(vec![Dim::Sym(Sym(0)), Dim::Const(1)]);
-        assert_eq!(broadcast_shapes(&s, &shape(&[4])), Some(Shape(vec![Dim::Sym(Sym(0)), Dim::Const(4)])));
+        assert_eq!(
+            broadcast_shapes(&s, &shape(&[4])),
+            Some(Shape(vec![Dim::Sym(Sym(0)), Dim::Const(4)]))
+        );
         assert!(broadcasts_to(&shape(&[]), &shape(&[2, 3])));
         assert!(!broadcasts_to(&shape(&[2, 3]), &shape(&[3])));
     }

@@ -147,7 +147,12 @@ impl Language for TfnNode {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
             List(c) | Shape(c) | Concat(c) | Extern(c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
-            Const(c) | Binary(_, c) | Cast(c) | MatMul(c) | Reshape(c) | Transpose(c)
+            Const(c)
+            | Binary(_, c)
+            | Cast(c)
+            | MatMul(c)
+            | Reshape(c)
+            | Transpose(c)
             | BroadcastTo(c) => c,
             Unary(_, c) => c,
             Slice(c) => c,
@@ -160,7 +165,12 @@ impl Language for TfnNode {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
             List(c) | Shape(c) | Concat(c) | Extern(c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
-            Const(c) | Binary(_, c) | Cast(c) | MatMul(c) | Reshape(c) | Transpose(c)
+            Const(c)
+            | Binary(_, c)
+            | Cast(c)
+            | MatMul(c)
+            | Reshape(c)
+            | Transpose(c)
             | BroadcastTo(c) => c,
             Unary(_, c) => c,
             Slice(c) => c,

@@ -122,7 +122,11 @@ impl RuleSet {
 /// Optimises `graph` with `rules` within `limits`. Keeps the graph's name, parameters,
 /// outputs (in order), symbols, and every output's dtype and shape; nodes that survive keep
 /// their origin, new nodes inherit the origin of the nearest surviving user.
-pub fn optimize(graph: &Graph, rules: &RuleSet, limits: &Limits) -> Result<Optimized, OptimizeError> {
+pub fn optimize(
+    graph: &Graph,
+    rules: &RuleSet,
+    limits: &Limits,
+) -> Result<Optimized, OptimizeError> {
     let start = Instant::now();
     let mut egraph = TfnEGraph::default();
     let mut externs = convert::ExternTable::default();
@@ -188,7 +192,10 @@ pub fn optimize(graph: &Graph, rules: &RuleSet, limits: &Limits) -> Result<Optim
 }
 
 /// Origin of each extracted node: its class's original node, else its first user's origin.
-fn inherit_origins(extraction: &extract::Extraction, class_origin: &BTreeMap<Id, Origin>) -> Vec<Origin> {
+fn inherit_origins(
+    extraction: &extract::Extraction,
+    class_origin: &BTreeMap<Id, Origin>,
+) -> Vec<Origin> {
     let nodes = extraction.expr.as_ref();
     let mut origins: Vec<Option<Origin>> =
         extraction.classes.iter().map(|c| class_origin.get(c).cloned()).collect();

@@ -145,7 +145,8 @@ pub fn substitute_dtype(probe: &str, dtype: DType) -> String {
     let chars: Vec<char> = probe.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
         let boundary = |j: Option<usize>| {
-            j.and_then(|j| chars.get(j)).is_none_or(|ch| ch.is_whitespace() || *ch == '(' || *ch == ')')
+            j.and_then(|j| chars.get(j))
+                .is_none_or(|ch| ch.is_whitespace() || *ch == '(' || *ch == ')')
         };
         if c == 'T' && boundary(i.checked_sub(1)) && boundary(Some(i + 1)) {
             out.push_str(dtype.name());
@@ -213,7 +214,12 @@ impl Case<'_> {
                     let ty = self.param_type(i);
                     let index = expr.add(TfnNode::Int(i as i64));
                     let dtype = expr.add(TfnNode::DType(ty.dtype));
-                    let dims = ty.shape.0.iter().map(|d| expr.add(TfnNode::Int(d.as_const().unwrap_or(1) as i64))).collect();
+                    let dims = ty
+                        .shape
+                        .0
+                        .iter()
+                        .map(|d| expr.add(TfnNode::Int(d.as_const().unwrap_or(1) as i64)))
+                        .collect();
                     let shape = expr.add(TfnNode::Shape(dims));
                     expr.add(TfnNode::Param([index, dtype, shape]))
                 }
@@ -255,9 +261,13 @@ impl Case<'_> {
         let eroot = runner.egraph.find(eroot);
         let is_new = |n: &TfnNode| !original.contains(n);
         let has_new = runner.egraph[eroot].nodes.iter().any(is_new);
-        let choice = best_nodes(&runner.egraph, has_new.then_some((eroot, &is_new as &dyn Fn(&TfnNode) -> bool)));
+        let choice = best_nodes(
+            &runner.egraph,
+            has_new.then_some((eroot, &is_new as super::extract::NodeFilter)),
+        );
         let extraction = extract(&runner.egraph, &[eroot], &choice)?;
-        let after = expr_to_graph(&extraction.expr, &extraction.roots, &template, &[], &externs).ok()?;
+        let after =
+            expr_to_graph(&extraction.expr, &extraction.roots, &template, &[], &externs).ok()?;
         if after.nodes == before.nodes {
             return None;
         }
@@ -280,14 +290,20 @@ impl Case<'_> {
         let Some(rw) = self.rewrite_once(pattern) else { return Ok(None) };
         let mut compared = 0;
         for _ in 0..trials {
-            let inputs: Vec<Tensor> = (0..self.vars.len()).map(|i| random_tensor(&self.param_type(i), rng)).collect();
+            let inputs: Vec<Tensor> =
+                (0..self.vars.len()).map(|i| random_tensor(&self.param_type(i), rng)).collect();
             let Ok(expected) = tfn_ir::interp::run(&rw.before, &inputs) else { continue };
             let counterexample = |got: Option<Tensor>, reason: String| {
                 SoundnessError::Unsound(Box::new(Counterexample {
                     rule: self.name.into(),
                     before: rw.before_text.clone(),
                     after: rw.after_text.clone(),
-                    inputs: self.vars.iter().map(|v| v.to_string()).zip(inputs.iter().cloned()).collect(),
+                    inputs: self
+                        .vars
+                        .iter()
+                        .map(|v| v.to_string())
+                        .zip(inputs.iter().cloned())
+                        .collect(),
                     expected: expected.first().cloned(),
                     got,
                     reason,
@@ -295,7 +311,9 @@ impl Case<'_> {
             };
             let got = match tfn_ir::interp::run(&rw.after, &inputs) {
                 Ok(got) => got,
-                Err(e) => return Err(counterexample(None, format!("the right-hand side fails: {e}"))),
+                Err(e) => {
+                    return Err(counterexample(None, format!("the right-hand side fails: {e}")))
+                }
             };
             if let (Some(e), Some(g)) = (expected.first(), got.first()) {
                 if let Err(reason) = compare(e, g) {
@@ -320,13 +338,17 @@ pub fn compare(expected: &Tensor, got: &Tensor) -> Result<(), String> {
         ));
     }
     let close = |a: f64, b: f64, rtol: f64| {
-        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rtol * a.abs().max(b.abs()).max(1.0)
+        (a.is_nan() && b.is_nan())
+            || a == b
+            || (a - b).abs() <= rtol * a.abs().max(b.abs()).max(1.0)
     };
     let mismatch = match (expected, got) {
         (Tensor::F32(a), Tensor::F32(b)) => {
             a.iter().zip(b).position(|(x, y)| !close(f64::from(*x), f64::from(*y), 1e-5))
         }
-        (Tensor::F64(a), Tensor::F64(b)) => a.iter().zip(b).position(|(x, y)| !close(*x, *y, 1e-12)),
+        (Tensor::F64(a), Tensor::F64(b)) => {
+            a.iter().zip(b).position(|(x, y)| !close(*x, *y, 1e-12))
+        }
         (Tensor::I32(a), Tensor::I32(b)) => a.iter().zip(b).position(|(x, y)| x != y),
         (Tensor::I64(a), Tensor::I64(b)) => a.iter().zip(b).position(|(x, y)| x != y),
         (Tensor::Bool(a), Tensor::Bool(b)) => a.iter().zip(b).position(|(x, y)| x != y),
@@ -392,7 +414,10 @@ mod tests {
     #[test]
     fn dtype_substitution_replaces_whole_tokens_only() {
         assert_eq!(substitute_dtype("(const T 1)", DType::F32), "(const f32 1)");
-        assert_eq!(substitute_dtype("(cast T (cast f64 ?T2))", DType::I32), "(cast i32 (cast f64 ?T2))");
+        assert_eq!(
+            substitute_dtype("(cast T (cast f64 ?T2))", DType::I32),
+            "(cast i32 (cast f64 ?T2))"
+        );
     }
 
     #[test]

@@ -25,7 +25,9 @@ use std::collections::BTreeSet;
 use tfn_ir::attr::fmt_float;
 use tfn_ir::library::{ExprKind, RewriteDef};
 use tfn_ir::op::{ALL_BINARY, ALL_UNARY};
-use tfn_ir::{Attr, BinaryOp, DType, Diagnostic, Library, Scalar, Shape, Span, TensorType, UnaryOp};
+use tfn_ir::{
+    Attr, BinaryOp, DType, Diagnostic, Library, Scalar, Shape, Span, TensorType, UnaryOp,
+};
 
 /// An elementwise op a rule may call.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -96,9 +98,13 @@ fn to_template(expr: &tfn_ir::library::Expr, diags: &mut Vec<Diagnostic>) -> Opt
                 diags.push(unsupported("a keyword argument".into(), arg.value.span));
                 return None;
             }
-            let op = if let Some(u) = ALL_UNARY.iter().find(|u| tfn_ir::op::unary_name(**u) == callee) {
+            let op = if let Some(u) =
+                ALL_UNARY.iter().find(|u| tfn_ir::op::unary_name(**u) == callee)
+            {
                 CallOp::Unary(*u)
-            } else if let Some(b) = ALL_BINARY.iter().find(|b| tfn_ir::op::binary_name(**b) == callee) {
+            } else if let Some(b) =
+                ALL_BINARY.iter().find(|b| tfn_ir::op::binary_name(**b) == callee)
+            {
                 CallOp::Binary(*b)
             } else if callee == "where" {
                 CallOp::Where
@@ -122,8 +128,11 @@ fn to_template(expr: &tfn_ir::library::Expr, diags: &mut Vec<Diagnostic>) -> Opt
             let given = if matches!(op, CallOp::Cast(_)) { 1 } else { args.len() };
             if given != arity {
                 diags.push(
-                    Diagnostic::error("E0701", format!("`{callee}` takes {arity} argument(s), got {given}"))
-                        .at(*callee_span, "wrong number of arguments"),
+                    Diagnostic::error(
+                        "E0701",
+                        format!("`{callee}` takes {arity} argument(s), got {given}"),
+                    )
+                    .at(*callee_span, "wrong number of arguments"),
                 );
                 return None;
             }
@@ -178,7 +187,13 @@ struct TemplateApplier {
 }
 
 impl TemplateApplier {
-    fn build(&self, t: &Template, egraph: &mut TfnEGraph, subst: &Subst, dtype: Option<DType>) -> Option<Id> {
+    fn build(
+        &self,
+        t: &Template,
+        egraph: &mut TfnEGraph,
+        subst: &Subst,
+        dtype: Option<DType>,
+    ) -> Option<Id> {
         match t {
             Template::Var(name, _) => subst.get(format!("?{name}").parse::<Var>().ok()?).copied(),
             Template::Lit(s) => {
@@ -207,7 +222,8 @@ impl TemplateApplier {
                 };
                 for (i, a) in args.iter().enumerate() {
                     if ids[i].is_none() {
-                        let hint = if i == 0 && cond_dtype.is_some() { cond_dtype } else { operand };
+                        let hint =
+                            if i == 0 && cond_dtype.is_some() { cond_dtype } else { operand };
                         ids[i] = Some(self.build(a, egraph, subst, hint)?);
                     }
                 }
@@ -273,12 +289,16 @@ fn compile_one(def: &RewriteDef) -> Result<Compiled, Vec<Diagnostic>> {
     }
     let mut lits = Vec::new();
     let text = lhs_text(&lhs, &mut lits);
-    let internal = |e: String| vec![Diagnostic::error("E0701", format!("cannot compile this rule: {e}")).at(def.span, "")];
+    let internal = |e: String| {
+        vec![Diagnostic::error("E0701", format!("cannot compile this rule: {e}")).at(def.span, "")]
+    };
     let pattern: Pattern<TfnNode> = text.parse().map_err(|e| internal(format!("{e}")))?;
     let conds = lits
         .iter()
         .map(|(var, value)| {
-            let v = var.parse::<Var>().map_err(|e| RuleDefError { name: def.name.clone(), message: format!("{e:?}") })?;
+            let v = var
+                .parse::<Var>()
+                .map_err(|e| RuleDefError { name: def.name.clone(), message: format!("{e:?}") })?;
             Ok(CompiledCond::ConstEq(v, *value))
         })
         .collect::<Result<Vec<_>, RuleDefError>>()
@@ -298,8 +318,11 @@ pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnosti
     for def in &lib.rewrites {
         if builtin.contains(def.name.as_str()) {
             diags.push(
-                Diagnostic::error("E0701", format!("`{}` is the name of a built-in rule", def.name))
-                    .at(def.span, "rename this rule"),
+                Diagnostic::error(
+                    "E0701",
+                    format!("`{}` is the name of a built-in rule", def.name),
+                )
+                .at(def.span, "rename this rule"),
             );
             continue;
         }
@@ -310,20 +333,29 @@ pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnosti
                 continue;
             }
         };
-        match check_rule_soundness(&def.name, &compiled.rewrite, &[compiled.probe.clone()], &config) {
+        match check_rule_soundness(
+            &def.name,
+            &compiled.rewrite,
+            std::slice::from_ref(&compiled.probe),
+            &config,
+        ) {
             Ok(_) => rules.push(NamedRule { name: def.name.clone(), rewrite: compiled.rewrite }),
             Err(SoundnessError::Unsound(cx)) => {
-                let mut d = Diagnostic::error("E0702", format!("rewrite rule `{}` is unsound", def.name))
-                    .at(def.span, "the two sides differ");
+                let mut d =
+                    Diagnostic::error("E0702", format!("rewrite rule `{}` is unsound", def.name))
+                        .at(def.span, "the two sides differ");
                 for line in cx.to_string().lines() {
                     d = d.with_note(line.trim().to_string());
                 }
                 diags.push(d);
             }
             Err(other) => diags.push(
-                Diagnostic::error("E0703", format!("rewrite rule `{}` cannot be checked", def.name))
-                    .at(def.lhs.span, "no dtype makes this well-typed")
-                    .with_note(other.to_string()),
+                Diagnostic::error(
+                    "E0703",
+                    format!("rewrite rule `{}` cannot be checked", def.name),
+                )
+                .at(def.lhs.span, "no dtype makes this well-typed")
+                .with_note(other.to_string()),
             ),
         }
     }

@@ -60,7 +60,11 @@ pub fn spec(args: &[Arg]) -> Vec<ArgSpec> {
         .map(|a| match a {
             Arg::Tensor(t) => ArgSpec::Tensor {
                 dtype: tfn_ir::DType::F64,
-                dims: t.shape().iter().map(|&d| if d == 1 { DimSpec::One } else { DimSpec::Dyn }).collect(),
+                dims: t
+                    .shape()
+                    .iter()
+                    .map(|&d| if d == 1 { DimSpec::One } else { DimSpec::Dyn })
+                    .collect(),
             },
             Arg::Attr(a) => ArgSpec::Attr(a.clone()),
         })
@@ -77,8 +81,9 @@ pub fn f64s(t: &Tensor) -> ArrayD<f64> {
 
 pub fn run(graph: &Graph, inputs: &[ArrayD<f64>]) -> Vec<ArrayD<f64>> {
     let ts: Vec<Tensor> = inputs.iter().map(|a| Tensor::F64(a.clone())).collect();
-    let out = tfn_ir::run(graph, &ts)
-        .unwrap_or_else(|e| panic!("running `{}` failed: {e}\n{}", graph.name, tfn_ir::print_graph(graph)));
+    let out = tfn_ir::run(graph, &ts).unwrap_or_else(|e| {
+        panic!("running `{}` failed: {e}\n{}", graph.name, tfn_ir::print_graph(graph))
+    });
     out.iter().map(f64s).collect()
 }
 
@@ -106,10 +111,12 @@ pub fn fd_error(graph: &Graph, v: &Vjp, inputs: &[ArrayD<f64>], seed: u64) -> (f
             plus[p][&idx] += h;
             let mut minus = inputs.to_vec();
             minus[p][&idx] -= h;
-            let numeric = (objective(graph, &plus, &cots) - objective(graph, &minus, &cots)) / (2.0 * h);
+            let numeric =
+                (objective(graph, &plus, &cots) - objective(graph, &minus, &cots)) / (2.0 * h);
             let err = (analytic - numeric).abs() / numeric.abs().max(1.0);
             if err > worst.0 || err.is_nan() {
-                worst = (err, format!("param {p} at {idx:?}: analytic {analytic}, numeric {numeric}"));
+                worst =
+                    (err, format!("param {p} at {idx:?}: analytic {analytic}, numeric {numeric}"));
             }
         }
     }
@@ -129,7 +136,11 @@ pub fn check(lib: &Library, name: &str, args: &[Arg], tol: f64, seed: u64) {
         })
         .collect();
     let (err, at) = fd_error(&instance.graph, &v, &inputs, seed);
-    assert!(err <= tol, "`{name}`: gradient error {err:e} > {tol:e} at {at}\n{}", tfn_ir::print_graph(&v.graph));
+    assert!(
+        err <= tol,
+        "`{name}`: gradient error {err:e} > {tol:e} at {at}\n{}",
+        tfn_ir::print_graph(&v.graph)
+    );
 }
 
 /// The VJP of a VJP graph (second order), differentiated with respect to the forward inputs.

@@ -28,7 +28,8 @@ pub fn random_inputs(graph: &Graph, sym_size: u64, rng: &mut SplitMix) -> Vec<Te
         .params
         .iter()
         .map(|p| {
-            let dims = p.ty.shape.0.iter().map(|d| Dim::Const(d.as_const().unwrap_or(sym_size))).collect();
+            let dims =
+                p.ty.shape.0.iter().map(|d| Dim::Const(d.as_const().unwrap_or(sym_size))).collect();
             random_tensor(&TensorType { dtype: p.ty.dtype, shape: tfn_ir::Shape(dims) }, rng)
         })
         .collect()

@@ -69,7 +69,10 @@ pub fn random_graph(seed: u64, ops: usize, outputs: usize, dtype: DType) -> Grap
     let params: Vec<GraphParam> = shapes
         .iter()
         .enumerate()
-        .map(|(i, dims)| GraphParam { name: format!("p{i}"), ty: TensorType { dtype, shape: Shape(dims.clone()) } })
+        .map(|(i, dims)| GraphParam {
+            name: format!("p{i}"),
+            ty: TensorType { dtype, shape: Shape(dims.clone()) },
+        })
         .collect();
     for (i, dims) in shapes.iter().enumerate() {
         let index = b.leaf(TfnNode::Int(i as i64));
@@ -115,7 +118,11 @@ pub fn random_graph(seed: u64, ops: usize, outputs: usize, dtype: DType) -> Grap
                 };
                 let Some(c) = b.add(TfnNode::Const([dtn, v])) else { continue };
                 let op = binary[rng.below(binary.len() as u64) as usize];
-                if rng.below(2) == 0 { TfnNode::Binary(op, [x, c]) } else { TfnNode::Binary(op, [c, x]) }
+                if rng.below(2) == 0 {
+                    TfnNode::Binary(op, [x, c])
+                } else {
+                    TfnNode::Binary(op, [c, x])
+                }
             }
             10 => {
                 let Some(rank) = b.ty(x).map(|t| t.shape.rank()) else { continue };
@@ -123,7 +130,8 @@ pub fn random_graph(seed: u64, ops: usize, outputs: usize, dtype: DType) -> Grap
                     continue;
                 }
                 let axis = rng.below(rank as u64) as i64;
-                let op = [R::Sum, R::Max, R::Min, R::Mean][rng.below(if float { 4 } else { 3 }) as usize];
+                let op = [R::Sum, R::Max, R::Min, R::Mean]
+                    [rng.below(if float { 4 } else { 3 }) as usize];
                 let axes_leaf = b.leaf(TfnNode::Int(axis));
                 let axes = b.leaf(TfnNode::List(vec![axes_leaf]));
                 let keep = b.leaf(TfnNode::Bool(rng.below(2) == 0));

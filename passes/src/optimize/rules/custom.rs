@@ -50,7 +50,8 @@ impl CustomApplier {
                 Some(add_constant(egraph, &class_ty, scalar))
             }
             Custom::ComposePerms => {
-                let (x, p, q) = (*subst.get(v("?x"))?, ints(egraph, subst, "?p")?, ints(egraph, subst, "?q")?);
+                let (x, p, q) =
+                    (*subst.get(v("?x"))?, ints(egraph, subst, "?p")?, ints(egraph, subst, "?q")?);
                 let composed: Vec<i64> =
                     q.iter().map(|&i| p.get(i as usize).copied()).collect::<Option<_>>()?;
                 if composed.iter().enumerate().all(|(i, &a)| a == i as i64) {
@@ -106,14 +107,19 @@ impl CustomApplier {
         if !(x_ty.shape.rank() == 0 || same_rank) {
             return None;
         }
-        if same_rank && !axes.iter().all(|&a| x_ty.shape.0.get(a as usize) == Some(&Dim::Const(1))) {
+        if same_rank && !axes.iter().all(|&a| x_ty.shape.0.get(a as usize) == Some(&Dim::Const(1)))
+        {
             return None;
         }
         let count = reduced_count(&target, &axes)?;
         let scaled = match self.reduce? {
             ReduceOp::Sum => {
                 let n = scalar_of_dtype(Scalar::Int(i64::try_from(count).ok()?), x_ty.dtype)?;
-                let n = add_constant(egraph, &TensorType { dtype: x_ty.dtype, shape: Shape::scalar() }, n);
+                let n = add_constant(
+                    egraph,
+                    &TensorType { dtype: x_ty.dtype, shape: Shape::scalar() },
+                    n,
+                );
                 egraph.add(TfnNode::Binary(BinaryOp::Mul, [x, n]))
             }
             ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min => x,

@@ -163,7 +163,8 @@ mod tests {
         for def in builtin_defs() {
             compile(def).unwrap_or_else(|e| panic!("{e}"));
             assert!(names.insert(def.name), "duplicate rule name `{}`", def.name);
-            let kebab = def.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            let kebab =
+                def.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
             assert!(kebab, "`{}` is not kebab-case", def.name);
             assert!(!def.probes.is_empty(), "rule `{}` has no probe", def.name);
         }

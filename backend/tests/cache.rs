@@ -1,0 +1,93 @@
+//! The kernel cache: hits on a repeated signature, no recompile for a new size, recompiles for
+//! a new dtype or rank; and results through the cache match the interpreter.
+
+mod common;
+
+use common::{compare, random_tensor, views, Rng, TOL};
+use tfn_backend::{CompileOptions, KernelCache, Signature};
+use tfn_ir::{BinaryOp, DType, Dim, Graph, GraphParam, Op, Scalar, Shape, SymDef, Tensor, TensorType, UnaryOp};
+
+/// `relu(x) * 2` for a tensor of `dtype` and `rank` (every axis its own input symbol).
+fn relu_graph(dtype: DType, rank: usize) -> Graph {
+    let shape = Shape((0..rank as u32).map(|i| Dim::Sym(tfn_ir::Sym(i))).collect());
+    let ty = TensorType { dtype, shape: shape.clone() };
+    let scalar = TensorType { dtype, shape: Shape::scalar() };
+    let mut g = Graph {
+        name: "relu2".into(),
+        params: vec![GraphParam { name: "x".into(), ty: ty.clone() }],
+        syms: (0..rank as u32).map(|a| SymDef::Input { sources: vec![(0, a)] }).collect(),
+        ..Graph::default()
+    };
+    let x = g.push(Op::Param(0), vec![], ty.clone(), Default::default());
+    let zero = g.push(Op::Const(Scalar::Float(0.0)), vec![], scalar.clone(), Default::default());
+    let two = g.push(Op::Const(Scalar::Float(2.0)), vec![], scalar, Default::default());
+    let r = g.push(Op::Binary(BinaryOp::Maximum), vec![x, zero], ty.clone(), Default::default());
+    let n = g.push(Op::Unary(UnaryOp::Abs), vec![r], ty.clone(), Default::default());
+    let y = g.push(Op::Binary(BinaryOp::Mul), vec![n, two], ty, Default::default());
+    g.outputs = vec![y];
+    g
+}
+
+fn call(cache: &KernelCache, rng: &mut Rng, dtype: DType, shape: &[usize]) {
+    let x = random_tensor(rng, dtype, shape, (-2.0, 2.0));
+    let inputs = vec![x];
+    let sig = Signature::new("relu2", vec![], &views(&inputs));
+    let f = cache
+        .get_or_compile(&sig, || Ok::<_, String>(relu_graph(dtype, shape.len())))
+        .expect("compiles");
+    let got = f.run(&views(&inputs)).expect("runs");
+    let want = tfn_ir::interp::run(f.graph(), &inputs).expect("interprets");
+    compare(&got[0], &want[0], TOL).expect("matches");
+}
+
+#[test]
+fn cache_hits_on_new_sizes_and_misses_on_new_dtype_or_rank() {
+    let cache = KernelCache::new(CompileOptions { threads: 1 }).expect("jit");
+    let mut rng = Rng(7);
+    call(&cache, &mut rng, DType::F32, &[4, 5]);
+    assert_eq!((cache.stats().compiles, cache.stats().hits), (1, 0));
+    call(&cache, &mut rng, DType::F32, &[4, 5]);
+    call(&cache, &mut rng, DType::F32, &[100, 3]);
+    assert_eq!((cache.stats().compiles, cache.stats().hits), (1, 2), "a new size must not recompile");
+    call(&cache, &mut rng, DType::F64, &[4, 5]);
+    assert_eq!(cache.stats().compiles, 2, "a new dtype recompiles");
+    call(&cache, &mut rng, DType::F32, &[4, 5, 6]);
+    assert_eq!(cache.stats().compiles, 3, "a new rank recompiles");
+    call(&cache, &mut rng, DType::F32, &[1, 5]);
+    assert_eq!(cache.stats().compiles, 4, "a newly broadcast axis recompiles");
+    assert_eq!(cache.len(), 4);
+    assert!(cache.stats().compile_time.as_nanos() > 0);
+}
+
+#[test]
+fn cache_is_shared_across_threads() {
+    let cache = KernelCache::new(CompileOptions { threads: 1 }).expect("jit");
+    std::thread::scope(|s| {
+        for seed in 1..=4u64 {
+            let cache = &cache;
+            s.spawn(move || {
+                let mut rng = Rng(seed);
+                for n in [3usize, 8, 33] {
+                    call(cache, &mut rng, DType::F32, &[n]);
+                }
+            });
+        }
+    });
+    let stats = cache.stats();
+    assert_eq!(stats.compiles + stats.hits, 12);
+    assert_eq!(cache.len(), 1);
+}
+
+#[test]
+fn wrong_inputs_are_errors_not_panics() {
+    let cache = KernelCache::new(CompileOptions { threads: 1 }).expect("jit");
+    let x = Tensor::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[2, 3])));
+    let inputs = vec![x];
+    let sig = Signature::new("relu2", vec![], &views(&inputs));
+    let f = cache.get_or_compile(&sig, || Ok::<_, String>(relu_graph(DType::F32, 2))).expect("compiles");
+    let wrong_dtype = vec![Tensor::F64(ndarray::ArrayD::zeros(ndarray::IxDyn(&[2, 3])))];
+    assert!(f.run(&views(&wrong_dtype)).is_err());
+    let wrong_rank = vec![Tensor::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[6])))];
+    assert!(f.run(&views(&wrong_rank)).is_err());
+    assert!(f.run(&[]).is_err());
+}
