@@ -83,6 +83,12 @@ fn softplus_sq(Tensor x) -> Tensor {
 fn mixed(Tensor x, Tensor y) -> Tensor {
     return sum(exp(x) * matmul(x, y), dims=[1])
 }
+fn join(Tensor x, Tensor y) -> Tensor {
+    return concat([x, y], dim=0)
+}
+fn positions(Tensor x) -> Tensor {
+    return cast(argmax(x), f64) + x * 0.0
+}
 "#;
 
 fn tensors(rng: &mut Rng, shapes: &[&[usize]]) -> Vec<Arg> {
@@ -183,4 +189,20 @@ fn second_derivative_of_cube_is_6x() {
     assert_eq!(second.differentiated, vec![0, 1]);
     let want = x.mapv(|x| 6.0 * x);
     assert!((&out[0] - &want).iter().all(|e| e.abs() < 1e-12), "{:?}", out[0]);
+}
+
+/// What cannot be differentiated is an error naming the op, never a wrong gradient; integer
+/// paths simply carry no gradient.
+#[test]
+fn unsupported_gradients_are_errors() {
+    let lib = library(SOURCE);
+    let mut rng = Rng::new(9);
+    let args = tensors(&mut rng, &[&[2, 3], &[4, 3]]);
+    let instance = tfn_ir::instantiate(&lib, "join", &spec(&args), &[]).expect("lowers");
+    let err = vjp(&lib, &instance).expect_err("concat of two symbolic sizes");
+    assert!(err.to_string().contains("`concat` is not differentiable"), "{err}");
+    assert_eq!(err.diagnostics()[0].code, "E0801");
+
+    let args = tensors(&mut rng, &[&[3, 3]]);
+    check(&lib, "positions", &args, 1e-9, 1);
 }

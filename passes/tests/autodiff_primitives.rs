@@ -64,7 +64,9 @@ fn s_slice(Tensor x) -> Tensor {
 "#;
 
 /// (function, tensor shapes, input range, tolerance)
-const CASES: &[(&str, &[&[usize]], (f64, f64), f64)] = &[
+type Case = (&'static str, &'static [&'static [usize]], (f64, f64), f64);
+
+const CASES: &[Case] = &[
     ("u_neg", &[&[3, 4]], (-2.0, 2.0), 1e-6),
     ("u_abs", &[&[3, 4]], (-2.0, 2.0), 1e-6),
     ("u_sign", &[&[3, 4]], (-2.0, 2.0), 1e-6),
