@@ -14,6 +14,7 @@
 
 pub mod cli;
 mod error;
+pub mod gradcheck;
 pub mod npy;
 pub mod pipeline;
 mod session;

@@ -7,7 +7,7 @@
 //! signature, so a new batch size is a cache hit.
 
 use crate::error::{DiagKind, Error};
-use crate::signature::{CallKey, Prepared};
+use crate::signature::{CallKey, CallKind, Prepared};
 use crate::value::{OutputMut, TensorValue, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +17,7 @@ use tfn_frontend::{FsLoader, SourceLoader};
 use tfn_ir::interp::ExternKernels;
 use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
 use tfn_ir::{Attr, DType, Library, Tensor};
+use tfn_passes::optimize::RuleSet;
 
 /// Which executor runs the compiled functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -92,6 +93,8 @@ impl ExternKernels for ExternTable {
 /// `Session` is `Send + Sync`; concurrent calls share the cache.
 pub struct Session {
     library: RwLock<Arc<Library>>,
+    /// The optimiser's rules: built-in plus the library's checked `rewrite` rules.
+    rules: RwLock<Arc<RuleSet>>,
     externs: Arc<ExternTable>,
     options: SessionOptions,
     cache: RwLock<HashMap<CallKey, Arc<Prepared>>>,
@@ -124,6 +127,7 @@ impl Session {
         });
         Session {
             library: RwLock::new(Arc::new(library)),
+            rules: RwLock::new(Arc::new(RuleSet::builtin())),
             externs: Arc::new(ExternTable::default()),
             options,
             cache: RwLock::new(HashMap::new()),
@@ -168,6 +172,14 @@ impl Session {
         let mut next = (**guard).clone();
         match tfn_frontend::load_source(&mut next, name, source, loader) {
             Ok(warnings) => {
+                // User rewrite rules are checked for soundness before anything is loaded.
+                if next.rewrites.len() != guard.rewrites.len() {
+                    let rules = RuleSet::with_user(&next)
+                        .map_err(|d| Error::from_diagnostics(DiagKind::Load, d, &next.sources))?;
+                    if let Ok(mut r) = self.rules.write() {
+                        *r = Arc::new(rules);
+                    }
+                }
                 *guard = Arc::new(next);
                 // Definitions only ever get added, but a cached instance may have resolved a
                 // call that a new overload would now win: start afresh.
@@ -211,8 +223,8 @@ impl Session {
         args: &[Value],
         kwargs: &[(&str, Value)],
     ) -> Result<Vec<Value<'static>>, Error> {
-        let prepared = self.prepare(name, args, kwargs)?;
-        let inputs = gather_inputs(&prepared, args, kwargs)?;
+        let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
+        let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
         let outputs = prepared.run(&inputs, &*self.externs)?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
@@ -230,14 +242,54 @@ impl Session {
         kwargs: &[(&str, Value)],
         outputs: &mut [OutputMut],
     ) -> Result<(), Error> {
-        let prepared = self.prepare(name, args, kwargs)?;
-        let inputs = gather_inputs(&prepared, args, kwargs)?;
+        let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
+        let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
         prepared.run_into(&inputs, outputs, &*self.externs)
     }
 
+    /// The vector-Jacobian product of a function: the gradients of `<results, cotangents>`
+    /// with respect to each differentiable (float) tensor argument, in parameter order.
+    /// There is one cotangent per result, of the result's dtype and shape.
+    pub fn vjp(&self, name: &str, args: &[Value], cotangents: &[Value]) -> Result<Vec<Value<'static>>, Error> {
+        self.vjp_kw(name, args, &[], cotangents)
+    }
+
+    pub fn vjp_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        cotangents: &[Value],
+    ) -> Result<Vec<Value<'static>>, Error> {
+        let prepared = self.prepare(CallKind::Vjp, name, args, kwargs)?;
+        let cts = cotangents
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.as_tensor().ok_or_else(|| Error::Shape(format!("cotangent {i} must be a tensor, got {}", c.describe())))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let expected = prepared.graph.params.len() - prepared.params.len();
+        if cts.len() != expected {
+            return Err(Error::Shape(format!(
+                "`{name}` has {expected} result(s), so the vjp needs {expected} cotangent(s), got {}",
+                cts.len()
+            )));
+        }
+        let inputs = gather_inputs(&prepared, args, kwargs, &cts)?;
+        let outputs = prepared.run(&inputs, &*self.externs)?;
+        Ok(outputs.into_iter().map(Value::from).collect())
+    }
+
     /// Instantiates (or finds in the cache) the function for these arguments' signature.
-    fn prepare(&self, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> Result<Arc<Prepared>, Error> {
-        let key = CallKey::new(name, args, kwargs);
+    fn prepare(
+        &self,
+        kind: CallKind,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Result<Arc<Prepared>, Error> {
+        let key = CallKey::new(kind, name, args, kwargs);
         if let Some(p) = self.cache.read().ok().and_then(|c| c.get(&key).cloned()) {
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(p);
@@ -253,7 +305,19 @@ impl Session {
             kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
         let instance = tfn_ir::lower::instantiate(&library, name, &positional, &keywords)
             .map_err(|e| Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources))?;
-        let prepared = Arc::new(Prepared::compile(instance, &self.options, &key)?);
+        let rules = self.rules.read().map_or_else(|p| p.into_inner().clone(), |r| r.clone());
+        let prepared = match kind {
+            CallKind::Call => {
+                Prepared::compile(instance.graph, instance.params, &rules, &self.options, &key)?
+            }
+            CallKind::Vjp => {
+                let v = tfn_passes::autodiff::vjp(&library, &instance).map_err(|e| {
+                    Error::from_diagnostics(DiagKind::Call, e.diagnostics(), &library.sources)
+                })?;
+                Prepared::compile(v.graph, instance.params, &rules, &self.options, &key)?
+            }
+        };
+        let prepared = Arc::new(prepared);
         self.compiles.fetch_add(1, Ordering::Relaxed);
         self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if let Ok(mut cache) = self.cache.write() {
@@ -275,42 +339,42 @@ fn arg_spec(v: &Value) -> ArgSpec {
     }
 }
 
-/// The tensors feeding the graph's parameters, in parameter order.
-fn gather_inputs<'v>(
+/// The tensors feeding the graph's parameters, in parameter order, then the cotangents.
+fn gather_inputs<'a>(
     prepared: &Prepared,
-    args: &'v [Value<'v>],
-    kwargs: &'v [(&str, Value<'v>)],
-) -> Result<Vec<&'v TensorValue<'v>>, Error> {
-    fn find<'v>(
-        src: &ParamSource,
-        args: &'v [Value<'v>],
-        kwargs: &'v [(&str, Value<'v>)],
-    ) -> Option<&'v TensorValue<'v>> {
+    args: &'a [Value],
+    kwargs: &'a [(&str, Value)],
+    cotangents: &[&'a TensorValue],
+) -> Result<Vec<TensorValue<'a>>, Error> {
+    fn find<'a>(src: &ParamSource, args: &'a [Value], kwargs: &'a [(&str, Value)]) -> Option<TensorValue<'a>> {
         match src {
-            ParamSource::Positional(i) => args.get(*i)?.as_tensor(),
-            ParamSource::Keyword(k) => kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor(),
+            ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
+            ParamSource::Keyword(k) => kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view),
             ParamSource::ListItem { arg, index } => {
-                let list = match &**arg {
-                    ParamSource::Positional(i) => args.get(*i)?,
-                    ParamSource::Keyword(k) => &kwargs.iter().find(|(n, _)| n == k)?.1,
-                    ParamSource::ListItem { .. } => return None,
-                };
-                match list {
-                    Value::TensorList(ts) => ts.get(*index),
-                    _ => None,
+                match &**arg {
+                    ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
+                    ParamSource::Keyword(k) => list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index),
+                    ParamSource::ListItem { .. } => None,
                 }
             }
         }
     }
-    prepared
-        .instance
+    fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
+        match list {
+            Value::TensorList(ts) => ts.get(index).map(TensorValue::view),
+            _ => None,
+        }
+    }
+    let mut inputs = prepared
         .params
         .iter()
         .map(|src| {
             find(src, args, kwargs)
                 .ok_or_else(|| Error::Internal(format!("graph parameter source {src:?} is not a tensor argument")))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    inputs.extend(cotangents.iter().map(|t| t.view()));
+    Ok(inputs)
 }
 
 #[cfg(test)]

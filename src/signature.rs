@@ -5,8 +5,10 @@ use crate::error::Error;
 use crate::session::{Backend, SessionOptions};
 use crate::value::{OutputMut, TensorValue, Value};
 use tfn_ir::interp::ExternKernels;
-use tfn_ir::lower::Instance;
-use tfn_ir::{Attr, DType, Library, Tensor};
+use crate::pipeline::optimize_with;
+use tfn_ir::lower::ParamSource;
+use tfn_ir::{Attr, DType, Graph, Library, Tensor};
+use tfn_passes::optimize::RuleSet;
 
 /// What a compiled function is specialised on, per argument: dtype, rank, which axes have
 /// size 1, contiguity — or the attribute value. Never the sizes.
@@ -41,17 +43,28 @@ impl ArgKey {
     }
 }
 
+/// What a cached entry computes for its function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum CallKind {
+    /// The function's results.
+    Call,
+    /// The vector-Jacobian product: gradients of `<results, cotangents>`.
+    Vjp,
+}
+
 /// The cache key of a call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct CallKey {
+    kind: CallKind,
     name: String,
     positional: Vec<ArgKey>,
     keywords: Vec<(String, ArgKey)>,
 }
 
 impl CallKey {
-    pub(crate) fn new(name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> CallKey {
+    pub(crate) fn new(kind: CallKind, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> CallKey {
         CallKey {
+            kind,
             name: name.to_string(),
             positional: args.iter().map(ArgKey::of).collect(),
             keywords: kwargs.iter().map(|(k, v)| (k.to_string(), ArgKey::of(v))).collect(),
@@ -61,7 +74,8 @@ impl CallKey {
 
 impl std::fmt::Display for CallKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}(", self.name)?;
+        let prefix = if self.kind == CallKind::Vjp { "vjp " } else { "" };
+        write!(f, "{prefix}{}(", self.name)?;
         let show = |k: &ArgKey| -> String {
             match k {
                 ArgKey::Tensor { dtype, rank, ones, contiguous } => {
@@ -80,33 +94,50 @@ impl std::fmt::Display for CallKey {
     }
 }
 
-/// One function instantiated for one signature, ready to run.
+/// One function instantiated for one signature, optimised and compiled, ready to run.
 pub(crate) struct Prepared {
-    pub(crate) instance: Instance,
+    /// The graph that runs (after optimisation).
+    pub(crate) graph: Graph,
+    /// Where each graph parameter comes from in the call, for the first `params.len()`
+    /// parameters; any further parameters are the cotangents of a vjp, in order.
+    pub(crate) params: Vec<ParamSource>,
     backend: Backend,
 }
 
 impl Prepared {
-    pub(crate) fn compile(instance: Instance, options: &SessionOptions, key: &CallKey) -> Result<Prepared, Error> {
+    /// Optimises and compiles `graph` for `options.backend`.
+    pub(crate) fn compile(
+        graph: Graph,
+        params: Vec<ParamSource>,
+        rules: &RuleSet,
+        options: &SessionOptions,
+        key: &CallKey,
+    ) -> Result<Prepared, Error> {
         if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
             eprintln!("tfn: compiling {key}");
         }
-        Ok(Prepared { instance, backend: options.backend })
+        let graph = if options.optimize {
+            // The optimiser maps a verified graph to a verified graph; if it ever fails, the
+            // unoptimised graph is still correct, so that is what runs.
+            optimize_with(rules, &graph).map(|(g, _)| g).unwrap_or(graph)
+        } else {
+            graph
+        };
+        Ok(Prepared { graph, params, backend: options.backend })
     }
 
-    pub(crate) fn run(&self, inputs: &[&TensorValue], externs: &dyn ExternKernels) -> Result<Vec<Tensor>, Error> {
+    pub(crate) fn run(&self, inputs: &[TensorValue], externs: &dyn ExternKernels) -> Result<Vec<Tensor>, Error> {
         match self.backend {
             Backend::Interp | Backend::Jit => {
                 let owned: Vec<Tensor> = inputs.iter().map(|t| t.to_tensor()).collect();
-                tfn_ir::interp::run_with_externs(&self.instance.graph, &owned, externs)
-                    .map_err(interp_error)
+                tfn_ir::interp::run_with_externs(&self.graph, &owned, externs).map_err(interp_error)
             }
         }
     }
 
     pub(crate) fn run_into(
         &self,
-        inputs: &[&TensorValue],
+        inputs: &[TensorValue],
         outputs: &mut [OutputMut],
         externs: &dyn ExternKernels,
     ) -> Result<(), Error> {

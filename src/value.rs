@@ -100,9 +100,9 @@ pub enum Value<'a> {
     Attr(Attr),
 }
 
-impl Value<'_> {
+impl<'v> Value<'v> {
     /// The tensor, if this is one.
-    pub fn as_tensor(&self) -> Option<&TensorValue<'_>> {
+    pub fn as_tensor(&self) -> Option<&TensorValue<'v>> {
         match self {
             Value::Tensor(t) => Some(t),
             _ => None,

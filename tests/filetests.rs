@@ -37,7 +37,9 @@ struct Case {
 impl Case {
     fn has_directive(&self, directive: &str) -> bool {
         self.text.lines().any(|l| {
-            l.trim().strip_prefix("// tfn-test:").is_some_and(|d| d.split_whitespace().any(|w| w == directive))
+            l.trim()
+                .strip_prefix("// tfn-test:")
+                .is_some_and(|d| d.split_whitespace().any(|w| w == directive))
         })
     }
 
@@ -57,10 +59,21 @@ impl Case {
     }
 }
 
+/// `tests/cases` of the workspace (this harness also runs from `frontend/tests`).
+fn cases_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let here = manifest.join("tests/cases");
+    if here.is_dir() {
+        here
+    } else {
+        manifest.join("../tests/cases")
+    }
+}
+
 /// Runs `run` on every case of `stage`, comparing with (or, with `BLESS=1`, writing) the
 /// `.{ext}` file beside each case. Panics at the end listing every failure.
 fn run_stage(stage: &str, ext: &str, run: fn(&Case) -> String) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases").join(stage);
+    let dir = cases_dir().join(stage);
     let bless = std::env::var_os("BLESS").is_some_and(|v| v != "0");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
@@ -82,7 +95,10 @@ fn run_stage(stage: &str, ext: &str, run: fn(&Case) -> String) {
         }
         let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
         if expected != actual {
-            failures.push(format!("--- {stage}/{name} (expected {ext} vs actual)\n{}", diff(&expected, &actual)));
+            failures.push(format!(
+                "--- {stage}/{name} (expected {ext} vs actual)\n{}",
+                diff(&expected, &actual)
+            ));
         }
     }
     if !failures.is_empty() {
@@ -103,7 +119,8 @@ fn diff(expected: &str, actual: &str) -> String {
     let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+            lcs[i][j] =
+                if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
         }
     }
     let (mut i, mut j, mut out) = (0, 0, String::new());

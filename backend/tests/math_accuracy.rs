@@ -141,8 +141,11 @@ fn ordered64(v: f64) -> i128 {
     }
 }
 
-/// ULP error of `got` against `want`, `None` when their NaN/infinity classes differ.
+/// ULP error of `got` against `want`, `None` when their NaN/infinity/signed-zero classes differ.
 fn ulp32(got: f32, want: f32) -> Option<u64> {
+    if want == 0.0 && got == 0.0 {
+        return (want.is_sign_negative() == got.is_sign_negative()).then_some(0);
+    }
     if want.is_nan() || got.is_nan() || want.is_infinite() || got.is_infinite() {
         let same = (want.is_nan() && got.is_nan()) || want == got;
         return same.then_some(0);
@@ -151,6 +154,9 @@ fn ulp32(got: f32, want: f32) -> Option<u64> {
 }
 
 fn ulp64(got: f64, want: f64) -> Option<u64> {
+    if want == 0.0 && got == 0.0 {
+        return (want.is_sign_negative() == got.is_sign_negative()).then_some(0);
+    }
     if want.is_nan() || got.is_nan() || want.is_infinite() || got.is_infinite() {
         let same = (want.is_nan() && got.is_nan()) || want == got;
         return same.then_some(0);

@@ -142,9 +142,22 @@ pub struct Block {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
     /// `let x = e` (`tuple == false`, one name) or `let (a, b) = e`.
-    Let { names: Vec<Ident>, tuple: bool, value: Expr, span: Span },
-    If { cond: Expr, then_block: Block, else_block: Option<Block>, span: Span },
-    Return { value: Expr, span: Span },
+    Let {
+        names: Vec<Ident>,
+        tuple: bool,
+        value: Expr,
+        span: Span,
+    },
+    If {
+        cond: Expr,
+        then_block: Block,
+        else_block: Option<Block>,
+        span: Span,
+    },
+    Return {
+        value: Expr,
+        span: Span,
+    },
 }
 
 impl Stmt {
@@ -244,9 +257,17 @@ pub enum ExprKind {
     /// `(a, b)`: only valid as a returned value.
     Tuple(Vec<Expr>),
     Call(Call),
-    Binary { op: BinOp, op_span: Span, lhs: Box<Expr>, rhs: Box<Expr> },
+    Binary {
+        op: BinOp,
+        op_span: Span,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// Unary minus of a non-literal (a minus before a numeric literal is folded into it).
-    Neg { op_span: Span, operand: Box<Expr> },
+    Neg {
+        op_span: Span,
+        operand: Box<Expr>,
+    },
     /// `?x` (rewrite rules only).
     PatVar(String),
 }

@@ -67,9 +67,11 @@ pub fn block(b: &ast::Block) -> Block {
 
 fn stmt(s: &ast::Stmt) -> Stmt {
     match s {
-        ast::Stmt::Let { names, value, span, .. } => {
-            Stmt::Let { names: names.iter().map(binding).collect(), value: expr(value), span: *span }
-        }
+        ast::Stmt::Let { names, value, span, .. } => Stmt::Let {
+            names: names.iter().map(binding).collect(),
+            value: expr(value),
+            span: *span,
+        },
         ast::Stmt::If { cond, then_block, else_block, span } => Stmt::If {
             cond: expr(cond),
             then_block: block(then_block),

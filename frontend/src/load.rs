@@ -69,7 +69,14 @@ struct Batch {
 }
 
 impl Batch {
-    fn visit(&mut self, lib: &mut Library, name: &str, text: &str, loader: &dyn SourceLoader, depth: usize) {
+    fn visit(
+        &mut self,
+        lib: &mut Library,
+        name: &str,
+        text: &str,
+        loader: &dyn SourceLoader,
+        depth: usize,
+    ) {
         self.names.push(name.to_string());
         let id = lib.sources.add(name, text);
         let file = match parse_file(id, text) {
@@ -81,7 +88,8 @@ impl Batch {
         };
         for item in &file.items {
             let Item::Use(u) = item else { continue };
-            let loaded = std_source(&u.path).map(Ok).unwrap_or_else(|| loader.load(&u.path, Some(name)));
+            let loaded =
+                std_source(&u.path).map(Ok).unwrap_or_else(|| loader.load(&u.path, Some(name)));
             let (display, source) = match loaded {
                 Ok(found) => found,
                 Err(reason) => {
@@ -97,8 +105,11 @@ impl Batch {
             }
             if depth >= MAX_USE_DEPTH {
                 self.diags.push(
-                    Diagnostic::error("E0462", format!("`use` chain deeper than {MAX_USE_DEPTH} files"))
-                        .at(u.path_span, "too deep"),
+                    Diagnostic::error(
+                        "E0462",
+                        format!("`use` chain deeper than {MAX_USE_DEPTH} files"),
+                    )
+                    .at(u.path_span, "too deep"),
                 );
                 continue;
             }
@@ -110,8 +121,12 @@ impl Batch {
 
 /// Whether a successful earlier load already brought this file in.
 fn already_loaded(lib: &Library, name: &str, text: &str) -> bool {
-    let ids: Vec<FileId> =
-        lib.sources.files().filter(|(_, f)| f.name == name && f.text == text).map(|(id, _)| id).collect();
+    let ids: Vec<FileId> = lib
+        .sources
+        .files()
+        .filter(|(_, f)| f.name == name && f.text == text)
+        .map(|(id, _)| id)
+        .collect();
     let defines = |file: FileId| {
         lib.functions.values().flatten().any(|f| f.span.file == file)
             || lib.grads.iter().any(|g| g.span.file == file)

@@ -22,8 +22,9 @@ pub(crate) struct TfnParser;
 
 /// Parses one file. On error, every syntax or literal error found.
 pub fn parse_file(file: FileId, text: &str) -> Result<File, Vec<Diagnostic>> {
-    let prepared = prepare(file, text).map_err(|d| vec![d])?;
-    let pairs = TfnParser::parse(Rule::file, &prepared).map_err(|e| vec![syntax_error(file, text, e)])?;
+    let prepared = prepare(file, text).map_err(|d| vec![*d])?;
+    let pairs =
+        TfnParser::parse(Rule::file, &prepared).map_err(|e| vec![syntax_error(file, text, e)])?;
     let builder = Builder { file, errors: RefCell::new(Vec::new()), pratt: pratt() };
     let mut items = Vec::new();
     for pair in pairs.flat_map(|file| file.into_inner()).filter(|p| is_item(p.as_rule())) {
@@ -38,7 +39,10 @@ pub fn parse_file(file: FileId, text: &str) -> Result<File, Vec<Diagnostic>> {
 }
 
 fn is_item(rule: Rule) -> bool {
-    matches!(rule, Rule::use_item | Rule::op_item | Rule::fn_item | Rule::grad_item | Rule::rewrite_item)
+    matches!(
+        rule,
+        Rule::use_item | Rule::op_item | Rule::fn_item | Rule::grad_item | Rule::rewrite_item
+    )
 }
 
 fn pratt() -> PrattParser<Rule> {
@@ -124,7 +128,10 @@ impl Builder {
                 let (path, path_span) = match lit {
                     Some(p) => {
                         let s = p.as_str();
-                        (s.get(1..s.len().saturating_sub(1)).unwrap_or("").to_string(), self.span(&p))
+                        (
+                            s.get(1..s.len().saturating_sub(1)).unwrap_or("").to_string(),
+                            self.span(&p),
+                        )
                     }
                     None => (String::new(), span),
                 };
@@ -160,7 +167,8 @@ impl Builder {
                                 .collect();
                         }
                         Rule::grad_body => {
-                            for f in children(p).into_iter().filter(|p| p.as_rule() == Rule::formula)
+                            for f in
+                                children(p).into_iter().filter(|p| p.as_rule() == Rule::formula)
                             {
                                 let mut parts = children(f).into_iter();
                                 if let (Some(n), Some(e)) = (parts.next(), parts.next()) {
@@ -251,7 +259,8 @@ impl Builder {
     fn fn_name(&self, pair: Pair<'_, Rule>) -> FnName {
         let span = self.span(&pair);
         let mut parts = children(pair).into_iter();
-        let base = parts.next().map(|p| self.ident(&p)).unwrap_or(Ident { name: String::new(), span });
+        let base =
+            parts.next().map(|p| self.ident(&p)).unwrap_or(Ident { name: String::new(), span });
         let overload = parts.next().map(|p| self.ident(&p));
         FnName { base, overload, span }
     }
@@ -276,7 +285,11 @@ impl Builder {
                                 })
                                 .collect()
                         });
-                        sig.type_params.push(TypeParam { name: self.ident(&name), allowed, span: tspan });
+                        sig.type_params.push(TypeParam {
+                            name: self.ident(&name),
+                            allowed,
+                            span: tspan,
+                        });
                     }
                 }
                 Rule::params => {
@@ -399,7 +412,8 @@ impl Builder {
                         Rule::if_stmt => {
                             let nested = self.stmt(p);
                             let nspan = nested.span();
-                            else_block = Some(Block { stmts: vec![nested], close: nspan, span: nspan });
+                            else_block =
+                                Some(Block { stmts: vec![nested], close: nspan, span: nspan });
                         }
                         _ => {}
                     }
@@ -410,7 +424,10 @@ impl Builder {
             }
             _ => {
                 let value = parts.into_iter().find(|p| p.as_rule() == Rule::expr);
-                Stmt::Return { value: value.map(|p| self.expr(p)).unwrap_or_else(placeholder), span }
+                Stmt::Return {
+                    value: value.map(|p| self.expr(p)).unwrap_or_else(placeholder),
+                    span,
+                }
             }
         }
     }
@@ -448,7 +465,12 @@ impl Builder {
                 };
                 let span = lhs.span.to(rhs.span);
                 Expr {
-                    kind: ExprKind::Binary { op: bin, op_span, lhs: Box::new(lhs), rhs: Box::new(rhs) },
+                    kind: ExprKind::Binary {
+                        op: bin,
+                        op_span,
+                        lhs: Box::new(lhs),
+                        rhs: Box::new(rhs),
+                    },
                     span,
                 }
             })
@@ -458,17 +480,19 @@ impl Builder {
     fn primary(&self, pair: Pair<'_, Rule>) -> Expr {
         let span = self.span(&pair);
         let kind = match pair.as_rule() {
-            Rule::int => match pair.as_str().parse::<i64>() {
-                Ok(v) => ExprKind::Int(v),
-                Err(_) => {
-                    self.error(
+            Rule::int => {
+                match pair.as_str().parse::<i64>() {
+                    Ok(v) => ExprKind::Int(v),
+                    Err(_) => {
+                        self.error(
                         Diagnostic::error("E0002", "integer literal is too large")
                             .at(span, "does not fit in 64 bits")
                             .with_note("integers range from -9223372036854775807 to 9223372036854775807"),
                     );
-                    ExprKind::Int(0)
+                        ExprKind::Int(0)
+                    }
                 }
-            },
+            }
             Rule::float => match pair.as_str().parse::<f64>() {
                 Ok(v) if v.is_finite() => ExprKind::Float(v),
                 _ => {
@@ -487,7 +511,11 @@ impl Builder {
             Rule::name => ExprKind::Name(pair.as_str().to_string()),
             Rule::pat_var => ExprKind::PatVar(pair.as_str().trim_start_matches('?').to_string()),
             Rule::list => ExprKind::List(
-                children(pair).into_iter().filter(|p| p.as_rule() == Rule::expr).map(|p| self.expr(p)).collect(),
+                children(pair)
+                    .into_iter()
+                    .filter(|p| p.as_rule() == Rule::expr)
+                    .map(|p| self.expr(p))
+                    .collect(),
             ),
             Rule::paren => {
                 let inner = pair.into_inner();
@@ -515,10 +543,15 @@ impl Builder {
                                     Rule::kwarg => {
                                         let mut parts = children(a).into_iter();
                                         if let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-                                            args.push(Arg { keyword: Some(self.ident(&k)), value: self.expr(v) });
+                                            args.push(Arg {
+                                                keyword: Some(self.ident(&k)),
+                                                value: self.expr(v),
+                                            });
                                         }
                                     }
-                                    Rule::expr => args.push(Arg { keyword: None, value: self.expr(a) }),
+                                    Rule::expr => {
+                                        args.push(Arg { keyword: None, value: self.expr(a) })
+                                    }
                                     _ => {}
                                 }
                             }

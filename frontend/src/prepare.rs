@@ -18,7 +18,7 @@ pub const MAX_NESTING: usize = 64;
 pub const MAX_OPERATORS: usize = 512;
 
 /// The text to hand to the grammar, or the limit that was exceeded.
-pub fn prepare(file: FileId, text: &str) -> Result<String, Diagnostic> {
+pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
     let bytes = text.as_bytes();
     let mut out = bytes.to_vec();
     // Open brackets: `(`/`[` mask newlines, `{` does not.
@@ -37,9 +37,17 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Diagnostic> {
                 continue;
             }
             b'/' if next == Some(b'*') => {
+                let open = i;
                 i += 2;
                 while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
                     i += 1;
+                }
+                if i >= bytes.len() {
+                    return Err(Box::new(
+                        Diagnostic::error("E0001", "unterminated block comment")
+                            .at(Span::new(file, open, open + 2), "comment starts here")
+                            .with_help("close it with `*/`"),
+                    ));
                 }
                 i += 2;
                 continue;
@@ -53,7 +61,7 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Diagnostic> {
             b'(' | b'[' | b'{' => {
                 stack.push(c);
                 if stack.len() > MAX_NESTING {
-                    return Err(too_deep(file, i));
+                    return Err(Box::new(too_deep(file, i)));
                 }
                 if c == b'{' {
                     operators = 0;
@@ -82,7 +90,7 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Diagnostic> {
             b'+' | b'-' | b'*' | b'/' | b'<' | b'>' | b'=' | b'!' => {
                 operators += 1;
                 if operators > MAX_OPERATORS {
-                    return Err(too_complex(file, statement_start, i));
+                    return Err(Box::new(too_complex(file, statement_start, i)));
                 }
             }
             _ => {}
@@ -101,12 +109,9 @@ fn too_deep(file: FileId, at: usize) -> Diagnostic {
 }
 
 fn too_complex(file: FileId, start: usize, at: usize) -> Diagnostic {
-    Diagnostic::error(
-        "E0003",
-        format!("statement has more than {MAX_OPERATORS} operators"),
-    )
-    .at(Span::new(file, start.min(at), at + 1), "too complex")
-    .with_help("split the expression with `let` bindings")
+    Diagnostic::error("E0003", format!("statement has more than {MAX_OPERATORS} operators"))
+        .at(Span::new(file, start.min(at), at + 1), "too complex")
+        .with_help("split the expression with `let` bindings")
 }
 
 #[cfg(test)]

@@ -31,11 +31,8 @@ fn expected_message(positives: &[Rule]) -> String {
     for rule in positives {
         match describe(*rule) {
             Some(name) if name == EXPRESSION => expression = true,
-            Some(name) => {
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
+            Some(name) if !names.contains(&name) => names.push(name),
+            Some(_) => {}
             None => {}
         }
     }
@@ -109,7 +106,8 @@ fn offending_token(rest: &str) -> (usize, String) {
         return (1, "unexpected end of line".into());
     }
     let len = if first.is_ascii_alphanumeric() || first == '_' {
-        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(rest.len())
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(rest.len())
     } else {
         first.len_utf8()
     };

@@ -35,12 +35,76 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "(", ")", "[", "]", "{", "}", ",", ";", ":", "=", "==", "=>", "->", "<", ">", "<=", "-", "+",
-    "*", "**", "/", ".", "?x", "\n", " ", "\"", "//", "/*", "*/", "op", "extern", "fn", "let", "if",
-    "else", "return", "grad", "rewrite", "use", "shape", "dtype", "broadcast", "Tensor", "Tensor<T>",
-    "Tensor<f32>", "Int[]", "Scalar", "DType", "Bool", "x", "y", "result", "T", "f32", "i64",
-    "true", "0", "1", "-1", "0.5", "1e-5", "99999999999999999999", "exp", "add", "add.scalar",
-    "sum", "dims=", "keepdim=true", "\u{e9}", "\t",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ";",
+    ":",
+    "=",
+    "==",
+    "=>",
+    "->",
+    "<",
+    ">",
+    "<=",
+    "-",
+    "+",
+    "*",
+    "**",
+    "/",
+    ".",
+    "?x",
+    "\n",
+    " ",
+    "\"",
+    "//",
+    "/*",
+    "*/",
+    "op",
+    "extern",
+    "fn",
+    "let",
+    "if",
+    "else",
+    "return",
+    "grad",
+    "rewrite",
+    "use",
+    "shape",
+    "dtype",
+    "broadcast",
+    "Tensor",
+    "Tensor<T>",
+    "Tensor<f32>",
+    "Int[]",
+    "Scalar",
+    "DType",
+    "Bool",
+    "x",
+    "y",
+    "result",
+    "T",
+    "f32",
+    "i64",
+    "true",
+    "0",
+    "1",
+    "-1",
+    "0.5",
+    "1e-5",
+    "99999999999999999999",
+    "exp",
+    "add",
+    "add.scalar",
+    "sum",
+    "dims=",
+    "keepdim=true",
+    "\u{e9}",
+    "\t",
 ];
 
 fn corpus() -> Vec<String> {
@@ -88,7 +152,8 @@ fn mutate(rng: &mut Rng, src: &str) -> String {
             1 => s.insert_str(lo, rng.pick(TOKENS)),
             2 => {
                 // delete a short range
-                let end = b.iter().copied().filter(|&k| k >= lo).nth(1 + rng.below(8)).unwrap_or(s.len());
+                let end =
+                    b.iter().copied().filter(|&k| k >= lo).nth(1 + rng.below(8)).unwrap_or(s.len());
                 s.replace_range(lo..end, "");
             }
             3 => {
@@ -125,7 +190,11 @@ fn mutate(rng: &mut Rng, src: &str) -> String {
 
 fn soup(rng: &mut Rng) -> String {
     let n = rng.below(60);
-    (0..n).map(|_| rng.pick(TOKENS)).collect::<Vec<_>>().join(if rng.below(2) == 0 { " " } else { "" })
+    (0..n).map(|_| rng.pick(TOKENS)).collect::<Vec<_>>().join(if rng.below(2) == 0 {
+        " "
+    } else {
+        ""
+    })
 }
 
 /// Loads `src` (must not panic); if it loads, printing and reloading must reproduce the text.
@@ -140,7 +209,10 @@ fn check_one(base: &Library, src: &str) {
     let mut again = base.clone();
     let before = again.sources.files().count();
     let reloaded = load_source(&mut again, "printed.tfn", &printed, &MemLoader::new());
-    assert!(reloaded.is_ok(), "printed text does not load:\n--- source\n{src}\n--- printed\n{printed}");
+    assert!(
+        reloaded.is_ok(),
+        "printed text does not load:\n--- source\n{src}\n--- printed\n{printed}"
+    );
     let ids: Vec<_> = again.sources.files().skip(before).map(|(id, _)| id).collect();
     let reprinted = print_library(&again, Some(&ids));
     assert_eq!(printed, reprinted, "print/parse round trip differs for:\n{src}");
@@ -148,7 +220,8 @@ fn check_one(base: &Library, src: &str) {
 
 #[test]
 fn mutated_sources_never_panic() {
-    let cases: usize = std::env::var("TFN_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let cases: usize =
+        std::env::var("TFN_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let seed: u64 = std::env::var("TFN_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let base = match prelude() {
         Ok(lib) => lib,
@@ -178,7 +251,11 @@ fn mutated_sources_never_panic() {
 fn limits_keep_recursion_bounded() {
     let base = Library::default();
     let near = |open: &str, close: &str, n: usize| {
-        format!("fn f(Tensor x) -> Tensor {{\n    return {}x{}\n}}\n", open.repeat(n), close.repeat(n))
+        format!(
+            "fn f(Tensor x) -> Tensor {{\n    return {}x{}\n}}\n",
+            open.repeat(n),
+            close.repeat(n)
+        )
     };
     for n in [10, 63, 64, 65, 1000] {
         check_one(&base, &near("(", ")", n));
@@ -186,7 +263,9 @@ fn limits_keep_recursion_bounded() {
         check_one(&base, &near("-", "", n));
         check_one(&base, &near("exp(", ")", n));
     }
-    let chain = |op: &str, n: usize| format!("fn f(Tensor x) -> Tensor {{\n    return x{}\n}}\n", format!(" {op} x").repeat(n));
+    let chain = |op: &str, n: usize| {
+        format!("fn f(Tensor x) -> Tensor {{\n    return x{}\n}}\n", format!(" {op} x").repeat(n))
+    };
     for n in [100, 511, 600, 5000] {
         check_one(&base, &chain("+", n));
         check_one(&base, &chain("**", n));

@@ -44,19 +44,19 @@ impl Normal {
 }
 
 fn random_tensor(rng: &mut Normal, dtype: DType, shape: &[usize]) -> Tensor {
+    fn array<T>(shape: &[usize], values: Vec<T>) -> ArrayD<T> {
+        // The element count is the product of the shape by construction.
+        ArrayD::from_shape_vec(IxDyn(shape), values).unwrap_or_else(|_| unreachable!())
+    }
     let n: usize = shape.iter().product();
-    let shape = IxDyn(shape);
     let floats: Vec<f64> = (0..n).map(|_| rng.sample()).collect();
-    let make = |v| ArrayD::from_shape_vec(shape.clone(), v);
-    let result = match dtype {
-        DType::F32 => make(floats.iter().map(|&x| x as f32).collect()).map(Tensor::F32),
-        DType::F64 => make(floats).map(Tensor::F64),
-        DType::I32 => make(floats.iter().map(|&x| (x * 10.0) as i32).collect()).map(Tensor::I32),
-        DType::I64 => make(floats.iter().map(|&x| (x * 10.0) as i64).collect()).map(Tensor::I64),
-        DType::Bool => make(floats.iter().map(|&x| x > 0.0).collect()).map(Tensor::Bool),
-    };
-    // The shape and the element count agree by construction.
-    result.unwrap_or_else(|_| Tensor::F32(ArrayD::zeros(IxDyn(&[0]))))
+    match dtype {
+        DType::F32 => Tensor::F32(array(shape, floats.iter().map(|&x| x as f32).collect())),
+        DType::F64 => Tensor::F64(array(shape, floats)),
+        DType::I32 => Tensor::I32(array(shape, floats.iter().map(|&x| (x * 10.0) as i32).collect())),
+        DType::I64 => Tensor::I64(array(shape, floats.iter().map(|&x| (x * 10.0) as i64).collect())),
+        DType::Bool => Tensor::Bool(array(shape, floats.iter().map(|&x| x > 0.0).collect())),
+    }
 }
 
 fn bytes(t: &Tensor) -> usize {

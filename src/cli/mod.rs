@@ -3,6 +3,7 @@
 pub mod args;
 mod bench;
 mod check;
+mod gradcheck;
 mod ir;
 mod run;
 mod summary;
@@ -84,6 +85,14 @@ pub enum Command {
         #[arg(long)]
         explain: bool,
     },
+    /// Check every derived gradient of a file (or of one function) by finite differences
+    Gradcheck {
+        file: PathBuf,
+        function: Option<String>,
+        /// Largest accepted error |analytic - numeric| / max(1, |analytic|, |numeric|)
+        #[arg(long)]
+        tolerance: Option<f64>,
+    },
     /// Time a function on random inputs of the given shapes
     Bench {
         file: PathBuf,
@@ -122,6 +131,9 @@ pub fn run(cli: Cli) -> Outcome {
         }
         Command::Ir { file, function, stage, args, explain } => {
             ir::ir(&file, function.as_deref(), stage, &args, explain)
+        }
+        Command::Gradcheck { file, function, tolerance } => {
+            gradcheck::gradcheck(&file, function.as_deref(), tolerance)
         }
         Command::Bench { file, function, args, backend, threads, json, millis } => {
             bench::bench(bench::BenchRequest { file, function, args, backend, threads, json, millis })

@@ -53,10 +53,14 @@ pub(super) fn run(req: RunRequest) -> Outcome {
         Err(o) => return o,
     };
     let kwargs: Vec<(&str, Value)> = args.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    if req.vjp.is_some() {
-        return Outcome::UsageError("--vjp: gradients are not wired into this build yet".into());
-    }
-    let results: Vec<Tensor> = match session.call_kw(&req.function, &[], &kwargs) {
+    let results = match &req.vjp {
+        Some(path) => match crate::npy::read(path) {
+            Ok(ct) => session.vjp_kw(&req.function, &[], &kwargs, &[Value::from(ct)]),
+            Err(e) => return Outcome::UserError(format!("error: --vjp: {e}")),
+        },
+        None => session.call_kw(&req.function, &[], &kwargs),
+    };
+    let results: Vec<Tensor> = match results {
         Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
         Err(e) => return Outcome::UserError(format!("error: {e}")),
     };

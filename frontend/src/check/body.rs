@@ -10,8 +10,8 @@
 
 use super::scope::{LocalKind, Walker};
 use super::types::{Dt, DtypeVars, Ty};
-use crate::print::param_type;
 use crate::ast::{Block, ExprKind, Stmt};
+use crate::print::param_type;
 use tfn_ir::library::{DTypeRef, FunctionDef, ParamType};
 use tfn_ir::{Diagnostic, Span};
 
@@ -19,7 +19,14 @@ impl Walker<'_> {
     /// Declares the dtype variables and parameters of `def` in a new scope.
     /// `name_spans` are the parameters' name tokens when the source is at hand (else the whole
     /// parameter is used).
-    pub fn enter_function(&mut self, def: &FunctionDef, name_spans: &[Span], param_kind: LocalKind) {
+    /// `unknown[i]` marks parameters whose type had an error: they are typed unknown.
+    pub fn enter_function(
+        &mut self,
+        def: &FunctionDef,
+        name_spans: &[Span],
+        unknown: &[bool],
+        param_kind: LocalKind,
+    ) {
         self.vars = DtypeVars::default();
         for tp in &def.type_params {
             self.vars.vars.insert(tp.name.clone(), tp.allowed.clone());
@@ -27,6 +34,7 @@ impl Walker<'_> {
         self.push_scope();
         for (i, p) in def.params.iter().enumerate() {
             let ty = match &p.ty {
+                _ if unknown.get(i).copied().unwrap_or(false) => Ty::Unknown,
                 ParamType::DType => Ty::DType(Dt::Var(p.name.clone())),
                 other => Ty::of_param(other),
             };
@@ -36,14 +44,23 @@ impl Walker<'_> {
     }
 
     /// Checks a `fn` body against its signature.
-    pub fn function_body(&mut self, def: &FunctionDef, name_spans: &[Span], body: &Block) {
-        self.enter_function(def, name_spans, LocalKind::Param);
+    pub fn function_body(
+        &mut self,
+        def: &FunctionDef,
+        name_spans: &[Span],
+        unknown: &[bool],
+        body: &Block,
+    ) {
+        self.enter_function(def, name_spans, unknown, LocalKind::Param);
         let returns = self.block(body, def);
         if !returns {
             self.diags.push(
-                Diagnostic::error("E0303", format!("`{}` may finish without returning", def.full_name()))
-                    .at(body.close, "reached without `return`")
-                    .with_help("end every path with `return`"),
+                Diagnostic::error(
+                    "E0303",
+                    format!("`{}` may finish without returning", def.full_name()),
+                )
+                .at(body.close, "reached without `return`")
+                .with_help("end every path with `return`"),
             );
         }
         self.pop_scope();

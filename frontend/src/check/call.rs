@@ -59,10 +59,13 @@ impl Walker<'_> {
         // Calls of static ops on attributes only are attribute arithmetic, like the operators
         // they are spelled as (`sub(dim, 1)` is `dim - 1`).
         let overload = call.name.overload.as_ref().map(|o| o.name.as_str());
-        let all_attrs = !args.is_empty() && args.iter().all(|a| a.keyword.is_none() && super::expr::is_attr(&a.ty));
+        let all_attrs = !args.is_empty()
+            && args.iter().all(|a| a.keyword.is_none() && super::expr::is_attr(&a.ty));
         if !bad && all_attrs && tfn_ir::lower::is_static_op(&call.name.base.name, overload) {
             let tys: Vec<Ty> = args.iter().map(|a| a.ty.clone()).collect();
-            if let Some(t) = self.static_op(&call.name.base.name, &call.name.full(), &tys, call.name.span) {
+            if let Some(t) =
+                self.static_op(&call.name.base.name, &call.name.full(), &tys, call.name.span)
+            {
                 return t;
             }
         }
@@ -70,21 +73,37 @@ impl Walker<'_> {
     }
 
     /// An operator, checked as a call of its prelude op.
-    pub fn operator_call(&mut self, name: &FnName, symbol: &str, operands: &[(&Expr, Ty)], span: Span) -> Ty {
-        let args: Vec<TypedArg> =
-            operands.iter().map(|(e, t)| TypedArg { keyword: None, ty: t.clone(), expr: e }).collect();
+    pub fn operator_call(
+        &mut self,
+        name: &FnName,
+        symbol: &str,
+        operands: &[(&Expr, Ty)],
+        span: Span,
+    ) -> Ty {
+        let args: Vec<TypedArg> = operands
+            .iter()
+            .map(|(e, t)| TypedArg { keyword: None, ty: t.clone(), expr: e })
+            .collect();
         let display = format!("`{symbol}` (`{}`)", name.base.name);
         let close = Span { start: span.end.saturating_sub(1), ..span };
         self.resolve(name, &display, &args, close, false)
     }
 
-    fn resolve(&mut self, name: &FnName, display: &str, args: &[TypedArg], close: Span, bad: bool) -> Ty {
+    fn resolve(
+        &mut self,
+        name: &FnName,
+        display: &str,
+        args: &[TypedArg],
+        close: Span,
+        bad: bool,
+    ) -> Ty {
         let env = self.env;
         let all = env.overloads(&name.base.name);
         let metas = env.metas(&name.base.name);
         if all.is_empty() {
-            let mut d = Diagnostic::error("E0201", format!("unknown function `{}`", name.base.name))
-                .at(name.base.span, "not found");
+            let mut d =
+                Diagnostic::error("E0201", format!("unknown function `{}`", name.base.name))
+                    .at(name.base.span, "not found");
             let locals: Vec<&str> = self.locals.iter().map(|l| l.name.as_str()).collect();
             if let Some(s) = suggest::closest(&name.base.name, env.names()) {
                 d = d.with_help(format!("a function with a similar name exists: `{s}`"));
@@ -100,7 +119,8 @@ impl Walker<'_> {
             Some(o) => match all.iter().position(|f| f.overload.as_deref() == Some(&o.name)) {
                 Some(i) => (&all[i..=i], i),
                 None => {
-                    let names: Vec<String> = all.iter().map(|f| format!("`{}`", f.full_name())).collect();
+                    let names: Vec<String> =
+                        all.iter().map(|f| format!("`{}`", f.full_name())).collect();
                     let mut d = Diagnostic::error(
                         "E0203",
                         format!("`{}` has no overload `{}`", name.base.name, o.name),
@@ -109,7 +129,10 @@ impl Walker<'_> {
                     .with_note(format!("overloads: {}", names.join(", ")));
                     let suffixes = all.iter().filter_map(|f| f.overload.as_deref());
                     if let Some(s) = suggest::closest(&o.name, suffixes) {
-                        d = d.with_help(format!("an overload with a similar name exists: `{}.{s}`", name.base.name));
+                        d = d.with_help(format!(
+                            "an overload with a similar name exists: `{}.{s}`",
+                            name.base.name
+                        ));
                     }
                     self.diags.push(d);
                     return Ty::Unknown;
@@ -161,7 +184,13 @@ impl Walker<'_> {
     }
 
     /// Arity and keyword rules against one signature; `false` if any was broken.
-    fn check_binding(&mut self, f: &FunctionDef, display: &str, args: &[TypedArg], close: Span) -> bool {
+    fn check_binding(
+        &mut self,
+        f: &FunctionDef,
+        display: &str,
+        args: &[TypedArg],
+        close: Span,
+    ) -> bool {
         let before = self.diags.len();
         let mut filled = vec![false; f.params.len()];
         let positional: Vec<&TypedArg> = args.iter().filter(|a| a.keyword.is_none()).collect();
@@ -175,7 +204,11 @@ impl Walker<'_> {
                             format!("argument `{}` of {display} is keyword-only", p.name),
                         )
                         .at(a.span(), "passed positionally")
-                        .with_help(format!("write `{}={}`", p.name, snippet_hint(a.expr))),
+                        .with_help(format!(
+                            "write `{}={}`",
+                            p.name,
+                            snippet_hint(a.expr)
+                        )),
                     );
                 }
                 Some(_) => filled[i] = true,
@@ -205,7 +238,9 @@ impl Walker<'_> {
                         format!("{display} has no parameter named `{}`", k.name),
                     )
                     .at(k.span, "unknown keyword");
-                    if let Some(s) = suggest::closest(&k.name, f.params.iter().map(|p| p.name.as_str())) {
+                    if let Some(s) =
+                        suggest::closest(&k.name, f.params.iter().map(|p| p.name.as_str()))
+                    {
                         d = d.with_help(format!("a parameter with a similar name exists: `{s}`"));
                     } else {
                         d = d.with_note(format!("`{}`", signature_text(f)));
@@ -228,11 +263,18 @@ impl Walker<'_> {
         if self.diags.len() == before {
             for (p, filled) in f.params.iter().zip(&filled) {
                 if !filled && p.default.is_none() {
-                    let how = if p.keyword_only { format!("`{}=...`", p.name) } else { format!("`{}`", p.name) };
+                    let how = if p.keyword_only {
+                        format!("`{}=...`", p.name)
+                    } else {
+                        format!("`{}`", p.name)
+                    };
                     self.diags.push(
-                        Diagnostic::error("E0205", format!("missing argument `{}` in call to {display}", p.name))
-                            .at(close, format!("expected {how}"))
-                            .with_note(format!("`{}`", signature_text(f))),
+                        Diagnostic::error(
+                            "E0205",
+                            format!("missing argument `{}` in call to {display}", p.name),
+                        )
+                        .at(close, format!("expected {how}"))
+                        .with_note(format!("`{}`", signature_text(f))),
                     );
                 }
             }
@@ -265,8 +307,9 @@ impl Walker<'_> {
             );
             return;
         }
-        let mut d = Diagnostic::error("E0210", format!("no overload of {display} matches these arguments"))
-            .at(name.span, "no match");
+        let mut d =
+            Diagnostic::error("E0210", format!("no overload of {display} matches these arguments"))
+                .at(name.span, "no match");
         for r in rejections {
             if let Some(f) = candidates.get(r.overload) {
                 d = d.with_note(format!("`{}`: {}", signature_text(f), r.reason));
@@ -343,7 +386,9 @@ fn result_type(f: &FunctionDef, resolved: &Resolved, args: &[TypedArg]) -> Ty {
         let mut found: Option<String> = None;
         for (p, b) in f.params.iter().zip(&resolved.bindings) {
             let bound = match &p.ty {
-                ParamType::Tensor(DTypeRef::Var(w)) | ParamType::TensorList(DTypeRef::Var(w)) => w == v,
+                ParamType::Tensor(DTypeRef::Var(w)) | ParamType::TensorList(DTypeRef::Var(w)) => {
+                    w == v
+                }
                 ParamType::DType => p.name == v,
                 _ => false,
             };
@@ -352,7 +397,9 @@ fn result_type(f: &FunctionDef, resolved: &Resolved, args: &[TypedArg]) -> Ty {
             }
             let Some(a) = arg_of(*b) else { continue };
             let var = match &a.ty {
-                Ty::Tensor(Dt::Var(t)) | Ty::TensorList(Dt::Var(t)) | Ty::DType(Dt::Var(t)) => t.clone(),
+                Ty::Tensor(Dt::Var(t)) | Ty::TensorList(Dt::Var(t)) | Ty::DType(Dt::Var(t)) => {
+                    t.clone()
+                }
                 _ => return None,
             };
             if found.as_ref().is_some_and(|f| *f != var) {

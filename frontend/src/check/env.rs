@@ -90,7 +90,10 @@ impl Env {
                             format!("overload `{}` is never chosen", def.full_name()),
                         )
                         .at(def.name_span, "masked")
-                        .with_secondary(earlier.name_span, "this earlier overload accepts every call it does")
+                        .with_secondary(
+                            earlier.name_span,
+                            "this earlier overload accepts every call it does",
+                        )
                         .with_help("declare the more specific overload first"),
                     ),
                     Overlap::Distinct => {}

@@ -51,7 +51,9 @@ impl Walker<'_> {
                 let t = self.value(operand);
                 match t {
                     Ty::Unknown => t,
-                    _ if is_attr(&t) => self.static_op("neg", "-", &[t], *op_span).unwrap_or(Ty::Unknown),
+                    _ if is_attr(&t) => {
+                        self.static_op("neg", "-", &[t], *op_span).unwrap_or(Ty::Unknown)
+                    }
                     _ => {
                         let name = ast::FnName {
                             base: ast::Ident { name: "neg".to_string(), span: *op_span },
@@ -70,9 +72,12 @@ impl Walker<'_> {
         match self.expr(e) {
             Ty::Tuple(items) => {
                 self.diags.push(
-                    Diagnostic::error("E0306", format!("this call returns {} results, not one value", items.len()))
-                        .at(e.span, "several results")
-                        .with_help("destructure them first: `let (a, b) = ...`"),
+                    Diagnostic::error(
+                        "E0306",
+                        format!("this call returns {} results, not one value", items.len()),
+                    )
+                    .at(e.span, "several results")
+                    .with_help("destructure them first: `let (a, b) = ...`"),
                 );
                 Ty::Unknown
             }
@@ -90,16 +95,22 @@ impl Walker<'_> {
             Mode::RewriteRhs => {
                 if !self.pattern_vars.iter().any(|(n, _)| n == v) {
                     self.diags.push(
-                        Diagnostic::error("E0451", format!("pattern variable `?{v}` is not bound by the left side"))
-                            .at(e.span, "unbound")
-                            .with_help("every `?name` on the right of `=>` must appear on the left"),
+                        Diagnostic::error(
+                            "E0451",
+                            format!("pattern variable `?{v}` is not bound by the left side"),
+                        )
+                        .at(e.span, "unbound")
+                        .with_help("every `?name` on the right of `=>` must appear on the left"),
                     );
                 }
             }
             Mode::Body | Mode::Grad => {
                 self.diags.push(
-                    Diagnostic::error("E0214", format!("pattern variable `?{v}` outside a rewrite rule"))
-                        .at(e.span, "only allowed in `rewrite` rules"),
+                    Diagnostic::error(
+                        "E0214",
+                        format!("pattern variable `?{v}` outside a rewrite rule"),
+                    )
+                    .at(e.span, "only allowed in `rewrite` rules"),
                 );
                 return Ty::Unknown;
             }
@@ -140,13 +151,23 @@ impl Walker<'_> {
 
     /// The type of a static op (`add`, `lt`, `logical_not`, ...) applied to attributes only,
     /// or `None` when the arguments do not fit one (then it is checked as a normal call).
-    pub fn static_op(&mut self, name: &str, symbol: &str, args: &[Ty], span: tfn_ir::Span) -> Option<Ty> {
+    pub fn static_op(
+        &mut self,
+        name: &str,
+        symbol: &str,
+        args: &[Ty],
+        span: tfn_ir::Span,
+    ) -> Option<Ty> {
         use Ty::*;
         let numeric = |t: &Ty| matches!(t, Int | Float | Scalar | Unknown);
         let ty = match (name, args) {
             (_, [_, _] | [_]) if args.contains(&Unknown) => {
                 let comparison = matches!(name, "eq" | "ne" | "lt" | "le" | "gt" | "ge");
-                if comparison || name.starts_with("logical_") { Bool } else { Unknown }
+                if comparison || name.starts_with("logical_") {
+                    Bool
+                } else {
+                    Unknown
+                }
             }
             ("eq" | "ne", [Bool, Bool] | [DType(_), DType(_)]) => Bool,
             ("eq" | "ne" | "lt" | "le" | "gt" | "ge", [l, r]) if numeric(l) && numeric(r) => Bool,

@@ -24,14 +24,18 @@ impl Walker<'_> {
         let env = self.env;
         let overloads = env.overloads(base);
         let Some(def) = overloads.iter().find(|f| f.overload == overload) else {
-            let mut d = Diagnostic::error("E0401", format!("gradient for unknown function `{}`", g.name.full()))
-                .at(g.name.span, "no such function");
+            let mut d = Diagnostic::error(
+                "E0401",
+                format!("gradient for unknown function `{}`", g.name.full()),
+            )
+            .at(g.name.span, "no such function");
             if overloads.is_empty() {
                 if let Some(s) = suggest::closest(base, env.names()) {
                     d = d.with_help(format!("a function with a similar name exists: `{s}`"));
                 }
             } else {
-                let names: Vec<String> = overloads.iter().map(|f| format!("`{}`", f.full_name())).collect();
+                let names: Vec<String> =
+                    overloads.iter().map(|f| format!("`{}`", f.full_name())).collect();
                 d = d.with_note(format!("overloads: {}", names.join(", ")));
             }
             self.diags.push(d);
@@ -39,20 +43,26 @@ impl Walker<'_> {
         };
         if let Some((_, _, first)) = previous.iter().find(|(f, o, _)| f == base && *o == overload) {
             self.diags.push(
-                Diagnostic::error("E0405", format!("`{}` already has a `grad` block", g.name.full()))
-                    .at(g.name.span, "second gradient")
-                    .with_secondary(*first, "first defined here"),
+                Diagnostic::error(
+                    "E0405",
+                    format!("`{}` already has a `grad` block", g.name.full()),
+                )
+                .at(g.name.span, "second gradient")
+                .with_secondary(*first, "first defined here"),
             );
         }
         if def.returns.len() != 1 {
             self.diags.push(
-                Diagnostic::error("E0406", format!("`{}` has several results; `grad` blocks need one", g.name.full()))
-                    .at(g.name.span, "several results"),
+                Diagnostic::error(
+                    "E0406",
+                    format!("`{}` has several results; `grad` blocks need one", g.name.full()),
+                )
+                .at(g.name.span, "several results"),
             );
             return;
         }
         self.grad_inputs(g, def);
-        self.enter_function(def, &[], LocalKind::Implicit);
+        self.enter_function(def, &[], &[], LocalKind::Implicit);
         let result = Ty::of_param(&def.returns[0]);
         self.bind("result", result.clone(), g.name.span, LocalKind::Implicit);
         self.bind("grad", result, g.name.span, LocalKind::Implicit);
@@ -69,9 +79,16 @@ impl Walker<'_> {
             seen.push(&input.name);
             match g.inputs.iter().any(|i| i.name == input.name) {
                 false => self.diags.push(
-                    Diagnostic::error("E0404", format!("formula for `{}`, which the header does not list", input.name))
-                        .at(input.span, "not listed")
-                        .with_help(format!("add `{}` to `grad {}(...)`", input.name, g.name.full())),
+                    Diagnostic::error(
+                        "E0404",
+                        format!("formula for `{}`, which the header does not list", input.name),
+                    )
+                    .at(input.span, "not listed")
+                    .with_help(format!(
+                        "add `{}` to `grad {}(...)`",
+                        input.name,
+                        g.name.full()
+                    )),
                 ),
                 true => {
                     if let Some((_, p)) = def.param(&input.name) {
@@ -85,7 +102,10 @@ impl Walker<'_> {
                 self.diags.push(
                     Diagnostic::error("E0404", format!("no formula for input `{}`", input.name))
                         .at(input.span, "listed without a formula")
-                        .with_help(format!("add a line `{}: <vector-Jacobian product>`", input.name)),
+                        .with_help(format!(
+                            "add a line `{}: <vector-Jacobian product>`",
+                            input.name
+                        )),
                 );
             }
         }
@@ -102,7 +122,9 @@ impl Walker<'_> {
                     format!("`{}` is not a parameter of `{}`", input.name, def.full_name()),
                 )
                 .at(input.span, "unknown input");
-                if let Some(s) = suggest::closest(&input.name, def.params.iter().map(|p| p.name.as_str())) {
+                if let Some(s) =
+                    suggest::closest(&input.name, def.params.iter().map(|p| p.name.as_str()))
+                {
                     d = d.with_help(format!("a parameter with a similar name exists: `{s}`"));
                 }
                 self.diags.push(d);
@@ -117,9 +139,14 @@ impl Walker<'_> {
             }
             listed.push(&input.name);
             let differentiable = match &p.ty {
-                ParamType::Tensor(DTypeRef::Fixed(d)) | ParamType::TensorList(DTypeRef::Fixed(d)) => d.is_float(),
+                ParamType::Tensor(DTypeRef::Fixed(d))
+                | ParamType::TensorList(DTypeRef::Fixed(d)) => d.is_float(),
                 ParamType::Tensor(DTypeRef::Var(v)) | ParamType::TensorList(DTypeRef::Var(v)) => {
-                    let allowed = def.type_params.iter().find(|t| t.name == *v).and_then(|t| t.allowed.clone());
+                    let allowed = def
+                        .type_params
+                        .iter()
+                        .find(|t| t.name == *v)
+                        .and_then(|t| t.allowed.clone());
                     allowed.is_none_or(|a| a.iter().any(|d| d.is_float()))
                 }
                 ParamType::Tensor(DTypeRef::Any) | ParamType::TensorList(DTypeRef::Any) => true,
@@ -127,9 +154,12 @@ impl Walker<'_> {
             };
             if !differentiable {
                 self.diags.push(
-                    Diagnostic::error("E0403", format!("input `{}` is not differentiable", input.name))
-                        .at(input.span, format!("a `{}`", crate::print::param_type(&p.ty)))
-                        .with_note("only floating-point tensor inputs get gradients"),
+                    Diagnostic::error(
+                        "E0403",
+                        format!("input `{}` is not differentiable", input.name),
+                    )
+                    .at(input.span, format!("of type `{}`", crate::print::param_type(&p.ty)))
+                    .with_note("only floating-point tensor inputs get gradients"),
                 );
             }
             if last.is_some_and(|l| index < l) {

@@ -37,6 +37,7 @@ struct NewFn<'a> {
     item: &'a Item,
     def: FunctionDef,
     name_spans: Vec<Span>,
+    broken_params: Vec<bool>,
     added: bool,
 }
 
@@ -61,7 +62,13 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         let meta = Meta { new_item: Some(new_fns.len()), broken: checked.broken };
         let added = env.add(checked.def.clone(), meta, &mut diags);
         let name_spans = sig.params.iter().map(|p| p.name.span).collect();
-        new_fns.push(NewFn { item, def: checked.def, name_spans, added });
+        new_fns.push(NewFn {
+            item,
+            def: checked.def,
+            name_spans,
+            broken_params: checked.broken_params,
+            added,
+        });
     }
 
     let mut edges = Vec::new();
@@ -70,13 +77,14 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
             let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::Body);
             // A duplicate is checked too, but calls never resolve to it.
             w.caller = f.added.then_some(index);
-            w.function_body(&f.def, &f.name_spans, &item.body);
+            w.function_body(&f.def, &f.name_spans, &f.broken_params, &item.body);
         }
     }
 
     let mut grads_seen: Vec<(String, Option<String>, Span)> =
         lib.grads.iter().map(|g| (g.function.clone(), g.overload.clone(), g.span)).collect();
-    let mut rules_seen: Vec<(String, Span)> = lib.rewrites.iter().map(|r| (r.name.clone(), r.span)).collect();
+    let mut rules_seen: Vec<(String, Span)> =
+        lib.rewrites.iter().map(|r| (r.name.clone(), r.span)).collect();
     for item in items() {
         match item {
             Item::Grad(g) => {

@@ -34,7 +34,10 @@ pub fn check_recursion(names: &[String], edges: &[CallEdge], diags: &mut Vec<Dia
         let (message, label) = if e.caller == e.callee {
             (format!("function `{caller}` calls itself"), "recursive call".to_string())
         } else {
-            (format!("functions call each other: `{caller}` is recursive"), format!("calls `{}`", names[e.callee]))
+            (
+                format!("functions call each other: `{caller}` is recursive"),
+                format!("calls `{}`", names[e.callee]),
+            )
         };
         let chain: Vec<String> = cycle.iter().map(|&f| format!("`{}`", names[f])).collect();
         diags.push(

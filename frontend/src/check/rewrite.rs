@@ -15,12 +15,16 @@ impl Walker<'_> {
     pub fn rewrite_rule(&mut self, r: &RewriteItem, previous: &[(String, Span)]) {
         if let Some((_, first)) = previous.iter().find(|(n, _)| *n == r.name.name) {
             self.diags.push(
-                Diagnostic::error("E0453", format!("rewrite rule `{}` is defined twice", r.name.name))
-                    .at(r.name.span, "defined again")
-                    .with_secondary(*first, "first defined here"),
+                Diagnostic::error(
+                    "E0453",
+                    format!("rewrite rule `{}` is defined twice", r.name.name),
+                )
+                .at(r.name.span, "defined again")
+                .with_secondary(*first, "first defined here"),
             );
         }
-        if !matches!(r.lhs.kind, ExprKind::Call(_) | ExprKind::Binary { .. } | ExprKind::Neg { .. }) {
+        if !matches!(r.lhs.kind, ExprKind::Call(_) | ExprKind::Binary { .. } | ExprKind::Neg { .. })
+        {
             self.diags.push(
                 Diagnostic::error("E0452", "the left side of a rewrite rule must be a call")
                     .at(r.lhs.span, "matches nothing specific")

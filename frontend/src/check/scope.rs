@@ -51,7 +51,8 @@ pub struct Walker<'a> {
     /// Dtype variables of the function being checked.
     pub vars: DtypeVars,
     pub locals: Vec<Local>,
-    scopes: Vec<usize>,
+    /// Per open scope: where its locals start, and how many errors existed when it opened.
+    scopes: Vec<(usize, usize)>,
     /// The new function being checked, for call edges.
     pub caller: Option<usize>,
     pub edges: &'a mut Vec<CallEdge>,
@@ -60,7 +61,12 @@ pub struct Walker<'a> {
 }
 
 impl<'a> Walker<'a> {
-    pub fn new(env: &'a Env, diags: &'a mut Vec<Diagnostic>, edges: &'a mut Vec<CallEdge>, mode: Mode) -> Self {
+    pub fn new(
+        env: &'a Env,
+        diags: &'a mut Vec<Diagnostic>,
+        edges: &'a mut Vec<CallEdge>,
+        mode: Mode,
+    ) -> Self {
         Walker {
             env,
             diags,
@@ -75,13 +81,22 @@ impl<'a> Walker<'a> {
     }
 
     pub fn push_scope(&mut self) {
-        self.scopes.push(self.locals.len());
+        let errors = self.error_count();
+        self.scopes.push((self.locals.len(), errors));
     }
 
-    /// Leaves a scope, warning about its unused bindings.
+    fn error_count(&self) -> usize {
+        self.diags.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// Leaves a scope, warning about its unused bindings (unless the scope had errors: a name
+    /// that looks unused next to an error is usually the error's fault).
     pub fn pop_scope(&mut self) {
-        let start = self.scopes.pop().unwrap_or(0);
+        let (start, errors) = self.scopes.pop().unwrap_or((0, 0));
         let gone: Vec<Local> = self.locals.drain(start.min(self.locals.len())..).collect();
+        if self.error_count() > errors {
+            return;
+        }
         for local in gone {
             if local.used || local.name.starts_with('_') {
                 continue;
@@ -94,7 +109,10 @@ impl<'a> Walker<'a> {
             self.diags.push(
                 Diagnostic::warning(code, format!("unused {what} `{}`", local.name))
                     .at(local.span, "never read")
-                    .with_help(format!("if this is intentional, prefix it with an underscore: `_{}`", local.name)),
+                    .with_help(format!(
+                        "if this is intentional, prefix it with an underscore: `_{}`",
+                        local.name
+                    )),
             );
         }
     }
@@ -102,6 +120,11 @@ impl<'a> Walker<'a> {
     /// Binds a name, reporting a rebinding of a visible name.
     pub fn bind(&mut self, name: &str, ty: Ty, span: Span, kind: LocalKind) {
         if let Some(prev) = self.locals.iter().rev().find(|l| l.name == name) {
+            if prev.kind == LocalKind::Param && kind == LocalKind::Param {
+                // A duplicate parameter, already reported with the signature (E0103).
+                self.locals.push(Local { name: String::new(), ty, span, used: true, kind });
+                return;
+            }
             let what = if prev.kind == LocalKind::Param { "parameter" } else { "binding" };
             self.diags.push(
                 Diagnostic::error("E0301", format!("a name may not be rebound: `{name}`"))
@@ -123,14 +146,15 @@ impl<'a> Walker<'a> {
             local.used = true;
             return local.ty.clone();
         }
-        let mut d = Diagnostic::error("E0202", format!("unknown variable `{name}`")).at(span, "not found");
+        let mut d =
+            Diagnostic::error("E0202", format!("unknown variable `{name}`")).at(span, "not found");
         if matches!(self.mode, Mode::RewriteLhs | Mode::RewriteRhs) {
             d = d.with_help(format!("rewrite rules match patterns: write `?{name}`"));
         } else {
             let visible: Vec<&str> = self.locals.iter().map(|l| l.name.as_str()).collect();
             if let Some(s) = suggest::closest(name, visible) {
                 d = d.with_help(format!("a variable with a similar name exists: `{s}`"));
-            } else if self.env.overloads(name).first().is_some() {
+            } else if !self.env.overloads(name).is_empty() {
                 d = d.with_help(format!("`{name}` is a function: call it with `{name}(...)`"));
             }
         }

@@ -5,8 +5,8 @@
 //! header does not cascade into every call site.
 
 use super::types::{fit, Fit, Ty};
-use crate::print::param_type;
 use crate::ast::{self, TypeArg};
+use crate::print::param_type;
 use crate::{convert, suggest};
 use std::collections::BTreeSet;
 use tfn_ir::library::{Body, DTypeRef, FunctionDef, ParamDef, ParamType, TypeParam};
@@ -15,6 +15,8 @@ use tfn_ir::{DType, Diagnostic};
 pub struct Signature {
     pub def: FunctionDef,
     pub broken: bool,
+    /// Per parameter: its type had an error (the body sees it as unknown).
+    pub broken_params: Vec<bool>,
 }
 
 const TYPE_NAMES: [&str; 6] = ["Tensor", "Scalar", "Int", "Float", "Bool", "DType"];
@@ -27,8 +29,11 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
     for tp in &sig.type_params {
         if !seen.insert(tp.name.name.clone()) {
             diags.push(
-                Diagnostic::error("E0104", format!("dtype variable `{}` is declared twice", tp.name.name))
-                    .at(tp.name.span, "declared again"),
+                Diagnostic::error(
+                    "E0104",
+                    format!("dtype variable `{}` is declared twice", tp.name.name),
+                )
+                .at(tp.name.span, "declared again"),
             );
         }
         let allowed = tp.allowed.as_ref().map(|set| {
@@ -53,6 +58,7 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
         sig.type_params.iter().map(|t| t.name.name.as_str()).chain(dtype_params).collect();
 
     let mut params = Vec::new();
+    let mut broken_params = Vec::new();
     let mut names = BTreeSet::new();
     let mut seen_default: Option<&ast::Param> = None;
     for (i, star) in sig.stars.iter().enumerate() {
@@ -67,8 +73,11 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
         let ty = resolve_type(&p.ty, &vars, diags);
         if !names.insert(p.name.name.clone()) {
             diags.push(
-                Diagnostic::error("E0103", format!("parameter `{}` is declared twice", p.name.name))
-                    .at(p.name.span, "declared again"),
+                Diagnostic::error(
+                    "E0103",
+                    format!("parameter `{}` is declared twice", p.name.name),
+                )
+                .at(p.name.span, "declared again"),
             );
         }
         if !p.keyword_only {
@@ -77,7 +86,10 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
                 (None, Some(earlier)) => diags.push(
                     Diagnostic::error(
                         "E0106",
-                        format!("parameter `{}` needs a default: it follows a parameter with one", p.name.name),
+                        format!(
+                            "parameter `{}` needs a default: it follows a parameter with one",
+                            p.name.name
+                        ),
                     )
                     .at(p.name.span, "no default")
                     .with_secondary(earlier.name.span, "has a default")
@@ -87,6 +99,7 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
             }
         }
         let default = p.default.as_ref().and_then(|d| check_default(p, d, ty.as_ref(), diags));
+        broken_params.push(ty.is_none());
         params.push(ParamDef {
             name: p.name.name.clone(),
             ty: ty.unwrap_or(ParamType::Tensor(DTypeRef::Any)),
@@ -101,8 +114,11 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
         if let Some(ty) = &ty {
             if !matches!(ty, ParamType::Tensor(_)) {
                 diags.push(
-                    Diagnostic::error("E0110", format!("results must be tensors, found `{}`", param_type(ty)))
-                        .at(r.span, "not a `Tensor`"),
+                    Diagnostic::error(
+                        "E0110",
+                        format!("results must be tensors, found `{}`", param_type(ty)),
+                    )
+                    .at(r.span, "not a `Tensor`"),
                 );
             }
         }
@@ -118,11 +134,15 @@ pub fn check_signature(sig: &ast::Signature, body: Body, diags: &mut Vec<Diagnos
         span: sig.span,
         name_span: sig.name.span,
     };
-    Signature { def, broken: diags.len() > before }
+    Signature { def, broken: diags.len() > before, broken_params }
 }
 
 /// A type as written → a [`ParamType`], or an error.
-fn resolve_type(t: &ast::TypeExpr, vars: &BTreeSet<&str>, diags: &mut Vec<Diagnostic>) -> Option<ParamType> {
+fn resolve_type(
+    t: &ast::TypeExpr,
+    vars: &BTreeSet<&str>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<ParamType> {
     let base = t.base.name.as_str();
     let dtype = match &t.arg {
         None => DTypeRef::Any,
@@ -136,10 +156,13 @@ fn resolve_type(t: &ast::TypeExpr, vars: &BTreeSet<&str>, diags: &mut Vec<Diagno
         Some(TypeArg::Fixed(d, _)) => DTypeRef::Fixed(*d),
         Some(TypeArg::Var(v)) => {
             if !vars.contains(v.name.as_str()) {
-                let mut d = Diagnostic::error("E0102", format!("unknown dtype variable `{}`", v.name))
-                    .at(v.span, "not declared");
+                let mut d =
+                    Diagnostic::error("E0102", format!("unknown dtype variable `{}`", v.name))
+                        .at(v.span, "not declared");
                 d = match suggest::closest(&v.name, vars.iter().copied()) {
-                    Some(s) => d.with_help(format!("a dtype variable with a similar name exists: `{s}`")),
+                    Some(s) => {
+                        d.with_help(format!("a dtype variable with a similar name exists: `{s}`"))
+                    }
                     None => d.with_help(format!(
                         "declare it after the name (`<{}>`), or use a dtype such as `f32`",
                         v.name
@@ -170,7 +193,8 @@ fn resolve_type(t: &ast::TypeExpr, vars: &BTreeSet<&str>, diags: &mut Vec<Diagno
             return None;
         }
         _ => {
-            let mut d = Diagnostic::error("E0101", format!("unknown type `{base}`")).at(t.base.span, "not a type");
+            let mut d = Diagnostic::error("E0101", format!("unknown type `{base}`"))
+                .at(t.base.span, "not a type");
             d = match suggest::closest(base, TYPE_NAMES) {
                 Some(s) => d.with_help(format!("a type with a similar name exists: `{s}`")),
                 None => d.with_note("types are `Tensor`, `Scalar`, `Int`, `Float`, `Bool`, `DType` and lists `Int[]`, `Float[]`, `Tensor[]`"),
@@ -194,7 +218,9 @@ fn constant_type(e: &ast::Expr) -> Option<Ty> {
             for item in items {
                 ty = match (ty, constant_type(item)?) {
                     (Ty::EmptyList | Ty::IntList, Ty::Int) => Ty::IntList,
-                    (Ty::EmptyList | Ty::IntList | Ty::FloatList, Ty::Float | Ty::Int) => Ty::FloatList,
+                    (Ty::EmptyList | Ty::IntList | Ty::FloatList, Ty::Float | Ty::Int) => {
+                        Ty::FloatList
+                    }
                     _ => return None,
                 };
             }
@@ -213,9 +239,12 @@ fn check_default(
     let Some(ty) = ty else { return Some(convert::expr(d)) };
     if ty.is_tensor() {
         diags.push(
-            Diagnostic::error("E0109", format!("tensor parameter `{}` cannot have a default", p.name.name))
-                .at(d.span, "default of a tensor")
-                .with_note("defaults are compile-time constants; only attributes have them"),
+            Diagnostic::error(
+                "E0109",
+                format!("tensor parameter `{}` cannot have a default", p.name.name),
+            )
+            .at(d.span, "default of a tensor")
+            .with_note("defaults are compile-time constants; only attributes have them"),
         );
         return None;
     }
@@ -230,7 +259,11 @@ fn check_default(
         diags.push(
             Diagnostic::error(
                 "E0107",
-                format!("default of `{}` is `{dty}`, but the parameter is `{}`", p.name.name, param_type(ty)),
+                format!(
+                    "default of `{}` is `{dty}`, but the parameter is `{}`",
+                    p.name.name,
+                    param_type(ty)
+                ),
             )
             .at(d.span, format!("expected `{}`", param_type(ty))),
         );
@@ -245,9 +278,12 @@ pub fn check_op_item(item: &ast::OpItem, def: &FunctionDef, diags: &mut Vec<Diag
     if item.extern_kw.is_none() {
         if !tfn_ir::lower::is_primitive(&def.name, def.overload.as_deref()) {
             diags.push(
-                Diagnostic::error("E0111", format!("`{}` is not a primitive of the compiler", name.full()))
-                    .at(name.span, "no built-in kernel")
-                    .with_help("declare it `extern op` (with `shape:` and `dtype:`) or write a `fn`"),
+                Diagnostic::error(
+                    "E0111",
+                    format!("`{}` is not a primitive of the compiler", name.full()),
+                )
+                .at(name.span, "no built-in kernel")
+                .with_help("declare it `extern op` (with `shape:` and `dtype:`) or write a `fn`"),
             );
         }
         for clause in &item.clauses {
@@ -264,7 +300,8 @@ pub fn check_op_item(item: &ast::OpItem, def: &FunctionDef, diags: &mut Vec<Diag
     }
     if def.returns.len() != 1 {
         diags.push(
-            Diagnostic::error("E0112", "an `extern op` has exactly one result").at(name.span, "several results"),
+            Diagnostic::error("E0112", "an `extern op` has exactly one result")
+                .at(name.span, "several results"),
         );
     }
     let mut shape = None;
@@ -300,9 +337,12 @@ pub fn check_op_item(item: &ast::OpItem, def: &FunctionDef, diags: &mut Vec<Diag
     for (slot, what) in [(shape, "shape"), (dtype, "dtype")] {
         if slot.is_none() {
             diags.push(
-                Diagnostic::error("E0112", format!("`extern op {}` needs a `{what}:` clause", name.full()))
-                    .at(name.span, format!("no `{what}:`"))
-                    .with_help(format!("add e.g. `{what}: x` (the {what} of tensor parameter `x`)")),
+                Diagnostic::error(
+                    "E0112",
+                    format!("`extern op {}` needs a `{what}:` clause", name.full()),
+                )
+                .at(name.span, format!("no `{what}:`"))
+                .with_help(format!("add e.g. `{what}: x` (the {what} of tensor parameter `x`)")),
             );
         }
     }
@@ -317,8 +357,11 @@ fn tensor_param(def: &FunctionDef, x: &ast::Ident, diags: &mut Vec<Diagnostic>) 
         ),
         None => {
             let names = def.params.iter().map(|p| p.name.as_str());
-            let mut d = Diagnostic::error("E0114", format!("`{}` is not a parameter of `{}`", x.name, def.full_name()))
-                .at(x.span, "unknown parameter");
+            let mut d = Diagnostic::error(
+                "E0114",
+                format!("`{}` is not a parameter of `{}`", x.name, def.full_name()),
+            )
+            .at(x.span, "unknown parameter");
             if let Some(s) = suggest::closest(&x.name, names) {
                 d = d.with_help(format!("a parameter with a similar name exists: `{s}`"));
             }
@@ -335,9 +378,12 @@ fn shape_dim(def: &FunctionDef, e: &ast::Expr, diags: &mut Vec<Diagnostic>) {
     match &e.kind {
         ast::ExprKind::Int(_) => {}
         ast::ExprKind::Name(n) if def.param(n).is_some_and(|(_, p)| p.ty == ParamType::Int) => {}
-        ast::ExprKind::Binary { op, lhs, rhs, .. }
-            if matches!(op, ast::BinOp::Add | ast::BinOp::Sub | ast::BinOp::Mul | ast::BinOp::Div) =>
-        {
+        ast::ExprKind::Binary {
+            op: ast::BinOp::Add | ast::BinOp::Sub | ast::BinOp::Mul | ast::BinOp::Div,
+            lhs,
+            rhs,
+            ..
+        } => {
             shape_dim(def, lhs, diags);
             shape_dim(def, rhs, diags);
         }

@@ -150,7 +150,9 @@ impl DtypeVars {
         match dt {
             Dt::Any => DType::ALL.to_vec(),
             Dt::Fixed(d) => vec![*d],
-            Dt::Var(v) => self.vars.get(v).cloned().flatten().unwrap_or_else(|| DType::ALL.to_vec()),
+            Dt::Var(v) => {
+                self.vars.get(v).cloned().flatten().unwrap_or_else(|| DType::ALL.to_vec())
+            }
         }
     }
 }

@@ -1,0 +1,33 @@
+//! `tfnc gradcheck FILE [FN]`: finite-difference check (f64) of the derived gradients of every
+//! differentiable function of a file, or of one; exit 1 on a failure.
+
+use super::{session_for, BackendArg, Outcome};
+use crate::gradcheck::{gradcheck as check, GradcheckOptions};
+use std::path::Path;
+
+pub(super) fn gradcheck(file: &Path, function: Option<&str>, tolerance: Option<f64>) -> Outcome {
+    let session = match session_for(file, BackendArg::Interp, None, true) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let library = session.library();
+    let shown = file.display().to_string();
+    let Some(&file_id) = tfn_frontend::file_ids(&library, &shown).first() else {
+        return Outcome::UserError(format!("error: `{shown}` was not loaded"));
+    };
+    let mut options = GradcheckOptions::default();
+    if let Some(t) = tolerance {
+        options.tolerance = t;
+    }
+    match check(&library, file_id, function, &options) {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.passed() {
+                Outcome::Ok
+            } else {
+                Outcome::UserError("error: gradient check failed".into())
+            }
+        }
+        Err(e) => Outcome::UserError(format!("error: {e}")),
+    }
+}
