@@ -50,8 +50,16 @@ pub struct Signature {
 
 impl Signature {
     /// The signature of calling `function` with `attrs` on `inputs`.
-    pub fn new(function: impl Into<String>, attrs: Vec<(String, Attr)>, inputs: &[TensorView<'_>]) -> Signature {
-        Signature { function: function.into(), attrs, args: inputs.iter().map(ArgSignature::of).collect() }
+    pub fn new(
+        function: impl Into<String>,
+        attrs: Vec<(String, Attr)>,
+        inputs: &[TensorView<'_>],
+    ) -> Signature {
+        Signature {
+            function: function.into(),
+            attrs,
+            args: inputs.iter().map(ArgSignature::of).collect(),
+        }
     }
 }
 
@@ -63,7 +71,13 @@ impl fmt::Display for Signature {
                 f.write_str(", ")?;
             }
             let dims: Vec<&str> = a.unit_axes.iter().map(|&u| if u { "1" } else { "?" }).collect();
-            write!(f, "{}[{}]{}", a.dtype, dims.join(", "), if a.contiguous { "" } else { " strided" })?;
+            write!(
+                f,
+                "{}[{}]{}",
+                a.dtype,
+                dims.join(", "),
+                if a.contiguous { "" } else { " strided" }
+            )?;
         }
         for (name, value) in &self.attrs {
             write!(f, ", {name}={value}")?;
@@ -115,7 +129,13 @@ pub struct KernelCache {
 impl KernelCache {
     pub fn new(options: CompileOptions) -> Result<KernelCache, CodegenError> {
         let log = std::env::var("TFN_LOG_COMPILES").is_ok_and(|v| v == "1");
-        Ok(KernelCache { jit: Jit::new()?, options, map: RwLock::new(HashMap::new()), stats: Mutex::new(CacheStats::default()), log })
+        Ok(KernelCache {
+            jit: Jit::new()?,
+            options,
+            map: RwLock::new(HashMap::new()),
+            stats: Mutex::new(CacheStats::default()),
+            log,
+        })
     }
 
     /// The compiled function for `sig`, building its graph with `build` and compiling it on a
@@ -133,7 +153,8 @@ impl KernelCache {
         }
         let start = Instant::now();
         let graph = build().map_err(CacheError::Build)?;
-        let compiled = CompiledFunction::compile_in(&self.jit, &graph, &self.options).map_err(CacheError::Compile)?;
+        let compiled = CompiledFunction::compile_in(&self.jit, &graph, &self.options)
+            .map_err(CacheError::Compile)?;
         let elapsed = start.elapsed();
         let loops = compiled.fused().kernels.len() - compiled.interpreted_kernels().len();
         if self.log {
@@ -150,7 +171,10 @@ impl KernelCache {
             s.kernels += loops as u64;
         }
         let compiled = Arc::new(compiled);
-        let mut map = self.map.write().map_err(|_| CacheError::Compile(CodegenError::Internal("poisoned cache".into())))?;
+        let mut map = self
+            .map
+            .write()
+            .map_err(|_| CacheError::Compile(CodegenError::Internal("poisoned cache".into())))?;
         Ok(map.entry(sig.clone()).or_insert(compiled).clone())
     }
 

@@ -1,9 +1,9 @@
 //! Errors of the backend: compiling kernels and running compiled functions.
 
-use thiserror::Error;
 use tfn_ir::bind::BindError;
 use tfn_ir::interp::InterpError;
 use tfn_ir::DType;
+use thiserror::Error;
 
 /// Why one kernel could not be compiled to machine code. The executor answers `Unsupported`
 /// by running that kernel with the interpreter instead, so it is not a user-facing failure.
@@ -32,7 +32,9 @@ pub enum RunError {
     OutputCount { expected: usize, got: usize },
     #[error("`{param}` must have dtype {expected}, got {got}")]
     InputDType { param: String, expected: DType, got: DType },
-    #[error("output {index} must be {expected_dtype}{expected_shape:?}, got {got_dtype}{got_shape:?}")]
+    #[error(
+        "output {index} must be {expected_dtype}{expected_shape:?}, got {got_dtype}{got_shape:?}"
+    )]
     OutputType {
         index: usize,
         expected_dtype: DType,

@@ -58,11 +58,18 @@ unsafe impl Sync for CompiledFunction {}
 
 impl CompiledFunction {
     /// Fuses and compiles `graph` in a JIT module of its own.
-    pub fn compile(graph: &Graph, options: &CompileOptions) -> Result<CompiledFunction, CodegenError> {
+    pub fn compile(
+        graph: &Graph,
+        options: &CompileOptions,
+    ) -> Result<CompiledFunction, CodegenError> {
         Self::compile_in(&Jit::new()?, graph, options)
     }
 
-    pub(crate) fn compile_in(jit: &Jit, graph: &Graph, options: &CompileOptions) -> Result<CompiledFunction, CodegenError> {
+    pub(crate) fn compile_in(
+        jit: &Jit,
+        graph: &Graph,
+        options: &CompileOptions,
+    ) -> Result<CompiledFunction, CodegenError> {
         let fused = fuse(graph);
         let mut steps = Vec::with_capacity(fused.kernels.len());
         for kernel in &fused.kernels {
@@ -75,7 +82,13 @@ impl CompiledFunction {
             };
             steps.push(step);
         }
-        Ok(CompiledFunction { graph: graph.clone(), fused, steps, threads: options.threads.max(1), _jit: jit.clone() })
+        Ok(CompiledFunction {
+            graph: graph.clone(),
+            fused,
+            steps,
+            threads: options.threads.max(1),
+            _jit: jit.clone(),
+        })
     }
 
     pub fn graph(&self) -> &Graph {
@@ -105,12 +118,20 @@ impl CompiledFunction {
     }
 
     /// Runs and writes the outputs into caller buffers (contiguous ones without temporaries).
-    pub fn run_into(&self, inputs: &[TensorView<'_>], outputs: &mut [TensorViewMut<'_>]) -> Result<(), RunError> {
+    pub fn run_into(
+        &self,
+        inputs: &[TensorView<'_>],
+        outputs: &mut [TensorViewMut<'_>],
+    ) -> Result<(), RunError> {
         self.execute(inputs, Some(outputs), &NoExterns).map(|_| ())
     }
 
     /// [`Self::run`] with extern op kernels.
-    pub fn run_with_externs(&self, inputs: &[TensorView<'_>], externs: &dyn ExternKernels) -> Result<Vec<Tensor>, RunError> {
+    pub fn run_with_externs(
+        &self,
+        inputs: &[TensorView<'_>],
+        externs: &dyn ExternKernels,
+    ) -> Result<Vec<Tensor>, RunError> {
         self.execute(inputs, None, externs)
     }
 
@@ -136,7 +157,11 @@ impl CompiledFunction {
         }
         for (p, x) in graph.params.iter().zip(inputs) {
             if p.ty.dtype != x.dtype() {
-                return Err(RunError::InputDType { param: p.name.clone(), expected: p.ty.dtype, got: x.dtype() });
+                return Err(RunError::InputDType {
+                    param: p.name.clone(),
+                    expected: p.ty.dtype,
+                    got: x.dtype(),
+                });
             }
         }
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
@@ -149,7 +174,9 @@ impl CompiledFunction {
         };
         for (index, node) in graph.nodes.iter().enumerate() {
             if let Op::Param(p) = node.op {
-                let view = inputs.get(p as usize).ok_or_else(|| RunError::Internal(format!("no parameter {p}")))?;
+                let view = inputs
+                    .get(p as usize)
+                    .ok_or_else(|| RunError::Internal(format!("no parameter {p}")))?;
                 match buffers::view_buf(view) {
                     Some(buf) => st.bufs[index] = Some(buf),
                     None => {
@@ -160,9 +187,13 @@ impl CompiledFunction {
                 }
             }
         }
+        let mut direct_index: HashMap<ValueId, usize> = HashMap::new();
         if let Some(outs) = outputs.as_deref_mut() {
             if outs.len() != graph.outputs.len() {
-                return Err(RunError::OutputCount { expected: graph.outputs.len(), got: outs.len() });
+                return Err(RunError::OutputCount {
+                    expected: graph.outputs.len(),
+                    got: outs.len(),
+                });
             }
             for (o, (v, out)) in graph.outputs.iter().zip(outs.iter_mut()).enumerate() {
                 let ty = graph.ty(*v);
@@ -180,6 +211,7 @@ impl CompiledFunction {
                 if computed && !st.direct.contains_key(v) {
                     if let Some(buf) = buffers::view_mut_buf(out) {
                         st.direct.insert(*v, buf);
+                        direct_index.insert(*v, o);
                     }
                 }
             }
@@ -189,8 +221,12 @@ impl CompiledFunction {
         }
         match outputs {
             Some(outs) => {
-                for (v, out) in graph.outputs.iter().zip(outs.iter_mut()) {
-                    if st.direct.get(v).is_some_and(|d| Some(d.ptr) == st.bufs[v.index()].map(|b| b.ptr)) {
+                for (o, (v, out)) in graph.outputs.iter().zip(outs.iter_mut()).enumerate() {
+                    let written = st
+                        .direct
+                        .get(v)
+                        .is_some_and(|d| Some(d.ptr) == st.bufs[v.index()].map(|b| b.ptr));
+                    if written && direct_index.get(v) == Some(&o) {
                         continue;
                     }
                     let buf = st.buf(*v)?;
@@ -225,7 +261,13 @@ impl CompiledFunction {
         }
     }
 
-    fn run_step(&self, st: &mut State, kernel: &Kernel, step: &Step, externs: &dyn ExternKernels) -> Result<(), RunError> {
+    fn run_step(
+        &self,
+        st: &mut State,
+        kernel: &Kernel,
+        step: &Step,
+        externs: &dyn ExternKernels,
+    ) -> Result<(), RunError> {
         match step {
             Step::Loop { plan, func, checks_empty } => {
                 let domain = st.shape(&kernel.domain)?;
@@ -258,7 +300,14 @@ impl CompiledFunction {
         }
     }
 
-    fn run_loop(&self, st: &mut State, plan: &LoopPlan, func: KernelFn, domain: &[usize], checks_empty: bool) -> Result<(), RunError> {
+    fn run_loop(
+        &self,
+        st: &mut State,
+        plan: &LoopPlan,
+        func: KernelFn,
+        domain: &[usize],
+        checks_empty: bool,
+    ) -> Result<(), RunError> {
         let sizes = plan.sizes(domain);
         let rank = sizes.len();
         let rows: usize = sizes[..rank.saturating_sub(1)].iter().product();
@@ -288,18 +337,28 @@ impl CompiledFunction {
         let align = if rank == 1 { 16 } else { 1 };
         // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
         // sizes/strides describe exactly those buffers (see `LoopPlan`).
-        unsafe { parallel::call_split(func, &mut args, begin_slot, sizes[0], total, self.threads, align) };
+        unsafe {
+            parallel::call_split(func, &mut args, begin_slot, sizes[0], total, self.threads, align)
+        };
         Ok(())
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
-    fn run_interp(&self, st: &mut State, kernel: &Kernel, externs: &dyn ExternKernels) -> Result<(), RunError> {
+    fn run_interp(
+        &self,
+        st: &mut State,
+        kernel: &Kernel,
+        externs: &dyn ExternKernels,
+    ) -> Result<(), RunError> {
         let mut sub = Graph { name: format!("{}.kernel", self.graph.name), ..Graph::default() };
         let mut map: HashMap<ValueId, ValueId> = HashMap::new();
         let mut args = Vec::with_capacity(kernel.inputs.len());
         let concrete = |st: &State, ty: &TensorType| -> Result<TensorType, RunError> {
             let dims = st.shape(&ty.shape)?;
-            Ok(TensorType { dtype: ty.dtype, shape: Shape(dims.iter().map(|&d| tfn_ir::Dim::Const(d as u64)).collect()) })
+            Ok(TensorType {
+                dtype: ty.dtype,
+                shape: Shape(dims.iter().map(|&d| tfn_ir::Dim::Const(d as u64)).collect()),
+            })
         };
         for (i, v) in kernel.inputs.iter().enumerate() {
             let ty = concrete(st, self.graph.ty(*v))?;
@@ -312,7 +371,8 @@ impl CompiledFunction {
         }
         for v in &kernel.nodes {
             let node: &Node = self.graph.node(*v);
-            let inputs: Vec<ValueId> = node.inputs.iter().filter_map(|u| map.get(u).copied()).collect();
+            let inputs: Vec<ValueId> =
+                node.inputs.iter().filter_map(|u| map.get(u).copied()).collect();
             if inputs.len() != node.inputs.len() && !matches!(node.op, Op::Full { .. }) {
                 return Err(RunError::Internal(format!("kernel input of {v} missing")));
             }
@@ -348,11 +408,16 @@ struct State {
 
 impl State {
     fn shape(&self, shape: &Shape) -> Result<Vec<usize>, RunError> {
-        try_concrete_shape(shape, &self.sizes).ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
+        try_concrete_shape(shape, &self.sizes)
+            .ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
     }
 
     fn buf(&self, v: ValueId) -> Result<RawBuf, RunError> {
-        self.bufs.get(v.index()).copied().flatten().ok_or_else(|| RunError::Internal(format!("{v} is not computed")))
+        self.bufs
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| RunError::Internal(format!("{v} is not computed")))
     }
 
     /// The buffer a kernel writes value `v` into: the caller's, or a fresh tensor.
@@ -372,26 +437,40 @@ impl State {
 fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, CodegenError> {
     match kernel.kind {
         KernelKind::Elementwise | KernelKind::Reduction => {
-            let plan = LoopPlan::build(graph, &kernel.nodes, &kernel.inputs, &kernel.outputs, &kernel.domain, &kernel.axes)?;
-            let checks_empty = plan.nodes.iter().any(|n| {
-                matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. })
-            });
+            let plan = LoopPlan::build(
+                graph,
+                &kernel.nodes,
+                &kernel.inputs,
+                &kernel.outputs,
+                &kernel.domain,
+                &kernel.axes,
+            )?;
+            let checks_empty = plan
+                .nodes
+                .iter()
+                .any(|n| matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. }));
             let func = jit.compile(&plan)?;
             Ok(Step::Loop { plan, func, checks_empty })
         }
         KernelKind::MatMul => {
-            let Some(&node) = kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::MatMul)) else {
+            let Some(&node) =
+                kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::MatMul))
+            else {
                 return Err(CodegenError::Internal("matmul kernel without matmul".into()));
             };
             if !graph.ty(node).dtype.is_float() {
-                return Err(CodegenError::Unsupported(format!("matmul of {}", graph.ty(node).dtype)));
+                return Err(CodegenError::Unsupported(format!(
+                    "matmul of {}",
+                    graph.ty(node).dtype
+                )));
             }
             let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
             let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
                 let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
                 let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
                 inputs.push(node);
-                let outputs: Vec<ValueId> = kernel.outputs.iter().copied().filter(|v| *v != node).collect();
+                let outputs: Vec<ValueId> =
+                    kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
                 let func = jit.compile(&plan)?;
                 Some((plan, func))
@@ -401,14 +480,19 @@ fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, Cod
             Ok(Step::MatMul { node, epilogue })
         }
         KernelKind::View => match kernel.nodes.as_slice() {
-            [v] if matches!(graph.node(*v).op, Op::Reshape) => match graph.node(*v).inputs.first() {
-                Some(&input) => Ok(Step::View { input, output: *v }),
-                None => Err(CodegenError::Internal("reshape without input".into())),
-            },
+            [v] if matches!(graph.node(*v).op, Op::Reshape) => {
+                match graph.node(*v).inputs.first() {
+                    Some(&input) => Ok(Step::View { input, output: *v }),
+                    None => Err(CodegenError::Internal("reshape without input".into())),
+                }
+            }
             _ => Err(CodegenError::Unsupported("view kernel".into())),
         },
         KernelKind::Copy | KernelKind::Extern | KernelKind::Other => {
-            Err(CodegenError::Unsupported(format!("{} kernels run in the interpreter", kernel.kind.name())))
+            Err(CodegenError::Unsupported(format!(
+                "{} kernels run in the interpreter",
+                kernel.kind.name()
+            )))
         }
     }
 }

@@ -54,7 +54,8 @@ impl Jit {
 
     /// Compiles `plan`, vectorised when its dtypes allow, else with scalar loops.
     pub fn compile(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
-        let mut inner = self.0.lock().map_err(|_| CodegenError::Internal("poisoned JIT lock".into()))?;
+        let mut inner =
+            self.0.lock().map_err(|_| CodegenError::Internal("poisoned JIT lock".into()))?;
         let start = Instant::now();
         let lane = vector_lane(plan);
         let result = match lane {
@@ -75,11 +76,16 @@ impl Jit {
 }
 
 impl JitInner {
-    fn compile_with(&mut self, plan: &LoopPlan, lane: Option<tfn_ir::DType>) -> Result<KernelFn, CodegenError> {
+    fn compile_with(
+        &mut self,
+        plan: &LoopPlan,
+        lane: Option<tfn_ir::DType>,
+    ) -> Result<KernelFn, CodegenError> {
         self.module.clear_context(&mut self.ctx);
         let frontend = self.module.target_config();
         let mut fctx = FunctionBuilderContext::new();
-        let built = codegen::build(plan, &mut self.ctx.func, &mut fctx, lane, self.features, frontend);
+        let built =
+            codegen::build(plan, &mut self.ctx.func, &mut fctx, lane, self.features, frontend);
         if let Err(e) = built {
             self.module.clear_context(&mut self.ctx);
             return Err(e);

@@ -37,7 +37,13 @@ fn batch_strides(shape: &[usize], batch: &[usize], matrix: usize) -> Vec<usize> 
 ///
 /// # Safety
 /// The buffers must be valid for their shapes and dtype; `out` must not overlap the inputs.
-pub(crate) unsafe fn matmul(a: RawBuf, b: RawBuf, out: RawBuf, shapes: &MatMulShapes<'_>, threads: usize) -> Result<(), RunError> {
+pub(crate) unsafe fn matmul(
+    a: RawBuf,
+    b: RawBuf,
+    out: RawBuf,
+    shapes: &MatMulShapes<'_>,
+    threads: usize,
+) -> Result<(), RunError> {
     let (ra, rb, ro) = (shapes.a.len(), shapes.b.len(), shapes.out.len());
     if ra < 2 || rb < 2 || ro < 2 {
         return Err(RunError::Internal("matmul operands must have rank >= 2".into()));
@@ -65,18 +71,46 @@ pub(crate) unsafe fn matmul(a: RawBuf, b: RawBuf, out: RawBuf, shapes: &MatMulSh
         unsafe {
             match a.dtype {
                 DType::F32 => gemm::gemm(
-                    m, n, k,
-                    (out.ptr as *mut f32).add(o_off), 1, n as isize, false,
-                    (a.ptr as *const f32).add(a_off), 1, k as isize,
-                    (b.ptr as *const f32).add(b_off), 1, n as isize,
-                    0.0f32, 1.0f32, false, false, false, parallelism,
+                    m,
+                    n,
+                    k,
+                    (out.ptr as *mut f32).add(o_off),
+                    1,
+                    n as isize,
+                    false,
+                    (a.ptr as *const f32).add(a_off),
+                    1,
+                    k as isize,
+                    (b.ptr as *const f32).add(b_off),
+                    1,
+                    n as isize,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    parallelism,
                 ),
                 DType::F64 => gemm::gemm(
-                    m, n, k,
-                    (out.ptr as *mut f64).add(o_off), 1, n as isize, false,
-                    (a.ptr as *const f64).add(a_off), 1, k as isize,
-                    (b.ptr as *const f64).add(b_off), 1, n as isize,
-                    0.0f64, 1.0f64, false, false, false, parallelism,
+                    m,
+                    n,
+                    k,
+                    (out.ptr as *mut f64).add(o_off),
+                    1,
+                    n as isize,
+                    false,
+                    (a.ptr as *const f64).add(a_off),
+                    1,
+                    k as isize,
+                    (b.ptr as *const f64).add(b_off),
+                    1,
+                    n as isize,
+                    0.0f64,
+                    1.0f64,
+                    false,
+                    false,
+                    false,
+                    parallelism,
                 ),
                 d => return Err(RunError::Internal(format!("matmul of {d} has no gemm kernel"))),
             }

@@ -180,13 +180,19 @@ impl LoopPlan {
                 }
             }
             let full = collapse(&node_pat[i]);
-            let row = matches!(node.op, Op::Reduce { .. }) || !full.last().copied().unwrap_or(false);
+            let row =
+                matches!(node.op, Op::Reduce { .. }) || !full.last().copied().unwrap_or(false);
             plan_nodes.push(PlanNode { op: node.op.clone(), args, dtype: node.ty.dtype, row });
         }
         let inputs: Vec<Operand> = inputs
             .iter()
             .zip(&input_pat)
-            .map(|(v, p)| Operand { value: *v, dtype: graph.ty(*v).dtype, full: collapse(p), node: None })
+            .map(|(v, p)| Operand {
+                value: *v,
+                dtype: graph.ty(*v).dtype,
+                full: collapse(p),
+                node: None,
+            })
             .collect();
         let mut outs = Vec::new();
         for v in outputs {
@@ -214,7 +220,10 @@ impl LoopPlan {
 
     /// Collapsed sizes for a concrete domain shape.
     pub fn sizes(&self, domain: &[usize]) -> Vec<usize> {
-        self.axes.iter().map(|g| g.iter().map(|&a| domain.get(a).copied().unwrap_or(1)).product()).collect()
+        self.axes
+            .iter()
+            .map(|g| g.iter().map(|&a| domain.get(a).copied().unwrap_or(1)).product())
+            .collect()
     }
 
     /// Element strides of one operand over the collapsed axes, for collapsed `sizes`.

@@ -98,7 +98,8 @@ fn build_loop(b: &mut FunctionBuilder, f: MathFn, lane: Type, features: MathFeat
     let step = |b: &mut FunctionBuilder, head, body, next, bound, ty: Type, consts, stride| {
         b.switch_to_block(head);
         let i = b.block_params(head)[0];
-        let more = b.ins().icmp(cranelift::codegen::ir::condcodes::IntCC::UnsignedLessThan, i, bound);
+        let more =
+            b.ins().icmp(cranelift::codegen::ir::condcodes::IntCC::UnsignedLessThan, i, bound);
         b.ins().brif(more, body, &[i.into()], next, &[i.into()]);
         b.switch_to_block(body);
         let i = b.block_params(body)[0];
@@ -278,7 +279,9 @@ fn run<T: Copy + Default>(kernel: Kernel, xs: &[T], ys: &[T]) -> Vec<T> {
     assert_eq!(xs.len(), ys.len());
     let mut out = vec![T::default(); xs.len()];
     // SAFETY: the kernel reads `n` elements of `xs`/`ys` and writes `n` of `out`.
-    unsafe { kernel(xs.as_ptr().cast(), ys.as_ptr().cast(), out.as_mut_ptr().cast(), xs.len() as u64) };
+    unsafe {
+        kernel(xs.as_ptr().cast(), ys.as_ptr().cast(), out.as_mut_ptr().cast(), xs.len() as u64)
+    };
     out
 }
 
@@ -319,7 +322,10 @@ fn sweep_f32(kernel: Kernel, f: MathFn, stride: u64, fma: bool) -> Worst {
 }
 
 fn report(table: &mut Vec<String>, label: &str, w: &Worst) {
-    table.push(format!("{label:<24} max {:>5} ULP at x = {:<14e} ({} inputs)", w.ulp, w.at, w.count));
+    table.push(format!(
+        "{label:<24} max {:>5} ULP at x = {:<14e} ({} inputs)",
+        w.ulp, w.at, w.count
+    ));
 }
 
 #[test]
@@ -455,7 +461,10 @@ fn pow_matches_c99_and_is_accurate() {
     let mut failures = Vec::new();
     // f32: x sweeps all bit patterns with a stride, against each y.
     let kernel = jit.kernel(MathFn::Pow, types::F32, features);
-    let mut xs32: Vec<f32> = (0..=u64::from(u32::MAX)).step_by(stride as usize).map(|b| f32::from_bits(b as u32)).collect();
+    let mut xs32: Vec<f32> = (0..=u64::from(u32::MAX))
+        .step_by(stride as usize)
+        .map(|b| f32::from_bits(b as u32))
+        .collect();
     xs32.extend(special_f32());
     xs32.extend([0.5f32, 2.0, -2.0, -0.5, 1.0000001, 0.99999994]);
     let mut w = Worst::default();
@@ -505,7 +514,8 @@ fn vector_body_and_scalar_tail_agree_bit_for_bit() {
     let mut jit = Jit::new();
     let features = jit.features();
     let mut rng = Rng(7);
-    let xs: Vec<f32> = (0..4096).map(|_| f32::from_bits(rng.next() as u32)).chain(special_f32()).collect();
+    let xs: Vec<f32> =
+        (0..4096).map(|_| f32::from_bits(rng.next() as u32)).chain(special_f32()).collect();
     let ys: Vec<f32> = (0..xs.len()).map(|i| [2.0f32, -3.0, 0.5, 1.7][i % 4]).collect();
     for f in MathFn::ALL {
         let kernel = jit.kernel(f, types::F32, features);
@@ -554,12 +564,24 @@ fn misuse_is_reported_as_typed_errors() {
     let xd = b.append_block_param(block, types::F64);
     b.switch_to_block(block);
     let features = MathFeatures::default();
-    assert!(matches!(MathConsts::new(&mut b, types::I32, &[MathFn::Exp], features), Err(MathError::UnsupportedType(_))));
+    assert!(matches!(
+        MathConsts::new(&mut b, types::I32, &[MathFn::Exp], features),
+        Err(MathError::UnsupportedType(_))
+    ));
     let consts = MathConsts::new(&mut b, types::F32, &[MathFn::Exp], features).expect("f32 consts");
     assert!(!consts.is_empty());
-    assert!(matches!(emit(&mut b, &consts, MathFn::Exp, &[xi]), Err(MathError::UnsupportedType(_))));
+    assert!(matches!(
+        emit(&mut b, &consts, MathFn::Exp, &[xi]),
+        Err(MathError::UnsupportedType(_))
+    ));
     assert!(matches!(emit(&mut b, &consts, MathFn::Exp, &[]), Err(MathError::BadArguments { .. })));
-    assert!(matches!(emit(&mut b, &consts, MathFn::Pow, &[xf]), Err(MathError::BadArguments { .. })));
-    assert!(matches!(emit(&mut b, &consts, MathFn::Pow, &[xf, xd]), Err(MathError::BadArguments { .. })));
+    assert!(matches!(
+        emit(&mut b, &consts, MathFn::Pow, &[xf]),
+        Err(MathError::BadArguments { .. })
+    ));
+    assert!(matches!(
+        emit(&mut b, &consts, MathFn::Pow, &[xf, xd]),
+        Err(MathError::BadArguments { .. })
+    ));
     assert!(emit(&mut b, &consts, MathFn::Pow, &[xf, xf]).is_ok());
 }

@@ -19,11 +19,17 @@ use tfn_ir::{Diagnostic, FileId, Library};
 pub const PRELUDE_NAME: &str = "<prelude>";
 /// The prelude's text: the primitives the compiler has kernels for.
 pub const PRELUDE: &str = include_str!("../prelude/core.tfn");
+/// The name the prelude's gradient definitions show in diagnostics.
+pub const PRELUDE_GRADS_NAME: &str = "<prelude-grads>";
+/// The prelude's `grad` blocks: one vector-Jacobian product per differentiable primitive.
+pub const PRELUDE_GRADS: &str = include_str!("../prelude/grads.tfn");
 
-/// A fresh library holding the prelude.
+/// A fresh library holding the prelude: the primitives, then their gradients.
 pub fn prelude() -> Result<Library, Vec<Diagnostic>> {
     let mut lib = Library::default();
-    load_source(&mut lib, PRELUDE_NAME, PRELUDE, &crate::loader::MemLoader::new())?;
+    let loader = crate::loader::MemLoader::new();
+    load_source(&mut lib, PRELUDE_NAME, PRELUDE, &loader)?;
+    load_source(&mut lib, PRELUDE_GRADS_NAME, PRELUDE_GRADS, &loader)?;
     Ok(lib)
 }
 

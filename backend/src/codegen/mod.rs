@@ -23,7 +23,9 @@ pub(crate) mod ops;
 use crate::error::CodegenError;
 use crate::math::{self, MathConsts, MathFeatures, MathFn};
 use crate::plan::{LoopPlan, Ref};
-use cranelift::codegen::ir::{condcodes::IntCC, types, AbiParam, Function, InstBuilder, Type, Value};
+use cranelift::codegen::ir::{
+    condcodes::IntCC, types, AbiParam, Function, InstBuilder, Type, Value,
+};
 use cranelift::codegen::ir::{Block, MemFlagsData};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -215,7 +217,11 @@ impl Emitter<'_> {
         full.last().copied().unwrap_or(false)
     }
 
-    fn hoist_constants(&mut self, b: &mut FunctionBuilder, features: MathFeatures) -> Result<(), CodegenError> {
+    fn hoist_constants(
+        &mut self,
+        b: &mut FunctionBuilder,
+        features: MathFeatures,
+    ) -> Result<(), CodegenError> {
         for (k, n) in self.plan.nodes.iter().enumerate() {
             let value = match n.op {
                 Op::Const(s) | Op::Full { value: s } => s,
@@ -281,7 +287,11 @@ impl Emitter<'_> {
             return self.row(b, offs, lo, hi);
         }
         let var = b.declare_var(types::I64);
-        let (lo, hi) = if depth == 0 { (begin, end) } else { (b.ins().iconst(types::I64, 0), self.sizes[depth]) };
+        let (lo, hi) = if depth == 0 {
+            (begin, end)
+        } else {
+            (b.ins().iconst(types::I64, 0), self.sizes[depth])
+        };
         b.def_var(var, lo);
         let l = loop_begin(b, var, 1, hi);
         let inner: Vec<Value> = offs
@@ -299,7 +309,13 @@ impl Emitter<'_> {
 
     /// One row: a pass per reduction level, a pass storing elementwise outputs, then the
     /// row-level outputs.
-    fn row(&self, b: &mut FunctionBuilder, offs: Vec<Value>, lo: Value, hi: Value) -> Result<(), CodegenError> {
+    fn row(
+        &self,
+        b: &mut FunctionBuilder,
+        offs: Vec<Value>,
+        lo: Value,
+        hi: Value,
+    ) -> Result<(), CodegenError> {
         let mut row = Row {
             offs,
             node_scalar: HashMap::new(),
@@ -310,7 +326,9 @@ impl Emitter<'_> {
         let max_level = self.levels.iter().copied().max().unwrap_or(0);
         for level in 1..=max_level {
             let reduces: Vec<usize> = (0..self.plan.nodes.len())
-                .filter(|&k| matches!(self.plan.nodes[k].op, Op::Reduce { .. }) && self.levels[k] == level)
+                .filter(|&k| {
+                    matches!(self.plan.nodes[k].op, Op::Reduce { .. }) && self.levels[k] == level
+                })
                 .collect();
             if !reduces.is_empty() {
                 self.pass(b, &mut row, &reduces, &[], lo, hi)?;
@@ -336,7 +354,14 @@ impl Emitter<'_> {
     }
 
     /// `ptr[p] + (off + i) * size_of(dtype)`.
-    fn address(&self, b: &mut FunctionBuilder, p: usize, off: Value, i: Option<Value>, d: DType) -> Value {
+    fn address(
+        &self,
+        b: &mut FunctionBuilder,
+        p: usize,
+        off: Value,
+        i: Option<Value>,
+        d: DType,
+    ) -> Value {
         let idx = match i {
             Some(i) => b.ins().iadd(off, i),
             None => off,
@@ -465,7 +490,18 @@ impl Emitter<'_> {
                 let lp = loop_begin(b, i_var, unroll * l, hi);
                 for u in 0..unroll {
                     let mut memo = HashMap::new();
-                    self.body_step(b, row, &reduce_info, outputs, &acc, u as usize, width, lp.i, u * l, &mut memo)?;
+                    self.body_step(
+                        b,
+                        row,
+                        &reduce_info,
+                        outputs,
+                        &acc,
+                        u as usize,
+                        width,
+                        lp.i,
+                        u * l,
+                        &mut memo,
+                    )?;
                 }
                 loop_end(b, lp);
             }
@@ -496,7 +532,18 @@ impl Emitter<'_> {
         let tail_acc: Vec<Vec<Variable>> = scalar_acc.iter().map(|v| vec![*v]).collect();
         let lp = loop_begin(b, i_var, 1, hi);
         let mut memo = HashMap::new();
-        self.body_step(b, row, &reduce_info, outputs, &tail_acc, 0, Width::Scalar, lp.i, 0, &mut memo)?;
+        self.body_step(
+            b,
+            row,
+            &reduce_info,
+            outputs,
+            &tail_acc,
+            0,
+            Width::Scalar,
+            lp.i,
+            0,
+            &mut memo,
+        )?;
         loop_end(b, lp);
         for (ri, &(r, op, d)) in reduce_info.iter().enumerate() {
             let mut s = b.use_var(scalar_acc[ri]);
@@ -566,8 +613,11 @@ impl Emitter<'_> {
                     let off = (delta * input.dtype.size_bytes() as i64) as i32;
                     Ok(b.ins().load(ty, mem(), addr, off))
                 } else {
-                    let map = if width == Width::Scalar { &row.input_scalar } else { &row.input_splat };
-                    map.get(&j).copied().ok_or_else(|| CodegenError::Internal(format!("row input {j} not loaded")))
+                    let map =
+                        if width == Width::Scalar { &row.input_scalar } else { &row.input_splat };
+                    map.get(&j)
+                        .copied()
+                        .ok_or_else(|| CodegenError::Internal(format!("row input {j} not loaded")))
                 }
             }
         }
@@ -587,7 +637,10 @@ impl Emitter<'_> {
         let node = &self.plan.nodes[k];
         if node.row {
             let map = if width == Width::Scalar { &row.node_scalar } else { &row.node_splat };
-            return map.get(&k).copied().ok_or_else(|| CodegenError::Internal(format!("row value {k} missing")));
+            return map
+                .get(&k)
+                .copied()
+                .ok_or_else(|| CodegenError::Internal(format!("row value {k} missing")));
         }
         if let Some(v) = memo.get(&k) {
             return Ok(*v);
@@ -601,7 +654,12 @@ impl Emitter<'_> {
         Ok(v)
     }
 
-    fn row_input(&self, b: &mut FunctionBuilder, row: &mut Row, j: usize) -> Result<Value, CodegenError> {
+    fn row_input(
+        &self,
+        b: &mut FunctionBuilder,
+        row: &mut Row,
+        j: usize,
+    ) -> Result<Value, CodegenError> {
         if let Some(v) = row.input_scalar.get(&j) {
             return Ok(*v);
         }
@@ -613,7 +671,12 @@ impl Emitter<'_> {
     }
 
     /// A row-level value as a scalar (reductions must already have run).
-    fn eval_row(&self, b: &mut FunctionBuilder, row: &mut Row, k: usize) -> Result<Value, CodegenError> {
+    fn eval_row(
+        &self,
+        b: &mut FunctionBuilder,
+        row: &mut Row,
+        k: usize,
+    ) -> Result<Value, CodegenError> {
         if let Some(v) = row.node_scalar.get(&k) {
             return Ok(*v);
         }
@@ -634,10 +697,18 @@ impl Emitter<'_> {
     }
 
     /// The instructions of node `k` on already computed arguments.
-    fn op(&self, b: &mut FunctionBuilder, k: usize, width: Width, args: &[Value]) -> Result<Value, CodegenError> {
+    fn op(
+        &self,
+        b: &mut FunctionBuilder,
+        k: usize,
+        width: Width,
+        args: &[Value],
+    ) -> Result<Value, CodegenError> {
         let node = &self.plan.nodes[k];
         let arg = |i: usize| {
-            args.get(i).copied().ok_or_else(|| CodegenError::Internal(format!("node {k} lacks argument {i}")))
+            args.get(i)
+                .copied()
+                .ok_or_else(|| CodegenError::Internal(format!("node {k} lacks argument {i}")))
         };
         let arg_dtype = self.arg_dtype(node.args.first().copied()).unwrap_or(node.dtype);
         if let Some(f) = math_fn(&node.op) {
@@ -646,21 +717,30 @@ impl Emitter<'_> {
                 .math
                 .get(&ty)
                 .ok_or_else(|| CodegenError::Internal("math constants not hoisted".into()))?;
-            return math::emit(b, consts, f, args).map_err(|e| CodegenError::Unsupported(e.to_string()));
+            return math::emit(b, consts, f, args)
+                .map_err(|e| CodegenError::Unsupported(e.to_string()));
         }
         match &node.op {
             Op::Const(_) | Op::Full { .. } => {
-                let (s, v) = self.consts.get(&k).copied().ok_or_else(|| CodegenError::Internal("constant".into()))?;
+                let (s, v) = self
+                    .consts
+                    .get(&k)
+                    .copied()
+                    .ok_or_else(|| CodegenError::Internal("constant".into()))?;
                 match width {
                     Width::Scalar => Ok(s),
-                    Width::Vector(_) => v.ok_or_else(|| CodegenError::Internal("constant splat".into())),
+                    Width::Vector(_) => {
+                        v.ok_or_else(|| CodegenError::Internal("constant splat".into()))
+                    }
                 }
             }
             Op::Unary(u) => ops::emit_unary(b, width, *u, arg_dtype, arg(0)?),
             Op::Binary(op) => {
                 let y_not_nan = match node.args.get(1) {
                     Some(Ref::Node(m)) => match self.plan.nodes[*m].op {
-                        Op::Const(Scalar::Float(f)) | Op::Full { value: Scalar::Float(f) } => !f.is_nan(),
+                        Op::Const(Scalar::Float(f)) | Op::Full { value: Scalar::Float(f) } => {
+                            !f.is_nan()
+                        }
                         Op::Const(_) | Op::Full { .. } => true,
                         _ => false,
                     },

@@ -5,7 +5,9 @@
 //! or all zeros) of the same lane width. Scalar `bool`s are `i8` 0/1, as stored in memory.
 
 use crate::error::CodegenError;
-use cranelift::codegen::ir::{condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, Type, Value};
+use cranelift::codegen::ir::{
+    condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, Type, Value,
+};
 use cranelift::codegen::ir::{Endianness, MemFlagsData};
 use cranelift::frontend::FunctionBuilder;
 use tfn_ir::{BinaryOp, DType, ReduceOp, Scalar, UnaryOp};
@@ -67,7 +69,12 @@ impl Width {
 }
 
 /// Splats a scalar to `width` (no-op for scalars). Scalar bools (0/1) become lane masks.
-pub(crate) fn splat(b: &mut FunctionBuilder, width: Width, d: DType, x: Value) -> Result<Value, CodegenError> {
+pub(crate) fn splat(
+    b: &mut FunctionBuilder,
+    width: Width,
+    d: DType,
+    x: Value,
+) -> Result<Value, CodegenError> {
     match width {
         Width::Scalar => Ok(x),
         Width::Vector(t) if d == DType::Bool => {
@@ -99,12 +106,22 @@ pub(crate) fn scalar_const(b: &mut FunctionBuilder, d: DType, s: Scalar) -> Valu
     }
 }
 
-fn float_const(b: &mut FunctionBuilder, width: Width, d: DType, v: f64) -> Result<Value, CodegenError> {
+fn float_const(
+    b: &mut FunctionBuilder,
+    width: Width,
+    d: DType,
+    v: f64,
+) -> Result<Value, CodegenError> {
     let s = scalar_const(b, d, Scalar::Float(v));
     splat(b, width, d, s)
 }
 
-fn int_const(b: &mut FunctionBuilder, width: Width, d: DType, v: i64) -> Result<Value, CodegenError> {
+fn int_const(
+    b: &mut FunctionBuilder,
+    width: Width,
+    d: DType,
+    v: i64,
+) -> Result<Value, CodegenError> {
     let s = scalar_const(b, d, Scalar::Int(v));
     splat(b, width, d, s)
 }
@@ -130,7 +147,13 @@ fn float_cmp(b: &mut FunctionBuilder, cc: FloatCC, x: Value, y: Value) -> Value 
 
 /// NumPy `maximum`/`minimum` for floats: NaN in either operand propagates, ties keep `x`.
 /// `y_not_nan` skips the NaN test of `y` (a constant that is a number).
-pub(crate) fn float_max_min(b: &mut FunctionBuilder, max: bool, x: Value, y: Value, y_not_nan: bool) -> Value {
+pub(crate) fn float_max_min(
+    b: &mut FunctionBuilder,
+    max: bool,
+    x: Value,
+    y: Value,
+    y_not_nan: bool,
+) -> Value {
     let cc = if max { FloatCC::LessThan } else { FloatCC::GreaterThan };
     let mut pick_y = float_cmp(b, cc, x, y);
     if !y_not_nan {
@@ -211,7 +234,12 @@ pub(crate) fn emit_unary(
 }
 
 /// Converts a number to a bool (`x != 0`, NaN is true).
-fn truthy(b: &mut FunctionBuilder, width: Width, d: DType, x: Value) -> Result<Value, CodegenError> {
+fn truthy(
+    b: &mut FunctionBuilder,
+    width: Width,
+    d: DType,
+    x: Value,
+) -> Result<Value, CodegenError> {
     Ok(match d {
         DType::Bool => x,
         _ if d.is_float() => {
@@ -268,7 +296,9 @@ pub(crate) fn emit_binary(
         Eq => Some(IntCC::Equal),
         Ne => Some(IntCC::NotEqual),
         Lt => Some(if signed { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan }),
-        Le => Some(if signed { IntCC::SignedLessThanOrEqual } else { IntCC::UnsignedLessThanOrEqual }),
+        Le => {
+            Some(if signed { IntCC::SignedLessThanOrEqual } else { IntCC::UnsignedLessThanOrEqual })
+        }
         Gt => Some(if signed { IntCC::SignedGreaterThan } else { IntCC::UnsignedGreaterThan }),
         Ge => Some(if signed {
             IntCC::SignedGreaterThanOrEqual
@@ -316,8 +346,16 @@ pub(crate) fn emit_cast(
     }
     if width != Width::Scalar {
         if from == DType::Bool {
-            let one = if to.is_float() { float_const(b, width, to, 1.0)? } else { int_const(b, width, to, 1)? };
-            let zero = if to.is_float() { float_const(b, width, to, 0.0)? } else { int_const(b, width, to, 0)? };
+            let one = if to.is_float() {
+                float_const(b, width, to, 1.0)?
+            } else {
+                int_const(b, width, to, 1)?
+            };
+            let zero = if to.is_float() {
+                float_const(b, width, to, 0.0)?
+            } else {
+                int_const(b, width, to, 0)?
+            };
             return Ok(blend(b, x, one, zero));
         }
         return unsupported(format!("vector cast {from} -> {to}"));
@@ -337,7 +375,12 @@ pub(crate) fn emit_cast(
 }
 
 /// The identity element of a reduction, at `width`.
-pub(crate) fn reduce_init(b: &mut FunctionBuilder, width: Width, op: ReduceOp, d: DType) -> Result<Value, CodegenError> {
+pub(crate) fn reduce_init(
+    b: &mut FunctionBuilder,
+    width: Width,
+    op: ReduceOp,
+    d: DType,
+) -> Result<Value, CodegenError> {
     if d.is_float() {
         let v = match op {
             ReduceOp::Sum | ReduceOp::Mean => 0.0,
@@ -348,7 +391,8 @@ pub(crate) fn reduce_init(b: &mut FunctionBuilder, width: Width, op: ReduceOp, d
         return float_const(b, width, d, v);
     }
     if d.is_int() {
-        let (lo, hi) = if d == DType::I32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+        let (lo, hi) =
+            if d == DType::I32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
         let v = match op {
             ReduceOp::Sum => 0,
             ReduceOp::Prod => 1,
@@ -362,7 +406,13 @@ pub(crate) fn reduce_init(b: &mut FunctionBuilder, width: Width, op: ReduceOp, d
 }
 
 /// Folds `x` into accumulator `acc`.
-pub(crate) fn reduce_combine(b: &mut FunctionBuilder, op: ReduceOp, d: DType, acc: Value, x: Value) -> Value {
+pub(crate) fn reduce_combine(
+    b: &mut FunctionBuilder,
+    op: ReduceOp,
+    d: DType,
+    acc: Value,
+    x: Value,
+) -> Value {
     match (op, d.is_float()) {
         (ReduceOp::Sum | ReduceOp::Mean, true) => b.ins().fadd(acc, x),
         (ReduceOp::Sum | ReduceOp::Mean, false) => b.ins().iadd(acc, x),

@@ -89,7 +89,12 @@ pub(crate) struct Ctx<'a, 'f> {
 impl<'a, 'f> Ctx<'a, 'f> {
     /// A context for `ty`, which must be a float type with `f32` or `f64` lanes (checked by the
     /// caller through [`LaneFormat::of`]).
-    pub fn new(b: &'a mut FunctionBuilder<'f>, consts: &'a MathConsts, fmt: LaneFormat, ty: Type) -> Self {
+    pub fn new(
+        b: &'a mut FunctionBuilder<'f>,
+        consts: &'a MathConsts,
+        fmt: LaneFormat,
+        ty: Type,
+    ) -> Self {
         let fma = consts.features().fma;
         Self { b, consts, ty, ity: ty.as_int(), fmt, fma }
     }
