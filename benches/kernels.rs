@@ -139,7 +139,11 @@ fn linear_relu() -> tfn_ir::Graph {
 
 fn filled(shape: &[usize], seed: u32) -> Tensor {
     let n: usize = shape.iter().product();
-    let data = (0..n).map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 8) as f32 / (1u32 << 24) as f32 * 4.0 - 2.0);
+    let data = (0..n).map(|i| {
+        ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 8) as f32 / (1u32 << 24) as f32
+            * 4.0
+            - 2.0
+    });
     Tensor::F32(ArrayD::from_shape_vec(IxDyn(shape), data.collect()).expect("shape"))
 }
 
@@ -187,7 +191,12 @@ fn rust_loop(name: &str, inputs: &[Tensor], out: &mut [f32]) -> bool {
     true
 }
 
-fn workload(c: &mut Criterion, name: &str, g: tfn_ir::Graph, shapes: &dyn Fn(usize) -> Vec<Vec<usize>>) {
+fn workload(
+    c: &mut Criterion,
+    name: &str,
+    g: tfn_ir::Graph,
+    shapes: &dyn Fn(usize) -> Vec<Vec<usize>>,
+) {
     let sizes: Vec<usize> = std::env::var("TFN_BENCH_SIZES")
         .ok()
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
@@ -195,7 +204,8 @@ fn workload(c: &mut Criterion, name: &str, g: tfn_ir::Graph, shapes: &dyn Fn(usi
     let f = CompiledFunction::compile(&g, &CompileOptions { threads: 1 }).expect("compiles");
     let mut group = c.benchmark_group(name);
     for n in sizes {
-        let inputs: Vec<Tensor> = shapes(n).iter().enumerate().map(|(i, s)| filled(s, i as u32)).collect();
+        let inputs: Vec<Tensor> =
+            shapes(n).iter().enumerate().map(|(i, s)| filled(s, i as u32)).collect();
         let views: Vec<TensorView<'_>> = inputs.iter().map(TensorView::from).collect();
         let mut outs = f.run(&views).expect("runs");
         group.throughput(Throughput::Elements(n as u64));
@@ -204,10 +214,13 @@ fn workload(c: &mut Criterion, name: &str, g: tfn_ir::Graph, shapes: &dyn Fn(usi
                 b.iter(|| black_box(tfn_ir::interp::run(&g, &inputs).expect("interp")))
             });
         }
-        group.bench_with_input(BenchmarkId::new("jit", n), &n, |b, _| b.iter(|| black_box(f.run(&views).expect("runs"))));
+        group.bench_with_input(BenchmarkId::new("jit", n), &n, |b, _| {
+            b.iter(|| black_box(f.run(&views).expect("runs")))
+        });
         group.bench_with_input(BenchmarkId::new("jit_into", n), &n, |b, _| {
             b.iter(|| {
-                let mut out_views: Vec<TensorViewMut<'_>> = outs.iter_mut().map(Into::into).collect();
+                let mut out_views: Vec<TensorViewMut<'_>> =
+                    outs.iter_mut().map(Into::into).collect();
                 f.run_into(&views, &mut out_views).expect("runs")
             })
         });
@@ -241,7 +254,8 @@ fn matmul(c: &mut Criterion) {
         group.throughput(Throughput::Elements((2 * n * n * n) as u64));
         group.bench_with_input(BenchmarkId::new("jit_into", n), &n, |b, _| {
             b.iter(|| {
-                let mut out_views: Vec<TensorViewMut<'_>> = outs.iter_mut().map(Into::into).collect();
+                let mut out_views: Vec<TensorViewMut<'_>> =
+                    outs.iter_mut().map(Into::into).collect();
                 f.run_into(&views, &mut out_views).expect("runs")
             })
         });

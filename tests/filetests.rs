@@ -6,6 +6,10 @@
 //! | `parse` | load (must succeed), print the templates        | `case.out`     |
 //! | `diag`  | load, render every diagnostic (`render_all`)    | `case.stderr`  |
 //!
+//! The stages that need the whole compiler — `lower`, `simplify` (blessed `case.out`), `run`
+//! and `grad` (NumPy-computed `.npy` references) — are in `tests/filetests_exec.rs`: this
+//! file is also compiled by the front end's tests, which cannot depend on the `tfn` crate.
+//!
 //! Directives, on lines of the case starting with `// tfn-test:`:
 //! - `no-prelude`: load into an empty library instead of one holding the prelude (for files
 //!   that declare primitives themselves, "as the prelude writes them").

@@ -60,7 +60,10 @@ impl Jit {
         let lane = vector_lane(plan);
         let result = match lane {
             Some(_) => match inner.compile_with(plan, lane) {
-                Err(CodegenError::Unsupported(_)) | Err(CodegenError::Cranelift(_)) => {
+                Err(CodegenError::Unsupported(why)) | Err(CodegenError::Cranelift(why)) => {
+                    if std::env::var_os("TFN_LOG_COMPILES").is_some() {
+                        eprintln!("tfn: scalar loops for a kernel: {why}");
+                    }
                     inner.compile_with(plan, None)
                 }
                 other => other,
@@ -89,6 +92,9 @@ impl JitInner {
         if let Err(e) = built {
             self.module.clear_context(&mut self.ctx);
             return Err(e);
+        }
+        if std::env::var_os("TFN_DUMP_CLIF").is_some() {
+            eprintln!("{}", self.ctx.func.display());
         }
         let sig = self.ctx.func.signature.clone();
         let id = self

@@ -5,7 +5,9 @@ mod common;
 
 use common::{compare, random_tensor, views, Rng, TOL};
 use tfn_backend::{CompileOptions, KernelCache, Signature};
-use tfn_ir::{BinaryOp, DType, Dim, Graph, GraphParam, Op, Scalar, Shape, SymDef, Tensor, TensorType, UnaryOp};
+use tfn_ir::{
+    BinaryOp, DType, Dim, Graph, GraphParam, Op, Scalar, Shape, SymDef, Tensor, TensorType, UnaryOp,
+};
 
 /// `relu(x) * 2` for a tensor of `dtype` and `rank` (every axis its own input symbol).
 fn relu_graph(dtype: DType, rank: usize) -> Graph {
@@ -48,7 +50,11 @@ fn cache_hits_on_new_sizes_and_misses_on_new_dtype_or_rank() {
     assert_eq!((cache.stats().compiles, cache.stats().hits), (1, 0));
     call(&cache, &mut rng, DType::F32, &[4, 5]);
     call(&cache, &mut rng, DType::F32, &[100, 3]);
-    assert_eq!((cache.stats().compiles, cache.stats().hits), (1, 2), "a new size must not recompile");
+    assert_eq!(
+        (cache.stats().compiles, cache.stats().hits),
+        (1, 2),
+        "a new size must not recompile"
+    );
     call(&cache, &mut rng, DType::F64, &[4, 5]);
     assert_eq!(cache.stats().compiles, 2, "a new dtype recompiles");
     call(&cache, &mut rng, DType::F32, &[4, 5, 6]);
@@ -84,7 +90,9 @@ fn wrong_inputs_are_errors_not_panics() {
     let x = Tensor::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[2, 3])));
     let inputs = vec![x];
     let sig = Signature::new("relu2", vec![], &views(&inputs));
-    let f = cache.get_or_compile(&sig, || Ok::<_, String>(relu_graph(DType::F32, 2))).expect("compiles");
+    let f = cache
+        .get_or_compile(&sig, || Ok::<_, String>(relu_graph(DType::F32, 2)))
+        .expect("compiles");
     let wrong_dtype = vec![Tensor::F64(ndarray::ArrayD::zeros(ndarray::IxDyn(&[2, 3])))];
     assert!(f.run(&views(&wrong_dtype)).is_err());
     let wrong_rank = vec![Tensor::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[6])))];

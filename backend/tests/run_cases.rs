@@ -26,17 +26,27 @@ fn run_case(path: &Path) -> Result<(), String> {
         v.and_then(|v| v.get(i).and_then(|s| s.parse().ok())).unwrap_or(d)
     };
     let range = (num(directive(&src, "range:"), 0, -2.0), num(directive(&src, "range:"), 1, 2.0));
-    let tol = Tol { rtol: num(directive(&src, "tol:"), 0, TOL.rtol), atol: num(directive(&src, "tol:"), 1, TOL.atol) };
+    let tol = Tol {
+        rtol: num(directive(&src, "tol:"), 0, TOL.rtol),
+        atol: num(directive(&src, "tol:"), 1, TOL.atol),
+    };
     let interpreted = num(directive(&src, "interpreted:"), 0, 0.0) as usize;
-    let kernels = directive(&src, "kernels:").map(|_| num(directive(&src, "kernels:"), 0, 0.0) as usize);
+    let kernels =
+        directive(&src, "kernels:").map(|_| num(directive(&src, "kernels:"), 0, 0.0) as usize);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for (round, sizes) in [[1usize, 1].as_slice(), &[3, 5], &[17, 33], &[64, 7], &[1, 130]].iter().enumerate() {
+    for (round, sizes) in
+        [[1usize, 1].as_slice(), &[3, 5], &[17, 33], &[64, 7], &[1, 130]].iter().enumerate()
+    {
         let inputs = random_inputs(&mut rng, &graph, sizes, range);
         let threads = if round % 2 == 0 { 1 } else { 2 };
-        let f = check_against_interp(&graph, &inputs, tol, threads).map_err(|e| format!("sizes {sizes:?}: {e}"))?;
+        let f = check_against_interp(&graph, &inputs, tol, threads)
+            .map_err(|e| format!("sizes {sizes:?}: {e}"))?;
         let slow = f.interpreted_kernels();
         if slow.len() != interpreted {
-            return Err(format!("{} kernels interpreted, expected {interpreted}: {slow:?}", slow.len()));
+            return Err(format!(
+                "{} kernels interpreted, expected {interpreted}: {slow:?}",
+                slow.len()
+            ));
         }
         if let Some(k) = kernels {
             if f.fused().kernels.len() != k {
@@ -54,13 +64,22 @@ fn run_case(path: &Path) -> Result<(), String> {
 #[test]
 fn cases_match_the_interpreter() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut paths: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.retain(|p| p.extension().is_some_and(|e| e == "tir"));
     paths.sort();
     assert!(!paths.is_empty(), "no cases in {}", dir.display());
     let failures: Vec<String> = paths
         .iter()
-        .filter_map(|p| run_case(p).err().map(|e| format!("{}: {e}", p.file_name().unwrap().to_string_lossy())))
+        .filter_map(|p| {
+            run_case(p).err().map(|e| format!("{}: {e}", p.file_name().unwrap().to_string_lossy()))
+        })
         .collect();
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), paths.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        paths.len(),
+        failures.join("\n")
+    );
 }

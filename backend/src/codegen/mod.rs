@@ -441,9 +441,8 @@ impl Emitter<'_> {
         for j in row_inputs {
             let s = self.row_input(b, row, j)?;
             if let Some(t) = self.vector {
-                if !row.input_splat.contains_key(&j) {
-                    let v = ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?;
-                    row.input_splat.insert(j, v);
+                if let std::collections::hash_map::Entry::Vacant(e) = row.input_splat.entry(j) {
+                    e.insert(ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?);
                 }
             }
         }
@@ -508,8 +507,8 @@ impl Emitter<'_> {
             // Fold the vector accumulators into scalars.
             for (ri, &(_, op, d)) in reduce_info.iter().enumerate() {
                 let mut v = b.use_var(acc[ri][0]);
-                for u in 1..UNROLL as usize {
-                    let w = b.use_var(acc[ri][u]);
+                for &var in &acc[ri][1..] {
+                    let w = b.use_var(var);
                     v = ops::reduce_combine(b, op, d, v, w);
                 }
                 let mut s = b.ins().extractlane(v, 0u8);

@@ -93,7 +93,7 @@ fn split_scale(cx: &mut Ctx, bits: Value) -> (Value, Value) {
     let rest_exp = cx.isub(full_exp, half_exp);
     let s1 = cx.iadd_c(half_exp, one_bits);
     let s2 = cx.iadd_c(rest_exp, one_bits);
-    (cx.from_bits(s1), cx.from_bits(s2))
+    (cx.float_of_bits(s1), cx.float_of_bits(s2))
 }
 
 /// `eˣ` over the whole domain: `+inf` above `ln(MAX)`, denormals and then `+0` below

@@ -48,12 +48,12 @@ fn log_positive(cx: &mut Ctx, x: Value) -> Value {
     let up = cx.c(f64::from(mant).exp2());
     let scaled = cx.mul(x, up);
     let xs = cx.select(denormal, scaled, x);
-    let bits = cx.to_bits(xs);
+    let bits = cx.bits_of(xs);
     // Exponent e with x = m·2^e, m ∈ [0.5, 1), converted to float via the rounding magic.
     let biased = cx.ushr(bits, mant);
     let magic_bits = cx.fmt.round_magic_bits();
     let e_bits = cx.iadd_c(biased, magic_bits - (bias - 1));
-    let e_magic = cx.from_bits(e_bits);
+    let e_magic = cx.float_of_bits(e_bits);
     let magic = cx.c(cx.fmt.round_magic());
     let e = cx.sub(e_magic, magic);
     let zero = cx.c(0.0);
@@ -64,7 +64,7 @@ fn log_positive(cx: &mut Ctx, x: Value) -> Value {
     let half_bits = (bias - 1) << mant;
     let half = cx.ci(half_bits);
     let m_bits = cx.bor(m_bits, half);
-    let m = cx.from_bits(m_bits);
+    let m = cx.float_of_bits(m_bits);
     // Renormalise to [√½, √2): if m < √½ use 2m and e − 1.
     let low = cx.fcmp_c(FloatCC::LessThan, m, SQRT_HALF);
     let one = cx.c(1.0);

@@ -26,11 +26,16 @@ pub(crate) struct LaneFormat {
 }
 
 impl LaneFormat {
+    /// IEEE binary32.
+    pub const F32: Self = Self { bits: 32, mantissa_bits: 23, bias: 127 };
+    /// IEEE binary64.
+    pub const F64: Self = Self { bits: 64, mantissa_bits: 52, bias: 1023 };
+
     /// The format of `ty`'s lanes, or `None` when the lanes are not `f32`/`f64`.
     pub fn of(ty: Type) -> Option<Self> {
         match ty.lane_type() {
-            types::F32 => Some(Self { bits: 32, mantissa_bits: 23, bias: 127 }),
-            types::F64 => Some(Self { bits: 64, mantissa_bits: 52, bias: 1023 }),
+            types::F32 => Some(Self::F32),
+            types::F64 => Some(Self::F64),
             _ => None,
         }
     }
@@ -224,12 +229,12 @@ impl<'a, 'f> Ctx<'a, 'f> {
     }
 
     /// Reinterprets float bits as the integer type `ity`.
-    pub fn to_bits(&mut self, x: Value) -> Value {
+    pub fn bits_of(&mut self, x: Value) -> Value {
         self.b.ins().bitcast(self.ity, MemFlagsData::new(), x)
     }
 
     /// Reinterprets integer bits of type `ity` as the float type `ty`.
-    pub fn from_bits(&mut self, i: Value) -> Value {
+    pub fn float_of_bits(&mut self, i: Value) -> Value {
         self.b.ins().bitcast(self.ty, MemFlagsData::new(), i)
     }
 
@@ -270,7 +275,7 @@ impl<'a, 'f> Ctx<'a, 'f> {
         let magic = self.c(self.fmt.round_magic());
         let t = self.add(x, magic);
         let n = self.sub(t, magic);
-        let bits = self.to_bits(t);
+        let bits = self.bits_of(t);
         (n, bits)
     }
 
@@ -280,7 +285,7 @@ impl<'a, 'f> Ctx<'a, 'f> {
         let ky = self.c(y);
         let t = self.mul_add(x, ky, magic);
         let n = self.sub(t, magic);
-        let bits = self.to_bits(t);
+        let bits = self.bits_of(t);
         (n, bits)
     }
 
@@ -290,16 +295,16 @@ impl<'a, 'f> Ctx<'a, 'f> {
         let shifted = self.shl(round_bits, self.fmt.mantissa_bits);
         let one_bits = self.fmt.bias << self.fmt.mantissa_bits;
         let scale_bits = self.iadd_c(shifted, one_bits);
-        self.from_bits(scale_bits)
+        self.float_of_bits(scale_bits)
     }
 
     /// Copies the sign bit of `sign_source` onto the non-negative value `magnitude`.
     pub fn with_sign_of(&mut self, magnitude: Value, sign_source: Value) -> Value {
-        let sign_bits = self.to_bits(sign_source);
+        let sign_bits = self.bits_of(sign_source);
         let sign = self.band_c(sign_bits, self.fmt.sign_mask());
-        let mag_bits = self.to_bits(magnitude);
+        let mag_bits = self.bits_of(magnitude);
         let out = self.bor(mag_bits, sign);
-        self.from_bits(out)
+        self.float_of_bits(out)
     }
 
     /// Returns `x` itself in lanes where `x` is `±0` (keeps the sign of zero for odd functions)

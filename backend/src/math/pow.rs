@@ -19,9 +19,7 @@ use super::ops::{Ctx, FloatCC, IntCC, LaneFormat};
 
 /// `xʸ` for the context's type.
 pub(crate) fn pow(cx: &mut Ctx, x: Value, y: Value) -> Value {
-    let Some(f64_fmt) = LaneFormat::of(types::F64) else {
-        return pow_same_precision(cx, x, y);
-    };
+    let f64_fmt = LaneFormat::F64;
     match cx.ty {
         types::F32 => {
             let xd = cx.b.ins().fpromote(types::F64, x);
@@ -87,9 +85,9 @@ fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let rounded = cx.sub(t, shift);
     let integral_small = cx.fcmp(FloatCC::Equal, rounded, ay);
     let is_int = cx.mask_or(big, integral_small);
-    let t_bits = cx.to_bits(t);
+    let t_bits = cx.bits_of(t);
     let parity_small = cx.band_c(t_bits, 1);
-    let ay_bits = cx.to_bits(ay);
+    let ay_bits = cx.bits_of(ay);
     let parity_big = cx.band_c(ay_bits, 1);
     // Above 2^(mant+1) the spacing is ≥ 2: even.
     let below_even_only = cx.fcmp_c(FloatCC::LessThan, ay, (mant + 1.0).exp2());
@@ -100,12 +98,12 @@ fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let odd = cx.mask_and(is_int, odd_bit);
 
     // Sign: an odd integer power keeps the sign of x.
-    let x_bits = cx.to_bits(x);
+    let x_bits = cx.bits_of(x);
     let x_sign = cx.band_c(x_bits, cx.fmt.sign_mask());
     let sign = cx.select(odd, x_sign, zero_i);
-    let m_bits = cx.to_bits(magnitude);
+    let m_bits = cx.bits_of(magnitude);
     let r_bits = cx.bor(m_bits, sign);
-    let r = cx.from_bits(r_bits);
+    let r = cx.float_of_bits(r_bits);
 
     // Negative finite x with a non-integer y: NaN.
     let negative = cx.fcmp_c(FloatCC::LessThan, x, 0.0);

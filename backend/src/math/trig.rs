@@ -1,14 +1,15 @@
 //! `sin` and `cos`.
 //!
-//! Cody–Waite reduction by π/2 with a three-part constant: `j = round(x·2/π)`,
+//! Cody–Waite reduction by π/2 with a three- or four-part constant: `j = round(x·2/π)`,
 //! `r = x − j·P₁ − j·P₂ − j·P₃`, `|r| ≤ π/4`; then the sine or cosine polynomial of `r` (Cephes
 //! `sinf`/`cosf` for `f32`, fdlibm `__sin`/`__cos` for `f64`) chosen by the quadrant `j mod 4`,
 //! which is read from the low bits of the rounding-magic sum (no float→int conversion).
 //!
 //! With `fma`, `P₁ = fl(π/2)` and every step is either exact or a single rounding of a value of
 //! the size of `r`, which keeps `r` accurate even for the arguments closest to a multiple of π/2.
-//! Without `fma`, `P₁`/`P₂` have 11 (`f32`) or 33 (`f64`) significant bits so the products are
-//! exact, but the last step's rounding can cost accuracy right next to a multiple of π/2.
+//! Without `fma`, π/2 is split in four parts, the first three with 11 (`f32`) or 33 (`f64`)
+//! significant bits so that their products with `j` (`|j| ≤ 2¹³` resp. `2²⁰`) are exact and
+//! each subtraction is exact or a rounding at the size of `r` (`x − j·P₁ − j·P₂ − j·P₃ − j·P₄`).
 //!
 //! **Accurate range**: `|x| ≤ LIMIT` — `f32`: 2¹⁸ with `fma`, 12 867 (= 2¹³·π/2) without;
 //! `f64`: 2²⁸ with `fma`, 2²⁰·π/2 without. Beyond it (and for `±inf`) the result is NaN: no
@@ -24,12 +25,21 @@ const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 const PIO2_FMA_F32: [f64; 3] =
     [1.570_796_370_506_286_6, -4.371_138_828_673_793e-08, -1.715_124_510_005_881_9e-15];
 const PIO2_FMA_F64: [f64; 3] =
-    [1.570_796_326_794_896_6, 6.123_233_995_736_766e-17, -1.497_384_904_859_169_8e-33];
-/// Three-part π/2 whose first two parts have 11 / 33 significant bits (exact products).
-const PIO2_SHORT_F32: [f64; 3] =
-    [1.570_312_5, 0.000_483_751_296_997_070_3, 7.549_790_126_404_332e-08];
-const PIO2_SHORT_F64: [f64; 3] =
-    [1.570_796_326_734_125_6, 6.077_100_506_303_966e-11, 2.022_266_248_795_950_6e-21];
+    [std::f64::consts::FRAC_PI_2, 6.123_233_995_736_766e-17, -1.497_384_904_859_169_8e-33];
+/// Four-part π/2 whose first three parts have 11 (`f32`) or 33 (`f64`) significant bits, so
+/// that their products with `j` are exact without `fma`.
+const PIO2_SHORT_F32: [f64; 4] = [
+    1.570_312_5,
+    0.000_483_751_296_997_070_3,
+    7.549_533_620_476_723e-08,
+    2.563_344_068_257_089_6e-12,
+];
+const PIO2_SHORT_F64: [f64; 4] = [
+    1.570_796_326_734_125_6,
+    6.077_100_506_303_966e-11,
+    2.022_266_248_711_166_5e-21,
+    8.478_427_660_368_9e-32,
+];
 
 /// Cephes `sinf`: `sin r = r + r·z·S(z)`, ascending.
 const SIN_F32: [f64; 3] = [-1.666_665_461_1e-1, 8.332_160_873_6e-3, -1.951_529_589_1e-4];
@@ -79,16 +89,16 @@ pub(crate) fn cos(cx: &mut Ctx, x: Value) -> Value {
 /// `sin(x + quadrant_shift·π/2)`.
 fn sin_cos(cx: &mut Ctx, x: Value, quadrant_shift: i64) -> Value {
     let is_f32 = cx.fmt.is_f32();
-    let pio2 = match (is_f32, cx.has_fma()) {
-        (true, true) => PIO2_FMA_F32,
-        (true, false) => PIO2_SHORT_F32,
-        (false, true) => PIO2_FMA_F64,
-        (false, false) => PIO2_SHORT_F64,
+    let pio2: &[f64] = match (is_f32, cx.has_fma()) {
+        (true, true) => &PIO2_FMA_F32,
+        (true, false) => &PIO2_SHORT_F32,
+        (false, true) => &PIO2_FMA_F64,
+        (false, false) => &PIO2_SHORT_F64,
     };
     let (j, j_bits) = cx.round_int_of_product(x, TWO_OVER_PI);
     let neg_j = cx.neg(j);
     let mut r = x;
-    for part in pio2 {
+    for &part in pio2 {
         let k = cx.c(part);
         r = cx.mul_add(neg_j, k, r);
     }
@@ -112,9 +122,9 @@ fn sin_cos(cx: &mut Ctx, x: Value, quadrant_shift: i64) -> Value {
     let y = cx.select(swap, cos_r, sin_r);
     let half_turn = cx.band_c(q, 2);
     let flip = cx.shl(half_turn, cx.fmt.bits - 2);
-    let y_bits = cx.to_bits(y);
+    let y_bits = cx.bits_of(y);
     let y_bits = cx.bxor(y_bits, flip);
-    let y = cx.from_bits(y_bits);
+    let y = cx.float_of_bits(y_bits);
     let a = cx.abs(x);
     let limit = reduction_limit(is_f32, cx.has_fma());
     let out_of_range = cx.fcmp_c(FloatCC::GreaterThan, a, limit);

@@ -30,16 +30,29 @@ pub fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize], range: (f64, 
     let s = IxDyn(shape);
     let floats: Vec<f64> = (0..n).map(|_| rng.uniform(range.0, range.1)).collect();
     match dtype {
-        DType::F32 => Tensor::F32(ArrayD::from_shape_vec(s, floats.iter().map(|&x| x as f32).collect()).unwrap()),
+        DType::F32 => Tensor::F32(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| x as f32).collect()).unwrap(),
+        ),
         DType::F64 => Tensor::F64(ArrayD::from_shape_vec(s, floats).unwrap()),
-        DType::I32 => Tensor::I32(ArrayD::from_shape_vec(s, floats.iter().map(|&x| x.round() as i32).collect()).unwrap()),
-        DType::I64 => Tensor::I64(ArrayD::from_shape_vec(s, floats.iter().map(|&x| x.round() as i64).collect()).unwrap()),
-        DType::Bool => Tensor::Bool(ArrayD::from_shape_vec(s, floats.iter().map(|&x| x > 0.0).collect()).unwrap()),
+        DType::I32 => Tensor::I32(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| x.round() as i32).collect()).unwrap(),
+        ),
+        DType::I64 => Tensor::I64(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| x.round() as i64).collect()).unwrap(),
+        ),
+        DType::Bool => Tensor::Bool(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| x > 0.0).collect()).unwrap(),
+        ),
     }
 }
 
 /// Random inputs for `graph`: every input symbol gets a size from `sizes` (cycled by the RNG).
-pub fn random_inputs(rng: &mut Rng, graph: &Graph, sizes: &[usize], range: (f64, f64)) -> Vec<Tensor> {
+pub fn random_inputs(
+    rng: &mut Rng,
+    graph: &Graph,
+    sizes: &[usize],
+    range: (f64, f64),
+) -> Vec<Tensor> {
     let sym_values: Vec<usize> = graph
         .syms
         .iter()
@@ -52,16 +65,15 @@ pub fn random_inputs(rng: &mut Rng, graph: &Graph, sizes: &[usize], range: (f64,
         .params
         .iter()
         .map(|p| {
-            let shape: Vec<usize> = p
-                .ty
-                .shape
-                .dims()
-                .iter()
-                .map(|d| match d {
-                    Dim::Const(c) => *c as usize,
-                    Dim::Sym(s) => sym_values[s.0 as usize],
-                })
-                .collect();
+            let shape: Vec<usize> =
+                p.ty.shape
+                    .dims()
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Const(c) => *c as usize,
+                        Dim::Sym(s) => sym_values[s.0 as usize],
+                    })
+                    .collect();
             random_tensor(rng, p.ty.dtype, &shape, range)
         })
         .collect()
@@ -80,15 +92,31 @@ pub const TOL: Tol = Tol { rtol: 1e-5, atol: 1e-6 };
 /// Compares two tensors; returns a description of the first difference.
 pub fn compare(got: &Tensor, want: &Tensor, tol: Tol) -> Result<(), String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
-        return Err(format!("got {}{:?}, want {}{:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
+        return Err(format!(
+            "got {}{:?}, want {}{:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        ));
     }
-    let close = |a: f64, b: f64| (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol.atol + tol.rtol * b.abs();
+    let close = |a: f64, b: f64| {
+        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol.atol + tol.rtol * b.abs()
+    };
     let pairs: Vec<(f64, f64)> = match (got, want) {
-        (Tensor::F32(a), Tensor::F32(b)) => a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect(),
+        (Tensor::F32(a), Tensor::F32(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect()
+        }
         (Tensor::F64(a), Tensor::F64(b)) => a.iter().zip(b).map(|(&x, &y)| (x, y)).collect(),
-        (Tensor::I32(a), Tensor::I32(b)) => a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect(),
-        (Tensor::I64(a), Tensor::I64(b)) => a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect(),
-        (Tensor::Bool(a), Tensor::Bool(b)) => a.iter().zip(b).map(|(&x, &y)| (x as u8 as f64, y as u8 as f64)).collect(),
+        (Tensor::I32(a), Tensor::I32(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect()
+        }
+        (Tensor::I64(a), Tensor::I64(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect()
+        }
+        (Tensor::Bool(a), Tensor::Bool(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x as u8 as f64, y as u8 as f64)).collect()
+        }
         _ => return Err("dtype mismatch".into()),
     };
     let exact = !got.dtype().is_float();
@@ -107,17 +135,24 @@ pub fn views(ts: &[Tensor]) -> Vec<TensorView<'_>> {
 
 /// Compiles `graph` (one thread unless `threads`), runs JIT and interpreter on `inputs`,
 /// compares every output. Returns the compiled function for further checks.
-pub fn check_against_interp(graph: &Graph, inputs: &[Tensor], tol: Tol, threads: usize) -> Result<CompiledFunction, String> {
-    let f = CompiledFunction::compile(graph, &CompileOptions { threads }).map_err(|e| e.to_string())?;
+pub fn check_against_interp(
+    graph: &Graph,
+    inputs: &[Tensor],
+    tol: Tol,
+    threads: usize,
+) -> Result<CompiledFunction, String> {
+    let f =
+        CompiledFunction::compile(graph, &CompileOptions { threads }).map_err(|e| e.to_string())?;
     let want = tfn_ir::interp::run(graph, inputs).map_err(|e| format!("interp: {e}"))?;
     let got = f.run(&views(inputs)).map_err(|e| format!("jit: {e}"))?;
     for (o, (g, w)) in got.iter().zip(&want).enumerate() {
         compare(g, w, tol).map_err(|e| format!("output {o}: {e}"))?;
     }
     // The same through caller buffers.
-    let mut outs: Vec<Tensor> = want.iter().map(|w| zeros_like(w)).collect();
+    let mut outs: Vec<Tensor> = want.iter().map(zeros_like).collect();
     {
-        let mut views_mut: Vec<tfn_backend::TensorViewMut<'_>> = outs.iter_mut().map(Into::into).collect();
+        let mut views_mut: Vec<tfn_backend::TensorViewMut<'_>> =
+            outs.iter_mut().map(Into::into).collect();
         f.run_into(&views(inputs), &mut views_mut).map_err(|e| format!("jit into: {e}"))?;
     }
     for (o, (g, w)) in outs.iter().zip(&want).enumerate() {

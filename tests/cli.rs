@@ -1,0 +1,343 @@
+//! Tests of the `tfnc` binary as users run it: exit codes (0 ok, 1 the program or data is
+//! wrong, 2 bad command line), `run` (outputs, `--vjp`, every spec function through the CLI,
+//! errors naming the culprit), `check`, `ir`, `gradcheck` and `bench --json`.
+//!
+//! Each test works in a fresh temporary directory. The NumPy references of the `run` and
+//! `grad` file tests (`tests/cases/{run,grad}/spec_nn.tfn`) are reused as expected outputs.
+//! Nothing here depends on timing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tfn::{Backend, Session, Tensor, Value};
+
+const NN: &str = r#"
+fn relu(Tensor x) -> Tensor {
+    return maximum(x, 0.0)
+}
+
+fn gelu(Tensor x) -> Tensor {
+    let inner = 0.7978845608 * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (1.0 + tanh(inner))
+}
+
+fn add2(Tensor x, Tensor y) -> Tensor {
+    return x + y
+}
+
+fn axpy<T: {f32, f64}>(Tensor<T> x, Tensor<T> y, *, Scalar a = 1) -> Tensor<T> {
+    return a * x + y
+}
+
+fn softplus(Tensor x) -> Tensor {
+    return log1p(exp(x))
+}
+grad softplus(x) {
+    x: grad * sigmoid(x)
+}
+"#;
+
+/// A fresh scratch directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tfn-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+fn tfnc(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run tfnc")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts the exit code, showing the output on failure.
+fn expect_exit(o: &Output, code: i32, what: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: expected exit {code}\n--- stdout\n{}\n--- stderr\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+fn write_f32(path: &Path, shape: &[usize], values: &[f32]) {
+    let a = ndarray::ArrayD::from_shape_vec(shape.to_vec(), values.to_vec()).expect("shape");
+    tfn::npy::write(path, &Tensor::F32(a)).expect("write npy");
+}
+
+fn read(path: &Path) -> Tensor {
+    tfn::npy::read(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Floats within `1e-4 * max(1, |expected|)` (f32) or `1e-9` (f64); others exactly.
+fn assert_close(actual: &Tensor, expected: &Tensor, what: &str) {
+    assert_eq!(actual.dtype(), expected.dtype(), "{what}: dtype");
+    assert_eq!(actual.shape(), expected.shape(), "{what}: shape");
+    let pairs: Vec<(f64, f64, f64)> = match (actual, expected) {
+        (Tensor::F32(a), Tensor::F32(e)) => a.iter().zip(e).map(|(&x, &y)| (x.into(), y.into(), 1e-4)).collect(),
+        (Tensor::F64(a), Tensor::F64(e)) => a.iter().zip(e).map(|(&x, &y)| (x, y, 1e-9)).collect(),
+        _ => {
+            assert_eq!(format!("{actual:?}"), format!("{expected:?}"), "{what}");
+            return;
+        }
+    };
+    for (i, (x, y, tol)) in pairs.into_iter().enumerate() {
+        let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * y.abs().max(1.0);
+        assert!(ok, "{what}: element {i}: got {x}, expected {y}");
+    }
+}
+
+/// The `run`/`vjp` directives of a generated file-test case: function, `NAME=VALUE` args
+/// (paths made absolute), and the expected `.npy` files.
+fn directives(stage: &str, case: &str, kind: &str) -> Vec<(String, Vec<(String, String)>, Vec<PathBuf>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases").join(stage);
+    let text = std::fs::read_to_string(dir.join(case)).expect("read case");
+    let data = dir.join("data");
+    let resolve = |v: &str| -> String {
+        if v.ends_with(".npy") {
+            data.join(v).display().to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    text.lines()
+        .filter_map(|l| l.strip_prefix("// tfn-test:"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.first() == Some(&kind))
+        .map(|w| {
+            let arrow = w.iter().position(|x| *x == "->").expect("->");
+            let args = w[2..arrow]
+                .iter()
+                .map(|a| {
+                    let (k, v) = a.split_once('=').expect("NAME=VALUE");
+                    (k.to_string(), resolve(v))
+                })
+                .collect();
+            let outs = w[arrow + 1..].iter().map(|o| data.join(o)).collect();
+            (w[1].to_string(), args, outs)
+        })
+        .collect()
+}
+
+#[test]
+fn check_exit_codes_and_locations() {
+    let dir = scratch("check");
+    std::fs::write(dir.join("ok.tfn"), "fn f(Tensor x) -> Tensor {\n    let unused = x\n    return x\n}\n")
+        .unwrap();
+    std::fs::write(dir.join("bad.tfn"), "fn f(Tensor x) -> Tensor {\n    return x\n}\n\nfn g(Tensor x) -> Tensor {\n    return nosuch(x)\n}\n")
+        .unwrap();
+
+    let ok = tfnc(&dir, &["check", "ok.tfn"]);
+    expect_exit(&ok, 0, "check with a warning");
+    assert!(stderr(&ok).contains("warning"), "the warning is shown:\n{}", stderr(&ok));
+    assert!(stderr(&ok).contains("ok.tfn:2:"), "warning location:\n{}", stderr(&ok));
+
+    let bad = tfnc(&dir, &["check", "ok.tfn", "bad.tfn"]);
+    expect_exit(&bad, 1, "check with an error");
+    assert!(stderr(&bad).contains("bad.tfn:6:12"), "file:line:col of the error:\n{}", stderr(&bad));
+    assert!(stderr(&bad).contains("nosuch"), "names the culprit:\n{}", stderr(&bad));
+
+    let missing = tfnc(&dir, &["check", "does_not_exist.tfn"]);
+    expect_exit(&missing, 1, "check of a missing file");
+    assert!(stderr(&missing).contains("does_not_exist.tfn"), "{}", stderr(&missing));
+
+    for args in [&["check"][..], &["frobnicate", "ok.tfn"], &["run", "ok.tfn"], &["run", "ok.tfn", "f", "--arg", "novalue"],
+        &["run", "ok.tfn", "f", "--backend", "gpu"], &["ir", "ok.tfn", "--stage", "nonsense"]]
+    {
+        let o = tfnc(&dir, args);
+        expect_exit(&o, 2, &format!("bad command line {args:?}"));
+        assert!(!stderr(&o).is_empty(), "{args:?} explains itself");
+    }
+}
+
+#[test]
+fn run_writes_outputs_matching_the_interpreter() {
+    let dir = scratch("run_out");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    let xs: Vec<f32> = (0..12).map(|i| i as f32 * 0.37 - 2.0).collect();
+    write_f32(&dir.join("x.npy"), &[3, 4], &xs);
+
+    let session = Session::with_backend(Backend::Interp);
+    session.load_str("nn.tfn", NN).expect("load");
+    let x = read(&dir.join("x.npy"));
+    let reference = session.call("gelu", &[Value::from(x)]).expect("call");
+    let reference = reference.into_iter().next().and_then(Value::into_tensor).expect("tensor");
+
+    for backend in ["jit", "interp"] {
+        let out = format!("y_{backend}.npy");
+        let o = tfnc(&dir, &["run", "nn.tfn", "gelu", "--arg", "x=x.npy", "--out", &out, "--backend", backend]);
+        expect_exit(&o, 0, backend);
+        assert_close(&read(&dir.join(&out)), &reference, backend);
+    }
+    // Without --out: a summary per output.
+    let o = tfnc(&dir, &["run", "nn.tfn", "gelu", "--arg", "x=x.npy"]);
+    expect_exit(&o, 0, "summary");
+    assert!(stdout(&o).contains("f32[3, 4]"), "summary names dtype and shape:\n{}", stdout(&o));
+    // Literal arguments.
+    let o = tfnc(&dir, &["run", "nn.tfn", "axpy", "--arg", "x=x.npy", "--arg", "y=x.npy", "--arg", "a=2", "--out", "z.npy"]);
+    expect_exit(&o, 0, "axpy with a literal");
+    let expected: Vec<f32> = xs.iter().map(|v| 3.0 * v).collect();
+    let expected = Tensor::F32(ndarray::ArrayD::from_shape_vec(vec![3, 4], expected).unwrap());
+    assert_close(&read(&dir.join("z.npy")), &expected, "axpy a=2");
+}
+
+#[test]
+fn run_every_spec_function_through_the_cli() {
+    let dir = scratch("run_spec");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/run/spec_nn.tfn");
+    let case = case.display().to_string();
+    let calls = directives("run", "spec_nn.tfn", "run");
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, (function, args, expected)) in calls.iter().enumerate() {
+        // Every function once, plus every call on one backend: alternate the backends.
+        let backend = if i % 2 == 0 { "jit" } else { "interp" };
+        let mut argv: Vec<String> = vec!["run".into(), case.clone(), function.clone(), "--backend".into(), backend.into()];
+        for (k, v) in args {
+            argv.extend(["--arg".to_string(), format!("{k}={v}")]);
+        }
+        let outs: Vec<PathBuf> = (0..expected.len()).map(|j| dir.join(format!("{i}_{j}.npy"))).collect();
+        for o in &outs {
+            argv.extend(["--out".to_string(), o.display().to_string()]);
+        }
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = tfnc(&dir, &argv);
+        expect_exit(&o, 0, &format!("{argv:?}"));
+        for (out, exp) in outs.iter().zip(expected) {
+            assert_close(&read(out), &read(exp), &format!("{function} ({backend}) {}", exp.display()));
+        }
+        seen.insert(function.clone());
+    }
+    let all = ["relu", "gelu", "linear", "softmax", "layer_norm", "moments", "axpy", "mlp", "softplus"];
+    for f in all {
+        assert!(seen.contains(f), "spec function `{f}` ran through the CLI");
+    }
+}
+
+#[test]
+fn bad_calls_exit_1_naming_the_culprit() {
+    let dir = scratch("bad_calls");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    write_f32(&dir.join("x23.npy"), &[2, 3], &[1.0; 6]);
+    write_f32(&dir.join("x43.npy"), &[4, 3], &[1.0; 12]);
+    let ints = ndarray::ArrayD::from_shape_vec(vec![3], vec![1i32, 2, 3]).unwrap();
+    tfn::npy::write(&dir.join("i.npy"), &Tensor::I32(ints)).unwrap();
+    std::fs::write(dir.join("garbage.npy"), b"this is not numpy").unwrap();
+
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["run", "nn.tfn", "nosuch", "--arg", "x=x23.npy"], &["nosuch"]),
+        (&["run", "nn.tfn", "gelu"], &["`x`"]),
+        (&["run", "nn.tfn", "gelu", "--arg", "x=x23.npy", "--arg", "zz=x23.npy"], &["zz"]),
+        (&["run", "nn.tfn", "axpy", "--arg", "x=i.npy", "--arg", "y=i.npy"], &["{f32, f64}"]),
+        (&["run", "nn.tfn", "add2", "--arg", "x=x23.npy", "--arg", "y=x43.npy"], &["[2, 3]", "[4, 3]"]),
+        (&["run", "nn.tfn", "gelu", "--arg", "x=garbage.npy"], &["garbage.npy"]),
+        (&["run", "nn.tfn", "gelu", "--arg", "x=missing.npy"], &["missing.npy"]),
+        (&["run", "nn.tfn", "gelu", "--arg", "x=x23.npy", "--vjp", "garbage.npy"], &["garbage.npy"]),
+        (&["run", "missing.tfn", "gelu", "--arg", "x=x23.npy"], &["missing.tfn"]),
+    ];
+    for (args, needles) in cases {
+        let o = tfnc(&dir, args);
+        expect_exit(&o, 1, &format!("{args:?}"));
+        let err = stderr(&o);
+        for needle in *needles {
+            assert!(err.contains(needle), "{args:?}: stderr should name `{needle}`:\n{err}");
+        }
+        assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    }
+}
+
+#[test]
+fn vjp_through_the_cli() {
+    let dir = scratch("vjp");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/grad/spec_nn.tfn");
+    let case = case.display().to_string();
+    for (function, args, expected) in directives("grad", "spec_nn.tfn", "vjp") {
+        if !["gelu", "mlp", "softplus"].contains(&function.as_str()) {
+            continue;
+        }
+        let mut argv: Vec<String> = vec!["run".into(), case.clone(), function.clone()];
+        for (k, v) in &args {
+            if k == "cotangent" {
+                argv.extend(["--vjp".to_string(), v.clone()]);
+            } else {
+                argv.extend(["--arg".to_string(), format!("{k}={v}")]);
+            }
+        }
+        let outs: Vec<PathBuf> = (0..expected.len()).map(|j| dir.join(format!("{function}_{j}.npy"))).collect();
+        for o in &outs {
+            argv.extend(["--out".to_string(), o.display().to_string()]);
+        }
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = tfnc(&dir, &argv);
+        expect_exit(&o, 0, &format!("{argv:?}"));
+        for (out, exp) in outs.iter().zip(&expected) {
+            assert_close(&read(out), &read(exp), &format!("vjp {function}"));
+        }
+    }
+}
+
+#[test]
+fn ir_prints_every_stage() {
+    let dir = scratch("ir");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    let parsed = tfnc(&dir, &["ir", "nn.tfn", "--stage", "parsed"]);
+    expect_exit(&parsed, 0, "parsed");
+    assert!(stdout(&parsed).contains("fn gelu"), "{}", stdout(&parsed));
+    for stage in ["lowered", "optimized", "fused"] {
+        let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "gelu", "--stage", stage, "--arg", "x=f32[4, 8]"]);
+        expect_exit(&o, 0, stage);
+        assert!(stdout(&o).contains("tanh"), "{stage} shows the ops:\n{}", stdout(&o));
+    }
+    let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "gelu", "--stage", "lowered", "--arg", "x=f32[4, 8]"]);
+    assert!(stdout(&o).contains("func"), "lowered is IR text:\n{}", stdout(&o));
+    let o = tfnc(&dir, &["ir", "nn.tfn", "--stage", "lowered", "--arg", "x=f32[4]"]);
+    expect_exit(&o, 2, "lowered without --fn");
+    let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "axpy", "--arg", "x=i32[4]", "--arg", "y=i32[4]"]);
+    expect_exit(&o, 1, "ir of a call that cannot instantiate");
+}
+
+#[test]
+fn gradcheck_passes_and_catches_a_wrong_custom_grad() {
+    let dir = scratch("gradcheck");
+    std::fs::write(dir.join("good.tfn"), NN).unwrap();
+    let wrong = NN.replace("x: grad * sigmoid(x)", "x: grad * 2.0 * sigmoid(x)");
+    assert_ne!(wrong, NN);
+    std::fs::write(dir.join("wrong.tfn"), wrong).unwrap();
+    let good = tfnc(&dir, &["gradcheck", "good.tfn"]);
+    expect_exit(&good, 0, "gradcheck of correct gradients");
+    let one = tfnc(&dir, &["gradcheck", "good.tfn", "softplus"]);
+    expect_exit(&one, 0, "gradcheck of one function");
+    let bad = tfnc(&dir, &["gradcheck", "wrong.tfn"]);
+    expect_exit(&bad, 1, "gradcheck of a wrong custom grad");
+    let report = format!("{}{}", stdout(&bad), stderr(&bad));
+    assert!(report.contains("softplus"), "names the failing function:\n{report}");
+}
+
+#[test]
+fn bench_json_is_one_object() {
+    let dir = scratch("bench");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    for backend in ["jit", "interp"] {
+        let o = tfnc(&dir, &["bench", "nn.tfn", "gelu", "--arg", "x=f32[16, 8]", "--json", "--millis", "1", "--backend", backend]);
+        expect_exit(&o, 0, backend);
+        let out = stdout(&o);
+        let line = out.trim();
+        assert!(line.starts_with('{') && line.ends_with('}') && !line.contains('\n'), "one JSON object:\n{out}");
+        for key in ["\"function\":\"gelu\"", "\"backend\":", "\"compile_us\":", "\"median_us\":", "\"min_us\":", "\"gbps\":"] {
+            assert!(line.contains(key), "{key} in {line}");
+        }
+        assert_eq!(line.matches('{').count(), line.matches('}').count(), "balanced: {line}");
+    }
+    let o = tfnc(&dir, &["bench", "nn.tfn", "gelu", "--arg", "x=f32[2,", "--json"]);
+    expect_exit(&o, 2, "a malformed tensor type");
+}

@@ -1,0 +1,271 @@
+//! Tests of the `Session` API contract (spec/cli-and-api.md) that file tests cannot express:
+//! strided inputs, `call_into`, the compile cache, extern kernels, concurrent calls, failed
+//! loads, and shape errors. Each runs on both backends where the backend matters.
+
+use ndarray::{s, ArrayD, IxDyn};
+use tfn::{Backend, Error, OutputMut, Session, Tensor, Value};
+
+const SOURCE: &str = r#"
+fn mixed(Tensor x) -> Tensor {
+    return x * 2.0 + sum(x, dims=[0], keepdim=true)
+}
+
+fn add2(Tensor x, Tensor y) -> Tensor {
+    return x + y
+}
+
+fn mm(Tensor a, Tensor b) -> Tensor {
+    return matmul(a, b)
+}
+
+fn moments(Tensor x, *, Int[] dims) -> (Tensor, Tensor) {
+    let mu = mean(x, dims=dims, keepdim=true)
+    let d = x - mu
+    return (mu, mean(d * d, dims=dims, keepdim=true))
+}
+"#;
+
+const BACKENDS: [Backend; 2] = [Backend::Interp, Backend::Jit];
+
+fn session(backend: Backend) -> Session {
+    let s = Session::with_backend(backend);
+    s.load_str("api.tfn", SOURCE).unwrap_or_else(|e| panic!("load: {e}"));
+    s
+}
+
+/// A deterministic f32 array with distinct values.
+fn array(shape: &[usize], seed: f32) -> ArrayD<f32> {
+    let n: usize = shape.iter().product();
+    let values = (0..n).map(|i| ((i as f32 + seed) * 0.731).sin() * 3.0).collect();
+    ArrayD::from_shape_vec(IxDyn(shape), values).expect("shape")
+}
+
+fn only_f32(results: Vec<Value<'static>>) -> ArrayD<f32> {
+    match results.into_iter().next().and_then(Value::into_tensor) {
+        Some(Tensor::F32(a)) => a,
+        other => panic!("expected one f32 result, got {other:?}"),
+    }
+}
+
+#[test]
+fn strided_views_give_the_contiguous_result() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let base = array(&[6, 8], 0.0);
+        let views = [
+            ("transposed", base.view().reversed_axes().into_dyn()),
+            ("stepped", base.slice(s![.., ..;2]).into_dyn()),
+            ("reversed", base.slice(s![..;-1, 1..5]).into_dyn()),
+            ("broadcast", base.slice(s![0..1, ..]).broadcast(IxDyn(&[3, 8])).expect("broadcast")),
+        ];
+        for (what, view) in views {
+            let contiguous = view.as_standard_layout().into_owned();
+            let strided = only_f32(s.call("mixed", &[Value::from(view.clone())]).expect("strided call"));
+            let dense = only_f32(s.call("mixed", &[Value::from(contiguous.view())]).expect("dense call"));
+            assert_eq!(strided, dense, "{backend:?} {what}");
+        }
+        // Both operands strided, in a matmul.
+        let a = array(&[4, 3], 1.0);
+        let b = array(&[5, 4], 2.0);
+        let strided = only_f32(
+            s.call("mm", &[Value::from(a.view().reversed_axes().into_dyn()), Value::from(b.view().reversed_axes().into_dyn())])
+                .expect("strided matmul"),
+        );
+        let at = a.view().reversed_axes().as_standard_layout().into_owned();
+        let bt = b.view().reversed_axes().as_standard_layout().into_owned();
+        let dense = only_f32(s.call("mm", &[Value::from(at.view()), Value::from(bt.view())]).expect("matmul"));
+        assert_eq!(strided, dense, "{backend:?} matmul of transposed views");
+    }
+}
+
+#[test]
+fn call_into_writes_the_buffer_and_rejects_a_wrong_one() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let x = array(&[3, 4], 0.5);
+        let expected = only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call"));
+        let mut out = ArrayD::<f32>::from_elem(IxDyn(&[3, 4]), f32::NAN);
+        s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(out.view_mut())]).expect("call_into");
+        assert_eq!(out, expected, "{backend:?}");
+
+        // Into a strided (transposed) buffer of the right shape.
+        let mut backing = ArrayD::<f32>::zeros(IxDyn(&[4, 3]));
+        let view = backing.view_mut().reversed_axes().into_dyn();
+        s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(view)]).expect("strided buffer");
+        assert_eq!(backing.t().into_dyn(), expected.view(), "{backend:?} strided output");
+
+        // Two results, two buffers.
+        let (mut mu, mut var) = (ArrayD::<f32>::zeros(IxDyn(&[3, 1])), ArrayD::<f32>::zeros(IxDyn(&[3, 1])));
+        s.call_into_kw(
+            "moments",
+            &[Value::from(x.view())],
+            &[("dims", Value::from(vec![-1i64]))],
+            &mut [OutputMut::from(mu.view_mut()), OutputMut::from(var.view_mut())],
+        )
+        .expect("tuple call_into");
+        assert!(var.iter().all(|v| *v > 0.0), "{backend:?} variance written: {var:?}");
+
+        let mut wrong = ArrayD::<f32>::zeros(IxDyn(&[4, 3]));
+        let err = s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(wrong.view_mut())]);
+        assert!(matches!(err, Err(Error::Output { index: 0, .. })), "{backend:?} wrong shape: {err:?}");
+        let mut wrong_dtype = ArrayD::<f64>::zeros(IxDyn(&[3, 4]));
+        let err = s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(wrong_dtype.view_mut())]);
+        assert!(matches!(err, Err(Error::Output { index: 0, .. })), "{backend:?} wrong dtype: {err:?}");
+        let err = s.call_into("mixed", &[Value::from(x.view())], &mut []);
+        assert!(matches!(err, Err(Error::Output { .. })), "{backend:?} no buffer: {err:?}");
+        assert!(wrong.iter().all(|v| *v == 0.0), "a rejected buffer is left alone");
+    }
+}
+
+#[test]
+fn the_cache_is_keyed_on_dtype_and_rank_not_sizes() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let call = |a: Value| s.call("mixed", &[a]).expect("call");
+        call(Value::from(array(&[4, 6], 0.0)));
+        let after_first = s.stats();
+        assert_eq!(after_first.compiles, 1, "{backend:?}");
+        call(Value::from(array(&[9, 6], 0.0)));
+        call(Value::from(array(&[2, 3], 0.0)));
+        let resized = s.stats();
+        assert_eq!(resized.compiles, 1, "{backend:?}: new sizes must not recompile");
+        assert_eq!(resized.cache_hits, after_first.cache_hits + 2, "{backend:?}");
+        call(Value::from(array(&[4, 6], 0.0).mapv(f64::from)));
+        assert_eq!(s.stats().compiles, 2, "{backend:?}: a new dtype compiles");
+        call(Value::from(array(&[2, 3, 4], 0.0)));
+        assert_eq!(s.stats().compiles, 3, "{backend:?}: a new rank compiles");
+        call(Value::from(array(&[5, 7], 1.0)));
+        assert_eq!(s.stats().compiles, 3, "{backend:?}: the first signature is still cached");
+    }
+}
+
+const EXTERN: &str = r#"
+extern op clip(Tensor x, Float limit) -> Tensor
+    shape: x
+    dtype: x
+
+fn clipped_twice(Tensor x) -> Tensor {
+    return clip(x * 2.0, limit=1.5) + 1.0
+}
+"#;
+
+#[test]
+fn extern_ops_run_registered_kernels() {
+    for backend in BACKENDS {
+        let s = Session::with_backend(backend);
+        s.load_str("extern.tfn", EXTERN).unwrap_or_else(|e| panic!("load: {e}"));
+        let x = array(&[2, 5], 0.0);
+
+        // No kernel registered yet: a typed error naming the op, not a panic.
+        let err = s.call("clipped_twice", &[Value::from(x.view())]);
+        match &err {
+            Err(Error::Runtime(msg)) => assert!(msg.contains("clip"), "{msg}"),
+            other => panic!("{backend:?}: expected a runtime error naming `clip`, got {other:?}"),
+        }
+
+        s.register_extern("clip", |inputs, attrs| {
+            let limit = attrs.iter().find_map(|a| a.as_f64()).ok_or_else(|| "no limit attribute".to_string())?;
+            match inputs {
+                [Tensor::F32(a)] => Ok(Tensor::F32(a.mapv(|v| v.clamp(-limit as f32, limit as f32)))),
+                _ => Err("clip expects one f32 tensor".to_string()),
+            }
+        });
+        let y = only_f32(s.call("clipped_twice", &[Value::from(x.view())]).expect("call with kernel"));
+        let expected = x.mapv(|v| (v * 2.0).clamp(-1.5, 1.5) + 1.0);
+        assert_eq!(y, expected, "{backend:?}");
+
+        // A kernel's own error is a typed error too.
+        let f64_input = x.mapv(f64::from);
+        let err = s.call("clipped_twice", &[Value::from(f64_input)]);
+        assert!(matches!(err, Err(Error::Runtime(ref m)) if m.contains("f32")), "{backend:?}: {err:?}");
+    }
+}
+
+#[test]
+fn concurrent_calls_agree() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let inputs: Vec<ArrayD<f32>> = (0..4).map(|i| array(&[3 + i, 5], i as f32)).collect();
+        let expected: Vec<ArrayD<f32>> =
+            inputs.iter().map(|x| only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call"))).collect();
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (s, inputs, expected) = (&s, &inputs, &expected);
+                scope.spawn(move || {
+                    for round in 0..25 {
+                        let i = (t + round) % inputs.len();
+                        let y = only_f32(s.call("mixed", &[Value::from(inputs[i].view())]).expect("threaded call"));
+                        assert_eq!(y, expected[i], "{backend:?} thread {t} round {round}");
+                        let kw = s.call_kw("moments", &[Value::from(inputs[i].view())], &[("dims", Value::from(vec![0i64]))]);
+                        assert_eq!(kw.expect("moments").len(), 2);
+                    }
+                });
+            }
+        });
+        // `mixed` was compiled before the threads started; `moments` at most once per thread
+        // (threads may race to compile it), never per call.
+        assert!(s.stats().compiles <= 1 + 4, "{backend:?}: {:?}", s.stats());
+    }
+}
+
+#[test]
+fn a_failed_load_leaves_the_session_unchanged() {
+    let s = session(Backend::Interp);
+    let x = array(&[2, 3], 0.0);
+    let before = only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call"));
+    let bad = "fn also_new(Tensor x) -> Tensor {\n    return x\n}\n\nfn broken(Tensor x) -> Tensor {\n    return nosuch(x)\n}\n";
+    let err = s.load_str("bad.tfn", bad);
+    match &err {
+        Err(Error::Load { diagnostics, rendered }) => {
+            assert!(!diagnostics.is_empty());
+            assert!(rendered.contains("bad.tfn:6:"), "{rendered}");
+        }
+        other => panic!("expected a load error, got {other:?}"),
+    }
+    let after = only_f32(s.call("mixed", &[Value::from(x.view())]).expect("still callable"));
+    assert_eq!(before, after);
+    for name in ["also_new", "broken"] {
+        let err = s.call(name, &[Value::from(x.view())]);
+        assert!(matches!(err, Err(Error::UnknownFunction { .. })), "{name}: {err:?}");
+    }
+    // The failed file's names are free: a corrected file loads.
+    s.load_str("fixed.tfn", "fn also_new(Tensor x) -> Tensor {\n    return x + 1.0\n}\n").expect("reload");
+    let y = only_f32(s.call("also_new", &[Value::from(x.view())]).expect("call"));
+    assert_eq!(y, x.mapv(|v| v + 1.0));
+    // A redefinition is an error, not a silent override.
+    assert!(matches!(s.load_str("again.tfn", "fn mixed(Tensor x) -> Tensor {\n    return x\n}\n"), Err(Error::Load { .. })));
+    let io = s.load_file("/nonexistent/dir/none.tfn");
+    assert!(matches!(io, Err(Error::Io { .. })), "{io:?}");
+}
+
+#[test]
+fn shape_errors_name_both_shapes() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let (x, y) = (array(&[2, 3], 0.0), array(&[4, 3], 1.0));
+        let err = s.call("add2", &[Value::from(x.view()), Value::from(y.view())]);
+        let msg = match err {
+            Err(e @ Error::Shape(_)) => e.to_string(),
+            other => panic!("{backend:?}: expected a shape error, got {other:?}"),
+        };
+        assert!(msg.contains("[2, 3]") && msg.contains("[4, 3]"), "{backend:?}: {msg}");
+
+        let (a, b) = (array(&[2, 3], 0.0), array(&[4, 5], 1.0));
+        let err = s.call("mm", &[Value::from(a.view()), Value::from(b.view())]);
+        let msg = match err {
+            Err(e @ Error::Shape(_)) => e.to_string(),
+            other => panic!("{backend:?}: expected a shape error, got {other:?}"),
+        };
+        assert!(msg.contains("[2, 3]") && msg.contains("[4, 5]"), "{backend:?} matmul: {msg}");
+
+        let err = s.call("nosuch", &[Value::from(x.view())]);
+        assert!(matches!(err, Err(Error::UnknownFunction { .. })), "{err:?}");
+        let err = s.call("add2", &[Value::from(x.view())]);
+        assert!(matches!(err, Err(Error::Call { .. })), "missing argument: {err:?}");
+        let err = s.call_kw("add2", &[Value::from(x.view()), Value::from(x.view())], &[("z", Value::from(1i64))]);
+        match err {
+            Err(Error::Call { rendered, .. }) => assert!(rendered.contains('z'), "{rendered}"),
+            other => panic!("unknown keyword: {other:?}"),
+        }
+    }
+}
