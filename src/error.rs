@@ -33,7 +33,11 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn from_diagnostics(kind: DiagKind, diags: Vec<Diagnostic>, sources: &SourceMap) -> Error {
+    pub(crate) fn from_diagnostics(
+        kind: DiagKind,
+        diags: Vec<Diagnostic>,
+        sources: &SourceMap,
+    ) -> Error {
         let rendered = render_all(&diags, sources).trim_end().to_string();
         match kind {
             DiagKind::Load => Error::Load { diagnostics: diags, rendered },

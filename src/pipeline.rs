@@ -29,7 +29,8 @@ impl fmt::Display for Explain {
         if r.rules_fired.is_empty() {
             write!(f, "// rules fired: none")
         } else {
-            let fired: Vec<String> = r.rules_fired.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
+            let fired: Vec<String> =
+                r.rules_fired.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
             write!(f, "// rules fired: {}", fired.join(", "))
         }
     }
@@ -37,9 +38,8 @@ impl fmt::Display for Explain {
 
 /// Optimises `graph` with the built-in rules and the library's checked `rewrite` rules.
 pub fn optimize(library: &Library, graph: &Graph) -> Result<(Graph, Explain), PipelineError> {
-    let rules = RuleSet::with_user(library).map_err(|diags| {
-        PipelineError(tfn_ir::diagnostic::render_all(&diags, &library.sources))
-    })?;
+    let rules = RuleSet::with_user(library)
+        .map_err(|diags| PipelineError(tfn_ir::diagnostic::render_all(&diags, &library.sources)))?;
     optimize_with(&rules, graph)
 }
 

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+use tfn_backend::{CompileOptions, JitCompiler};
 use tfn_frontend::{FsLoader, SourceLoader};
 use tfn_ir::interp::ExternKernels;
 use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
@@ -97,6 +98,9 @@ pub struct Session {
     rules: RwLock<Arc<RuleSet>>,
     externs: Arc<ExternTable>,
     options: SessionOptions,
+    /// The JIT module every function of the session is compiled into (`None` with the
+    /// interpreter backend).
+    jit: Option<JitCompiler>,
     cache: RwLock<HashMap<CallKey, Arc<Prepared>>>,
     compiles: AtomicU64,
     cache_hits: AtomicU64,
@@ -125,10 +129,18 @@ impl Session {
             let text = tfn_ir::diagnostic::render_all(&diags, &Library::default().sources);
             panic!("the embedded prelude does not load:\n{text}")
         });
+        // Without a usable host ISA the JIT is absent and calls say so (a typed error).
+        let jit = match options.backend {
+            Backend::Jit => {
+                JitCompiler::new(CompileOptions { threads: options.threads.max(1) }).ok()
+            }
+            Backend::Interp => None,
+        };
         Session {
             library: RwLock::new(Arc::new(library)),
             rules: RwLock::new(Arc::new(RuleSet::builtin())),
             externs: Arc::new(ExternTable::default()),
+            jit,
             options,
             cache: RwLock::new(HashMap::new()),
             compiles: AtomicU64::new(0),
@@ -148,7 +160,10 @@ impl Session {
 
     /// Loads a `.tfn` file (and the files it `use`s). On error nothing is loaded and the
     /// error holds every diagnostic; on success returns the warnings.
-    pub fn load_file(&self, path: impl AsRef<std::path::Path>) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
+    pub fn load_file(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
         let path = path.as_ref();
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path)
@@ -168,7 +183,8 @@ impl Session {
         source: &str,
         loader: &dyn SourceLoader,
     ) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
-        let mut guard = self.library.write().map_err(|_| Error::Internal("library lock poisoned".into()))?;
+        let mut guard =
+            self.library.write().map_err(|_| Error::Internal("library lock poisoned".into()))?;
         let mut next = (**guard).clone();
         match tfn_frontend::load_source(&mut next, name, source, loader) {
             Ok(warnings) => {
@@ -231,7 +247,12 @@ impl Session {
 
     /// Calls a function writing its results into caller-provided arrays (no allocation of
     /// outputs). Each output must have the result's dtype and shape.
-    pub fn call_into(&self, name: &str, args: &[Value], outputs: &mut [OutputMut]) -> Result<(), Error> {
+    pub fn call_into(
+        &self,
+        name: &str,
+        args: &[Value],
+        outputs: &mut [OutputMut],
+    ) -> Result<(), Error> {
         self.call_into_kw(name, args, &[], outputs)
     }
 
@@ -250,7 +271,12 @@ impl Session {
     /// The vector-Jacobian product of a function: the gradients of `<results, cotangents>`
     /// with respect to each differentiable (float) tensor argument, in parameter order.
     /// There is one cotangent per result, of the result's dtype and shape.
-    pub fn vjp(&self, name: &str, args: &[Value], cotangents: &[Value]) -> Result<Vec<Value<'static>>, Error> {
+    pub fn vjp(
+        &self,
+        name: &str,
+        args: &[Value],
+        cotangents: &[Value],
+    ) -> Result<Vec<Value<'static>>, Error> {
         self.vjp_kw(name, args, &[], cotangents)
     }
 
@@ -266,7 +292,9 @@ impl Session {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                c.as_tensor().ok_or_else(|| Error::Shape(format!("cotangent {i} must be a tensor, got {}", c.describe())))
+                c.as_tensor().ok_or_else(|| {
+                    Error::Shape(format!("cotangent {i} must be a tensor, got {}", c.describe()))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let expected = prepared.graph.params.len() - prepared.params.len();
@@ -303,18 +331,32 @@ impl Session {
         let positional: Vec<ArgSpec> = args.iter().map(arg_spec).collect();
         let keywords: Vec<(String, ArgSpec)> =
             kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
-        let instance = tfn_ir::lower::instantiate(&library, name, &positional, &keywords)
-            .map_err(|e| Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources))?;
+        let instance =
+            tfn_ir::lower::instantiate(&library, name, &positional, &keywords).map_err(|e| {
+                Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources)
+            })?;
         let rules = self.rules.read().map_or_else(|p| p.into_inner().clone(), |r| r.clone());
         let prepared = match kind {
-            CallKind::Call => {
-                Prepared::compile(instance.graph, instance.params, &rules, &self.options, &key)?
-            }
+            CallKind::Call => Prepared::compile(
+                instance.graph,
+                instance.params,
+                &rules,
+                &self.options,
+                self.jit.as_ref(),
+                &key,
+            )?,
             CallKind::Vjp => {
                 let v = tfn_passes::autodiff::vjp(&library, &instance).map_err(|e| {
                     Error::from_diagnostics(DiagKind::Call, e.diagnostics(), &library.sources)
                 })?;
-                Prepared::compile(v.graph, instance.params, &rules, &self.options, &key)?
+                Prepared::compile(
+                    v.graph,
+                    instance.params,
+                    &rules,
+                    &self.options,
+                    self.jit.as_ref(),
+                    &key,
+                )?
             }
         };
         let prepared = Arc::new(prepared);
@@ -334,7 +376,9 @@ fn arg_spec(v: &Value) -> ArgSpec {
     };
     match v {
         Value::Tensor(t) => ArgSpec::Tensor { dtype: t.dtype(), dims: dims(t) },
-        Value::TensorList(ts) => ArgSpec::TensorList(ts.iter().map(|t| (t.dtype(), dims(t))).collect()),
+        Value::TensorList(ts) => {
+            ArgSpec::TensorList(ts.iter().map(|t| (t.dtype(), dims(t))).collect())
+        }
         Value::Attr(a) => ArgSpec::Attr(a.clone()),
     }
 }
@@ -346,17 +390,23 @@ fn gather_inputs<'a>(
     kwargs: &'a [(&str, Value)],
     cotangents: &[&'a TensorValue],
 ) -> Result<Vec<TensorValue<'a>>, Error> {
-    fn find<'a>(src: &ParamSource, args: &'a [Value], kwargs: &'a [(&str, Value)]) -> Option<TensorValue<'a>> {
+    fn find<'a>(
+        src: &ParamSource,
+        args: &'a [Value],
+        kwargs: &'a [(&str, Value)],
+    ) -> Option<TensorValue<'a>> {
         match src {
             ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
-            ParamSource::Keyword(k) => kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view),
-            ParamSource::ListItem { arg, index } => {
-                match &**arg {
-                    ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
-                    ParamSource::Keyword(k) => list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index),
-                    ParamSource::ListItem { .. } => None,
-                }
+            ParamSource::Keyword(k) => {
+                kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view)
             }
+            ParamSource::ListItem { arg, index } => match &**arg {
+                ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
+                ParamSource::Keyword(k) => {
+                    list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index)
+                }
+                ParamSource::ListItem { .. } => None,
+            },
         }
     }
     fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
@@ -369,8 +419,9 @@ fn gather_inputs<'a>(
         .params
         .iter()
         .map(|src| {
-            find(src, args, kwargs)
-                .ok_or_else(|| Error::Internal(format!("graph parameter source {src:?} is not a tensor argument")))
+            find(src, args, kwargs).ok_or_else(|| {
+                Error::Internal(format!("graph parameter source {src:?} is not a tensor argument"))
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     inputs.extend(cotangents.iter().map(|t| t.view()));

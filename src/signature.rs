@@ -2,10 +2,11 @@
 //! and compiled function per signature.
 
 use crate::error::Error;
+use crate::pipeline::optimize_with;
 use crate::session::{Backend, SessionOptions};
 use crate::value::{OutputMut, TensorValue, Value};
+use tfn_backend::{CompiledFunction, JitCompiler, RunError, TensorView, TensorViewMut};
 use tfn_ir::interp::ExternKernels;
-use crate::pipeline::optimize_with;
 use tfn_ir::lower::ParamSource;
 use tfn_ir::{Attr, DType, Graph, Library, Tensor};
 use tfn_passes::optimize::RuleSet;
@@ -21,11 +22,13 @@ enum ArgKey {
 
 impl ArgKey {
     fn tensor(t: &TensorValue) -> ArgKey {
-        let ones = t
-            .shape()
-            .iter()
-            .enumerate()
-            .fold(0u64, |m, (i, &d)| if d == 1 && i < 64 { m | (1 << i) } else { m });
+        let ones = t.shape().iter().enumerate().fold(0u64, |m, (i, &d)| {
+            if d == 1 && i < 64 {
+                m | (1 << i)
+            } else {
+                m
+            }
+        });
         ArgKey::Tensor {
             dtype: t.dtype(),
             rank: t.shape().len().min(255) as u8,
@@ -62,7 +65,12 @@ pub(crate) struct CallKey {
 }
 
 impl CallKey {
-    pub(crate) fn new(kind: CallKind, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> CallKey {
+    pub(crate) fn new(
+        kind: CallKind,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> CallKey {
         CallKey {
             kind,
             name: name.to_string(),
@@ -94,6 +102,14 @@ impl std::fmt::Display for CallKey {
     }
 }
 
+/// How a prepared function runs.
+enum Executor {
+    /// The reference interpreter, op by op.
+    Interp,
+    /// Fused Cranelift kernels.
+    Jit(CompiledFunction),
+}
+
 /// One function instantiated for one signature, optimised and compiled, ready to run.
 pub(crate) struct Prepared {
     /// The graph that runs (after optimisation).
@@ -101,21 +117,20 @@ pub(crate) struct Prepared {
     /// Where each graph parameter comes from in the call, for the first `params.len()`
     /// parameters; any further parameters are the cotangents of a vjp, in order.
     pub(crate) params: Vec<ParamSource>,
-    backend: Backend,
+    executor: Executor,
 }
 
 impl Prepared {
-    /// Optimises and compiles `graph` for `options.backend`.
+    /// Optimises `graph` and, with a JIT compiler, compiles it.
     pub(crate) fn compile(
         graph: Graph,
         params: Vec<ParamSource>,
         rules: &RuleSet,
         options: &SessionOptions,
+        jit: Option<&JitCompiler>,
         key: &CallKey,
     ) -> Result<Prepared, Error> {
-        if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
-            eprintln!("tfn: compiling {key}");
-        }
+        let log = std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0");
         let graph = if options.optimize {
             // The optimiser maps a verified graph to a verified graph; if it ever fails, the
             // unoptimised graph is still correct, so that is what runs.
@@ -123,14 +138,49 @@ impl Prepared {
         } else {
             graph
         };
-        Ok(Prepared { graph, params, backend: options.backend })
+        let executor = match (options.backend, jit) {
+            (Backend::Interp, _) => Executor::Interp,
+            (Backend::Jit, Some(jit)) => {
+                let compiled = jit
+                    .compile(&graph)
+                    .map_err(|e| Error::Internal(format!("code generation failed: {e}")))?;
+                if log {
+                    let interpreted = compiled.interpreted_kernels();
+                    eprintln!(
+                        "tfn: compiled {key}: {} kernel(s), {} through the interpreter{}",
+                        compiled.fused().kernels.len(),
+                        interpreted.len(),
+                        interpreted
+                            .iter()
+                            .map(|(i, why)| format!("\n  kernel {i}: {why}"))
+                            .collect::<String>()
+                    );
+                }
+                Executor::Jit(compiled)
+            }
+            (Backend::Jit, None) => {
+                return Err(Error::Internal("the JIT is not available on this machine".into()))
+            }
+        };
+        if log && options.backend == Backend::Interp {
+            eprintln!("tfn: compiled {key} for the interpreter");
+        }
+        Ok(Prepared { graph, params, executor })
     }
 
-    pub(crate) fn run(&self, inputs: &[TensorValue], externs: &dyn ExternKernels) -> Result<Vec<Tensor>, Error> {
-        match self.backend {
-            Backend::Interp | Backend::Jit => {
+    pub(crate) fn run(
+        &self,
+        inputs: &[TensorValue],
+        externs: &dyn ExternKernels,
+    ) -> Result<Vec<Tensor>, Error> {
+        match &self.executor {
+            Executor::Interp => {
                 let owned: Vec<Tensor> = inputs.iter().map(|t| t.to_tensor()).collect();
                 tfn_ir::interp::run_with_externs(&self.graph, &owned, externs).map_err(interp_error)
+            }
+            Executor::Jit(f) => {
+                let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
+                f.run_with_externs(&views, externs).map_err(run_error)
             }
         }
     }
@@ -141,8 +191,55 @@ impl Prepared {
         outputs: &mut [OutputMut],
         externs: &dyn ExternKernels,
     ) -> Result<(), Error> {
-        let results = self.run(inputs, externs)?;
-        copy_into(results, outputs)
+        match &self.executor {
+            Executor::Interp => {
+                let results = self.run(inputs, externs)?;
+                copy_into(results, outputs)
+            }
+            Executor::Jit(f) => {
+                let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
+                let mut outs: Vec<TensorViewMut> =
+                    outputs.iter_mut().map(backend_view_mut).collect();
+                f.run_into_with_externs(&views, &mut outs, externs).map_err(run_error)
+            }
+        }
+    }
+}
+
+fn backend_view<'a>(t: &'a TensorValue) -> TensorView<'a> {
+    match t {
+        TensorValue::Bool(a) => TensorView::Bool(a.view()),
+        TensorValue::I32(a) => TensorView::I32(a.view()),
+        TensorValue::I64(a) => TensorView::I64(a.view()),
+        TensorValue::F32(a) => TensorView::F32(a.view()),
+        TensorValue::F64(a) => TensorView::F64(a.view()),
+    }
+}
+
+fn backend_view_mut<'a>(o: &'a mut OutputMut) -> TensorViewMut<'a> {
+    match o {
+        OutputMut::Bool(a) => TensorViewMut::Bool(a.view_mut()),
+        OutputMut::I32(a) => TensorViewMut::I32(a.view_mut()),
+        OutputMut::I64(a) => TensorViewMut::I64(a.view_mut()),
+        OutputMut::F32(a) => TensorViewMut::F32(a.view_mut()),
+        OutputMut::F64(a) => TensorViewMut::F64(a.view_mut()),
+    }
+}
+
+fn run_error(e: RunError) -> Error {
+    match e {
+        RunError::Bind(b) => Error::Shape(b.to_string()),
+        RunError::Interp(i) => interp_error(i),
+        RunError::OutputCount { expected, got } => Error::Output {
+            index: got.min(expected),
+            message: format!("the function has {expected} result(s) but {got} output buffer(s) were given"),
+        },
+        RunError::OutputType { index, expected_dtype, expected_shape, got_dtype, got_shape } => Error::Output {
+            index,
+            message: format!("the result is {expected_dtype}{expected_shape:?} but the buffer is {got_dtype}{got_shape:?}"),
+        },
+        RunError::InputDType { .. } | RunError::ZeroSizeReduction => Error::Shape(e.to_string()),
+        RunError::InputCount { .. } | RunError::Internal(_) => Error::Internal(e.to_string()),
     }
 }
 
@@ -150,7 +247,9 @@ fn interp_error(e: tfn_ir::interp::InterpError) -> Error {
     use tfn_ir::interp::InterpError as E;
     match e {
         E::Bind(b) => Error::Shape(b.to_string()),
-        E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => Error::Shape(e.to_string()),
+        E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => {
+            Error::Shape(e.to_string())
+        }
         E::Extern { .. } => Error::Runtime(e.to_string()),
         E::Unsupported { .. } | E::Internal { .. } => Error::Internal(e.to_string()),
     }
@@ -161,7 +260,11 @@ pub(crate) fn copy_into(results: Vec<Tensor>, outputs: &mut [OutputMut]) -> Resu
     if results.len() != outputs.len() {
         return Err(Error::Output {
             index: outputs.len().min(results.len()),
-            message: format!("the function has {} result(s) but {} output buffer(s) were given", results.len(), outputs.len()),
+            message: format!(
+                "the function has {} result(s) but {} output buffer(s) were given",
+                results.len(),
+                outputs.len()
+            ),
         });
     }
     for (index, (r, out)) in results.into_iter().zip(outputs.iter_mut()).enumerate() {

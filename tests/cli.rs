@@ -45,11 +45,7 @@ fn scratch(test: &str) -> PathBuf {
 }
 
 fn tfnc(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tfnc"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tfnc")
+    Command::new(env!("CARGO_BIN_EXE_tfnc")).args(args).current_dir(dir).output().expect("run tfnc")
 }
 
 fn stderr(o: &Output) -> String {
@@ -85,7 +81,9 @@ fn assert_close(actual: &Tensor, expected: &Tensor, what: &str) {
     assert_eq!(actual.dtype(), expected.dtype(), "{what}: dtype");
     assert_eq!(actual.shape(), expected.shape(), "{what}: shape");
     let pairs: Vec<(f64, f64, f64)> = match (actual, expected) {
-        (Tensor::F32(a), Tensor::F32(e)) => a.iter().zip(e).map(|(&x, &y)| (x.into(), y.into(), 1e-4)).collect(),
+        (Tensor::F32(a), Tensor::F32(e)) => {
+            a.iter().zip(e).map(|(&x, &y)| (x.into(), y.into(), 1e-4)).collect()
+        }
         (Tensor::F64(a), Tensor::F64(e)) => a.iter().zip(e).map(|(&x, &y)| (x, y, 1e-9)).collect(),
         _ => {
             assert_eq!(format!("{actual:?}"), format!("{expected:?}"), "{what}");
@@ -100,7 +98,11 @@ fn assert_close(actual: &Tensor, expected: &Tensor, what: &str) {
 
 /// The `run`/`vjp` directives of a generated file-test case: function, `NAME=VALUE` args
 /// (paths made absolute), and the expected `.npy` files.
-fn directives(stage: &str, case: &str, kind: &str) -> Vec<(String, Vec<(String, String)>, Vec<PathBuf>)> {
+fn directives(
+    stage: &str,
+    case: &str,
+    kind: &str,
+) -> Vec<(String, Vec<(String, String)>, Vec<PathBuf>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases").join(stage);
     let text = std::fs::read_to_string(dir.join(case)).expect("read case");
     let data = dir.join("data");
@@ -133,8 +135,11 @@ fn directives(stage: &str, case: &str, kind: &str) -> Vec<(String, Vec<(String, 
 #[test]
 fn check_exit_codes_and_locations() {
     let dir = scratch("check");
-    std::fs::write(dir.join("ok.tfn"), "fn f(Tensor x) -> Tensor {\n    let unused = x\n    return x\n}\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("ok.tfn"),
+        "fn f(Tensor x) -> Tensor {\n    let unused = x\n    return x\n}\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("bad.tfn"), "fn f(Tensor x) -> Tensor {\n    return x\n}\n\nfn g(Tensor x) -> Tensor {\n    return nosuch(x)\n}\n")
         .unwrap();
 
@@ -152,9 +157,14 @@ fn check_exit_codes_and_locations() {
     expect_exit(&missing, 1, "check of a missing file");
     assert!(stderr(&missing).contains("does_not_exist.tfn"), "{}", stderr(&missing));
 
-    for args in [&["check"][..], &["frobnicate", "ok.tfn"], &["run", "ok.tfn"], &["run", "ok.tfn", "f", "--arg", "novalue"],
-        &["run", "ok.tfn", "f", "--backend", "gpu"], &["ir", "ok.tfn", "--stage", "nonsense"]]
-    {
+    for args in [
+        &["check"][..],
+        &["frobnicate", "ok.tfn"],
+        &["run", "ok.tfn"],
+        &["run", "ok.tfn", "f", "--arg", "novalue"],
+        &["run", "ok.tfn", "f", "--backend", "gpu"],
+        &["ir", "ok.tfn", "--stage", "nonsense"],
+    ] {
         let o = tfnc(&dir, args);
         expect_exit(&o, 2, &format!("bad command line {args:?}"));
         assert!(!stderr(&o).is_empty(), "{args:?} explains itself");
@@ -176,7 +186,10 @@ fn run_writes_outputs_matching_the_interpreter() {
 
     for backend in ["jit", "interp"] {
         let out = format!("y_{backend}.npy");
-        let o = tfnc(&dir, &["run", "nn.tfn", "gelu", "--arg", "x=x.npy", "--out", &out, "--backend", backend]);
+        let o = tfnc(
+            &dir,
+            &["run", "nn.tfn", "gelu", "--arg", "x=x.npy", "--out", &out, "--backend", backend],
+        );
         expect_exit(&o, 0, backend);
         assert_close(&read(&dir.join(&out)), &reference, backend);
     }
@@ -185,7 +198,13 @@ fn run_writes_outputs_matching_the_interpreter() {
     expect_exit(&o, 0, "summary");
     assert!(stdout(&o).contains("f32[3, 4]"), "summary names dtype and shape:\n{}", stdout(&o));
     // Literal arguments.
-    let o = tfnc(&dir, &["run", "nn.tfn", "axpy", "--arg", "x=x.npy", "--arg", "y=x.npy", "--arg", "a=2", "--out", "z.npy"]);
+    let o = tfnc(
+        &dir,
+        &[
+            "run", "nn.tfn", "axpy", "--arg", "x=x.npy", "--arg", "y=x.npy", "--arg", "a=2",
+            "--out", "z.npy",
+        ],
+    );
     expect_exit(&o, 0, "axpy with a literal");
     let expected: Vec<f32> = xs.iter().map(|v| 3.0 * v).collect();
     let expected = Tensor::F32(ndarray::ArrayD::from_shape_vec(vec![3, 4], expected).unwrap());
@@ -202,11 +221,13 @@ fn run_every_spec_function_through_the_cli() {
     for (i, (function, args, expected)) in calls.iter().enumerate() {
         // Every function once, plus every call on one backend: alternate the backends.
         let backend = if i % 2 == 0 { "jit" } else { "interp" };
-        let mut argv: Vec<String> = vec!["run".into(), case.clone(), function.clone(), "--backend".into(), backend.into()];
+        let mut argv: Vec<String> =
+            vec!["run".into(), case.clone(), function.clone(), "--backend".into(), backend.into()];
         for (k, v) in args {
             argv.extend(["--arg".to_string(), format!("{k}={v}")]);
         }
-        let outs: Vec<PathBuf> = (0..expected.len()).map(|j| dir.join(format!("{i}_{j}.npy"))).collect();
+        let outs: Vec<PathBuf> =
+            (0..expected.len()).map(|j| dir.join(format!("{i}_{j}.npy"))).collect();
         for o in &outs {
             argv.extend(["--out".to_string(), o.display().to_string()]);
         }
@@ -214,11 +235,16 @@ fn run_every_spec_function_through_the_cli() {
         let o = tfnc(&dir, &argv);
         expect_exit(&o, 0, &format!("{argv:?}"));
         for (out, exp) in outs.iter().zip(expected) {
-            assert_close(&read(out), &read(exp), &format!("{function} ({backend}) {}", exp.display()));
+            assert_close(
+                &read(out),
+                &read(exp),
+                &format!("{function} ({backend}) {}", exp.display()),
+            );
         }
         seen.insert(function.clone());
     }
-    let all = ["relu", "gelu", "linear", "softmax", "layer_norm", "moments", "axpy", "mlp", "softplus"];
+    let all =
+        ["relu", "gelu", "linear", "softmax", "layer_norm", "moments", "axpy", "mlp", "softplus"];
     for f in all {
         assert!(seen.contains(f), "spec function `{f}` ran through the CLI");
     }
@@ -239,10 +265,16 @@ fn bad_calls_exit_1_naming_the_culprit() {
         (&["run", "nn.tfn", "gelu"], &["`x`"]),
         (&["run", "nn.tfn", "gelu", "--arg", "x=x23.npy", "--arg", "zz=x23.npy"], &["zz"]),
         (&["run", "nn.tfn", "axpy", "--arg", "x=i.npy", "--arg", "y=i.npy"], &["{f32, f64}"]),
-        (&["run", "nn.tfn", "add2", "--arg", "x=x23.npy", "--arg", "y=x43.npy"], &["[2, 3]", "[4, 3]"]),
+        (
+            &["run", "nn.tfn", "add2", "--arg", "x=x23.npy", "--arg", "y=x43.npy"],
+            &["[2, 3]", "[4, 3]"],
+        ),
         (&["run", "nn.tfn", "gelu", "--arg", "x=garbage.npy"], &["garbage.npy"]),
         (&["run", "nn.tfn", "gelu", "--arg", "x=missing.npy"], &["missing.npy"]),
-        (&["run", "nn.tfn", "gelu", "--arg", "x=x23.npy", "--vjp", "garbage.npy"], &["garbage.npy"]),
+        (
+            &["run", "nn.tfn", "gelu", "--arg", "x=x23.npy", "--vjp", "garbage.npy"],
+            &["garbage.npy"],
+        ),
         (&["run", "missing.tfn", "gelu", "--arg", "x=x23.npy"], &["missing.tfn"]),
     ];
     for (args, needles) in cases {
@@ -273,7 +305,8 @@ fn vjp_through_the_cli() {
                 argv.extend(["--arg".to_string(), format!("{k}={v}")]);
             }
         }
-        let outs: Vec<PathBuf> = (0..expected.len()).map(|j| dir.join(format!("{function}_{j}.npy"))).collect();
+        let outs: Vec<PathBuf> =
+            (0..expected.len()).map(|j| dir.join(format!("{function}_{j}.npy"))).collect();
         for o in &outs {
             argv.extend(["--out".to_string(), o.display().to_string()]);
         }
@@ -294,11 +327,13 @@ fn ir_prints_every_stage() {
     expect_exit(&parsed, 0, "parsed");
     assert!(stdout(&parsed).contains("fn gelu"), "{}", stdout(&parsed));
     for stage in ["lowered", "optimized", "fused"] {
-        let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "gelu", "--stage", stage, "--arg", "x=f32[4, 8]"]);
+        let o =
+            tfnc(&dir, &["ir", "nn.tfn", "--fn", "gelu", "--stage", stage, "--arg", "x=f32[4, 8]"]);
         expect_exit(&o, 0, stage);
         assert!(stdout(&o).contains("tanh"), "{stage} shows the ops:\n{}", stdout(&o));
     }
-    let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "gelu", "--stage", "lowered", "--arg", "x=f32[4, 8]"]);
+    let o =
+        tfnc(&dir, &["ir", "nn.tfn", "--fn", "gelu", "--stage", "lowered", "--arg", "x=f32[4, 8]"]);
     assert!(stdout(&o).contains("func"), "lowered is IR text:\n{}", stdout(&o));
     let o = tfnc(&dir, &["ir", "nn.tfn", "--stage", "lowered", "--arg", "x=f32[4]"]);
     expect_exit(&o, 2, "lowered without --fn");
@@ -328,12 +363,36 @@ fn bench_json_is_one_object() {
     let dir = scratch("bench");
     std::fs::write(dir.join("nn.tfn"), NN).unwrap();
     for backend in ["jit", "interp"] {
-        let o = tfnc(&dir, &["bench", "nn.tfn", "gelu", "--arg", "x=f32[16, 8]", "--json", "--millis", "1", "--backend", backend]);
+        let o = tfnc(
+            &dir,
+            &[
+                "bench",
+                "nn.tfn",
+                "gelu",
+                "--arg",
+                "x=f32[16, 8]",
+                "--json",
+                "--millis",
+                "1",
+                "--backend",
+                backend,
+            ],
+        );
         expect_exit(&o, 0, backend);
         let out = stdout(&o);
         let line = out.trim();
-        assert!(line.starts_with('{') && line.ends_with('}') && !line.contains('\n'), "one JSON object:\n{out}");
-        for key in ["\"function\":\"gelu\"", "\"backend\":", "\"compile_us\":", "\"median_us\":", "\"min_us\":", "\"gbps\":"] {
+        assert!(
+            line.starts_with('{') && line.ends_with('}') && !line.contains('\n'),
+            "one JSON object:\n{out}"
+        );
+        for key in [
+            "\"function\":\"gelu\"",
+            "\"backend\":",
+            "\"compile_us\":",
+            "\"median_us\":",
+            "\"min_us\":",
+            "\"gbps\":",
+        ] {
             assert!(line.contains(key), "{key} in {line}");
         }
         assert_eq!(line.matches('{').count(), line.matches('}').count(), "balanced: {line}");

@@ -132,7 +132,8 @@ fn case_files(stage: &str) -> Vec<Case> {
     paths
         .iter()
         .map(|path| {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name =
+                path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
             Case { dir: dir.clone(), name, text }
         })
@@ -148,12 +149,17 @@ fn run_snapshot_stage(stage: &str, run: fn(&Case) -> String) {
         let actual = run(case);
         let expected_path = case.path().with_extension("out");
         if bless {
-            std::fs::write(&expected_path, &actual).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            std::fs::write(&expected_path, &actual)
+                .unwrap_or_else(|e| panic!("{}: {e}", case.name));
             continue;
         }
         let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
         if expected != actual {
-            failures.push(format!("--- {stage}/{} (expected out vs actual)\n{}", case.name, diff(&expected, &actual)));
+            failures.push(format!(
+                "--- {stage}/{} (expected out vs actual)\n{}",
+                case.name,
+                diff(&expected, &actual)
+            ));
         }
     }
     if !failures.is_empty() {
@@ -225,7 +231,10 @@ fn arg_specs(args: &[(&str, &str)]) -> Result<Vec<(String, ArgSpec)>, String> {
             let spec = match parse_value(text).map_err(|e| format!("{name}: {e}"))? {
                 ArgValue::TensorType(dtype, dims) => ArgSpec::Tensor {
                     dtype,
-                    dims: dims.iter().map(|&d| if d == 1 { DimSpec::One } else { DimSpec::Dyn }).collect(),
+                    dims: dims
+                        .iter()
+                        .map(|&d| if d == 1 { DimSpec::One } else { DimSpec::Dyn })
+                        .collect(),
                 },
                 ArgValue::Literal(a) => ArgSpec::Attr(a),
                 ArgValue::NpyPath(p) => return Err(format!("{name}: `{p}` is not a tensor type")),
@@ -270,8 +279,13 @@ fn print_instances(case: &Case, kind: &str, optimized: bool) -> String {
         match tfn::pipeline::optimize(&lib, &graph) {
             Ok((graph, explain)) => {
                 out.push_str(&print_graph_without_origins(&graph));
-                let fired: Vec<&str> = explain.0.rules_fired.iter().map(|(n, _)| n.as_str()).collect();
-                let _ = writeln!(out, "// rules fired: {}", if fired.is_empty() { "none".to_string() } else { fired.join(", ") });
+                let fired: Vec<&str> =
+                    explain.0.rules_fired.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = writeln!(
+                    out,
+                    "// rules fired: {}",
+                    if fired.is_empty() { "none".to_string() } else { fired.join(", ") }
+                );
             }
             Err(e) => {
                 let _ = writeln!(out, "OPTIMIZE FAILED: {e}");
@@ -293,7 +307,8 @@ fn simplify_case(case: &Case) -> String {
 
 /// The configurations every `run`/`grad` call is checked in.
 fn configurations() -> Vec<(&'static str, SessionOptions)> {
-    let with = |backend, optimize| SessionOptions { backend, optimize, ..SessionOptions::default() };
+    let with =
+        |backend, optimize| SessionOptions { backend, optimize, ..SessionOptions::default() };
     vec![
         ("interp", with(Backend::Interp, false)),
         ("interp+opt", with(Backend::Interp, true)),
@@ -330,7 +345,12 @@ fn check_calls(case: &Case, grad: bool) -> Vec<String> {
         }
         for d in &directives {
             if let Err(e) = check_call(case, &session, d, grad) {
-                failures.push(format!("{}: {} ({config}):\n  {}", d.line, d.text(), e.replace('\n', "\n  ")));
+                failures.push(format!(
+                    "{}: {} ({config}):\n  {}",
+                    d.line,
+                    d.text(),
+                    e.replace('\n', "\n  ")
+                ));
             }
         }
     }
@@ -390,7 +410,9 @@ fn compare(actual: &Tensor, expected: &Tensor) -> Result<(), String> {
     }
     let shape = actual.shape();
     match (actual, expected) {
-        (Tensor::F32(a), Tensor::F32(e)) => compare_floats(a.mapv(f64::from), e.mapv(f64::from), 1e-4, shape),
+        (Tensor::F32(a), Tensor::F32(e)) => {
+            compare_floats(a.mapv(f64::from), e.mapv(f64::from), 1e-4, shape)
+        }
         (Tensor::F64(a), Tensor::F64(e)) => compare_floats(a.clone(), e.clone(), 1e-9, shape),
         (Tensor::I32(a), Tensor::I32(e)) => compare_exact(a, e, shape),
         (Tensor::I64(a), Tensor::I64(e)) => compare_exact(a, e, shape),
@@ -423,8 +445,13 @@ fn compare_floats(a: ArrayD<f64>, e: ArrayD<f64>, tol: f64, shape: &[usize]) -> 
     ))
 }
 
-fn compare_exact<T: PartialEq + std::fmt::Debug>(a: &ArrayD<T>, e: &ArrayD<T>, shape: &[usize]) -> Result<(), String> {
-    let bad: Vec<usize> = a.iter().zip(e).enumerate().filter(|(_, (x, y))| x != y).map(|(i, _)| i).collect();
+fn compare_exact<T: PartialEq + std::fmt::Debug>(
+    a: &ArrayD<T>,
+    e: &ArrayD<T>,
+    shape: &[usize],
+) -> Result<(), String> {
+    let bad: Vec<usize> =
+        a.iter().zip(e).enumerate().filter(|(_, (x, y))| x != y).map(|(i, _)| i).collect();
     let Some(&i) = bad.first() else { return Ok(()) };
     Err(format!(
         "{} of {} elements differ; first at {:?}: got {:?}, expected {:?}",

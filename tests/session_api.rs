@@ -60,20 +60,30 @@ fn strided_views_give_the_contiguous_result() {
         ];
         for (what, view) in views {
             let contiguous = view.as_standard_layout().into_owned();
-            let strided = only_f32(s.call("mixed", &[Value::from(view.clone())]).expect("strided call"));
-            let dense = only_f32(s.call("mixed", &[Value::from(contiguous.view())]).expect("dense call"));
+            let strided =
+                only_f32(s.call("mixed", &[Value::from(view.clone())]).expect("strided call"));
+            let dense =
+                only_f32(s.call("mixed", &[Value::from(contiguous.view())]).expect("dense call"));
             assert_eq!(strided, dense, "{backend:?} {what}");
         }
         // Both operands strided, in a matmul.
         let a = array(&[4, 3], 1.0);
         let b = array(&[5, 4], 2.0);
         let strided = only_f32(
-            s.call("mm", &[Value::from(a.view().reversed_axes().into_dyn()), Value::from(b.view().reversed_axes().into_dyn())])
-                .expect("strided matmul"),
+            s.call(
+                "mm",
+                &[
+                    Value::from(a.view().reversed_axes().into_dyn()),
+                    Value::from(b.view().reversed_axes().into_dyn()),
+                ],
+            )
+            .expect("strided matmul"),
         );
         let at = a.view().reversed_axes().as_standard_layout().into_owned();
         let bt = b.view().reversed_axes().as_standard_layout().into_owned();
-        let dense = only_f32(s.call("mm", &[Value::from(at.view()), Value::from(bt.view())]).expect("matmul"));
+        let dense = only_f32(
+            s.call("mm", &[Value::from(at.view()), Value::from(bt.view())]).expect("matmul"),
+        );
         assert_eq!(strided, dense, "{backend:?} matmul of transposed views");
     }
 }
@@ -85,17 +95,20 @@ fn call_into_writes_the_buffer_and_rejects_a_wrong_one() {
         let x = array(&[3, 4], 0.5);
         let expected = only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call"));
         let mut out = ArrayD::<f32>::from_elem(IxDyn(&[3, 4]), f32::NAN);
-        s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(out.view_mut())]).expect("call_into");
+        s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(out.view_mut())])
+            .expect("call_into");
         assert_eq!(out, expected, "{backend:?}");
 
         // Into a strided (transposed) buffer of the right shape.
         let mut backing = ArrayD::<f32>::zeros(IxDyn(&[4, 3]));
         let view = backing.view_mut().reversed_axes().into_dyn();
-        s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(view)]).expect("strided buffer");
+        s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(view)])
+            .expect("strided buffer");
         assert_eq!(backing.t().into_dyn(), expected.view(), "{backend:?} strided output");
 
         // Two results, two buffers.
-        let (mut mu, mut var) = (ArrayD::<f32>::zeros(IxDyn(&[3, 1])), ArrayD::<f32>::zeros(IxDyn(&[3, 1])));
+        let (mut mu, mut var) =
+            (ArrayD::<f32>::zeros(IxDyn(&[3, 1])), ArrayD::<f32>::zeros(IxDyn(&[3, 1])));
         s.call_into_kw(
             "moments",
             &[Value::from(x.view())],
@@ -106,11 +119,25 @@ fn call_into_writes_the_buffer_and_rejects_a_wrong_one() {
         assert!(var.iter().all(|v| *v > 0.0), "{backend:?} variance written: {var:?}");
 
         let mut wrong = ArrayD::<f32>::zeros(IxDyn(&[4, 3]));
-        let err = s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(wrong.view_mut())]);
-        assert!(matches!(err, Err(Error::Output { index: 0, .. })), "{backend:?} wrong shape: {err:?}");
+        let err = s.call_into(
+            "mixed",
+            &[Value::from(x.view())],
+            &mut [OutputMut::from(wrong.view_mut())],
+        );
+        assert!(
+            matches!(err, Err(Error::Output { index: 0, .. })),
+            "{backend:?} wrong shape: {err:?}"
+        );
         let mut wrong_dtype = ArrayD::<f64>::zeros(IxDyn(&[3, 4]));
-        let err = s.call_into("mixed", &[Value::from(x.view())], &mut [OutputMut::from(wrong_dtype.view_mut())]);
-        assert!(matches!(err, Err(Error::Output { index: 0, .. })), "{backend:?} wrong dtype: {err:?}");
+        let err = s.call_into(
+            "mixed",
+            &[Value::from(x.view())],
+            &mut [OutputMut::from(wrong_dtype.view_mut())],
+        );
+        assert!(
+            matches!(err, Err(Error::Output { index: 0, .. })),
+            "{backend:?} wrong dtype: {err:?}"
+        );
         let err = s.call_into("mixed", &[Value::from(x.view())], &mut []);
         assert!(matches!(err, Err(Error::Output { .. })), "{backend:?} no buffer: {err:?}");
         assert!(wrong.iter().all(|v| *v == 0.0), "a rejected buffer is left alone");
@@ -164,20 +191,29 @@ fn extern_ops_run_registered_kernels() {
         }
 
         s.register_extern("clip", |inputs, attrs| {
-            let limit = attrs.iter().find_map(|a| a.as_f64()).ok_or_else(|| "no limit attribute".to_string())?;
+            let limit = attrs
+                .iter()
+                .find_map(|a| a.as_f64())
+                .ok_or_else(|| "no limit attribute".to_string())?;
             match inputs {
-                [Tensor::F32(a)] => Ok(Tensor::F32(a.mapv(|v| v.clamp(-limit as f32, limit as f32)))),
+                [Tensor::F32(a)] => {
+                    Ok(Tensor::F32(a.mapv(|v| v.clamp(-limit as f32, limit as f32))))
+                }
                 _ => Err("clip expects one f32 tensor".to_string()),
             }
         });
-        let y = only_f32(s.call("clipped_twice", &[Value::from(x.view())]).expect("call with kernel"));
+        let y =
+            only_f32(s.call("clipped_twice", &[Value::from(x.view())]).expect("call with kernel"));
         let expected = x.mapv(|v| (v * 2.0).clamp(-1.5, 1.5) + 1.0);
         assert_eq!(y, expected, "{backend:?}");
 
         // A kernel's own error is a typed error too.
         let f64_input = x.mapv(f64::from);
         let err = s.call("clipped_twice", &[Value::from(f64_input)]);
-        assert!(matches!(err, Err(Error::Runtime(ref m)) if m.contains("f32")), "{backend:?}: {err:?}");
+        assert!(
+            matches!(err, Err(Error::Runtime(ref m)) if m.contains("f32")),
+            "{backend:?}: {err:?}"
+        );
     }
 }
 
@@ -186,17 +222,26 @@ fn concurrent_calls_agree() {
     for backend in BACKENDS {
         let s = session(backend);
         let inputs: Vec<ArrayD<f32>> = (0..4).map(|i| array(&[3 + i, 5], i as f32)).collect();
-        let expected: Vec<ArrayD<f32>> =
-            inputs.iter().map(|x| only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call"))).collect();
+        let expected: Vec<ArrayD<f32>> = inputs
+            .iter()
+            .map(|x| only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call")))
+            .collect();
         std::thread::scope(|scope| {
             for t in 0..4 {
                 let (s, inputs, expected) = (&s, &inputs, &expected);
                 scope.spawn(move || {
                     for round in 0..25 {
                         let i = (t + round) % inputs.len();
-                        let y = only_f32(s.call("mixed", &[Value::from(inputs[i].view())]).expect("threaded call"));
+                        let y = only_f32(
+                            s.call("mixed", &[Value::from(inputs[i].view())])
+                                .expect("threaded call"),
+                        );
                         assert_eq!(y, expected[i], "{backend:?} thread {t} round {round}");
-                        let kw = s.call_kw("moments", &[Value::from(inputs[i].view())], &[("dims", Value::from(vec![0i64]))]);
+                        let kw = s.call_kw(
+                            "moments",
+                            &[Value::from(inputs[i].view())],
+                            &[("dims", Value::from(vec![0i64]))],
+                        );
                         assert_eq!(kw.expect("moments").len(), 2);
                     }
                 });
@@ -229,11 +274,15 @@ fn a_failed_load_leaves_the_session_unchanged() {
         assert!(matches!(err, Err(Error::UnknownFunction { .. })), "{name}: {err:?}");
     }
     // The failed file's names are free: a corrected file loads.
-    s.load_str("fixed.tfn", "fn also_new(Tensor x) -> Tensor {\n    return x + 1.0\n}\n").expect("reload");
+    s.load_str("fixed.tfn", "fn also_new(Tensor x) -> Tensor {\n    return x + 1.0\n}\n")
+        .expect("reload");
     let y = only_f32(s.call("also_new", &[Value::from(x.view())]).expect("call"));
     assert_eq!(y, x.mapv(|v| v + 1.0));
     // A redefinition is an error, not a silent override.
-    assert!(matches!(s.load_str("again.tfn", "fn mixed(Tensor x) -> Tensor {\n    return x\n}\n"), Err(Error::Load { .. })));
+    assert!(matches!(
+        s.load_str("again.tfn", "fn mixed(Tensor x) -> Tensor {\n    return x\n}\n"),
+        Err(Error::Load { .. })
+    ));
     let io = s.load_file("/nonexistent/dir/none.tfn");
     assert!(matches!(io, Err(Error::Io { .. })), "{io:?}");
 }
@@ -262,7 +311,11 @@ fn shape_errors_name_both_shapes() {
         assert!(matches!(err, Err(Error::UnknownFunction { .. })), "{err:?}");
         let err = s.call("add2", &[Value::from(x.view())]);
         assert!(matches!(err, Err(Error::Call { .. })), "missing argument: {err:?}");
-        let err = s.call_kw("add2", &[Value::from(x.view()), Value::from(x.view())], &[("z", Value::from(1i64))]);
+        let err = s.call_kw(
+            "add2",
+            &[Value::from(x.view()), Value::from(x.view())],
+            &[("z", Value::from(1i64))],
+        );
         match err {
             Err(Error::Call { rendered, .. }) => assert!(rendered.contains('z'), "{rendered}"),
             other => panic!("unknown keyword: {other:?}"),

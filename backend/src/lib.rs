@@ -15,6 +15,7 @@ pub mod math;
 mod buffers;
 pub mod cache;
 mod codegen;
+pub mod compiler;
 pub mod error;
 pub mod executor;
 mod jit;
@@ -24,6 +25,7 @@ mod plan;
 pub mod tensors;
 
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
+pub use compiler::JitCompiler;
 pub use error::{CodegenError, RunError};
 pub use executor::{CompileOptions, CompiledFunction};
 pub use tensors::{TensorView, TensorViewMut};

@@ -321,11 +321,9 @@ fn sweep_f32(kernel: Kernel, f: MathFn, stride: u64, fma: bool) -> Worst {
     worst
 }
 
-fn report(table: &mut Vec<String>, label: &str, w: &Worst) {
-    table.push(format!(
-        "{label:<24} max {:>5} ULP at x = {:<14e} ({} inputs)",
-        w.ulp, w.at, w.count
-    ));
+/// Prints one line of the accuracy table (`cargo test -- --nocapture` shows them).
+fn report(label: &str, w: &Worst) {
+    eprintln!("{label:<24} max {:>5} ULP at x = {:<14e} ({} inputs)", w.ulp, w.at, w.count);
 }
 
 #[test]
@@ -333,7 +331,6 @@ fn f32_functions_are_within_4_ulp_of_correctly_rounded() {
     let mut jit = Jit::new();
     let native = jit.features();
     let stride = f32_stride();
-    let mut table = Vec::new();
     let mut failures = Vec::new();
     let variants = if native.fma {
         vec![(native, stride), (MathFeatures { fma: false }, stride * 4 + 1)]
@@ -345,13 +342,12 @@ fn f32_functions_are_within_4_ulp_of_correctly_rounded() {
             let kernel = jit.kernel(f, types::F32, features);
             let w = sweep_f32(kernel, f, stride, features.fma);
             let label = format!("{}/f32{}", f.name(), if features.fma { "+fma" } else { "" });
-            report(&mut table, &label, &w);
+            report(&label, &w);
             if w.ulp > F32_MAX_ULP || !w.mismatches.is_empty() {
                 failures.push(format!("{label}: {} ULP at {:e}; {:?}", w.ulp, w.at, w.mismatches));
             }
         }
     }
-    eprintln!("{}", table.join("\n"));
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -410,7 +406,6 @@ fn f64_bound(f: MathFn) -> u64 {
 fn f64_functions_are_within_a_few_ulp_of_libm() {
     let mut jit = Jit::new();
     let features = jit.features();
-    let mut table = Vec::new();
     let mut failures = Vec::new();
     for f in UNARY {
         let kernel = jit.kernel(f, types::F64, features);
@@ -431,12 +426,11 @@ fn f64_functions_are_within_a_few_ulp_of_libm() {
             w.note(ulp64(g, want), x, g, want);
         }
         let label = format!("{}/f64", f.name());
-        report(&mut table, &label, &w);
+        report(&label, &w);
         if w.ulp > f64_bound(f) || !w.mismatches.is_empty() {
             failures.push(format!("{label}: {} ULP at {:e}; {:?}", w.ulp, w.at, w.mismatches));
         }
     }
-    eprintln!("{}", table.join("\n"));
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -457,7 +451,6 @@ fn pow_matches_c99_and_is_accurate() {
     let features = jit.features();
     let stride = f32_stride() * 64 + 1;
     let ys = pow_exponents();
-    let mut table = Vec::new();
     let mut failures = Vec::new();
     // f32: x sweeps all bit patterns with a stride, against each y.
     let kernel = jit.kernel(MathFn::Pow, types::F32, features);
@@ -481,7 +474,7 @@ fn pow_matches_c99_and_is_accurate() {
             w.note(ulp.or(Some(0)), f64::from(x), f64::from(g), f64::from(want));
         }
     }
-    report(&mut table, "pow/f32", &w);
+    report("pow/f32", &w);
     if w.ulp > F32_MAX_ULP || !w.mismatches.is_empty() {
         failures.push(format!("pow/f32: {} ULP; {:?}", w.ulp, w.mismatches));
     }
@@ -501,12 +494,11 @@ fn pow_matches_c99_and_is_accurate() {
             }
         }
     }
-    report(&mut table, "pow/f64 |y ln x|<=4", &w_small);
-    report(&mut table, "pow/f64 all", &w_all);
+    report("pow/f64 |y ln x|<=4", &w_small);
+    report("pow/f64 all", &w_all);
     if w_small.ulp > 8 || !w_all.mismatches.is_empty() {
         failures.push(format!("pow/f64: {} ULP; {:?}", w_small.ulp, w_all.mismatches));
     }
-    eprintln!("{}", table.join("\n"));
     assert!(failures.is_empty(), "{failures:#?}");
 }
 

@@ -24,6 +24,8 @@ pub mod print;
 mod suggest;
 mod syntax_error;
 
-pub use load::{file_ids, load_source, prelude, PRELUDE, PRELUDE_GRADS, PRELUDE_GRADS_NAME, PRELUDE_NAME};
+pub use load::{
+    file_ids, load_source, prelude, PRELUDE, PRELUDE_GRADS, PRELUDE_GRADS_NAME, PRELUDE_NAME,
+};
 pub use loader::{FsLoader, MemLoader, SourceLoader, STD_NN};
 pub use print::{print_library, signature_text};

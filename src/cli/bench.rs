@@ -53,8 +53,12 @@ fn random_tensor(rng: &mut Normal, dtype: DType, shape: &[usize]) -> Tensor {
     match dtype {
         DType::F32 => Tensor::F32(array(shape, floats.iter().map(|&x| x as f32).collect())),
         DType::F64 => Tensor::F64(array(shape, floats)),
-        DType::I32 => Tensor::I32(array(shape, floats.iter().map(|&x| (x * 10.0) as i32).collect())),
-        DType::I64 => Tensor::I64(array(shape, floats.iter().map(|&x| (x * 10.0) as i64).collect())),
+        DType::I32 => {
+            Tensor::I32(array(shape, floats.iter().map(|&x| (x * 10.0) as i32).collect()))
+        }
+        DType::I64 => {
+            Tensor::I64(array(shape, floats.iter().map(|&x| (x * 10.0) as i64).collect()))
+        }
         DType::Bool => Tensor::Bool(array(shape, floats.iter().map(|&x| x > 0.0).collect())),
     }
 }
@@ -134,7 +138,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
     };
     let threads = session.options().threads;
     if req.json {
-        println!(
+        outln!(
             "{{\"function\":\"{}\",\"backend\":\"{backend}\",\"threads\":{threads},\"compile_us\":{:.1},\"first_call_us\":{:.1},\"median_us\":{:.3},\"min_us\":{:.3},\"calls\":{},\"bytes\":{},\"gbps\":{:.3}}}",
             req.function,
             compile.as_secs_f64() * 1e6,
@@ -146,10 +150,22 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
             gbps
         );
     } else {
-        println!("function     {} ({backend}, {threads} thread(s), outputs preallocated)", req.function);
-        println!("compile      {:.1} µs (first call {:.1} µs)", compile.as_secs_f64() * 1e6, first_call.as_secs_f64() * 1e6);
-        println!("median       {:.3} µs over {} calls (min {:.3} µs)", median.as_secs_f64() * 1e6, samples.len(), min.as_secs_f64() * 1e6);
-        println!("bandwidth    {gbps:.2} GB/s effective ({} bytes per call)", bytes_in + bytes_out);
+        outln!(
+            "function     {} ({backend}, {threads} thread(s), outputs preallocated)",
+            req.function
+        );
+        outln!(
+            "compile      {:.1} µs (first call {:.1} µs)",
+            compile.as_secs_f64() * 1e6,
+            first_call.as_secs_f64() * 1e6
+        );
+        outln!(
+            "median       {:.3} µs over {} calls (min {:.3} µs)",
+            median.as_secs_f64() * 1e6,
+            samples.len(),
+            min.as_secs_f64() * 1e6
+        );
+        outln!("bandwidth    {gbps:.2} GB/s effective ({} bytes per call)", bytes_in + bytes_out);
     }
     Outcome::Ok
 }

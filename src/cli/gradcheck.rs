@@ -21,7 +21,7 @@ pub(super) fn gradcheck(file: &Path, function: Option<&str>, tolerance: Option<f
     }
     match check(&library, file_id, function, &options) {
         Ok(report) => {
-            print!("{}", report.render());
+            out!("{}", report.render());
             if report.passed() {
                 Outcome::Ok
             } else {

@@ -29,20 +29,32 @@ pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpe
         .collect()
 }
 
-pub(super) fn ir(file: &Path, function: Option<&str>, stage: Stage, args: &[(String, String)], explain: bool) -> Outcome {
+pub(super) fn ir(
+    file: &Path,
+    function: Option<&str>,
+    stage: Stage,
+    args: &[(String, String)],
+    explain: bool,
+) -> Outcome {
     let session = match session_for(file, BackendArg::Interp, None, true) {
         Ok(s) => s,
         Err(o) => return o,
     };
     let library = session.library();
     if stage == Stage::Parsed {
-        let user_files: Vec<_> =
-            library.sources.files().filter(|(_, f)| !f.name.starts_with('<')).map(|(id, _)| id).collect();
-        print!("{}", tfn_frontend::print_library(&library, Some(&user_files)));
+        let user_files: Vec<_> = library
+            .sources
+            .files()
+            .filter(|(_, f)| !f.name.starts_with('<'))
+            .map(|(id, _)| id)
+            .collect();
+        out!("{}", tfn_frontend::print_library(&library, Some(&user_files)));
         return Outcome::Ok;
     }
     let Some(function) = function else {
-        return Outcome::UsageError("--fn is required for the lowered, optimized and fused stages".into());
+        return Outcome::UsageError(
+            "--fn is required for the lowered, optimized and fused stages".into(),
+        );
     };
     let specs = match arg_specs(args) {
         Ok(s) => s,
@@ -51,7 +63,10 @@ pub(super) fn ir(file: &Path, function: Option<&str>, stage: Stage, args: &[(Str
     let instance = match tfn_ir::lower::instantiate(&library, function, &[], &specs) {
         Ok(i) => i,
         Err(e) => {
-            return Outcome::UserError(tfn_ir::diagnostic::render_all(&e.diagnostics, &library.sources))
+            return Outcome::UserError(tfn_ir::diagnostic::render_all(
+                &e.diagnostics,
+                &library.sources,
+            ))
         }
     };
     let text = match stage {
@@ -73,6 +88,6 @@ pub(super) fn ir(file: &Path, function: Option<&str>, stage: Stage, args: &[(Str
             }
         }
     };
-    print!("{text}");
+    out!("{}\n", text.trim_end());
     Outcome::Ok
 }

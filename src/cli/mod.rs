@@ -1,5 +1,21 @@
 //! The `tfnc` command-line driver: the argument model (clap) and one module per subcommand.
 
+/// `print!` to stdout, ignoring a closed pipe (`tfnc run ... | head` must not panic).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `println!` to stdout, ignoring a closed pipe.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 pub mod args;
 mod bench;
 mod check;
@@ -136,7 +152,15 @@ pub fn run(cli: Cli) -> Outcome {
             gradcheck::gradcheck(&file, function.as_deref(), tolerance)
         }
         Command::Bench { file, function, args, backend, threads, json, millis } => {
-            bench::bench(bench::BenchRequest { file, function, args, backend, threads, json, millis })
+            bench::bench(bench::BenchRequest {
+                file,
+                function,
+                args,
+                backend,
+                threads,
+                json,
+                millis,
+            })
         }
     }
 }

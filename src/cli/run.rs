@@ -18,7 +18,9 @@ pub(super) struct RunRequest {
 }
 
 /// Loads the `--arg` values: `.npy` files become tensors, literals attributes.
-pub(super) fn load_args(args: &[(String, String)]) -> Result<Vec<(String, Value<'static>)>, Outcome> {
+pub(super) fn load_args(
+    args: &[(String, String)],
+) -> Result<Vec<(String, Value<'static>)>, Outcome> {
     let mut seen = std::collections::HashSet::new();
     let mut values = Vec::new();
     for (name, text) in args {
@@ -66,7 +68,7 @@ pub(super) fn run(req: RunRequest) -> Outcome {
     };
     if req.outs.is_empty() {
         for (i, t) in results.iter().enumerate() {
-            println!("{}", super::summary::summarize(&format!("out{i}"), t));
+            outln!("{}", super::summary::summarize(&format!("out{i}"), t));
         }
         return Outcome::Ok;
     }

@@ -45,11 +45,11 @@ mod test_lib;
 #[cfg(test)]
 mod tests;
 
+pub use grad_prims::is_grad_helper;
 pub use infer::{
     broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape,
 };
 pub use instantiate::instantiate;
-pub use grad_prims::is_grad_helper;
 pub use primitives::Prim;
 pub use region::{CallRegion, RegionArg};
 pub use static_eval::{eval as eval_static, is_static_op};
