@@ -18,6 +18,9 @@ pub enum Error {
     /// them (dtype constraint, static shape conflict, ...). `rendered` names the culprit.
     #[error("{rendered}")]
     Call { diagnostics: Vec<Diagnostic>, rendered: String },
+    /// An [`crate::Instantiated`] handle was called with arguments of another signature.
+    #[error("the handle was instantiated for `{expected}` but called with `{got}`")]
+    Signature { expected: String, got: String },
     /// The arguments' runtime sizes do not fit together (names both shapes).
     #[error("{0}")]
     Shape(String),

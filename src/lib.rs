@@ -15,6 +15,7 @@
 pub mod cli;
 mod error;
 pub mod gradcheck;
+mod handle;
 pub mod npy;
 pub mod pipeline;
 mod session;
@@ -22,6 +23,7 @@ mod signature;
 mod value;
 
 pub use error::Error;
+pub use handle::Instantiated;
 pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
 pub use tfn_ir::{Attr, DType, Diagnostic, Tensor};
 pub use value::{OutputMut, TensorValue, Value};

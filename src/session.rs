@@ -7,6 +7,7 @@
 //! signature, so a new batch size is a cache hit.
 
 use crate::error::{DiagKind, Error};
+use crate::handle::Instantiated;
 use crate::signature::{CallKey, CallKind, Prepared};
 use crate::value::{OutputMut, TensorValue, Value};
 use std::collections::HashMap;
@@ -101,7 +102,10 @@ pub struct Session {
     /// The JIT module every function of the session is compiled into (`None` with the
     /// interpreter backend).
     jit: Option<JitCompiler>,
-    cache: RwLock<HashMap<CallKey, Arc<Prepared>>>,
+    /// Prepared functions by name; each entry knows its signature ([`CallKey`]). A name has
+    /// few signatures in practice, so a short scan beats hashing the whole key, and looking
+    /// up by `&str` allocates nothing.
+    cache: RwLock<HashMap<String, Vec<Arc<Prepared>>>>,
     compiles: AtomicU64,
     cache_hits: AtomicU64,
     compile_nanos: AtomicU64,
@@ -309,6 +313,17 @@ impl Session {
         Ok(outputs.into_iter().map(Value::from).collect())
     }
 
+    /// Instantiates the function for the signature of `args` (compiling it unless cached) and
+    /// returns a handle whose calls skip the lookup.
+    pub fn instantiate(&self, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> Result<Instantiated<'_>, Error> {
+        let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
+        Ok(Instantiated { session: self, prepared })
+    }
+
+    pub(crate) fn externs(&self) -> &dyn ExternKernels {
+        &*self.externs
+    }
+
     /// Instantiates (or finds in the cache) the function for these arguments' signature.
     fn prepare(
         &self,
@@ -317,11 +332,11 @@ impl Session {
         args: &[Value],
         kwargs: &[(&str, Value)],
     ) -> Result<Arc<Prepared>, Error> {
-        let key = CallKey::new(kind, name, args, kwargs);
-        if let Some(p) = self.cache.read().ok().and_then(|c| c.get(&key).cloned()) {
+        if let Some(p) = self.cached(kind, name, args, kwargs) {
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(p);
         }
+        let key = CallKey::new(kind, name, args, kwargs);
         let start = Instant::now();
         let library = self.library();
         if library.overloads(name).is_empty() {
@@ -343,7 +358,7 @@ impl Session {
                 &rules,
                 &self.options,
                 self.jit.as_ref(),
-                &key,
+                key,
             )?,
             CallKind::Vjp => {
                 let v = tfn_passes::autodiff::vjp(&library, &instance).map_err(|e| {
@@ -355,7 +370,7 @@ impl Session {
                     &rules,
                     &self.options,
                     self.jit.as_ref(),
-                    &key,
+                    key,
                 )?
             }
         };
@@ -363,9 +378,18 @@ impl Session {
         self.compiles.fetch_add(1, Ordering::Relaxed);
         self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if let Ok(mut cache) = self.cache.write() {
-            cache.insert(key, prepared.clone());
+            let entries = cache.entry(prepared.key.name().to_string()).or_default();
+            // Another thread may have compiled the same signature meanwhile: keep one.
+            if !entries.iter().any(|e| e.key == prepared.key) {
+                entries.push(prepared.clone());
+            }
         }
         Ok(prepared)
+    }
+
+    fn cached(&self, kind: CallKind, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> Option<Arc<Prepared>> {
+        let cache = self.cache.read().ok()?;
+        cache.get(name)?.iter().find(|p| p.key.matches(kind, args, kwargs)).cloned()
     }
 }
 
@@ -384,7 +408,7 @@ fn arg_spec(v: &Value) -> ArgSpec {
 }
 
 /// The tensors feeding the graph's parameters, in parameter order, then the cotangents.
-fn gather_inputs<'a>(
+pub(crate) fn gather_inputs<'a>(
     prepared: &Prepared,
     args: &'a [Value],
     kwargs: &'a [(&str, Value)],

@@ -37,6 +37,27 @@ impl ArgKey {
         }
     }
 
+    /// Whether `v` has this signature (no allocation: this is the cache-hit path).
+    fn matches(&self, v: &Value) -> bool {
+        match (self, v) {
+            (ArgKey::Tensor { .. }, Value::Tensor(t)) => self.matches_tensor(t),
+            (ArgKey::TensorList(keys), Value::TensorList(ts)) => {
+                keys.len() == ts.len() && keys.iter().zip(ts).all(|(k, t)| k.matches_tensor(t))
+            }
+            (ArgKey::Attr(a), Value::Attr(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn matches_tensor(&self, t: &TensorValue) -> bool {
+        let ArgKey::Tensor { dtype, rank, ones, contiguous } = self else { return false };
+        let shape = t.shape();
+        *dtype == t.dtype()
+            && usize::from(*rank) == shape.len()
+            && shape.iter().enumerate().all(|(i, &d)| (d == 1) == (i < 64 && ones >> i & 1 == 1))
+            && *contiguous == t.is_standard_layout()
+    }
+
     fn of(v: &Value) -> ArgKey {
         match v {
             Value::Tensor(t) => ArgKey::tensor(t),
@@ -80,6 +101,21 @@ impl CallKey {
     }
 }
 
+impl CallKey {
+    /// Whether a call has this key, without building one.
+    pub(crate) fn matches(&self, kind: CallKind, args: &[Value], kwargs: &[(&str, Value)]) -> bool {
+        self.kind == kind
+            && self.positional.len() == args.len()
+            && self.keywords.len() == kwargs.len()
+            && self.positional.iter().zip(args).all(|(k, v)| k.matches(v))
+            && self.keywords.iter().zip(kwargs).all(|((kn, k), (n, v))| kn == n && k.matches(v))
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 impl std::fmt::Display for CallKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let prefix = if self.kind == CallKind::Vjp { "vjp " } else { "" };
@@ -117,6 +153,8 @@ pub(crate) struct Prepared {
     /// Where each graph parameter comes from in the call, for the first `params.len()`
     /// parameters; any further parameters are the cotangents of a vjp, in order.
     pub(crate) params: Vec<ParamSource>,
+    /// The signature this was compiled for.
+    pub(crate) key: CallKey,
     executor: Executor,
 }
 
@@ -128,7 +166,7 @@ impl Prepared {
         rules: &RuleSet,
         options: &SessionOptions,
         jit: Option<&JitCompiler>,
-        key: &CallKey,
+        key: CallKey,
     ) -> Result<Prepared, Error> {
         let log = std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0");
         let graph = if options.optimize {
@@ -165,7 +203,7 @@ impl Prepared {
         if log && options.backend == Backend::Interp {
             eprintln!("tfn: compiled {key} for the interpreter");
         }
-        Ok(Prepared { graph, params, executor })
+        Ok(Prepared { graph, params, key, executor })
     }
 
     pub(crate) fn run(
