@@ -164,6 +164,8 @@ fn check_exit_codes_and_locations() {
         &["run", "ok.tfn", "f", "--arg", "novalue"],
         &["run", "ok.tfn", "f", "--backend", "gpu"],
         &["ir", "ok.tfn", "--stage", "nonsense"],
+        &["run", "ok.tfn", "f", "--threads", "0"],
+        &["run", "ok.tfn", "f", "--arg", "x=f32[2,3]"],
     ] {
         let o = tfnc(&dir, args);
         expect_exit(&o, 2, &format!("bad command line {args:?}"));
@@ -209,6 +211,30 @@ fn run_writes_outputs_matching_the_interpreter() {
     let expected: Vec<f32> = xs.iter().map(|v| 3.0 * v).collect();
     let expected = Tensor::F32(ndarray::ArrayD::from_shape_vec(vec![3, 4], expected).unwrap());
     assert_close(&read(&dir.join("z.npy")), &expected, "axpy a=2");
+    // Without the optimiser, on one thread: the same result.
+    let o = tfnc(
+        &dir,
+        &[
+            "run",
+            "nn.tfn",
+            "gelu",
+            "--arg",
+            "x=x.npy",
+            "--out",
+            "y_plain.npy",
+            "--no-optimize",
+            "--threads",
+            "1",
+        ],
+    );
+    expect_exit(&o, 0, "--no-optimize --threads 1");
+    assert_close(&read(&dir.join("y_plain.npy")), &reference, "--no-optimize");
+    // As many --out paths as results, or a usage error.
+    let o = tfnc(
+        &dir,
+        &["run", "nn.tfn", "gelu", "--arg", "x=x.npy", "--out", "a.npy", "--out", "b.npy"],
+    );
+    expect_exit(&o, 2, "two --out for one result");
 }
 
 #[test]
@@ -339,6 +365,23 @@ fn ir_prints_every_stage() {
     expect_exit(&o, 2, "lowered without --fn");
     let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "axpy", "--arg", "x=i32[4]", "--arg", "y=i32[4]"]);
     expect_exit(&o, 1, "ir of a call that cannot instantiate");
+    assert!(stderr(&o).contains("f32, f64"), "names the constraint:\n{}", stderr(&o));
+    let o = tfnc(
+        &dir,
+        &[
+            "ir",
+            "nn.tfn",
+            "--fn",
+            "softplus",
+            "--stage",
+            "optimized",
+            "--arg",
+            "x=f32[8]",
+            "--explain",
+        ],
+    );
+    expect_exit(&o, 0, "--explain");
+    assert!(stdout(&o).contains("rules fired"), "the optimiser's report:\n{}", stdout(&o));
 }
 
 #[test]

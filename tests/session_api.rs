@@ -52,11 +52,12 @@ fn strided_views_give_the_contiguous_result() {
     for backend in BACKENDS {
         let s = session(backend);
         let base = array(&[6, 8], 0.0);
+        let first_row = base.slice(s![0..1, ..]);
         let views = [
             ("transposed", base.view().reversed_axes().into_dyn()),
             ("stepped", base.slice(s![.., ..;2]).into_dyn()),
             ("reversed", base.slice(s![..;-1, 1..5]).into_dyn()),
-            ("broadcast", base.slice(s![0..1, ..]).broadcast(IxDyn(&[3, 8])).expect("broadcast")),
+            ("broadcast", first_row.broadcast(IxDyn(&[3, 8])).expect("broadcast")),
         ];
         for (what, view) in views {
             let contiguous = view.as_standard_layout().into_owned();
@@ -163,6 +164,30 @@ fn the_cache_is_keyed_on_dtype_and_rank_not_sizes() {
         assert_eq!(s.stats().compiles, 3, "{backend:?}: a new rank compiles");
         call(Value::from(array(&[5, 7], 1.0)));
         assert_eq!(s.stats().compiles, 3, "{backend:?}: the first signature is still cached");
+    }
+}
+
+#[test]
+fn an_instantiated_handle_skips_the_lookup_but_checks_the_signature() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let x = array(&[4, 6], 0.0);
+        let handle = s.instantiate("mixed", &[Value::from(x.view())], &[]).expect("instantiate");
+        let compiles = s.stats().compiles;
+        for rows in [4, 7, 2] {
+            let x = array(&[rows, 6], rows as f32);
+            let expected = only_f32(s.call("mixed", &[Value::from(x.view())]).expect("call"));
+            assert_eq!(
+                only_f32(handle.call(&[Value::from(x.view())]).expect("handle call")),
+                expected
+            );
+        }
+        assert_eq!(s.stats().compiles, compiles, "{backend:?}: no compile after instantiate");
+        let wrong = array(&[4, 6], 0.0).mapv(f64::from);
+        let err = handle.call(&[Value::from(wrong)]);
+        assert!(matches!(err, Err(Error::Signature { .. })), "{backend:?}: {err:?}");
+        let err = handle.call(&[Value::from(array(&[2, 3, 4], 0.0))]);
+        assert!(matches!(err, Err(Error::Signature { .. })), "{backend:?} rank: {err:?}");
     }
 }
 

@@ -230,6 +230,10 @@ fn moved(Tensor x) -> Tensor {
     return slice(transpose(reshape(x, [2, -1])), dim=0, start=-4, step=2)
 }
 
+fn moved_step1(Tensor x) -> Tensor {
+    return slice(transpose(reshape(x, [2, -1])), dim=0, start=-4)
+}
+
 fn joined(Tensor x, Tensor y) -> Tensor {
     return concat([x, y * 2.0], dim=-1)
 }
@@ -250,9 +254,15 @@ fn swapped(Tensor x) -> Tensor {
     fwd = lambda a: a.reshape(2, -1).T[-4::2]  # noqa: E731
     g = normal(r, fwd(x).shape)
     c.vjp("moved", "moved", {"x": x}, [g], [cast(ref.linear_op_grad(x.shape, fwd, f64(g)), F32)])
+    fwd = lambda a: a.reshape(2, -1).T[-4:]  # noqa: E731
+    g = normal(r, fwd(x).shape)
+    c.vjp("moved_step1", "moved_step1", {"x": x}, [g], [cast(ref.linear_op_grad(x.shape, fwd, f64(g)), F32)])
     a, b = normal(r, [2, 3]), normal(r, [2, 2])
     g = normal(r, [2, 5])
     c.vjp("joined", "concat", {"x": a, "y": b}, [g], [g[:, :3], 2 * g[:, 3:]])
+    b1 = normal(r, [2, 1])
+    g = normal(r, [2, 4])
+    c.vjp("joined", "concat_static_item", {"x": a, "y": b1}, [g], [g[:, :3], 2 * g[:, 3:]])
     x = normal(r, [3, 1, 2])
     g = normal(r, [1, 3, 2])
     c.vjp("reshaped", "squeeze_unsqueeze", {"x": x}, [g], [g.reshape(3, 1, 2)])
