@@ -4,7 +4,7 @@
 use super::args::{parse_value, ArgValue};
 use super::{session_for, BackendArg, Outcome, Stage};
 use std::path::Path;
-use tfn_ir::lower::{ArgSpec, DimSpec};
+use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
 
 /// The signature `--arg` describes: a tensor type or a literal.
 pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpec)>, Outcome> {
@@ -29,12 +29,28 @@ pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpe
         .collect()
 }
 
+/// The concrete shapes `--arg` gives for each graph parameter (`None` when one is missing).
+fn concrete_shapes(args: &[(String, String)], params: &[ParamSource]) -> Option<Vec<Vec<usize>>> {
+    params
+        .iter()
+        .map(|p| {
+            let ParamSource::Keyword(name) = p else { return None };
+            let (_, text) = args.iter().find(|(n, _)| n == name)?;
+            match parse_value(text) {
+                Ok(ArgValue::TensorType(_, dims)) => Some(dims),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 pub(super) fn ir(
     file: &Path,
     function: Option<&str>,
     stage: Stage,
     args: &[(String, String)],
     explain: bool,
+    optimize: bool,
 ) -> Outcome {
     let session = match session_for(file, BackendArg::Interp, None, true) {
         Ok(s) => s,
@@ -72,20 +88,29 @@ pub(super) fn ir(
     let text = match stage {
         Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(&instance.graph),
         Stage::Optimized | Stage::Fused => {
-            match crate::pipeline::optimize(&library, &instance.graph) {
-                Ok((graph, report)) => {
-                    let mut text = if stage == Stage::Optimized {
-                        tfn_ir::text::print_graph(&graph)
-                    } else {
-                        crate::pipeline::print_fused(&graph)
-                    };
-                    if explain {
-                        text.push_str(&format!("\n{report}\n"));
-                    }
-                    text
+            let (graph, report) = if optimize {
+                match crate::pipeline::optimize(&library, &instance.graph) {
+                    Ok((graph, report)) => (graph, Some(report)),
+                    Err(e) => return Outcome::UserError(format!("error: {e}")),
                 }
-                Err(e) => return Outcome::UserError(format!("error: {e}")),
+            } else {
+                (instance.graph, None)
+            };
+            let mut text = if stage == Stage::Optimized {
+                tfn_ir::text::print_graph(&graph)
+            } else {
+                let mut text = crate::pipeline::print_fused(&graph);
+                let traffic = concrete_shapes(args, &instance.params)
+                    .and_then(|shapes| crate::pipeline::traffic(&graph, &shapes));
+                if let Some((kernels, bytes)) = traffic {
+                    text.push_str(&format!("\n// {kernels} kernel(s) moving {bytes} bytes for the given shapes\n"));
+                }
+                text
+            };
+            if let (true, Some(report)) = (explain, report) {
+                text.push_str(&format!("\n{report}\n"));
             }
+            text
         }
     };
     out!("{}\n", text.trim_end());

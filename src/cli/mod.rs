@@ -100,6 +100,9 @@ pub enum Command {
         /// Also print the optimiser's report (rules fired, e-graph statistics)
         #[arg(long)]
         explain: bool,
+        /// Skip the egg optimiser (for the fused stage: the kernels without rewrites)
+        #[arg(long)]
+        no_optimize: bool,
     },
     /// Check every derived gradient of a file (or of one function) by finite differences
     Gradcheck {
@@ -145,8 +148,8 @@ pub fn run(cli: Cli) -> Outcome {
                 optimize: !no_optimize,
             })
         }
-        Command::Ir { file, function, stage, args, explain } => {
-            ir::ir(&file, function.as_deref(), stage, &args, explain)
+        Command::Ir { file, function, stage, args, explain, no_optimize } => {
+            ir::ir(&file, function.as_deref(), stage, &args, explain, !no_optimize)
         }
         Command::Gradcheck { file, function, tolerance } => {
             gradcheck::gradcheck(&file, function.as_deref(), tolerance)
