@@ -96,13 +96,17 @@ fn assert_close(actual: &Tensor, expected: &Tensor, what: &str) {
     }
 }
 
-/// The `run`/`vjp` directives of a generated file-test case: function, `NAME=VALUE` args
-/// (paths made absolute), and the expected `.npy` files.
-fn directives(
-    stage: &str,
-    case: &str,
-    kind: &str,
-) -> Vec<(String, Vec<(String, String)>, Vec<PathBuf>)> {
+/// One `run`/`vjp` directive of a generated file-test case.
+struct CaseCall {
+    function: String,
+    /// `NAME=VALUE` arguments, `.npy` paths made absolute.
+    args: Vec<(String, String)>,
+    /// The expected `.npy` files.
+    expected: Vec<PathBuf>,
+}
+
+/// The `kind` directives of `tests/cases/<stage>/<case>`.
+fn directives(stage: &str, case: &str, kind: &str) -> Vec<CaseCall> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases").join(stage);
     let text = std::fs::read_to_string(dir.join(case)).expect("read case");
     let data = dir.join("data");
@@ -127,7 +131,7 @@ fn directives(
                 })
                 .collect();
             let outs = w[arrow + 1..].iter().map(|o| data.join(o)).collect();
-            (w[1].to_string(), args, outs)
+            CaseCall { function: w[1].to_string(), args, expected: outs }
         })
         .collect()
 }
@@ -244,7 +248,7 @@ fn run_every_spec_function_through_the_cli() {
     let case = case.display().to_string();
     let calls = directives("run", "spec_nn.tfn", "run");
     let mut seen = std::collections::BTreeSet::new();
-    for (i, (function, args, expected)) in calls.iter().enumerate() {
+    for (i, CaseCall { function, args, expected }) in calls.iter().enumerate() {
         // Every function once, plus every call on one backend: alternate the backends.
         let backend = if i % 2 == 0 { "jit" } else { "interp" };
         let mut argv: Vec<String> =
@@ -319,7 +323,7 @@ fn vjp_through_the_cli() {
     let dir = scratch("vjp");
     let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/grad/spec_nn.tfn");
     let case = case.display().to_string();
-    for (function, args, expected) in directives("grad", "spec_nn.tfn", "vjp") {
+    for CaseCall { function, args, expected } in directives("grad", "spec_nn.tfn", "vjp") {
         if !["gelu", "mlp", "softplus"].contains(&function.as_str()) {
             continue;
         }

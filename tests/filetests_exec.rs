@@ -51,6 +51,13 @@ struct Case {
     text: String,
 }
 
+/// The parts of a call directive: `FN NAME=VALUE... -> OUT...`.
+struct Call<'d> {
+    function: &'d str,
+    args: Vec<(&'d str, &'d str)>,
+    outs: Vec<&'d str>,
+}
+
 /// One `// tfn-test:` directive: its 1-based line and its words.
 struct Directive {
     line: usize,
@@ -92,7 +99,7 @@ impl Case {
 
 impl Directive {
     /// `FN` and the `NAME=VALUE` words up to `->`, then the words after it.
-    fn call(&self) -> Result<(&str, Vec<(&str, &str)>, Vec<&str>), String> {
+    fn call(&self) -> Result<Call<'_>, String> {
         let function = self.words.get(1).ok_or("missing function name")?;
         let mut args = Vec::new();
         let mut outs = Vec::new();
@@ -107,7 +114,7 @@ impl Directive {
                 args.push((k, v));
             }
         }
-        Ok((function, args, outs))
+        Ok(Call { function, args, outs })
     }
 
     fn text(&self) -> String {
@@ -260,9 +267,9 @@ fn print_instances(case: &Case, kind: &str, optimized: bool) -> String {
             out.push('\n');
         }
         let _ = writeln!(out, "// {}", d.text());
-        let instance = d.call().and_then(|(function, args, _)| {
-            let specs = arg_specs(&args)?;
-            instantiate(&lib, function, &[], &specs)
+        let instance = d.call().and_then(|call| {
+            let specs = arg_specs(&call.args)?;
+            instantiate(&lib, call.function, &[], &specs)
                 .map_err(|e| format!("LOWER FAILED\n{}", render_all(&e.diagnostics, &lib.sources)))
         });
         let graph = match instance {
@@ -358,7 +365,7 @@ fn check_calls(case: &Case, grad: bool) -> Vec<String> {
 }
 
 fn check_call(case: &Case, session: &Session, d: &Directive, grad: bool) -> Result<(), String> {
-    let (function, args, outs) = d.call()?;
+    let Call { function, args, outs } = d.call()?;
     let mut kwargs: Vec<(&str, Value)> = Vec::new();
     let mut cotangents: Vec<Value> = Vec::new();
     for (name, text) in &args {

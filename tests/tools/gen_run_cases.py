@@ -591,6 +591,37 @@ fn std_softmax(Tensor x) -> Tensor {
     return c
 
 
+def odd_sizes():
+    r = rng(10)
+    c = Case("run", "odd_sizes", "Sizes that are not multiples of any vector width (main loops plus\n"
+             "tails), a reduction over a leading axis, and a large broadcast intermediate (512 x 256,\n"
+             "from small inputs) big enough for a kernel to be split across threads.", SPEC_NN + """
+fn outer_gelu_sum(Tensor a, Tensor b) -> Tensor {
+    return sum(gelu(a * b), dims=[0])
+}
+
+fn leading_mean(Tensor x) -> Tensor {
+    return mean(exp(x) - 1.0, dims=[0])
+}
+""")
+    x = normal(r, [5, 67])
+    c.run("gelu", "gelu_5x67", {"x": x}, [cast(ref.gelu(f64(x)), F32)])
+    c.run("softmax", "softmax_5x67", {"x": x}, [cast(ref.softmax(f64(x)), F32)])
+    c.run("softmax", "softmax_5x67_dim0", {"x": x, "dim": 0}, [cast(ref.softmax(f64(x), 0), F32)])
+    g, b = normal(r, [67]), normal(r, [67])
+    c.run("layer_norm", "layer_norm_5x67", {"x": x, "gamma": g, "beta": b},
+          [cast(ref.layer_norm(f64(x), f64(g), f64(b)), F32)])
+    c.run("leading_mean", "leading_mean", {"x": x}, [cast((np.exp(f64(x)) - 1).mean(0), F32)])
+    xd = normal(r, [3, 131], F64)
+    c.run("gelu", "gelu_f64_3x131", {"x": xd}, [ref.gelu(xd)])
+    a, w, bias = normal(r, [17, 33]), normal(r, [33, 9], scale=0.3), normal(r, [9])
+    c.run("linear", "linear_17x33x9", {"x": a, "w": w, "b": bias, "activate": True},
+          [cast(ref.linear(f64(a), f64(w), f64(bias), True), F32)])
+    a, b = normal(r, [512, 1]), normal(r, [1, 256])
+    c.run("outer_gelu_sum", "outer_gelu_sum", {"a": a, "b": b}, [cast(ref.gelu(f64(a) * f64(b)).sum(0), F32)])
+    return c
+
+
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
-               elementwise(), overloads()], "gen_run_cases.py")
+               elementwise(), overloads(), odd_sizes()], "gen_run_cases.py")
