@@ -111,7 +111,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
     let start = Instant::now();
     let first = match session.call_kw(&req.function, &[], &kwargs) {
         Ok(r) => r,
-        Err(e) => return Outcome::UserError(format!("error: {e}")),
+        Err(e) => return Outcome::from(e),
     };
     let first_call = start.elapsed();
     let compile = session.stats().compile_time;
@@ -124,7 +124,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
     while samples.len() < 5 || (begin.elapsed() < budget && samples.len() < 100_000) {
         let t = Instant::now();
         if let Err(e) = session.call_into_kw(&req.function, &[], &kwargs, &mut outs) {
-            return Outcome::UserError(format!("error: {e}"));
+            return Outcome::from(e);
         }
         samples.push(t.elapsed());
     }

@@ -168,6 +168,19 @@ pub fn run(cli: Cli) -> Outcome {
     }
 }
 
+impl From<crate::Error> for Outcome {
+    /// A failed call is the user's error (exit 1). Diagnostics arrive rendered rustc-style
+    /// (`error[E0502]: ...`); every other message gets the `error: ` prefix.
+    fn from(e: crate::Error) -> Outcome {
+        let text = e.to_string();
+        if text.starts_with("error") || text.starts_with("warning") {
+            Outcome::UserError(text)
+        } else {
+            Outcome::UserError(format!("error: {text}"))
+        }
+    }
+}
+
 /// A session for `file` with the options of the command line; a load failure is a user error.
 fn session_for(
     file: &std::path::Path,
@@ -196,6 +209,6 @@ fn session_for(
             }
             Ok(session)
         }
-        Err(e) => Err(Outcome::UserError(e.to_string())),
+        Err(e) => Err(Outcome::from(e)),
     }
 }

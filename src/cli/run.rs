@@ -64,7 +64,7 @@ pub(super) fn run(req: RunRequest) -> Outcome {
     };
     let results: Vec<Tensor> = match results {
         Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
-        Err(e) => return Outcome::UserError(format!("error: {e}")),
+        Err(e) => return Outcome::from(e),
     };
     if req.outs.is_empty() {
         for (i, t) in results.iter().enumerate() {
