@@ -23,7 +23,9 @@ fn call_overhead(c: &mut Criterion) {
     for (name, backend) in [("jit", Backend::Jit), ("interp", Backend::Interp)] {
         let s = session(backend);
         let args = [Value::from(x.view())];
-        group.bench_function(format!("{name}/call"), |b| b.iter(|| black_box(s.call("gelu", &args).unwrap())));
+        group.bench_function(format!("{name}/call"), |b| {
+            b.iter(|| black_box(s.call("gelu", &args).unwrap()))
+        });
         group.bench_function(format!("{name}/call_into"), |b| {
             b.iter(|| {
                 let mut outs = [OutputMut::from(out.view_mut())];

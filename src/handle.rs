@@ -21,7 +21,12 @@ impl Instantiated<'_> {
         if self.prepared.key.matches(CallKind::Call, args, kwargs) {
             Ok(())
         } else {
-            let got = crate::signature::CallKey::new(CallKind::Call, self.prepared.key.name(), args, kwargs);
+            let got = crate::signature::CallKey::new(
+                CallKind::Call,
+                self.prepared.key.name(),
+                args,
+                kwargs,
+            );
             Err(Error::Signature { expected: self.prepared.key.to_string(), got: got.to_string() })
         }
     }
@@ -30,7 +35,11 @@ impl Instantiated<'_> {
         self.call_kw(args, &[])
     }
 
-    pub fn call_kw(&self, args: &[Value], kwargs: &[(&str, Value)]) -> Result<Vec<Value<'static>>, Error> {
+    pub fn call_kw(
+        &self,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Result<Vec<Value<'static>>, Error> {
         self.check(args, kwargs)?;
         let inputs = gather_inputs(&self.prepared, args, kwargs, &[])?;
         let outputs = self.prepared.run(&inputs, self.session.externs())?;

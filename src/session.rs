@@ -315,7 +315,12 @@ impl Session {
 
     /// Instantiates the function for the signature of `args` (compiling it unless cached) and
     /// returns a handle whose calls skip the lookup.
-    pub fn instantiate(&self, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> Result<Instantiated<'_>, Error> {
+    pub fn instantiate(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Result<Instantiated<'_>, Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
         Ok(Instantiated { session: self, prepared })
     }
@@ -387,7 +392,13 @@ impl Session {
         Ok(prepared)
     }
 
-    fn cached(&self, kind: CallKind, name: &str, args: &[Value], kwargs: &[(&str, Value)]) -> Option<Arc<Prepared>> {
+    fn cached(
+        &self,
+        kind: CallKind,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Option<Arc<Prepared>> {
         let cache = self.cache.read().ok()?;
         cache.get(name)?.iter().find(|p| p.key.matches(kind, args, kwargs)).cloned()
     }

@@ -103,7 +103,9 @@ pub(super) fn ir(
                 let traffic = concrete_shapes(args, &instance.params)
                     .and_then(|shapes| crate::pipeline::traffic(&graph, &shapes));
                 if let Some((kernels, bytes)) = traffic {
-                    text.push_str(&format!("\n// {kernels} kernel(s) moving {bytes} bytes for the given shapes\n"));
+                    text.push_str(&format!(
+                        "\n// {kernels} kernel(s) moving {bytes} bytes for the given shapes\n"
+                    ));
                 }
                 text
             };
