@@ -9,8 +9,9 @@
 //! - `f64`: a random-bit-pattern and in-range sample compared with libm's `f64` functions;
 //! - `pow`: a grid of `x` values against a set of `y` values covering every C99 special case.
 //!
-//! Set `TFN_MATH_STRIDE=1` for the exhaustive `f32` run (all 2³² inputs, a few minutes). The
-//! measured maxima are printed (`cargo test -- --nocapture`).
+//! Set `TFN_MATH_STRIDE=1` for the exhaustive `f32` run (all 2³² inputs per function and
+//! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the
+//! `f32` sweep to some functions. The measured maxima are printed (`cargo test -- --nocapture`).
 
 use std::mem::transmute;
 
@@ -20,7 +21,9 @@ use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 use tfn_backend::isa::native_jit_module;
-use tfn_backend::math::{emit, MathConsts, MathError, MathFeatures, MathFn};
+use tfn_backend::math::{
+    emit, sin_cos_reduction_limit, MathConsts, MathError, MathFeatures, MathFn,
+};
 
 /// Default sweep stride over the 2³² `f32` bit patterns (prime, so every exponent and many
 /// mantissa patterns are hit): ~8.4M inputs per function.
@@ -193,14 +196,9 @@ fn reference(f: MathFn, x: f64) -> f64 {
     }
 }
 
-/// `sin`/`cos` return NaN beyond their reduction range (documented in `math::trig`).
+/// `sin`/`cos` return NaN beyond their reduction range (documented in `math/trig.rs`).
 fn trig_limit(f: MathFn, is_f32: bool, fma: bool) -> Option<f64> {
-    matches!(f, MathFn::Sin | MathFn::Cos).then(|| match (is_f32, fma) {
-        (true, true) => 262_144.0,
-        (true, false) => 8192.0 * std::f64::consts::PI / 2.0,
-        (false, true) => 268_435_456.0,
-        (false, false) => 1_048_576.0 * std::f64::consts::PI / 2.0,
-    })
+    matches!(f, MathFn::Sin | MathFn::Cos).then(|| sin_cos_reduction_limit(is_f32, fma))
 }
 
 /// Worst case seen by a sweep.
@@ -285,8 +283,14 @@ fn run<T: Copy + Default>(kernel: Kernel, xs: &[T], ys: &[T]) -> Vec<T> {
     out
 }
 
-fn f32_stride() -> u64 {
-    std::env::var("TFN_MATH_STRIDE").ok().and_then(|s| s.parse().ok()).unwrap_or(F32_STRIDE)
+/// `TFN_MATH_STRIDE` if set (applies to every variant), else `default`.
+fn f32_stride(default: u64) -> u64 {
+    std::env::var("TFN_MATH_STRIDE").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// Whether `TFN_MATH_ONLY` (comma-separated names, e.g. `sin,cos`) selects `f`; all if unset.
+fn selected(f: MathFn) -> bool {
+    std::env::var("TFN_MATH_ONLY").map_or(true, |only| only.split(',').any(|n| n == f.name()))
 }
 
 /// Sweeps an `f32` unary function; returns its worst case.
@@ -330,15 +334,17 @@ fn report(label: &str, w: &Worst) {
 fn f32_functions_are_within_4_ulp_of_correctly_rounded() {
     let mut jit = Jit::new();
     let native = jit.features();
-    let stride = f32_stride();
     let mut failures = Vec::new();
     let variants = if native.fma {
-        vec![(native, stride), (MathFeatures { fma: false }, stride * 4 + 1)]
+        vec![
+            (native, f32_stride(F32_STRIDE)),
+            (MathFeatures { fma: false }, f32_stride(4 * F32_STRIDE + 1)),
+        ]
     } else {
-        vec![(native, stride)]
+        vec![(native, f32_stride(F32_STRIDE))]
     };
     for (features, stride) in variants {
-        for f in UNARY {
+        for f in UNARY.into_iter().filter(|&f| selected(f)) {
             let kernel = jit.kernel(f, types::F32, features);
             let w = sweep_f32(kernel, f, stride, features.fma);
             let label = format!("{}/f32{}", f.name(), if features.fma { "+fma" } else { "" });
@@ -449,7 +455,7 @@ fn pow_exponents() -> Vec<f64> {
 fn pow_matches_c99_and_is_accurate() {
     let mut jit = Jit::new();
     let features = jit.features();
-    let stride = f32_stride() * 64 + 1;
+    let stride = f32_stride(F32_STRIDE) * 64 + 1;
     let ys = pow_exponents();
     let mut failures = Vec::new();
     // f32: x sweeps all bit patterns with a stride, against each y.

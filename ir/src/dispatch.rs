@@ -145,9 +145,31 @@ impl Resolved {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rejection {
     pub overload: usize,
+    /// What kind of mismatch this is, for callers that pick an error code (the front end):
+    /// match on this, never on the wording of `reason`.
+    pub kind: RejectionKind,
     /// Lowercase, e.g. "argument `x` is i32 but `T` must be one of f32, f64".
     pub reason: String,
     pub culprit: Option<ArgRef>,
+}
+
+/// The kinds of [`Rejection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RejectionKind {
+    /// An argument's dtype is not in its dtype variable's allowed set (`T: {f32, f64}`).
+    DTypeConstraint,
+    /// An argument's dtype differs from the one a dtype variable is already bound to by an
+    /// earlier argument (`add(x_f32, y_f64)`).
+    DTypeMismatch,
+    /// An argument's dtype differs from its parameter's fixed dtype (`Tensor<bool>`).
+    FixedDType,
+    /// A promoted literal's dtype cannot be inferred (no tensor argument binds its variable).
+    UninferableLiteral,
+    /// An argument has the wrong kind (a tensor where an attribute is expected, ...).
+    ArgumentKind,
+    /// The arguments do not bind to the parameters: too many positional arguments, an unknown
+    /// or repeated keyword, a missing required argument.
+    Arity,
 }
 
 /// Resolves a call against `overloads` (one name's overloads, in declaration order).
@@ -164,8 +186,8 @@ pub fn dispatch(
                     resolved.overload = index;
                     return Ok(resolved);
                 }
-                Err((reason, culprit)) => {
-                    rejections.push(Rejection { overload: index, reason, culprit })
+                Err(Reject { kind, reason, culprit }) => {
+                    rejections.push(Rejection { overload: index, kind, reason, culprit })
                 }
             }
         }
@@ -176,7 +198,18 @@ pub fn dispatch(
     Err(Vec::new())
 }
 
-type Reject = (String, Option<ArgRef>);
+/// A rejection before it knows its overload's index.
+struct Reject {
+    kind: RejectionKind,
+    reason: String,
+    culprit: Option<ArgRef>,
+}
+
+impl Reject {
+    fn new(kind: RejectionKind, reason: String, culprit: Option<ArgRef>) -> Reject {
+        Reject { kind, reason, culprit }
+    }
+}
 
 fn try_overload(
     f: &FunctionDef,
@@ -207,23 +240,23 @@ fn try_overload(
     let mut promoted = Vec::new();
     for (index, (p, &b)) in f.params.iter().zip(&bindings).enumerate() {
         let (Some(kind), culprit) = arg(b) else { continue };
-        let fail = |reason: String| (reason, culprit);
         match (&p.ty, kind) {
             (ParamType::Tensor(d), ArgKind::Tensor { dtype, .. })
-            | (ParamType::TensorList(d), ArgKind::TensorList { dtype, .. }) => {
-                vars.unify(d, *dtype, &p.name).map_err(fail)?
-            }
+            | (ParamType::TensorList(d), ArgKind::TensorList { dtype, .. }) => vars
+                .unify(d, *dtype, &p.name)
+                .map_err(|(kind, reason)| Reject::new(kind, reason, culprit))?,
             (ParamType::Tensor(_), ArgKind::Attr { ty, .. }) if promote && ty.is_numeric() => {
                 promoted.push(index)
             }
             (ty, ArgKind::Attr { ty: at, .. }) if attr_fits(ty, *at) => {}
             (ty, kind) => {
-                return Err(fail(format!(
+                let reason = format!(
                     "argument `{}` must be {}, got {}",
                     p.name,
                     param_type_name(ty),
                     kind.describe()
-                )))
+                );
+                return Err(Reject::new(RejectionKind::ArgumentKind, reason, culprit));
             }
         }
     }
@@ -234,7 +267,7 @@ fn try_overload(
             let culprit = arg(bindings[index]).1;
             let reason =
                 format!("cannot infer a dtype for argument `{}` from the other arguments", p.name);
-            return Err((reason, culprit));
+            return Err(Reject::new(RejectionKind::UninferableLiteral, reason, culprit));
         }
     }
     Ok(Resolved { overload: 0, bindings, dtype_vars: vars.into_list(), promoted })
@@ -257,7 +290,7 @@ fn bind_arguments(
             if positional_params == 1 { "" } else { "s" },
             positional.len()
         );
-        return Err((reason, Some(ArgRef::Positional(extra))));
+        return Err(Reject::new(RejectionKind::Arity, reason, Some(ArgRef::Positional(extra))));
     }
     for (i, slot) in bound.iter_mut().enumerate().take(positional.len()) {
         *slot = Some(BoundArg::Positional(i));
@@ -265,10 +298,12 @@ fn bind_arguments(
     for (k, (name, _)) in keywords.iter().enumerate() {
         let culprit = Some(ArgRef::Keyword(k));
         let Some((index, _)) = f.param(name) else {
-            return Err((format!("unknown keyword argument `{name}`"), culprit));
+            let reason = format!("unknown keyword argument `{name}`");
+            return Err(Reject::new(RejectionKind::Arity, reason, culprit));
         };
         if bound[index].is_some() {
-            return Err((format!("argument `{name}` given twice"), culprit));
+            let reason = format!("argument `{name}` given twice");
+            return Err(Reject::new(RejectionKind::Arity, reason, culprit));
         }
         bound[index] = Some(BoundArg::Keyword(k));
     }
@@ -278,7 +313,11 @@ fn bind_arguments(
         .map(|(p, b)| match b {
             Some(b) => Ok(b),
             None if p.default.is_some() => Ok(BoundArg::Default),
-            None => Err((format!("missing required argument `{}`", p.name), None)),
+            None => Err(Reject::new(
+                RejectionKind::Arity,
+                format!("missing required argument `{}`", p.name),
+                None,
+            )),
         })
         .collect()
 }
@@ -377,12 +416,13 @@ impl DTypeVars {
         pattern: &DTypeRef,
         dtype: Option<DType>,
         param: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), (RejectionKind, String)> {
+        use RejectionKind::{DTypeConstraint, DTypeMismatch, FixedDType};
         match pattern {
             DTypeRef::Any => Ok(()),
             DTypeRef::Fixed(want) => match dtype {
                 Some(got) if got != *want => {
-                    Err(format!("argument `{param}` is {got} but must be {want}"))
+                    Err((FixedDType, format!("argument `{param}` is {got} but must be {want}")))
                 }
                 _ => Ok(()),
             },
@@ -400,15 +440,19 @@ impl DTypeVars {
                 if let Some(allowed) = allowed {
                     if !allowed.contains(&got) {
                         let list: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
-                        return Err(format!(
+                        let reason = format!(
                             "argument `{param}` is {got} but `{name}` must be one of {}",
                             list.join(", ")
-                        ));
+                        );
+                        return Err((DTypeConstraint, reason));
                     }
                 }
                 match state {
-                    VarState::Bound(bound, from) if *bound != got => Err(format!(
-                        "argument `{param}` is {got} but `{name}` is {bound} from `{from}`"
+                    VarState::Bound(bound, from) if *bound != got => Err((
+                        DTypeMismatch,
+                        format!(
+                            "argument `{param}` is {got} but `{name}` is {bound} from `{from}`"
+                        ),
                     )),
                     VarState::Bound(..) => Ok(()),
                     _ => {

@@ -58,6 +58,7 @@ use cranelift::codegen::ir::{Type, Value};
 use cranelift::frontend::FunctionBuilder;
 
 pub use consts::{MathConsts, MathFeatures};
+pub use trig::reduction_limit as sin_cos_reduction_limit;
 
 use ops::{Ctx, LaneFormat};
 

@@ -11,8 +11,8 @@
 //! significant bits so that their products with `j` (`|j| ≤ 2¹³` resp. `2²⁰`) are exact and
 //! each subtraction is exact or a rounding at the size of `r` (`x − j·P₁ − j·P₂ − j·P₃ − j·P₄`).
 //!
-//! **Accurate range**: `|x| ≤ LIMIT` — `f32`: 2¹⁸ with `fma`, 12 867 (= 2¹³·π/2) without;
-//! `f64`: 2²⁸ with `fma`, 2²⁰·π/2 without. Beyond it (and for `±inf`) the result is NaN: no
+//! **Accurate range** ([`reduction_limit`]): `f32`: `|x| ≤ 2¹⁸` with `fma`, `≤ 12 864` without;
+//! `f64`: `≤ 2²⁸` with `fma`, `≤ 1 647 099` (`2²⁰·π/2`) without. Beyond it (and for `±inf`) the result is NaN: no
 //! Payne–Hanek reduction is implemented, and a NaN is preferred to a silently wrong value.
 
 use cranelift::codegen::ir::Value;
@@ -65,13 +65,14 @@ const COS_F64: [f64; 6] = [
     -1.135_964_755_778_819_482_65e-11,
 ];
 
-/// The largest `|x|` reduced accurately (see the module documentation).
+/// The largest `|x|` that `sin`/`cos` reduce accurately; beyond it they return NaN. The values
+/// are exactly representable in `f32`, so the `f32` comparison is exact.
 pub fn reduction_limit(is_f32: bool, fma: bool) -> f64 {
     match (is_f32, fma) {
-        (true, true) => 262_144.0,
-        (true, false) => 8192.0 * std::f64::consts::PI / 2.0,
-        (false, true) => 268_435_456.0,
-        (false, false) => 1_048_576.0 * std::f64::consts::PI / 2.0,
+        (true, true) => 262_144.0,      // 2¹⁸
+        (true, false) => 12_864.0,      // ≤ 2¹³·π/2
+        (false, true) => 268_435_456.0, // 2²⁸
+        (false, false) => 1_647_099.0,  // ≤ 2²⁰·π/2
     }
 }
 

@@ -8,14 +8,18 @@
 //! unknown keyword (`E0206`), a positional argument after a keyword one (`E0207`), an argument
 //! given twice (`E0208`), a keyword-only parameter passed positionally (`E0209`). Dispatcher
 //! rejections become `E0211`–`E0213`/`E0217` for one candidate and `E0210` (one note per
-//! candidate) for several.
+//! candidate) for several. A literal that does not fit the dtype the chosen overload gives it
+//! is `E0216` ([`super::literal`]).
 
+use super::literal::{misfit_literals, BoundLiteral};
 use super::scope::{CallEdge, Walker};
 use super::types::{Dt, Ty};
 use crate::ast::{self, Expr, ExprKind, FnName};
 use crate::print::signature_text;
 use crate::suggest;
-use tfn_ir::dispatch::{dispatch, ArgKind, ArgRef, AttrType, BoundArg, Rejection, Resolved};
+use tfn_ir::dispatch::{
+    dispatch, ArgKind, ArgRef, AttrType, BoundArg, Rejection, RejectionKind, Resolved,
+};
 use tfn_ir::library::{DTypeRef, FunctionDef, ParamType};
 use tfn_ir::{Attr, Diagnostic, Span};
 
@@ -168,6 +172,8 @@ impl Walker<'_> {
                 let callee = cand_metas.get(resolved.overload).and_then(|m| m.new_item);
                 self.edge(callee, name.span);
                 let f = &candidates[resolved.overload];
+                let literals = bound_literals(&resolved, args);
+                self.diags.extend(misfit_literals(f, &resolved, &literals, display));
                 result_type(f, &resolved, args)
             }
             Err(rejections) => {
@@ -298,7 +304,7 @@ impl Walker<'_> {
             Some(index.span())
         };
         if let ([only], [r]) = (candidates, rejections) {
-            let (code, what) = classify(&r.reason);
+            let (code, what) = classify(r.kind);
             let span = culprit_span(r).unwrap_or(name.span);
             self.diags.push(
                 Diagnostic::error(code, format!("{what} in call to {display}"))
@@ -320,15 +326,14 @@ impl Walker<'_> {
 }
 
 /// A stable code and headline for a dispatcher rejection of a single candidate.
-fn classify(reason: &str) -> (&'static str, &'static str) {
-    if reason.contains("must be one of") {
-        ("E0212", "dtype constraint not satisfied")
-    } else if reason.contains("cannot infer a dtype") {
-        ("E0217", "cannot infer the dtype of a literal")
-    } else if reason.contains(" from `") {
-        ("E0213", "mismatched dtypes")
-    } else {
-        ("E0211", "mismatched argument")
+fn classify(kind: RejectionKind) -> (&'static str, &'static str) {
+    match kind {
+        RejectionKind::DTypeConstraint => ("E0212", "dtype constraint not satisfied"),
+        RejectionKind::UninferableLiteral => ("E0217", "cannot infer the dtype of a literal"),
+        RejectionKind::DTypeMismatch => ("E0213", "mismatched dtypes"),
+        RejectionKind::FixedDType | RejectionKind::ArgumentKind | RejectionKind::Arity => {
+            ("E0211", "mismatched argument")
+        }
     }
 }
 
@@ -369,6 +374,29 @@ fn arg_kind(ty: &Ty, e: &Expr) -> ArgKind {
         Ty::EmptyList => attr(AttrType::IntList, Some(Attr::IntList(Vec::new()))),
         Ty::Tuple(_) | Ty::Unknown => ArgKind::Tensor { dtype: None, rank: None },
     }
+}
+
+/// The literal arguments of a call, with the parameter each is bound to.
+fn bound_literals(resolved: &Resolved, args: &[TypedArg]) -> Vec<BoundLiteral> {
+    let positional: Vec<&TypedArg> = args.iter().filter(|a| a.keyword.is_none()).collect();
+    let keywords: Vec<&TypedArg> = args.iter().filter(|a| a.keyword.is_some()).collect();
+    let mut literals = Vec::new();
+    for (param, b) in resolved.bindings.iter().enumerate() {
+        let arg = match *b {
+            BoundArg::Positional(i) => positional.get(i),
+            BoundArg::Keyword(i) => keywords.get(i),
+            BoundArg::Default => None,
+        };
+        let Some(arg) = arg else { continue };
+        let value = match &arg.expr.kind {
+            ExprKind::Int(i) => Attr::Int(*i),
+            ExprKind::Float(f) => Attr::Float(*f),
+            ExprKind::Bool(b) => Attr::Bool(*b),
+            _ => continue,
+        };
+        literals.push(BoundLiteral { param, value, span: arg.expr.span });
+    }
+    literals
 }
 
 /// The static type of the chosen overload's results.

@@ -11,6 +11,7 @@ mod call;
 mod env;
 mod expr;
 mod grad;
+mod literal;
 mod recursion;
 mod rewrite;
 mod scope;

@@ -143,7 +143,8 @@ pub(super) fn no_match(
 }
 
 /// Converts a literal or attribute to a constant of `dtype`, or says why it does not fit.
-pub(super) fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
+/// (The front end's checker calls it too, to reject such literals at load time.)
+pub fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
     let fits_i32 = |i: i64| dtype != DType::I32 || i32::try_from(i).is_ok();
     match (value, dtype) {
         (Attr::Int(i), d) if d.is_float() => Ok(Scalar::Float(*i as f64)),

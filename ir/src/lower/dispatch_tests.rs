@@ -3,7 +3,7 @@
 
 use super::test_lib::library;
 use crate::attr::Attr;
-use crate::dispatch::{dispatch, overlap, ArgKind, AttrType, Overlap};
+use crate::dispatch::{dispatch, overlap, ArgKind, AttrType, Overlap, RejectionKind};
 use crate::dtype::DType;
 
 fn t(d: &str) -> ArgKind {
@@ -92,6 +92,28 @@ fn picks_overloads_in_declaration_order() {
             (Err(g), Err(w)) if g.starts_with(w.as_str()) || g.contains(w.as_str()) => {}
             _ => assert_eq!(got, want, "{name}({pos:?}, {kw:?})"),
         }
+    }
+}
+
+#[test]
+fn rejections_say_their_kind() {
+    let lib = library("");
+    use RejectionKind::*;
+    let cases: Vec<(&str, Vec<ArgKind>, Vec<(&str, ArgKind)>, RejectionKind)> = vec![
+        ("add", vec![t("bool"), t("bool")], vec![], DTypeConstraint),
+        ("add", vec![t("f32"), t("f64")], vec![], DTypeMismatch),
+        ("add", vec![int(1), int(2)], vec![], UninferableLiteral),
+        ("where", vec![t("f32"), t("f32"), t("f32")], vec![], FixedDType),
+        ("sum", vec![t("f32")], vec![("keepdim", int(1))], ArgumentKind),
+        ("sum", vec![t("f32")], vec![("axis", int(1))], Arity),
+        ("sum", vec![t("f32")], vec![("dims", int(0)), ("dims", int(1))], Arity),
+        ("sum", vec![], vec![], Arity),
+        ("neg", vec![t("f32"), t("f32")], vec![], Arity),
+    ];
+    for (name, pos, kw, want) in cases {
+        let rejections = dispatch(lib.overloads(name), &pos, &kw).err();
+        let first = rejections.as_ref().and_then(|r| r.first()).map(|r| r.kind);
+        assert_eq!(first, Some(want), "{name}({pos:?}, {kw:?})");
     }
 }
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Prints the docs/benchmarks.md table: every workload of benches/workloads.tfn through
+# `tfnc bench` (JIT and interpreter, one thread, outputs preallocated), as markdown.
+#
+#   bash benches/table.sh                 # 256K and 16M elements
+#   SIZES="262144" bash benches/table.sh  # one size
+#
+# Pin it to a core on a shared machine: `taskset -c 0 bash benches/table.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bin tfnc
+tfnc=target/release/tfnc
+sizes=${SIZES:-"262144 16777216"}
+millis=${MILLIS:-1500}
+
+args_for() { # workload size -> --arg list
+  local n=$2 rows=$(( $2 / 1024 ))
+  case $1 in
+    saxpy) echo "--arg x=f32[$n] --arg z=f32[$n]" ;;
+    gelu|total) echo "--arg x=f32[$n]" ;;
+    bias_relu) echo "--arg x=f32[$rows,1024] --arg bias=f32[1024]" ;;
+    softmax|layernorm) echo "--arg x=f32[$rows,1024]" ;;
+  esac
+}
+
+echo "| workload | elements | JIT µs | JIT GB/s | interpreter µs | JIT speed-up | first call ms |"
+echo "|---|---|---|---|---|---|---|"
+for n in $sizes; do
+  for w in saxpy gelu bias_relu softmax layernorm total; do
+    # shellcheck disable=SC2046
+    jit=$("$tfnc" bench benches/workloads.tfn "$w" $(args_for "$w" "$n") --threads 1 --json --millis "$millis")
+    # shellcheck disable=SC2046
+    interp=$("$tfnc" bench benches/workloads.tfn "$w" $(args_for "$w" "$n") --backend interp --threads 1 --json --millis "$millis")
+    python3 - "$w" "$n" "$jit" "$interp" <<'PY'
+import json, sys
+w, n, jit, interp = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+print(f"| {w} | {n} | {jit['median_us']:.1f} | {jit['gbps']:.1f} | {interp['median_us']:.1f} "
+      f"| {interp['median_us'] / jit['median_us']:.1f}× | {jit['first_call_us'] / 1e3:.2f} |")
+PY
+  done
+done
