@@ -2,11 +2,12 @@
 //! it — binding sizes, allocating intermediates, calling kernels in order.
 //!
 //! Each kernel becomes one [`Step`]: a JIT loop, a `gemm` call plus a JIT epilogue, a zero-copy
-//! reshape, or — for anything the code generator cannot handle yet, data movement and extern
-//! ops — the reference interpreter run on just that kernel's nodes (correct, slower). So every
-//! graph runs, and [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
+//! reshape, a native strided copy (transpose, slice, concat), or — for anything the code
+//! generator cannot handle yet (argmax, extern ops) — the reference interpreter run on just
+//! that kernel's nodes (correct, slower). So every graph runs, and [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
 
 use crate::buffers::{self, RawBuf};
+use crate::copy;
 use crate::error::{CodegenError, RunError};
 use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
@@ -34,10 +35,26 @@ impl Default for CompileOptions {
 }
 
 enum Step {
-    Loop { plan: LoopPlan, func: KernelFn, checks_empty: bool },
-    MatMul { node: ValueId, epilogue: Option<(LoopPlan, KernelFn)> },
-    View { input: ValueId, output: ValueId },
-    Interp { reason: String },
+    Loop {
+        plan: LoopPlan,
+        func: KernelFn,
+        checks_empty: bool,
+    },
+    MatMul {
+        node: ValueId,
+        epilogue: Option<(LoopPlan, KernelFn)>,
+    },
+    View {
+        input: ValueId,
+        output: ValueId,
+    },
+    /// `Transpose`, `Slice`, `Concat`: a native strided copy.
+    Copy {
+        node: ValueId,
+    },
+    Interp {
+        reason: String,
+    },
 }
 
 /// A graph compiled to kernels, callable any number of times with any sizes that fit its
@@ -99,8 +116,8 @@ impl CompiledFunction {
         &self.fused
     }
 
-    /// Kernels run by the interpreter, with the reason (data movement and extern kernels are
-    /// listed too: they always run through it).
+    /// Kernels run by the interpreter, with the reason (extern and argmax kernels are listed
+    /// too: they always run through it).
     pub fn interpreted_kernels(&self) -> Vec<(usize, String)> {
         self.steps
             .iter()
@@ -296,6 +313,18 @@ impl CompiledFunction {
                 st.bufs[output.index()] = Some(buf);
                 Ok(())
             }
+            Step::Copy { node } => {
+                let n = self.graph.node(*node);
+                let mut inputs = Vec::with_capacity(n.inputs.len());
+                for v in &n.inputs {
+                    inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
+                }
+                let shape = st.shape(&n.ty.shape)?;
+                let out = st.alloc(*node, n.ty.dtype, &shape);
+                // SAFETY: inputs are finished values alive in `st`, `out` is a fresh or caller
+                // buffer of the node's bound shape; shapes are the graph's (checked in `copy`).
+                unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
+            }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
         }
     }
@@ -310,9 +339,16 @@ impl CompiledFunction {
     ) -> Result<(), RunError> {
         let sizes = plan.sizes(domain);
         let rank = sizes.len();
-        let rows: usize = sizes[..rank.saturating_sub(1)].iter().product();
-        let inner = sizes.last().copied().unwrap_or(1);
-        if checks_empty && inner == 0 && rows > 0 {
+        let split = plan.split_axis();
+        let (mut kept, mut reduced) = (1usize, 1usize);
+        for (&s, &r) in sizes.iter().zip(&plan.reduced) {
+            if r {
+                reduced *= s;
+            } else {
+                kept *= s;
+            }
+        }
+        if checks_empty && reduced == 0 && kept > 0 {
             return Err(RunError::ZeroSizeReduction);
         }
         let mut args: Vec<i64> = Vec::new();
@@ -330,15 +366,24 @@ impl CompiledFunction {
         }
         let begin_slot = args.len();
         args.extend([0, 0]);
-        let total = rows * inner;
-        if total == 0 && !(plan.reduces && rows > 0) {
+        let total = kept * reduced;
+        if kept == 0 || (total == 0 && !plan.reduces) {
             return Ok(());
         }
-        let align = if rank == 1 { 16 } else { 1 };
+        // Splitting the inner axis keeps whole 4-vector blocks per chunk.
+        let align = if split + 1 == rank { 16 } else { 1 };
         // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
         // sizes/strides describe exactly those buffers (see `LoopPlan`).
         unsafe {
-            parallel::call_split(func, &mut args, begin_slot, sizes[0], total, self.threads, align)
+            parallel::call_split(
+                func,
+                &mut args,
+                begin_slot,
+                sizes[split],
+                total,
+                self.threads,
+                align,
+            )
         };
         Ok(())
     }
@@ -488,11 +533,19 @@ fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, Cod
             }
             _ => Err(CodegenError::Unsupported("view kernel".into())),
         },
-        KernelKind::Copy | KernelKind::Extern | KernelKind::Other => {
-            Err(CodegenError::Unsupported(format!(
-                "{} kernels run in the interpreter",
-                kernel.kind.name()
-            )))
-        }
+        KernelKind::Copy => match kernel.nodes.as_slice() {
+            [v] if matches!(
+                graph.node(*v).op,
+                Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. }
+            ) =>
+            {
+                Ok(Step::Copy { node: *v })
+            }
+            _ => Err(CodegenError::Unsupported("copy kernel of several nodes".into())),
+        },
+        KernelKind::Extern | KernelKind::Other => Err(CodegenError::Unsupported(format!(
+            "{} kernels run in the interpreter",
+            kernel.kind.name()
+        ))),
     }
 }

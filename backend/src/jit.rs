@@ -101,7 +101,15 @@ impl JitInner {
             .module
             .declare_anonymous_function(&sig)
             .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let dump_asm = std::env::var_os("TFN_DUMP_ASM").is_some();
+        self.ctx.set_disasm(dump_asm);
         let defined = self.module.define_function(id, &mut self.ctx);
+        if dump_asm {
+            eprintln!("{}", self.ctx.func.display());
+            if let Some(text) = self.ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
+                eprintln!("{text}");
+            }
+        }
         self.module.clear_context(&mut self.ctx);
         defined.map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
         self.module.finalize_definitions().map_err(|e| CodegenError::Cranelift(e.to_string()))?;

@@ -6,7 +6,8 @@
 //! - `plan` and `codegen`: a fused loop kernel as a collapsed loop nest, and its Cranelift IR
 //!   (4×-unrolled 128-bit vector loops, row passes for reductions, scalar tails);
 //! - [`executor`]: [`CompiledFunction`], which runs a fused graph (JIT loops, `gemm` with a
-//!   fused epilogue, zero-copy reshapes, the interpreter for anything else);
+//!   fused epilogue, zero-copy reshapes, native strided copies for transpose/slice/concat, the
+//!   interpreter for anything else);
 //! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`].
 
 pub mod isa;
@@ -16,6 +17,7 @@ mod buffers;
 pub mod cache;
 mod codegen;
 pub mod compiler;
+mod copy;
 pub mod error;
 pub mod executor;
 mod jit;

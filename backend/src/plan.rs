@@ -1,19 +1,24 @@
 //! Loop plans: how one fused loop kernel maps onto a nest of loops over runtime sizes.
 //!
 //! A [`LoopPlan`] is built from a kernel's nodes, its external inputs and outputs, its loop
-//! domain and (for reductions) the reduced trailing axes. Every operand is a contiguous
-//! row-major buffer that covers the domain *fully* (F) or *broadcast* (B, stride 0) on each
-//! domain axis — which one is known at compile time from the symbolic shapes (a broadcast axis
-//! is the constant `1`). Adjacent axes on which every operand and node has the same pattern
-//! are collapsed into one, so a same-shape elementwise chain becomes one flat loop, and a
-//! softmax over the last axis becomes rows × one inner axis. The last collapsed axis is the
-//! inner (vectorised) loop; for reductions it holds exactly the reduced axes.
+//! domain and (for reductions) the reduced axes — any of them, trailing or not. Every operand
+//! is a contiguous row-major buffer that covers the domain *fully* (F) or *broadcast* (B,
+//! stride 0) on each domain axis — which one is known at compile time from the symbolic shapes
+//! (a broadcast axis is the constant `1`). Adjacent axes on which every operand and node has
+//! the same pattern (and the same reduced/kept role) are collapsed into one, so a same-shape
+//! elementwise chain becomes one flat loop, a softmax over the last axis becomes rows × one
+//! inner axis, and a column sum becomes one reduced outer axis × one kept inner axis.
+//!
+//! The last collapsed axis is the inner (vectorised) loop. When it is reduced, each kept
+//! position is a *row* reduced by passes over the reduced axes ([`LoopPlan::inner_reduced`]);
+//! when it is kept, blocks of columns accumulate in vector registers while the reduced (outer)
+//! axes are walked (see `crate::codegen`).
 
 use crate::error::CodegenError;
 use tfn_ir::{DType, Dim, Graph, Op, Shape, ValueId};
 
 /// What a node argument refers to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Ref {
     /// A node of the plan.
     Node(usize),
@@ -26,7 +31,9 @@ pub(crate) struct PlanNode {
     pub op: Op,
     pub args: Vec<Ref>,
     pub dtype: DType,
-    /// Constant along the inner axis: computed once per row, as a scalar.
+    /// Constant along the inner axis and every reduced axis (a reduction result, or a value
+    /// of broadcast operands and constants only): computed once per row, as a scalar.
+    /// Only meaningful when the inner axis is reduced or nothing is.
     pub row: bool,
 }
 
@@ -44,7 +51,9 @@ pub(crate) struct Operand {
 pub(crate) struct LoopPlan {
     /// The domain axes making up each collapsed axis (empty = a synthetic axis of size 1).
     pub axes: Vec<Vec<usize>>,
-    /// The inner axis is reduced (reduction kernels).
+    /// Per collapsed axis: it is reduced.
+    pub reduced: Vec<bool>,
+    /// The kernel has reductions.
     pub reduces: bool,
     /// External inputs, in the kernel's input order.
     pub inputs: Vec<Operand>,
@@ -83,7 +92,7 @@ fn pattern(shape: &Shape, domain: &Shape) -> Result<Vec<bool>, CodegenError> {
 
 impl LoopPlan {
     /// Plans the loop nest of `nodes` (topologically ordered) over `domain`, reducing the
-    /// trailing `axes` (empty for elementwise kernels).
+    /// `axes` (empty for elementwise kernels).
     pub fn build(
         graph: &Graph,
         nodes: &[ValueId],
@@ -93,10 +102,6 @@ impl LoopPlan {
         axes: &[u32],
     ) -> Result<LoopPlan, CodegenError> {
         let rank = domain.rank();
-        let trailing = axes.iter().enumerate().all(|(i, &a)| a as usize + axes.len() == rank + i);
-        if !trailing {
-            return Err(CodegenError::Unsupported("reduction over non-trailing axes".into()));
-        }
         let reduced = |a: usize| axes.contains(&(a as u32));
         let row_shape = Shape(
             domain
@@ -141,23 +146,22 @@ impl LoopPlan {
             last_sig = Some(sig);
         }
         let reduces = !axes.is_empty();
-        if reduces {
-            let inner: Vec<&Vec<usize>> =
-                groups.iter().filter(|g| g.first().is_some_and(|&a| reduced(a))).collect();
-            if inner.len() > 1 {
-                return Err(CodegenError::Unsupported(
-                    "reduced axes with different broadcast patterns".into(),
-                ));
-            }
-            if inner.is_empty() {
-                groups.push(Vec::new());
-            }
-            if groups.len() == 1 {
-                groups.insert(0, Vec::new());
-            }
-        } else if groups.is_empty() {
-            groups.push(Vec::new());
+        let mut roles: Vec<(Vec<usize>, bool)> = groups
+            .into_iter()
+            .map(|g| {
+                let r = g.first().is_some_and(|&a| reduced(a));
+                (g, r)
+            })
+            .collect();
+        // Reductions get at least one reduced and one kept collapsed axis (synthetic ones of
+        // size 1 where the domain has none).
+        if reduces && !roles.iter().any(|(_, r)| *r) {
+            roles.push((Vec::new(), true));
         }
+        if roles.iter().all(|(_, r)| *r) {
+            roles.insert(0, (Vec::new(), false));
+        }
+        let (groups, reduced_axes): (Vec<Vec<usize>>, Vec<bool>) = roles.into_iter().unzip();
         let collapse = |p: &[bool]| -> Vec<bool> {
             groups.iter().map(|g| g.first().is_some_and(|&a| p[a])).collect()
         };
@@ -180,8 +184,12 @@ impl LoopPlan {
                 }
             }
             let full = collapse(&node_pat[i]);
-            let row =
-                matches!(node.op, Op::Reduce { .. }) || !full.last().copied().unwrap_or(false);
+            let varies = full
+                .iter()
+                .zip(&reduced_axes)
+                .enumerate()
+                .any(|(j, (&f, &r))| f && (r || j + 1 == reduced_axes.len()));
+            let row = matches!(node.op, Op::Reduce { .. }) || !varies;
             plan_nodes.push(PlanNode { op: node.op.clone(), args, dtype: node.ty.dtype, row });
         }
         let inputs: Vec<Operand> = inputs
@@ -205,12 +213,31 @@ impl LoopPlan {
                 node: Some(j),
             });
         }
-        Ok(LoopPlan { axes: groups, reduces, inputs, outputs: outs, nodes: plan_nodes })
+        Ok(LoopPlan {
+            axes: groups,
+            reduced: reduced_axes,
+            reduces,
+            inputs,
+            outputs: outs,
+            nodes: plan_nodes,
+        })
     }
 
     /// Number of collapsed axes (at least 1; at least 2 for reductions).
     pub fn rank(&self) -> usize {
         self.axes.len()
+    }
+
+    /// Whether the inner (last) collapsed axis is reduced: row reductions. Otherwise a
+    /// reduction kernel accumulates blocks of inner (kept) columns over outer reduced axes.
+    pub fn inner_reduced(&self) -> bool {
+        self.reduced.last().copied().unwrap_or(false)
+    }
+
+    /// The collapsed axis whose range a call covers (`begin..end`, split across threads): the
+    /// outermost kept axis.
+    pub fn split_axis(&self) -> usize {
+        self.reduced.iter().position(|&r| !r).unwrap_or(0)
     }
 
     /// All operands: inputs then outputs (the order of pointers in the kernel arguments).

@@ -1,6 +1,6 @@
-//! Seeded random op graphs — random broadcast shapes, dtypes, elementwise chains, reductions
-//! over either axis with and without `keepdim`, casts — fused, JIT-compiled and compared with
-//! the interpreter. Tolerance `rtol = atol = 1e-4`: chains of transcendentals (each within a
+//! Seeded random op graphs — random broadcast shapes of rank 2 or 3, dtypes, elementwise
+//! chains, reductions over any non-empty set of axes (row and column reductions, mixed axes)
+//! with and without `keepdim`, casts — fused, JIT-compiled and compared with the interpreter. Tolerance `rtol = atol = 1e-4`: chains of transcendentals (each within a
 //! few ULP) and f32 reduction sums (the interpreter accumulates in f64) compound differences.
 
 mod common;
@@ -13,6 +13,8 @@ use tfn_ir::{
 
 const S0: Dim = Dim::Sym(Sym(0));
 const S1: Dim = Dim::Sym(Sym(1));
+const S2: Dim = Dim::Sym(Sym(2));
+const ONE: Dim = Dim::Const(1);
 
 fn broadcast(a: &Shape, b: &Shape) -> Shape {
     let r = a.rank().max(b.rank());
@@ -35,17 +37,29 @@ fn compatible(a: &Shape, b: &Shape) -> bool {
         .all(|(x, y)| x == y || *x == Dim::Const(1) || *y == Dim::Const(1))
 }
 
-fn random_graph(rng: &mut Rng, dtype: DType) -> Graph {
-    let shapes = [
-        Shape(vec![S0, S1]),
-        Shape(vec![S0, Dim::Const(1)]),
-        Shape(vec![Dim::Const(1), S1]),
-        Shape(vec![S1]),
-        Shape::scalar(),
-    ];
+fn random_graph(rng: &mut Rng, dtype: DType, rank: usize) -> Graph {
+    let shapes: Vec<Shape> = if rank == 3 {
+        vec![
+            Shape(vec![S0, S1, S2]),
+            Shape(vec![S0, ONE, S2]),
+            Shape(vec![ONE, S1, ONE]),
+            Shape(vec![S0, S1, ONE]),
+            Shape(vec![S1, S2]),
+            Shape(vec![S2]),
+            Shape::scalar(),
+        ]
+    } else {
+        vec![
+            Shape(vec![S0, S1]),
+            Shape(vec![S0, ONE]),
+            Shape(vec![ONE, S1]),
+            Shape(vec![S1]),
+            Shape::scalar(),
+        ]
+    };
     let mut g = Graph { name: "random".into(), ..Graph::default() };
     let mut pool: Vec<ValueId> = Vec::new();
-    // Parameter 0 is always full, so both symbols are bound.
+    // Parameter 0 is always full, so every symbol is bound.
     let n_params = 1 + rng.below(3);
     for p in 0..n_params {
         let shape =
@@ -54,23 +68,20 @@ fn random_graph(rng: &mut Rng, dtype: DType) -> Graph {
         g.params.push(GraphParam { name: format!("p{p}"), ty: ty.clone() });
         pool.push(g.push(Op::Param(p as u32), vec![], ty, Default::default()));
     }
-    let mut s1_sources = vec![(0u32, 1u32)];
-    for (p, param) in g.params.iter().enumerate().skip(1) {
-        for (a, d) in param.ty.shape.dims().iter().enumerate() {
-            if *d == S1 {
-                s1_sources.push((p as u32, a as u32));
+    g.syms = [S0, S1, S2][..rank]
+        .iter()
+        .map(|sym| {
+            let mut sources = Vec::new();
+            for (p, param) in g.params.iter().enumerate() {
+                for (a, d) in param.ty.shape.dims().iter().enumerate() {
+                    if d == sym {
+                        sources.push((p as u32, a as u32));
+                    }
+                }
             }
-        }
-    }
-    let mut s0_sources = vec![(0u32, 0u32)];
-    for (p, param) in g.params.iter().enumerate().skip(1) {
-        for (a, d) in param.ty.shape.dims().iter().enumerate() {
-            if *d == S0 {
-                s0_sources.push((p as u32, a as u32));
-            }
-        }
-    }
-    g.syms = vec![SymDef::Input { sources: s0_sources }, SymDef::Input { sources: s1_sources }];
+            SymDef::Input { sources }
+        })
+        .collect();
     let floats = dtype.is_float();
     for _ in 0..3 + rng.below(8) {
         let pick =
@@ -139,21 +150,29 @@ fn random_graph(rng: &mut Rng, dtype: DType) -> Graph {
                 );
                 g.push(Op::Where, vec![c, x, y], TensorType { dtype, shape }, Default::default())
             }
-            _ if tx.shape.rank() == 2 => {
-                let axis = rng.below(2) as u32;
+            _ if tx.shape.rank() >= 1 => {
+                let r = tx.shape.rank();
+                // A random non-empty subset of the axes.
+                let mask = 1 + rng.below((1 << r) - 1);
+                let axes: Vec<u32> = (0..r as u32).filter(|a| mask & (1 << a) != 0).collect();
                 let keepdim = rng.below(2) == 0;
                 let ops: &[ReduceOp] = if floats {
                     &[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Mean]
                 } else {
                     &[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min]
                 };
-                let mut dims = tx.shape.dims().to_vec();
-                if keepdim {
-                    dims[axis as usize] = Dim::Const(1);
-                } else {
-                    dims.remove(axis as usize);
-                }
-                let op = Op::Reduce { op: ops[rng.below(ops.len())], axes: vec![axis], keepdim };
+                let dims: Vec<Dim> = tx
+                    .shape
+                    .dims()
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(a, d)| match axes.contains(&(a as u32)) {
+                        true if keepdim => Some(ONE),
+                        true => None,
+                        false => Some(*d),
+                    })
+                    .collect();
+                let op = Op::Reduce { op: ops[rng.below(ops.len())], axes, keepdim };
                 g.push(op, vec![x], TensorType { dtype, shape: Shape(dims) }, Default::default())
             }
             _ => {
@@ -181,13 +200,21 @@ fn random_graph(rng: &mut Rng, dtype: DType) -> Graph {
 fn random_graphs_match_the_interpreter() {
     let tol = Tol { rtol: 1e-4, atol: 1e-4 };
     let mut failures = Vec::new();
-    for seed in 1..=100u64 {
+    for seed in 1..=160u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let dtype = [DType::F32, DType::F64, DType::I32, DType::I64][rng.below(4)];
-        let graph = random_graph(&mut rng, dtype);
-        for sizes in [[1usize, 1], [5, 9], [3, 37]] {
-            let inputs = random_inputs(&mut rng, &graph, &sizes, (-3.0, 3.0));
-            if let Err(e) = check_against_interp(&graph, &inputs, tol, 1 + (seed as usize % 2)) {
+        let rank = if seed > 100 { 3 } else { 2 };
+        let graph = random_graph(&mut rng, dtype, rank);
+        let size_sets: &[&[usize]] =
+            if rank == 3 { &[&[1], &[2, 5, 19], &[3, 1, 37]] } else { &[&[1], &[5, 9], &[3, 37]] };
+        for sizes in size_sets {
+            let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
+            let checked = check_against_interp(&graph, &inputs, tol, 1 + (seed as usize % 2))
+                .and_then(|f| match f.interpreted_kernels().as_slice() {
+                    [] => Ok(()),
+                    slow => Err(format!("kernels run by the interpreter: {slow:?}")),
+                });
+            if let Err(e) = checked {
                 failures.push(format!(
                     "seed {seed} sizes {sizes:?}: {e}\n{}",
                     tfn_ir::text::print_graph(&graph)

@@ -1,24 +1,32 @@
 //! Cranelift IR for one loop kernel ([`LoopPlan`]): the loop nest, the row passes, the
 //! unrolled vector inner loops, reductions with independent accumulators, and scalar tails.
+//! Row reductions (inner axis reduced) are in `rows.rs`, column reductions (inner axis kept,
+//! reduced axes outside it) in `columns.rs`; this file holds the ABI, the loop nest over kept
+//! axes, and the evaluation of one element step shared by both.
 //!
 //! # Kernel ABI
 //!
 //! `extern "C" fn(args: *const i64)` where, with `P` operands (inputs then outputs) and `R`
 //! collapsed axes, `args` holds: `P` base pointers, `R` sizes, `P × (R-1)` outer strides (in
-//! elements, operand-major), then `begin` and `end`, the range of axis 0 this call covers (so
-//! threads can split it). For `R = 1` (a flat elementwise loop) axis 0 is the inner axis.
+//! elements, operand-major), then `begin` and `end`, the range of the split axis
+//! ([`LoopPlan::split_axis`], the outermost kept axis) this call covers, so threads can split
+//! it. For `R = 1` (a flat elementwise loop) axis 0 is the inner axis.
 //!
 //! # Shape of the code
 //!
-//! Constants, splats and math coefficients are emitted in the entry block. Outer axes are plain
-//! loops that carry per-operand element offsets. Each row runs one pass per reduction level
-//! (softmax: max; sum of exp; normalise) and a final pass storing elementwise outputs. A pass
-//! is a 4×-unrolled vector loop (4 independent accumulators for reductions), a 1-vector loop,
-//! then a scalar tail. Values constant along the inner axis ("row" values: reduction results,
+//! Constants, splats and math coefficients are emitted in the entry block. Kept outer axes are
+//! plain loops that carry per-operand element offsets. Each row runs one pass per reduction
+//! level (softmax: max; sum of exp; normalise) and a final pass storing elementwise outputs; a
+//! pass walks the reduced outer axes (if any) around its inner loops. A pass is a 4×-unrolled
+//! vector loop (4 independent accumulators for reductions), a 1-vector loop, then a scalar
+//! tail. Values constant along the inner and reduced axes ("row" values: reduction results,
 //! broadcast operands, constants) are computed once per row as scalars and splatted before the
-//! pass that uses them.
+//! pass that uses them. An expensive value two passes need (softmax's `exp`) is stored into the
+//! output buffer by the first and read back by the second instead of being recomputed.
 
+mod columns;
 pub(crate) mod ops;
+mod rows;
 
 use crate::error::CodegenError;
 use crate::math::{self, MathConsts, MathFeatures, MathFn};
@@ -26,12 +34,12 @@ use crate::plan::{LoopPlan, Ref};
 use cranelift::codegen::ir::{
     condcodes::IntCC, types, AbiParam, Function, InstBuilder, Type, Value,
 };
-use cranelift::codegen::ir::{Block, MemFlagsData};
+use cranelift::codegen::ir::{Block, MemFlagsData, StackSlotData, StackSlotKind};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use ops::{lanes, scalar_type, unsupported, Width};
 use std::collections::HashMap;
-use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
+use tfn_ir::{BinaryOp, DType, Op, Scalar, UnaryOp};
 
 /// Vectors per iteration of the main loop.
 const UNROLL: i64 = 4;
@@ -87,14 +95,33 @@ pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
     Some(lane)
 }
 
-/// Per-row state: scalars and splats of row values, offsets of each operand.
-struct Row {
-    offs: Vec<Value>,
+/// Values constant within one pass: row values as scalars and splats (row reductions), or
+/// reduction results per column slot (column reductions), and which nodes are stashed.
+#[derive(Clone, Default)]
+struct RowVals {
     node_scalar: HashMap<usize, Value>,
     input_scalar: HashMap<usize, Value>,
     node_splat: HashMap<usize, Value>,
     input_splat: HashMap<usize, Value>,
+    /// Stashed nodes whose values already sit in their output buffer (see [`Emitter::stash`]).
+    stashed: Vec<usize>,
 }
+
+/// Where one step evaluates: operand element offsets, the inner index `i + delta`, the width.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    offs: &'a [Value],
+    i: Value,
+    delta: i64,
+    width: Width,
+}
+
+/// Code emitted at one position of the reduced outer axes, given the operands' offsets there.
+type PositionBody<'a> =
+    dyn FnMut(&mut FunctionBuilder, &[Value]) -> Result<(), CodegenError> + 'a;
+
+/// Per-step memo of evaluated nodes and loaded inputs.
+type Memo = HashMap<Ref, Value>;
 
 struct Emitter<'p> {
     plan: &'p LoopPlan,
@@ -108,6 +135,35 @@ struct Emitter<'p> {
     /// Hoisted math coefficients per Cranelift type.
     math: HashMap<Type, MathConsts>,
     levels: Vec<usize>,
+    /// The inner axis is kept and reduced axes are outer: column blocks (`columns.rs`).
+    columns: bool,
+    /// Reduced outer collapsed axes (walked inside each pass or column block).
+    reduced_outer: Vec<usize>,
+    /// Product of the reduced outer sizes (i64), for means.
+    reduced_outer_count: Value,
+    /// Expensive element values computed in one row pass and needed again by a later one,
+    /// mapped to the (fully covering, same-dtype) output whose buffer keeps them in between:
+    /// softmax stores `exp(x - max)` while summing it and scales it in place afterwards.
+    stash: HashMap<usize, usize>,
+    ptr_ty: Type,
+}
+
+/// Pins `v` to the current block by a round trip through a stack slot, so the optimiser
+/// cannot re-elaborate the pure computation behind it inside a later loop. Cranelift 0.135's
+/// egraph elaboration places pure values at their uses and, in these kernels, does not hoist
+/// row values (reduction folds, means, `rsqrt`, splats) or row offsets out of the sibling pass
+/// loops that use them: layer norm recomputed its mean and `1/sqrt(var)` for every vector.
+/// Loads and stores are never moved, and the sequence point between them keeps alias analysis
+/// from forwarding the stored value, so pinning costs one store and one load per row.
+fn pin(b: &mut FunctionBuilder, v: Value, ptr_ty: Type) -> Value {
+    let ty = b.func.dfg.value_type(v);
+    let size = ty.bytes();
+    let align = size.max(1).trailing_zeros() as u8;
+    let data = StackSlotData::new(StackSlotKind::ExplicitSlot, size, align);
+    let slot = b.create_sized_stack_slot(data);
+    b.ins().stack_store(ptr_ty, v, slot, 0);
+    b.ins().sequence_point();
+    b.ins().stack_load(ptr_ty, ty, slot, 0)
 }
 
 fn mem() -> MemFlagsData {
@@ -143,6 +199,12 @@ pub(crate) fn build(
     let begin = load_slot(&mut b, abi.begin());
     let end = load_slot(&mut b, abi.begin() + 1);
 
+    let reduced_outer: Vec<usize> =
+        (0..abi.rank - 1).filter(|&j| plan.reduced.get(j) == Some(&true)).collect();
+    let mut reduced_outer_count = b.ins().iconst(types::I64, 1);
+    for &j in &reduced_outer {
+        reduced_outer_count = b.ins().imul(reduced_outer_count, sizes[j]);
+    }
     let mut em = Emitter {
         plan,
         abi,
@@ -153,7 +215,13 @@ pub(crate) fn build(
         consts: HashMap::new(),
         math: HashMap::new(),
         levels: levels(plan),
+        columns: plan.reduces && !plan.inner_reduced(),
+        reduced_outer,
+        reduced_outer_count,
+        stash: HashMap::new(),
+        ptr_ty,
     };
+    em.stash = em.plan_stash();
     em.hoist_constants(&mut b, features)?;
     let zero = b.ins().iconst(types::I64, 0);
     let offs = vec![zero; abi.operands];
@@ -213,6 +281,11 @@ fn loop_end(b: &mut FunctionBuilder, l: Loop) {
 }
 
 impl Emitter<'_> {
+    /// [`pin`] with this target's pointer type.
+    fn pin(&self, b: &mut FunctionBuilder, v: Value) -> Value {
+        pin(b, v, self.ptr_ty)
+    }
+
     fn inner_full(&self, full: &[bool]) -> bool {
         full.last().copied().unwrap_or(false)
     }
@@ -268,7 +341,32 @@ impl Emitter<'_> {
         }
     }
 
-    /// Loops over outer axis `depth` (axis 0 covers `begin..end`), then the row body.
+    /// Node `k` is evaluated once per pass (row reductions) or per column slot (column
+    /// reductions: reduction results only), not per element.
+    fn is_row_node(&self, k: usize) -> bool {
+        let node = &self.plan.nodes[k];
+        if self.columns {
+            matches!(node.op, Op::Reduce { .. })
+        } else {
+            node.row
+        }
+    }
+
+    /// Input `j` is loaded once per row: constant along the inner and every reduced axis.
+    fn is_row_input(&self, j: usize) -> bool {
+        if self.columns {
+            return false;
+        }
+        let full = &self.plan.inputs[j].full;
+        !full
+            .iter()
+            .zip(&self.plan.reduced)
+            .enumerate()
+            .any(|(a, (&f, &r))| f && (r || a + 1 == full.len()))
+    }
+
+    /// Loops over outer collapsed axis `depth` (kept axes only; the split axis covers
+    /// `begin..end`), then the row passes or column blocks of the inner axis.
     fn outer(
         &self,
         b: &mut FunctionBuilder,
@@ -278,78 +376,66 @@ impl Emitter<'_> {
         end: Value,
     ) -> Result<(), CodegenError> {
         let rank = self.abi.rank;
+        let split = self.plan.split_axis();
         if depth + 1 >= rank {
-            let (lo, hi) = if rank == 1 {
+            let (lo, hi) = if split + 1 == rank {
                 (begin, end)
             } else {
                 (b.ins().iconst(types::I64, 0), self.sizes[rank - 1])
             };
-            return self.row(b, offs, lo, hi);
+            return if self.columns {
+                self.column_blocks(b, &offs, lo, hi)
+            } else {
+                self.row(b, &offs, lo, hi)
+            };
+        }
+        if self.plan.reduced[depth] {
+            return self.outer(b, depth + 1, offs, begin, end);
         }
         let var = b.declare_var(types::I64);
-        let (lo, hi) = if depth == 0 {
+        let (lo, hi) = if depth == split {
             (begin, end)
         } else {
             (b.ins().iconst(types::I64, 0), self.sizes[depth])
         };
         b.def_var(var, lo);
         let l = loop_begin(b, var, 1, hi);
-        let inner: Vec<Value> = offs
-            .iter()
-            .enumerate()
-            .map(|(p, &o)| {
-                let step = b.ins().imul(l.i, self.strides[p][depth]);
-                b.ins().iadd(o, step)
-            })
-            .collect();
+        let inner = self.advance(b, &offs, depth, l.i);
+        let inner = inner.into_iter().map(|o| self.pin(b, o)).collect();
         self.outer(b, depth + 1, inner, begin, end)?;
         loop_end(b, l);
         Ok(())
     }
 
-    /// One row: a pass per reduction level, a pass storing elementwise outputs, then the
-    /// row-level outputs.
-    fn row(
+    /// Offsets moved by `i` steps along collapsed axis `j` (not the inner one).
+    fn advance(&self, b: &mut FunctionBuilder, offs: &[Value], j: usize, i: Value) -> Vec<Value> {
+        offs.iter()
+            .enumerate()
+            .map(|(p, &o)| {
+                let step = b.ins().imul(i, self.strides[p][j]);
+                b.ins().iadd(o, step)
+            })
+            .collect()
+    }
+
+    /// Nested loops over the reduced outer axes; `body` runs at each position's offsets.
+    fn reduced_loops(
         &self,
         b: &mut FunctionBuilder,
-        offs: Vec<Value>,
-        lo: Value,
-        hi: Value,
+        axes: &[usize],
+        offs: &[Value],
+        body: &mut PositionBody<'_>,
     ) -> Result<(), CodegenError> {
-        let mut row = Row {
-            offs,
-            node_scalar: HashMap::new(),
-            input_scalar: HashMap::new(),
-            node_splat: HashMap::new(),
-            input_splat: HashMap::new(),
+        let Some((&j, rest)) = axes.split_first() else {
+            return body(b, offs);
         };
-        let max_level = self.levels.iter().copied().max().unwrap_or(0);
-        for level in 1..=max_level {
-            let reduces: Vec<usize> = (0..self.plan.nodes.len())
-                .filter(|&k| {
-                    matches!(self.plan.nodes[k].op, Op::Reduce { .. }) && self.levels[k] == level
-                })
-                .collect();
-            if !reduces.is_empty() {
-                self.pass(b, &mut row, &reduces, &[], lo, hi)?;
-            }
-        }
-        let n_in = self.plan.inputs.len();
-        let elem_outputs: Vec<usize> = (0..self.plan.outputs.len())
-            .filter(|&o| self.plan.outputs[o].node.is_some_and(|k| !self.plan.nodes[k].row))
-            .collect();
-        if !elem_outputs.is_empty() {
-            self.pass(b, &mut row, &[], &elem_outputs, lo, hi)?;
-        }
-        for (o, out) in self.plan.outputs.iter().enumerate() {
-            let Some(k) = out.node else { continue };
-            if !self.plan.nodes[k].row {
-                continue;
-            }
-            let v = self.eval_row(b, &mut row, k)?;
-            let addr = self.address(b, n_in + o, row.offs[n_in + o], None, out.dtype);
-            b.ins().store(mem(), v, addr, 0);
-        }
+        let var = b.declare_var(types::I64);
+        let zero = b.ins().iconst(types::I64, 0);
+        b.def_var(var, zero);
+        let l = loop_begin(b, var, 1, self.sizes[j]);
+        let inner = self.advance(b, offs, j, l.i);
+        self.reduced_loops(b, rest, &inner, body)?;
+        loop_end(b, l);
         Ok(())
     }
 
@@ -371,8 +457,9 @@ impl Emitter<'_> {
         b.ins().iadd(self.ptrs[p], bytes)
     }
 
-    /// Element-level nodes needed to compute `roots`, and the row values they read.
-    fn needs(&self, roots: &[usize]) -> (Vec<bool>, Vec<usize>, Vec<usize>) {
+    /// Element-level nodes needed to compute `roots` (stashed nodes are leaves), and the row
+    /// values they read.
+    fn needs(&self, roots: &[usize], stashed: &[usize]) -> (Vec<bool>, Vec<usize>, Vec<usize>) {
         let mut elem = vec![false; self.plan.nodes.len()];
         let mut row_nodes = Vec::new();
         let mut row_inputs = Vec::new();
@@ -382,15 +469,18 @@ impl Emitter<'_> {
                 continue;
             }
             elem[k] = true;
+            if stashed.contains(&k) {
+                continue;
+            }
             for a in &self.plan.nodes[k].args {
                 match *a {
-                    Ref::Node(m) if self.plan.nodes[m].row => {
+                    Ref::Node(m) if self.is_row_node(m) => {
                         if !row_nodes.contains(&m) {
                             row_nodes.push(m)
                         }
                     }
                     Ref::Node(m) => stack.push(m),
-                    Ref::Input(j) if !self.inner_full(&self.plan.inputs[j].full) => {
+                    Ref::Input(j) if self.is_row_input(j) => {
                         if !row_inputs.contains(&j) {
                             row_inputs.push(j)
                         }
@@ -402,270 +492,193 @@ impl Emitter<'_> {
         (elem, row_nodes, row_inputs)
     }
 
-    /// One pass over the inner axis accumulating `reduces` and storing `outputs`.
-    fn pass(
+    /// Picks the values to stash (see [`Emitter::stash`]): element nodes that call a math
+    /// function and are needed by two passes of a row reduction.
+    fn plan_stash(&self) -> HashMap<usize, usize> {
+        let mut stash = HashMap::new();
+        if !self.plan.reduces || self.columns {
+            return stash;
+        }
+        let max_level = self.levels.iter().copied().max().unwrap_or(0);
+        let mut passes: Vec<Vec<usize>> = Vec::new();
+        for level in 1..=max_level {
+            let roots = (0..self.plan.nodes.len())
+                .filter(|&k| {
+                    matches!(self.plan.nodes[k].op, Op::Reduce { .. }) && self.levels[k] == level
+                })
+                .filter_map(|k| match self.plan.nodes[k].args.first() {
+                    Some(Ref::Node(m)) if !self.is_row_node(*m) => Some(*m),
+                    _ => None,
+                })
+                .collect();
+            passes.push(roots);
+        }
+        passes.push(
+            self.plan
+                .outputs
+                .iter()
+                .filter_map(|o| o.node)
+                .filter(|&k| !self.is_row_node(k))
+                .collect(),
+        );
+        let mut uses = vec![0usize; self.plan.nodes.len()];
+        for roots in &passes {
+            let (elem, _, _) = self.needs(roots, &[]);
+            for (k, e) in elem.iter().enumerate() {
+                uses[k] += *e as usize;
+            }
+        }
+        let mut taken = vec![false; self.plan.outputs.len()];
+        for (k, node) in self.plan.nodes.iter().enumerate() {
+            if uses[k] < 2 || math_fn(&node.op).is_none() || self.is_row_node(k) {
+                continue;
+            }
+            let free = self.plan.outputs.iter().enumerate().position(|(o, out)| {
+                !taken[o]
+                    && out.dtype == node.dtype
+                    && out.full.iter().all(|&f| f)
+                    && out.node.is_some_and(|n| !self.is_row_node(n))
+            });
+            if let Some(o) = free {
+                taken[o] = true;
+                stash.insert(k, o);
+            }
+        }
+        stash
+    }
+
+    /// Loads the row values a pass reads (`row_nodes` as scalars, then splats).
+    fn load_row_values(
         &self,
         b: &mut FunctionBuilder,
-        row: &mut Row,
-        reduces: &[usize],
-        outputs: &[usize],
-        lo: Value,
-        hi: Value,
+        offs: &[Value],
+        vals: &mut RowVals,
+        row_nodes: &[usize],
+        row_inputs: &[usize],
     ) -> Result<(), CodegenError> {
-        // Roots: reduction arguments (element or row level) and output nodes.
-        let mut roots = Vec::new();
-        let mut row_roots = Vec::new();
-        for &r in reduces {
-            match self.plan.nodes[r].args.first() {
-                Some(Ref::Node(m)) if !self.plan.nodes[*m].row => roots.push(*m),
-                Some(Ref::Node(m)) => row_roots.push(*m),
-                Some(Ref::Input(_)) => {}
-                None => return Err(CodegenError::Internal("reduction without argument".into())),
+        for &m in row_nodes {
+            if vals.node_splat.contains_key(&m) {
+                continue;
             }
-        }
-        for &o in outputs {
-            if let Some(k) = self.plan.outputs[o].node {
-                roots.push(k);
-            }
-        }
-        let (_, row_nodes, row_inputs) = self.needs(&roots);
-        for m in row_nodes.iter().chain(row_roots.iter()) {
-            let s = self.eval_row(b, row, *m)?;
+            let s = self.eval_row(b, offs, vals, m)?;
+            let s = self.pin(b, s);
+            vals.node_scalar.insert(m, s);
             if let Some(t) = self.vector {
-                if !row.node_splat.contains_key(m) {
-                    let v = ops::splat(b, Width::Vector(t), self.plan.nodes[*m].dtype, s)?;
-                    row.node_splat.insert(*m, v);
-                }
+                let v = ops::splat(b, Width::Vector(t), self.plan.nodes[m].dtype, s)?;
+                vals.node_splat.insert(m, self.pin(b, v));
             }
         }
-        for j in row_inputs {
-            let s = self.row_input(b, row, j)?;
+        for &j in row_inputs {
+            if vals.input_splat.contains_key(&j) {
+                continue;
+            }
+            let s = self.row_input(b, offs, vals, j)?;
             if let Some(t) = self.vector {
-                if let std::collections::hash_map::Entry::Vacant(e) = row.input_splat.entry(j) {
-                    e.insert(ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?);
-                }
+                let v = ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?;
+                vals.input_splat.insert(j, self.pin(b, v));
             }
-        }
-        // Reduction arguments that are inputs.
-        for &r in reduces {
-            if let Some(&Ref::Input(j)) = self.plan.nodes[r].args.first() {
-                if !self.inner_full(&self.plan.inputs[j].full) {
-                    let s = self.row_input(b, row, j)?;
-                    if let Some(t) = self.vector {
-                        let v = ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?;
-                        row.input_splat.insert(j, v);
-                    }
-                }
-            }
-        }
-
-        let reduce_info: Vec<(usize, ReduceOp, DType)> = reduces
-            .iter()
-            .map(|&r| match self.plan.nodes[r].op {
-                Op::Reduce { op, .. } => Ok((r, op, self.plan.nodes[r].dtype)),
-                _ => Err(CodegenError::Internal("not a reduction".into())),
-            })
-            .collect::<Result<_, _>>()?;
-        let i_var = b.declare_var(types::I64);
-        b.def_var(i_var, lo);
-        let mut scalar_acc: Vec<Variable> = Vec::new();
-        if let Some(t) = self.vector {
-            let width = Width::Vector(t);
-            let l = lanes(t);
-            let mut acc: Vec<Vec<Variable>> = Vec::new();
-            for &(_, op, d) in &reduce_info {
-                let ty = width.ty(d)?;
-                let init = ops::reduce_init(b, width, op, d)?;
-                let vars = (0..UNROLL)
-                    .map(|_| {
-                        let var = b.declare_var(ty);
-                        b.def_var(var, init);
-                        var
-                    })
-                    .collect();
-                acc.push(vars);
-            }
-            for unroll in [UNROLL, 1] {
-                let lp = loop_begin(b, i_var, unroll * l, hi);
-                for u in 0..unroll {
-                    let mut memo = HashMap::new();
-                    self.body_step(
-                        b,
-                        row,
-                        &reduce_info,
-                        outputs,
-                        &acc,
-                        u as usize,
-                        width,
-                        lp.i,
-                        u * l,
-                        &mut memo,
-                    )?;
-                }
-                loop_end(b, lp);
-            }
-            // Fold the vector accumulators into scalars.
-            for (ri, &(_, op, d)) in reduce_info.iter().enumerate() {
-                let mut v = b.use_var(acc[ri][0]);
-                for &var in &acc[ri][1..] {
-                    let w = b.use_var(var);
-                    v = ops::reduce_combine(b, op, d, v, w);
-                }
-                let mut s = b.ins().extractlane(v, 0u8);
-                for lane in 1..l {
-                    let x = b.ins().extractlane(v, lane as u8);
-                    s = ops::reduce_combine(b, op, d, s, x);
-                }
-                let var = b.declare_var(scalar_type(d));
-                b.def_var(var, s);
-                scalar_acc.push(var);
-            }
-        } else {
-            for &(_, op, d) in &reduce_info {
-                let init = ops::reduce_init(b, Width::Scalar, op, d)?;
-                let var = b.declare_var(scalar_type(d));
-                b.def_var(var, init);
-                scalar_acc.push(var);
-            }
-        }
-        let tail_acc: Vec<Vec<Variable>> = scalar_acc.iter().map(|v| vec![*v]).collect();
-        let lp = loop_begin(b, i_var, 1, hi);
-        let mut memo = HashMap::new();
-        self.body_step(
-            b,
-            row,
-            &reduce_info,
-            outputs,
-            &tail_acc,
-            0,
-            Width::Scalar,
-            lp.i,
-            0,
-            &mut memo,
-        )?;
-        loop_end(b, lp);
-        for (ri, &(r, op, d)) in reduce_info.iter().enumerate() {
-            let mut s = b.use_var(scalar_acc[ri]);
-            if op == ReduceOp::Mean {
-                let count = b.ins().isub(hi, lo);
-                let n = b.ins().fcvt_from_sint(scalar_type(d), count);
-                s = b.ins().fdiv(s, n);
-            }
-            row.node_scalar.insert(r, s);
         }
         Ok(())
     }
 
-    /// One step (one vector or one scalar) of a pass at element offset `i + delta`.
-    #[allow(clippy::too_many_arguments)]
-    fn body_step(
-        &self,
-        b: &mut FunctionBuilder,
-        row: &Row,
-        reduces: &[(usize, ReduceOp, DType)],
-        outputs: &[usize],
-        acc: &[Vec<Variable>],
-        slot: usize,
-        width: Width,
-        i: Value,
-        delta: i64,
-        memo: &mut HashMap<usize, Value>,
-    ) -> Result<(), CodegenError> {
-        for (ri, &(r, op, d)) in reduces.iter().enumerate() {
-            let x = match self.plan.nodes[r].args.first() {
-                Some(&a) => self.eval_ref(b, row, a, width, i, delta, memo)?,
-                None => return Err(CodegenError::Internal("reduction without argument".into())),
-            };
-            let a = b.use_var(acc[ri][slot]);
-            let next = ops::reduce_combine(b, op, d, a, x);
-            b.def_var(acc[ri][slot], next);
-        }
-        let n_in = self.plan.inputs.len();
-        for &o in outputs {
-            let out = &self.plan.outputs[o];
-            let Some(k) = out.node else { continue };
-            let v = self.eval_elem(b, row, k, width, i, delta, memo)?;
-            let addr = self.address(b, n_in + o, row.offs[n_in + o], Some(i), out.dtype);
-            b.ins().store(mem(), v, addr, (delta * out.dtype.size_bytes() as i64) as i32);
-        }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
     fn eval_ref(
         &self,
         b: &mut FunctionBuilder,
-        row: &Row,
+        vals: &RowVals,
         r: Ref,
-        width: Width,
-        i: Value,
-        delta: i64,
-        memo: &mut HashMap<usize, Value>,
+        at: At<'_>,
+        memo: &mut Memo,
     ) -> Result<Value, CodegenError> {
-        match r {
-            Ref::Node(m) => self.eval_elem(b, row, m, width, i, delta, memo),
-            Ref::Input(j) => {
-                let input = &self.plan.inputs[j];
-                if self.inner_full(&input.full) {
-                    let ty = width.ty(input.dtype)?;
-                    let addr = self.address(b, j, row.offs[j], Some(i), input.dtype);
-                    let off = (delta * input.dtype.size_bytes() as i64) as i32;
-                    Ok(b.ins().load(ty, mem(), addr, off))
-                } else {
-                    let map =
-                        if width == Width::Scalar { &row.input_scalar } else { &row.input_splat };
-                    map.get(&j)
-                        .copied()
-                        .ok_or_else(|| CodegenError::Internal(format!("row input {j} not loaded")))
-                }
-            }
+        let j = match r {
+            Ref::Node(m) => return self.eval_elem(b, vals, m, at, memo),
+            Ref::Input(j) => j,
+        };
+        if let Some(v) = memo.get(&r) {
+            return Ok(*v);
         }
+        let input = &self.plan.inputs[j];
+        let v = if self.inner_full(&input.full) {
+            let ty = at.width.ty(input.dtype)?;
+            let addr = self.address(b, j, at.offs[j], Some(at.i), input.dtype);
+            let off = (at.delta * input.dtype.size_bytes() as i64) as i32;
+            b.ins().load(ty, mem(), addr, off)
+        } else if self.is_row_input(j) {
+            let map =
+                if at.width == Width::Scalar { &vals.input_scalar } else { &vals.input_splat };
+            map.get(&j)
+                .copied()
+                .ok_or_else(|| CodegenError::Internal(format!("row input {j} not loaded")))?
+        } else {
+            // Constant along the inner axis but not along a reduced one: one scalar per step.
+            let addr = self.address(b, j, at.offs[j], None, input.dtype);
+            let s = b.ins().load(scalar_type(input.dtype), mem(), addr, 0);
+            ops::splat(b, at.width, input.dtype, s)?
+        };
+        memo.insert(r, v);
+        Ok(v)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn eval_elem(
         &self,
         b: &mut FunctionBuilder,
-        row: &Row,
+        vals: &RowVals,
         k: usize,
-        width: Width,
-        i: Value,
-        delta: i64,
-        memo: &mut HashMap<usize, Value>,
+        at: At<'_>,
+        memo: &mut Memo,
     ) -> Result<Value, CodegenError> {
         let node = &self.plan.nodes[k];
-        if node.row {
-            let map = if width == Width::Scalar { &row.node_scalar } else { &row.node_splat };
+        if self.is_row_node(k) {
+            let map = if at.width == Width::Scalar { &vals.node_scalar } else { &vals.node_splat };
             return map
                 .get(&k)
                 .copied()
                 .ok_or_else(|| CodegenError::Internal(format!("row value {k} missing")));
         }
-        if let Some(v) = memo.get(&k) {
+        if let Some(v) = memo.get(&Ref::Node(k)) {
             return Ok(*v);
         }
-        let mut args = Vec::with_capacity(node.args.len());
-        for &a in &node.args {
-            args.push(self.eval_ref(b, row, a, width, i, delta, memo)?);
-        }
-        let v = self.op(b, k, width, &args)?;
-        memo.insert(k, v);
+        let v = match self.stash.get(&k) {
+            Some(&o) if vals.stashed.contains(&k) => {
+                let out = &self.plan.outputs[o];
+                let p = self.plan.inputs.len() + o;
+                let addr = self.address(b, p, at.offs[p], Some(at.i), out.dtype);
+                let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
+                b.ins().load(at.width.ty(out.dtype)?, mem(), addr, off)
+            }
+            _ => {
+                let mut args = Vec::with_capacity(node.args.len());
+                for &a in &node.args {
+                    args.push(self.eval_ref(b, vals, a, at, memo)?);
+                }
+                self.op(b, k, at.width, &args)?
+            }
+        };
+        memo.insert(Ref::Node(k), v);
         Ok(v)
+    }
+
+    /// Stores `v` (one step's value) into output `o` at the step's position.
+    fn store_output(&self, b: &mut FunctionBuilder, o: usize, v: Value, at: At<'_>) {
+        let out = &self.plan.outputs[o];
+        let p = self.plan.inputs.len() + o;
+        let addr = self.address(b, p, at.offs[p], Some(at.i), out.dtype);
+        b.ins().store(mem(), v, addr, (at.delta * out.dtype.size_bytes() as i64) as i32);
     }
 
     fn row_input(
         &self,
         b: &mut FunctionBuilder,
-        row: &mut Row,
+        offs: &[Value],
+        vals: &mut RowVals,
         j: usize,
     ) -> Result<Value, CodegenError> {
-        if let Some(v) = row.input_scalar.get(&j) {
+        if let Some(v) = vals.input_scalar.get(&j) {
             return Ok(*v);
         }
         let d = self.plan.inputs[j].dtype;
-        let addr = self.address(b, j, row.offs[j], None, d);
+        let addr = self.address(b, j, offs[j], None, d);
         let v = b.ins().load(scalar_type(d), mem(), addr, 0);
-        row.input_scalar.insert(j, v);
+        vals.input_scalar.insert(j, v);
         Ok(v)
     }
 
@@ -673,10 +686,11 @@ impl Emitter<'_> {
     fn eval_row(
         &self,
         b: &mut FunctionBuilder,
-        row: &mut Row,
+        offs: &[Value],
+        vals: &mut RowVals,
         k: usize,
     ) -> Result<Value, CodegenError> {
-        if let Some(v) = row.node_scalar.get(&k) {
+        if let Some(v) = vals.node_scalar.get(&k) {
             return Ok(*v);
         }
         let node = &self.plan.nodes[k];
@@ -686,12 +700,12 @@ impl Emitter<'_> {
         let mut args = Vec::with_capacity(node.args.len());
         for &a in &node.args {
             args.push(match a {
-                Ref::Node(m) => self.eval_row(b, row, m)?,
-                Ref::Input(j) => self.row_input(b, row, j)?,
+                Ref::Node(m) => self.eval_row(b, offs, vals, m)?,
+                Ref::Input(j) => self.row_input(b, offs, vals, j)?,
             });
         }
         let v = self.op(b, k, Width::Scalar, &args)?;
-        row.node_scalar.insert(k, v);
+        vals.node_scalar.insert(k, v);
         Ok(v)
     }
 

@@ -36,8 +36,16 @@ pub(crate) fn keepdim_shape(domain: &Shape, axes: &[u32]) -> Shape {
     Shape(dims.map(|(i, d)| if axes.contains(&(i as u32)) { Dim::Const(1) } else { *d }).collect())
 }
 
-fn is_trailing(axes: &[u32], rank: usize) -> bool {
-    !axes.is_empty() && axes.iter().enumerate().all(|(i, &a)| a as usize == rank - axes.len() + i)
+/// Whether `shape` is the reduction row `row`, possibly without its leading unit axes (a
+/// `keepdim = false` reduction over leading axes: `sum(x, dims=[0])` of `[n, m]` is `[m]`).
+/// Both lay out the same elements and broadcast the same way against the domain.
+fn is_row_shape(shape: &Shape, row: &Shape) -> bool {
+    if shape == row {
+        return true;
+    }
+    let dims = row.dims();
+    let lead = dims.iter().take_while(|d| **d == Dim::Const(1)).count();
+    lead > 0 && shape.dims() == &dims[lead..]
 }
 
 struct Group {
@@ -131,7 +139,7 @@ impl Walk<'_> {
                 let d = &self.groups[g].domain;
                 match self.groups[t].kind {
                     KernelKind::MatMul => !self.reaches(g, t),
-                    _ => *d == domain || *d == row,
+                    _ => *d == domain || is_row_shape(d, &row),
                 }
             });
         }
@@ -157,7 +165,7 @@ impl Walk<'_> {
         let group = &self.groups[g];
         let row = keepdim_shape(&group.domain, &group.axes);
         let shape = &self.graph.nodes[index].ty.shape;
-        if *shape != group.domain && *shape != row {
+        if *shape != group.domain && !is_row_shape(shape, &row) {
             return false;
         }
         data_inputs(self.graph, index).iter().all(|v| {
@@ -165,7 +173,7 @@ impl Walk<'_> {
                 return true;
             }
             let s = &self.graph.ty(*v).shape;
-            (*s == group.domain && *shape == group.domain) || *s == row
+            (*s == group.domain && *shape == group.domain) || is_row_shape(s, &row)
         })
     }
 
@@ -174,9 +182,6 @@ impl Walk<'_> {
             return self.new_group(index, KernelKind::Other, Vec::new(), true);
         };
         let domain = &self.graph.ty(x).shape;
-        if !is_trailing(&axes, domain.rank()) {
-            return self.new_group(index, KernelKind::Reduction, axes, true);
-        }
         if let Some(g) = self.group_of.get(x.index()).copied().flatten() {
             let group = &self.groups[g];
             let joins = !group.closed

@@ -19,10 +19,11 @@
 //!   groups whose *domain* (loop shape) equals their shape, merging several producer groups
 //!   into one loop (so `a*x + b*z + c` is one kernel); rank-0 `Const`s are copied into every
 //!   kernel that uses them and never become kernel inputs;
-//! - a `Reduce` over trailing axes absorbs its elementwise producers and later keeps absorbing
+//! - a `Reduce` (over any axes) absorbs its elementwise producers and later keeps absorbing
 //!   consumers whose shape is the reduction's domain (element level) or the domain with the
-//!   reduced axes set to 1 (row level, only for `keepdim` results): softmax and layer norm
-//!   become one kernel that runs several passes over each row;
+//!   reduced axes set to 1 (row level: `keepdim` results, or results of reductions over
+//!   leading axes, which lay out the same): softmax and layer norm become one kernel that runs
+//!   several passes over each row, and a column sum absorbs its producers and epilogue;
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
 //!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::Other`]; `Extern` cuts the graph.
@@ -42,8 +43,9 @@ use tfn_ir::{Shape, ValueId};
 pub enum KernelKind {
     /// One loop nest over `domain` computing a chain of elementwise ops.
     Elementwise,
-    /// Passes over each row of `domain`: reductions over the trailing `axes`, with their
-    /// elementwise producers and (for `keepdim` results) consumers fused in.
+    /// Reductions of `domain` over `axes` (any of them), with their elementwise producers and
+    /// row-level consumers fused in: passes over each row when the last axis is reduced,
+    /// blocks of columns accumulated over the reduced outer axes otherwise.
     Reduction,
     /// A matrix product followed by an elementwise epilogue over its output.
     MatMul,
@@ -78,7 +80,7 @@ pub struct Kernel {
     /// The loop shape: the output shape for elementwise and matmul kernels, the reduction
     /// input's shape for reductions; the single node's shape otherwise.
     pub domain: Shape,
-    /// Reduced axes of the domain (sorted, trailing); empty unless `kind` is `Reduction`.
+    /// Reduced axes of the domain (sorted); empty unless `kind` is `Reduction`.
     pub axes: Vec<u32>,
     /// The nodes this kernel computes, in topological order (including copies of the rank-0
     /// constants it uses).

@@ -1,0 +1,230 @@
+//! Row reductions: the inner collapsed axis is reduced, so each kept position is a row that
+//! one pass per reduction level walks (plus a final pass storing elementwise outputs). A pass
+//! also walks the reduced outer axes, if any, around its inner loops.
+
+use super::Width;
+use super::{lanes, loop_begin, loop_end, ops, scalar_type, At, Emitter, Memo, RowVals};
+use super::{CodegenError, UNROLL};
+use crate::plan::Ref;
+use cranelift::codegen::ir::{types, InstBuilder, Value};
+use cranelift::frontend::{FunctionBuilder, Variable};
+use tfn_ir::{DType, Op, ReduceOp};
+
+/// A reduction of a pass: node, operation, dtype.
+type ReduceInfo = (usize, ReduceOp, DType);
+
+impl Emitter<'_> {
+    /// One row: a pass per reduction level, a pass storing elementwise outputs, then the
+    /// row-level outputs. `offs` are the kept axes' offsets; `lo..hi` is the inner range.
+    pub(super) fn row(
+        &self,
+        b: &mut FunctionBuilder,
+        offs: &[Value],
+        lo: Value,
+        hi: Value,
+    ) -> Result<(), CodegenError> {
+        let mut vals = RowVals::default();
+        let max_level = self.levels.iter().copied().max().unwrap_or(0);
+        for level in 1..=max_level {
+            let reduces: Vec<usize> = (0..self.plan.nodes.len())
+                .filter(|&k| {
+                    matches!(self.plan.nodes[k].op, Op::Reduce { .. }) && self.levels[k] == level
+                })
+                .collect();
+            if !reduces.is_empty() {
+                self.pass(b, offs, &mut vals, &reduces, &[], lo, hi)?;
+            }
+        }
+        let elem_outputs: Vec<usize> = (0..self.plan.outputs.len())
+            .filter(|&o| self.plan.outputs[o].node.is_some_and(|k| !self.is_row_node(k)))
+            .collect();
+        if !elem_outputs.is_empty() {
+            self.pass(b, offs, &mut vals, &[], &elem_outputs, lo, hi)?;
+        }
+        let n_in = self.plan.inputs.len();
+        for (o, out) in self.plan.outputs.iter().enumerate() {
+            let Some(k) = out.node else { continue };
+            if !self.is_row_node(k) {
+                continue;
+            }
+            let v = self.eval_row(b, offs, &mut vals, k)?;
+            let addr = self.address(b, n_in + o, offs[n_in + o], None, out.dtype);
+            b.ins().store(super::mem(), v, addr, 0);
+        }
+        Ok(())
+    }
+
+    /// One pass over the row (reduced outer axes × inner range) accumulating `reduces` and
+    /// storing `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    fn pass(
+        &self,
+        b: &mut FunctionBuilder,
+        offs: &[Value],
+        vals: &mut RowVals,
+        reduces: &[usize],
+        outputs: &[usize],
+        lo: Value,
+        hi: Value,
+    ) -> Result<(), CodegenError> {
+        // Roots: reduction arguments (element or row level) and output nodes.
+        let mut roots = Vec::new();
+        let mut row_roots = Vec::new();
+        for &r in reduces {
+            match self.plan.nodes[r].args.first() {
+                Some(Ref::Node(m)) if !self.is_row_node(*m) => roots.push(*m),
+                Some(Ref::Node(m)) => row_roots.push(*m),
+                Some(Ref::Input(j)) if self.is_row_input(*j) => {
+                    self.load_row_values(b, offs, vals, &[], &[*j])?
+                }
+                Some(Ref::Input(_)) => {}
+                None => return Err(CodegenError::Internal("reduction without argument".into())),
+            }
+        }
+        for &o in outputs {
+            if let Some(k) = self.plan.outputs[o].node {
+                roots.push(k);
+            }
+        }
+        let (elem, mut row_nodes, row_inputs) = self.needs(&roots, &vals.stashed);
+        row_nodes.extend(row_roots);
+        self.load_row_values(b, offs, vals, &row_nodes, &row_inputs)?;
+        let to_stash: Vec<(usize, usize)> = self
+            .stash
+            .iter()
+            .filter(|(k, _)| elem[**k] && !vals.stashed.contains(k))
+            .map(|(&k, &o)| (k, o))
+            .collect();
+
+        let info: Vec<ReduceInfo> = reduces
+            .iter()
+            .map(|&r| match self.plan.nodes[r].op {
+                Op::Reduce { op, .. } => Ok((r, op, self.plan.nodes[r].dtype)),
+                _ => Err(CodegenError::Internal("not a reduction".into())),
+            })
+            .collect::<Result<_, _>>()?;
+        // Accumulators: UNROLL vectors and one scalar per reduction.
+        let mut vector_acc: Vec<Vec<Variable>> = Vec::new();
+        let mut scalar_acc: Vec<Vec<Variable>> = Vec::new();
+        for &(_, op, d) in &info {
+            if let Some(t) = self.vector {
+                let width = Width::Vector(t);
+                let init = ops::reduce_init(b, width, op, d)?;
+                let ty = width.ty(d)?;
+                vector_acc.push(
+                    (0..UNROLL)
+                        .map(|_| {
+                            let var = b.declare_var(ty);
+                            b.def_var(var, init);
+                            var
+                        })
+                        .collect(),
+                );
+            }
+            let init = ops::reduce_init(b, Width::Scalar, op, d)?;
+            let var = b.declare_var(scalar_type(d));
+            b.def_var(var, init);
+            scalar_acc.push(vec![var]);
+        }
+        let state: &RowVals = vals;
+        let job = Pass { reduces: &info, outputs, to_stash: &to_stash };
+        let axes = self.reduced_outer.clone();
+        self.reduced_loops(b, &axes, offs, &mut |b, offs| {
+            let i_var = b.declare_var(types::I64);
+            b.def_var(i_var, lo);
+            if let Some(t) = self.vector {
+                let width = Width::Vector(t);
+                let l = lanes(t);
+                for unroll in [UNROLL, 1] {
+                    let lp = loop_begin(b, i_var, unroll * l, hi);
+                    let mut memo = Memo::new();
+                    for u in 0..unroll {
+                        let at = At { offs, i: lp.i, delta: u * l, width };
+                        self.step(b, state, &job, &vector_acc, u as usize, at, &mut memo)?;
+                    }
+                    loop_end(b, lp);
+                }
+            }
+            let lp = loop_begin(b, i_var, 1, hi);
+            let mut memo = Memo::new();
+            let at = At { offs, i: lp.i, delta: 0, width: Width::Scalar };
+            self.step(b, state, &job, &scalar_acc, 0, at, &mut memo)?;
+            loop_end(b, lp);
+            Ok(())
+        })?;
+        for (ri, &(r, op, d)) in info.iter().enumerate() {
+            let mut s = b.use_var(scalar_acc[ri][0]);
+            if let (Some(t), Some(accs)) = (self.vector, vector_acc.get(ri)) {
+                let mut v = b.use_var(accs[0]);
+                for &var in &accs[1..] {
+                    let w = b.use_var(var);
+                    v = ops::reduce_combine(b, op, d, v, w);
+                }
+                let mut folded = b.ins().extractlane(v, 0u8);
+                for lane in 1..lanes(t) {
+                    let x = b.ins().extractlane(v, lane as u8);
+                    folded = ops::reduce_combine(b, op, d, folded, x);
+                }
+                s = ops::reduce_combine(b, op, d, folded, s);
+            }
+            if op == ReduceOp::Mean {
+                let inner = b.ins().isub(hi, lo);
+                let count = b.ins().imul(inner, self.reduced_outer_count);
+                let n = b.ins().fcvt_from_sint(scalar_type(d), count);
+                s = b.ins().fdiv(s, n);
+            }
+            vals.node_scalar.insert(r, self.pin(b, s));
+        }
+        vals.stashed.extend(to_stash.iter().map(|&(k, _)| k));
+        Ok(())
+    }
+
+    /// One step (one vector or one scalar) of a pass: fold the reductions' arguments into
+    /// accumulator slot `slot`, stash what this pass stashes, store the outputs.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        b: &mut FunctionBuilder,
+        vals: &RowVals,
+        job: &Pass<'_>,
+        acc: &[Vec<Variable>],
+        slot: usize,
+        at: At<'_>,
+        memo: &mut Memo,
+    ) -> Result<(), CodegenError> {
+        // Per unrolled step, the memo holds this step's values only.
+        memo.clear();
+        for (ri, &(r, op, d)) in job.reduces.iter().enumerate() {
+            let x = match self.plan.nodes[r].args.first() {
+                Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
+                None => return Err(CodegenError::Internal("reduction without argument".into())),
+            };
+            let a = b.use_var(acc[ri][slot]);
+            let next = ops::reduce_combine(b, op, d, a, x);
+            b.def_var(acc[ri][slot], next);
+        }
+        // Evaluate everything before storing: a stashed value is read back from an output
+        // buffer that this step overwrites.
+        let mut stores = Vec::new();
+        for &(k, o) in job.to_stash {
+            stores.push((o, self.eval_elem(b, vals, k, at, memo)?));
+        }
+        for &o in job.outputs {
+            if let Some(k) = self.plan.outputs[o].node {
+                stores.push((o, self.eval_elem(b, vals, k, at, memo)?));
+            }
+        }
+        for (o, v) in stores {
+            self.store_output(b, o, v, at);
+        }
+        Ok(())
+    }
+}
+
+/// What a pass computes.
+struct Pass<'a> {
+    reduces: &'a [ReduceInfo],
+    outputs: &'a [usize],
+    /// (node, output) pairs whose values this pass stores for later passes.
+    to_stash: &'a [(usize, usize)],
+}
