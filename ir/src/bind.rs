@@ -6,6 +6,7 @@
 //! the [`SymDef::Input`] symbols (every source of one symbol must agree, and a disagreement names
 //! both parameters and shows both shapes), then evaluates the [`SymDef::Derived`] ones.
 //! [`concrete_shape`] then turns any symbolic [`Shape`] of the graph into a `Vec<usize>`.
+//! Last, every pair of the graph's [`Graph::checks`] must come out equal.
 //!
 //! Evaluation of derived sizes uses checked `i64` arithmetic: a division must be exact, a size
 //! must not be negative, and nothing may overflow; each failure is a typed [`BindError`].
@@ -35,6 +36,11 @@ pub enum BindError {
     Overflow { sym: u32 },
     #[error("size `s{sym}` is a slice with step 0")]
     ZeroStep { sym: u32 },
+    /// Two sizes the graph requires equal (one of [`Graph::checks`]) differ for these inputs:
+    /// e.g. two slices multiplied elementwise have different lengths, or a `reshape` to a
+    /// static shape gets the wrong number of elements.
+    #[error("the input shapes give size `{left}` = {left_value} but `{right}` = {right_value}, and the function needs them equal")]
+    SizeCheck { left: Dim, left_value: usize, right: Dim, right_value: usize },
     /// The graph itself is malformed (a bug in whoever built it, not in the call).
     #[error("malformed graph: {0}")]
     Malformed(String),
@@ -121,6 +127,16 @@ pub fn bind_sizes(graph: &Graph, input_shapes: &[&[usize]]) -> Result<Vec<usize>
             }
         }
     }
+    for &(left, right) in &graph.checks {
+        let value = |d: Dim| match d {
+            Dim::Const(c) => usize::try_from(c).unwrap_or(usize::MAX),
+            Dim::Sym(s) => sizes[s.0 as usize],
+        };
+        let (left_value, right_value) = (value(left), value(right));
+        if left_value != right_value {
+            return Err(BindError::SizeCheck { left, left_value, right, right_value });
+        }
+    }
     Ok(sizes)
 }
 
@@ -197,6 +213,9 @@ fn check_sym_references(graph: &Graph) -> Result<(), BindError> {
     }
     for (i, node) in graph.nodes.iter().enumerate() {
         check_shape(&node.ty.shape, &|| format!("%{i}"))?;
+    }
+    for (i, (a, b)) in graph.checks.iter().enumerate() {
+        check_shape(&Shape(vec![*a, *b]), &|| format!("check {i}"))?;
     }
     Ok(())
 }

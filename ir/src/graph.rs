@@ -77,6 +77,11 @@ pub struct Graph {
     pub outputs: Vec<ValueId>,
     /// Definitions of the symbolic sizes used by the types (`Sym(i)` is `syms[i]`).
     pub syms: Vec<SymDef>,
+    /// Pairs of sizes that must be equal at call time, checked by [`crate::bind_sizes`]:
+    /// equalities the types rely on that no [`SymDef`] expresses (a derived size that lowering
+    /// unified with another size or a constant, the element count of a `reshape` to a static
+    /// shape). Types use one side; the verifier compares types modulo these equalities.
+    pub checks: Vec<(crate::shape::Dim, crate::shape::Dim)>,
 }
 
 impl Graph {

@@ -5,6 +5,10 @@
 //! list, every symbolic size is defined (input symbols by the parameter axes that carry them,
 //! derived ones from earlier-defined sizes) and the outputs exist. A failure always means a bug
 //! in the pass that produced the graph, never a user error.
+//!
+//! Types are compared modulo the graph's checked equalities ([`Graph::checks`]): when lowering
+//! unified a derived size with another, nodes are typed with one of them while re-inference
+//! derives the other.
 
 use crate::graph::{Graph, TensorType};
 use crate::lower::{check_declared, infer};
@@ -28,6 +32,10 @@ impl fmt::Display for VerifyError {
 pub fn verify(graph: &Graph) -> Result<(), VerifyError> {
     let mut problems = Vec::new();
     check_syms(graph, &mut problems);
+    for (i, (a, b)) in graph.checks.iter().enumerate() {
+        check_shape_syms(graph, &Shape(vec![*a, *b]), &format!("check {i}"), &mut problems);
+    }
+    let equal = CheckedEqual::new(graph);
     for (i, p) in graph.params.iter().enumerate() {
         check_shape_syms(graph, &p.ty.shape, &format!("param {i} `{}`", p.name), &mut problems);
     }
@@ -51,7 +59,7 @@ pub fn verify(graph: &Graph) -> Result<(), VerifyError> {
         let mut derive = |e: DimExpr| lookup_derived(graph, e);
         match infer(&node.op, &inputs, &mut derive) {
             Err(m) => fail(m),
-            Ok(Some(ty)) if ty != node.ty => {
+            Ok(Some(ty)) if !equal.types(&ty, &node.ty) => {
                 fail(format!("typed {} but inference gives {ty}", node.ty))
             }
             Ok(Some(_)) => {}
@@ -74,6 +82,49 @@ pub fn verify(graph: &Graph) -> Result<(), VerifyError> {
         Ok(())
     } else {
         Err(VerifyError { problems })
+    }
+}
+
+/// Whether `graph`'s checks make the sizes `a` and `b` equal (or they are the same size).
+pub fn checked_equal(graph: &Graph, a: Dim, b: Dim) -> bool {
+    let eq = CheckedEqual::new(graph);
+    eq.find(a) == eq.find(b)
+}
+
+/// Sizes made equal by the graph's checks: each size maps to one representative.
+struct CheckedEqual {
+    parent: Vec<(Dim, Dim)>,
+}
+
+impl CheckedEqual {
+    fn new(graph: &Graph) -> CheckedEqual {
+        let mut eq = CheckedEqual { parent: Vec::new() };
+        for &(a, b) in &graph.checks {
+            let (ra, rb) = (eq.find(a), eq.find(b));
+            if ra != rb {
+                // Constants stay representatives (`Const` sorts before `Sym`).
+                let (keep, link) = if ra < rb { (ra, rb) } else { (rb, ra) };
+                eq.parent.push((link, keep));
+            }
+        }
+        eq
+    }
+
+    fn find(&self, mut d: Dim) -> Dim {
+        // Each link points at a representative that had no link when it was added.
+        for _ in 0..=self.parent.len() {
+            match self.parent.iter().find(|(from, _)| *from == d) {
+                Some(&(_, to)) => d = to,
+                None => break,
+            }
+        }
+        d
+    }
+
+    fn types(&self, a: &TensorType, b: &TensorType) -> bool {
+        a.dtype == b.dtype
+            && a.shape.rank() == b.shape.rank()
+            && a.shape.0.iter().zip(&b.shape.0).all(|(x, y)| self.find(*x) == self.find(*y))
     }
 }
 

@@ -61,6 +61,16 @@ fn s_slice(Tensor x) -> Tensor {
     let b = slice(x, dim=1, start=-2)
     return sum(a * a, dims=[1]) * sum(b, dims=[1]) + sum(slice(x, dim=0, start=0, end=1))
 }
+fn s_slice_steps(Tensor x) -> Tensor {
+    let a = slice(x, dim=1, start=-1, step=-2)
+    let b = slice(x, dim=0, start=1, end=4, step=2)
+    return sum(a * a, dims=[1]) + sum(b * b * b)
+}
+fn s_slice_step_vector(Tensor x) -> Tensor { return slice(x, dim=0, step=3) * slice(x, dim=0, start=-1, end=-8, step=-3) }
+fn s_concat_runtime(Tensor x, Tensor y, Tensor z) -> Tensor {
+    return concat([x, y * y, z], dim=1) * concat([z, x, y], dim=1)
+}
+fn s_concat_vectors(Tensor x, Tensor y) -> Tensor { return concat([x * x, y], dim=0) * concat([y, x], dim=0) }
 "#;
 
 /// (function, tensor shapes, input range, tolerance)
@@ -117,6 +127,10 @@ const CASES: &[Case] = &[
     ("s_squeeze", &[&[3, 1, 4]], (-2.0, 2.0), 1e-6),
     ("s_concat", &[&[2, 4], &[4]], (-2.0, 2.0), 1e-6),
     ("s_slice", &[&[3, 5]], (-2.0, 2.0), 1e-6),
+    ("s_slice_steps", &[&[5, 6]], (-2.0, 2.0), 1e-6),
+    ("s_slice_step_vector", &[&[7]], (-2.0, 2.0), 1e-6),
+    ("s_concat_runtime", &[&[2, 3], &[2, 2], &[2, 4]], (-2.0, 2.0), 1e-6),
+    ("s_concat_vectors", &[&[3], &[4]], (-2.0, 2.0), 1e-6),
 ];
 
 #[test]

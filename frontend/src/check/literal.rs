@@ -51,7 +51,11 @@ pub(super) fn misfit_literals(
                     format!("literal does not fit dtype {dtype} in call to {display}"),
                 )
                 .at(lit.span, why)
-                .with_note(format!("`{}`: `{}` is {dtype} here", signature_text(f), param.name)),
+                .with_note(format!(
+                    "`{}`: `{}` is {dtype} here",
+                    signature_text(f),
+                    param.name
+                )),
             );
         }
     }

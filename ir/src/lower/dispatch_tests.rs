@@ -95,11 +95,14 @@ fn picks_overloads_in_declaration_order() {
     }
 }
 
+/// (name, positional, keywords, the kind of the first candidate's rejection)
+type KindCase = (&'static str, Vec<ArgKind>, Vec<(&'static str, ArgKind)>, RejectionKind);
+
 #[test]
 fn rejections_say_their_kind() {
     let lib = library("");
     use RejectionKind::*;
-    let cases: Vec<(&str, Vec<ArgKind>, Vec<(&str, ArgKind)>, RejectionKind)> = vec![
+    let cases: Vec<KindCase> = vec![
         ("add", vec![t("bool"), t("bool")], vec![], DTypeConstraint),
         ("add", vec![t("f32"), t("f64")], vec![], DTypeMismatch),
         ("add", vec![int(1), int(2)], vec![], UninferableLiteral),

@@ -3,16 +3,24 @@
 //!
 //! They let `grad` blocks say "shaped like that tensor" when sizes are symbolic (a `reshape`
 //! or `broadcast_to` takes a static `Int[]`). Each lowers to existing IR ops (`reshape`,
-//! `broadcast_to`, `sum`, `cast`, `transpose`, `slice`, `full`, `concat`), so the interpreter,
-//! the optimiser and the code generator need nothing new.
+//! `broadcast_to`, `sum`, `cast`, `transpose`, `slice`, `full`, `concat`, `matmul`), so the
+//! interpreter, the optimiser and the code generator need nothing new.
+//!
+//! `unslice` with step 1 pads the gradient with zeros shaped like the parts of `like` before
+//! and after the slice (both static slices of `like`). Any other step scatters through a
+//! selection matrix, rows `start:end:step` of the identity of `like`'s axis size
+//! ([`super::select`]): quadratic in that size, but exact and valid for every runtime size.
 
 use super::call::{normalize_axis, scalar_of, BoundCall, Val};
 use super::instantiate::Lowerer;
+use super::select::{self, Emit};
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
 use crate::op::{Op, ReduceOp};
+use crate::shape::DimExpr;
 use crate::shape::{Dim, Shape};
+use crate::span::Span;
 use crate::ValueId;
 
 const HELPERS: [&str; 6] =
@@ -198,10 +206,8 @@ impl Lowerer<'_> {
             call.error("E0505", "dim", format!("dim {dim} is out of range for rank {rank}"))
         })?;
         let (start, end, step) = (call.int("start")?, call.int("end")?, call.int("step")?);
-        if step != 1 {
-            let msg =
-                format!("the gradient of `slice` with step {step} is not supported (only step 1)");
-            return Err(call.error("E0503", "step", msg));
+        if step == 0 {
+            return Err(call.error("E0505", "step", "slice `step` cannot be zero"));
         }
         let from = self.ty(x).shape;
         if from.rank() != rank {
@@ -211,6 +217,18 @@ impl Lowerer<'_> {
             self.unify_sizes(call, from.0[i], target.0[i])?;
         }
         let dtype = self.graph.ty(x).dtype;
+        if step != 1 {
+            let end = Some(end).filter(|&e| e != i64::MAX);
+            let mut em = LowerEmit { lw: self, span: call.span };
+            let scattered = (|| {
+                let eye = select::identity(&mut em, target.0[axis], dtype)?;
+                let op = Op::Slice { axis: 0, start, end, step };
+                let pick = em.inferred(op, vec![eye])?;
+                select::apply_along(&mut em, x, axis, pick)
+            })()
+            .map_err(|m| self.shape_error(call, &m))?;
+            return Ok(self.reshape(scattered, self.ty(like).shape, call.span));
+        }
         let mut pieces = Vec::new();
         if start != 0 {
             let op = Op::Slice { axis: axis as u32, start: 0, end: Some(start), step: 1 };
@@ -234,5 +252,33 @@ impl Lowerer<'_> {
             self.emit_inferred(op, pieces, call.span).map_err(|m| self.shape_error(call, &m))?
         };
         Ok(self.reshape(v, self.ty(like).shape, call.span))
+    }
+}
+
+/// Lowering as a graph under construction for the [`select`] builders.
+struct LowerEmit<'a, 'b> {
+    lw: &'a mut Lowerer<'b>,
+    span: Option<Span>,
+}
+
+impl Emit for LowerEmit<'_, '_> {
+    fn value_type(&self, v: ValueId) -> TensorType {
+        self.lw.ty(v)
+    }
+
+    fn inferred(&mut self, op: Op, inputs: Vec<ValueId>) -> Result<ValueId, String> {
+        self.lw.emit_inferred(op, inputs, self.span)
+    }
+
+    fn typed(&mut self, op: Op, inputs: Vec<ValueId>, ty: TensorType) -> ValueId {
+        self.lw.emit(op, inputs, ty, self.span)
+    }
+
+    fn derive(&mut self, e: DimExpr) -> Dim {
+        self.lw.syms.derive(e)
+    }
+
+    fn same_size(&mut self, a: Dim, b: Dim) -> Result<(), String> {
+        self.lw.syms.unify(a, b).map(|_| ()).map_err(|_| format!("sizes {a} and {b} differ"))
     }
 }

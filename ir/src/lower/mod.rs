@@ -34,12 +34,15 @@ mod infer;
 mod instantiate;
 mod primitives;
 mod region;
+pub mod select;
 mod shape_ops;
 mod static_eval;
 mod syms;
 
 #[cfg(test)]
 mod dispatch_tests;
+#[cfg(test)]
+mod size_check_tests;
 #[cfg(test)]
 mod test_lib;
 #[cfg(test)]

@@ -154,8 +154,16 @@ impl Lowerer<'_> {
                         .unify(*one, Dim::Const(known / konst))
                         .map_err(|_| fail(String::new()))?;
                 }
-                // Several symbolic sizes: their product is checked when the reshape runs.
-                _ => {}
+                [] => {}
+                // Several symbolic sizes: the call checks their product.
+                [first, rest @ ..] => {
+                    let product = rest.iter().fold(DimExpr::Dim(*first), |acc, s| {
+                        DimExpr::Mul(Box::new(acc), Box::new(DimExpr::Dim(*s)))
+                    });
+                    let count =
+                        DimExpr::Mul(Box::new(product), Box::new(DimExpr::Dim(Dim::Const(konst))));
+                    self.syms.require_equal(count, Dim::Const(known));
+                }
             },
         }
         Ok(self.reshape(x, Shape(dims), call.span))

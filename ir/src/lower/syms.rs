@@ -4,7 +4,10 @@
 //!
 //! Unification never specialises a size on a value: two input symbols merge into one listing
 //! both sources (the call checks them equal); a symbol unified with a constant becomes that
-//! constant (the call checks the parameter's size against it).
+//! constant (the call checks the parameter's size against it). A *derived* size unified away
+//! (with another size or a constant) leaves an equality no definition expresses: it is kept as
+//! a check ([`Graph::checks`]) that binding evaluates, with the derived size's definition kept
+//! as a symbol of its own so that the verifier can still re-infer the node that computed it.
 
 use crate::graph::Graph;
 use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
@@ -14,6 +17,9 @@ pub(crate) struct SymTable {
     defs: Vec<SymDef>,
     /// `Some(d)`: this symbol was unified into `d` (which may itself be substituted further).
     subst: Vec<Option<Dim>>,
+    /// Sizes that must be equal at call time: a dropped derived size's definition and what it
+    /// was unified with, or a `reshape`'s element counts.
+    checks: Vec<(DimExpr, Dim)>,
 }
 
 impl SymTable {
@@ -56,6 +62,7 @@ impl SymTable {
             (Dim::Const(_), Dim::Const(_)) => Err(()),
             (Dim::Sym(s), Dim::Const(_)) | (Dim::Const(_), Dim::Sym(s)) => {
                 let c = if a == Dim::Sym(s) { b } else { a };
+                self.check_dropped(s, c);
                 self.subst[s.0 as usize] = Some(c);
                 Ok(c)
             }
@@ -68,10 +75,26 @@ impl SymTable {
                         sources.extend(dropped);
                     }
                 }
+                self.check_dropped(drop, Dim::Sym(keep));
                 self.subst[drop.0 as usize] = Some(Dim::Sym(keep));
                 Ok(Dim::Sym(keep))
             }
         }
+    }
+
+    /// Before the derived symbol `s` is substituted by `by`: remembers that its definition must
+    /// come out equal to `by` at call time. (An input symbol needs nothing: the parameter axes
+    /// that carry it are typed with `by`, and binding checks parameter shapes.)
+    fn check_dropped(&mut self, s: Sym, by: Dim) {
+        if let Some(SymDef::Derived(e)) = self.defs.get(s.0 as usize) {
+            self.checks.push((e.clone(), by));
+        }
+    }
+
+    /// Records that the size `e` must equal `d` at call time (e.g. the element counts of a
+    /// `reshape` to a static shape): a check of the graph unless it folds away.
+    pub fn require_equal(&mut self, e: DimExpr, d: Dim) {
+        self.checks.push((e, d));
     }
 
     /// Two input symbols: the older. An input and a derived size: the derived one (the call
@@ -115,19 +138,26 @@ impl SymTable {
         match fold(&e, &|d| self.resolve(d)) {
             DimExpr::Dim(d) => d,
             e => {
-                let existing = self.defs.iter().enumerate().position(|(i, def)| {
-                    self.subst[i].is_none() && *def == SymDef::Derived(e.clone())
-                });
-                match existing {
-                    Some(i) => Dim::Sym(Sym(i as u32)),
-                    None => self.push(SymDef::Derived(e)),
+                // A symbol with this definition that was unified away stands for what it was
+                // unified with (the equality is one of the checks).
+                let def = SymDef::Derived(e);
+                match self.defs.iter().position(|d| *d == def) {
+                    Some(i) => self.resolve(Dim::Sym(Sym(i as u32))),
+                    None => self.push(def),
                 }
             }
         }
     }
 
-    /// Writes the final symbol table into `graph`, renumbering every type to representatives.
+    /// Writes the final symbol table into `graph`, renumbering every type to representatives,
+    /// and the checks into `graph.checks`.
     pub fn finish(mut self, graph: &mut Graph) {
+        // Each check's expression becomes a symbol of its own (it folds or merges with a twin
+        // below like any derived size).
+        let checks: Vec<(Dim, Dim)> = std::mem::take(&mut self.checks)
+            .into_iter()
+            .map(|(e, d)| (self.push(SymDef::Derived(e)), d))
+            .collect();
         // Fold derived sizes whose inputs became constants, and merge duplicates, to a fixpoint.
         for _ in 0..=self.defs.len() {
             let mut changed = false;
@@ -184,6 +214,14 @@ impl SymTable {
         }
         for n in &mut graph.nodes {
             map_shape(&mut n.ty.shape);
+        }
+        graph.checks = Vec::new();
+        for (a, b) in checks {
+            let (a, b) = (map(a), map(b));
+            let pair = if a <= b { (a, b) } else { (b, a) };
+            if a != b && !graph.checks.contains(&pair) {
+                graph.checks.push(pair);
+            }
         }
         graph.syms = (0..self.defs.len())
             .filter(|&i| self.subst[i].is_none())

@@ -65,7 +65,7 @@ fn split_args(s: &str) -> Vec<String> {
     out
 }
 
-fn lower(src: &str, name: &str, args: &str) -> Result<Instance, super::LowerError> {
+pub(super) fn lower(src: &str, name: &str, args: &str) -> Result<Instance, super::LowerError> {
     let lib = library(src);
     let mut positional = Vec::new();
     let mut keywords = Vec::new();

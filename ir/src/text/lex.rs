@@ -39,8 +39,8 @@ pub(super) struct Token {
     pub(super) col: usize,
 }
 
-const PUNCTS: [&str; 15] =
-    ["->", "..", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "/"];
+const PUNCTS: [&str; 16] =
+    ["->", "..", "==", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "/"];
 
 struct Lexer<'a> {
     chars: std::iter::Peekable<std::str::CharIndices<'a>>,

@@ -19,6 +19,8 @@
 //! - `sym sN = input(param P axis A, ...)` binds a size from parameter axes;
 //!   `sym sN = EXPR` derives one: integers, symbols, fully parenthesised `(a + b)`, `-`, `*`,
 //!   `/`, and `slice_len(EXPR, start, end|none, step)`.
+//! - `check A == B` (after the symbols): two sizes (symbols or integers) the call must give
+//!   equal values ([`crate::Graph::checks`]).
 //! - One node per line, numbered in order from `%0`: `%N = OP OPERANDS {ATTRS} : TYPE`. Operands
 //!   are earlier values; attributes are `key=value` in the order the printer writes them.
 //!   `cast` has `{to=f64}`, reductions `{axes=[..], keepdim=..}`, `argmax` `{axis=.., keepdim=..}`,

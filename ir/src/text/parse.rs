@@ -239,6 +239,13 @@ impl Parser {
             syms.push(self.sym_def()?);
         }
 
+        let mut checks = Vec::new();
+        while self.eat_keyword("check") {
+            let a = self.dim()?;
+            self.expect_punct("==")?;
+            checks.push((a, self.dim()?));
+        }
+
         let mut nodes = Vec::new();
         while let Tok::Value(v) = *self.peek() {
             if v as usize != nodes.len() {
@@ -282,7 +289,7 @@ impl Parser {
         {
             return Err(ParseError { line, col, message: format!("`s{s}` is not defined") });
         }
-        Ok(Graph { name, params, nodes, outputs, syms })
+        Ok(Graph { name, params, nodes, outputs, syms, checks })
     }
 
     fn sym_def(&mut self) -> PResult<SymDef> {

@@ -37,6 +37,9 @@ fn print(g: &Graph, origins: bool) -> String {
     for (i, def) in g.syms.iter().enumerate() {
         let _ = writeln!(out, "  sym s{i} = {}", sym_def(def));
     }
+    for (a, b) in &g.checks {
+        let _ = writeln!(out, "  check {a} == {b}");
+    }
     for (i, node) in g.nodes.iter().enumerate() {
         let _ = write!(out, "  %{i} = {}", node_text(node));
         if origins && node.origin != Origin::default() {

@@ -101,6 +101,15 @@ pub(crate) fn splice(
         };
         values.push(v);
     }
+    for &(a, b) in &small.checks {
+        let check = (
+            mapper.dim(graph, a, 0).map_err(internal)?,
+            mapper.dim(graph, b, 0).map_err(internal)?,
+        );
+        if check.0 != check.1 && !graph.checks.contains(&check) {
+            graph.checks.push(check);
+        }
+    }
     small
         .outputs
         .iter()

@@ -194,6 +194,7 @@ pub fn expr_to_graph(
         nodes: Vec::new(),
         outputs: Vec::new(),
         syms: template.syms.clone(),
+        checks: template.checks.clone(),
     };
     // Only nodes reachable from the roots, in expression (topological) order.
     let mut reachable = vec![false; nodes.len()];

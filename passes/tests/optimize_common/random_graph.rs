@@ -169,6 +169,7 @@ pub fn random_graph(seed: u64, ops: usize, outputs: usize, dtype: DType) -> Grap
         nodes: Vec::new(),
         outputs: Vec::new(),
         syms: vec![SymDef::Input { sources: vec![(0, 0), (2, 0)] }],
+        checks: Vec::new(),
     };
     expr_to_graph(&b.expr, &outputs, &template, &[], &ExternTable::default())
         .unwrap_or_else(|e| panic!("generator built a bad graph: {e}"))
