@@ -143,7 +143,7 @@ enum Executor {
     /// The reference interpreter, op by op.
     Interp,
     /// Fused Cranelift kernels.
-    Jit(CompiledFunction),
+    Jit(Box<CompiledFunction>),
 }
 
 /// One function instantiated for one signature, optimised and compiled, ready to run.
@@ -194,7 +194,7 @@ impl Prepared {
                             .collect::<String>()
                     );
                 }
-                Executor::Jit(compiled)
+                Executor::Jit(Box::new(compiled))
             }
             (Backend::Jit, None) => {
                 return Err(Error::Internal("the JIT is not available on this machine".into()))

@@ -188,18 +188,17 @@ fn session_for(
     threads: Option<usize>,
     optimize: bool,
 ) -> Result<crate::Session, Outcome> {
-    let mut options = crate::SessionOptions::default();
-    options.backend = match backend {
+    let backend = match backend {
         BackendArg::Jit => crate::Backend::Jit,
         BackendArg::Interp => crate::Backend::Interp,
     };
-    if let Some(t) = threads {
-        if t == 0 {
-            return Err(Outcome::UsageError("--threads must be at least 1".into()));
-        }
-        options.threads = t;
-    }
-    options.optimize = optimize;
+    let defaults = crate::SessionOptions::default();
+    let threads = match threads {
+        Some(0) => return Err(Outcome::UsageError("--threads must be at least 1".into())),
+        Some(t) => t,
+        None => defaults.threads,
+    };
+    let options = crate::SessionOptions { backend, threads, optimize };
     let session = crate::Session::with_options(options);
     match session.load_file(file) {
         Ok(warnings) => {

@@ -117,8 +117,7 @@ struct At<'a> {
 }
 
 /// Code emitted at one position of the reduced outer axes, given the operands' offsets there.
-type PositionBody<'a> =
-    dyn FnMut(&mut FunctionBuilder, &[Value]) -> Result<(), CodegenError> + 'a;
+type PositionBody<'a> = dyn FnMut(&mut FunctionBuilder, &[Value]) -> Result<(), CodegenError> + 'a;
 
 /// Per-step memo of evaluated nodes and loaded inputs.
 type Memo = HashMap<Ref, Value>;
