@@ -249,9 +249,11 @@ fn main() {
         }
     }
     if want("overhead") {
-        for (name, src, shapes) in
-            [("saxpy", SAXPY, vec![vec![1], vec![1]]), ("softmax", SOFTMAX, vec![vec![1, 1]])]
-        {
+        for (name, src, shapes) in [
+            ("saxpy", SAXPY, vec![vec![1], vec![1]]),
+            ("gelu", GELU, vec![vec![1]]),
+            ("softmax", SOFTMAX, vec![vec![1, 1]]),
+        ] {
             let t = Bench::new(src, 1, &shapes).time_into(budget);
             println!("overhead {name:<8} 1 element {:>8.3} µs per run_into", t.as_secs_f64() * 1e6);
         }

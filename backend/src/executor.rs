@@ -17,7 +17,9 @@ use crate::tensors::{TensorView, TensorViewMut};
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes, try_concrete_shape};
 use tfn_ir::interp::{self, ExternKernels, NoExterns};
-use tfn_ir::{DType, Graph, GraphParam, Node, Op, ReduceOp, Shape, Tensor, TensorType, ValueId};
+use tfn_ir::{
+    DType, Dim, Graph, GraphParam, Node, Op, ReduceOp, Shape, Tensor, TensorType, ValueId,
+};
 use tfn_passes::fusion::{fuse, FusedGraph, Kernel, KernelKind};
 
 /// Options of [`CompiledFunction::compile`].
@@ -181,13 +183,12 @@ impl CompiledFunction {
                 });
             }
         }
-        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-        let sizes = bind_sizes(graph, &shapes)?;
+        let sizes = with_input_shapes(inputs, |shapes| bind_sizes(graph, shapes))?;
         let mut st = State {
             sizes,
             bufs: vec![None; graph.nodes.len()],
             owned: (0..graph.nodes.len()).map(|_| None).collect(),
-            direct: HashMap::new(),
+            direct: Vec::new(),
         };
         for (index, node) in graph.nodes.iter().enumerate() {
             if let Op::Param(p) = node.op {
@@ -204,7 +205,6 @@ impl CompiledFunction {
                 }
             }
         }
-        let mut direct_index: HashMap<ValueId, usize> = HashMap::new();
         if let Some(outs) = outputs.as_deref_mut() {
             if outs.len() != graph.outputs.len() {
                 return Err(RunError::OutputCount {
@@ -214,8 +214,8 @@ impl CompiledFunction {
             }
             for (o, (v, out)) in graph.outputs.iter().zip(outs.iter_mut()).enumerate() {
                 let ty = graph.ty(*v);
-                let expected = st.shape(&ty.shape)?;
-                if out.dtype() != ty.dtype || out.shape() != expected.as_slice() {
+                if out.dtype() != ty.dtype || !st.shape_is(&ty.shape, out.shape()) {
+                    let expected = st.shape(&ty.shape)?;
                     return Err(RunError::OutputType {
                         index: o,
                         expected_dtype: ty.dtype,
@@ -225,10 +225,9 @@ impl CompiledFunction {
                     });
                 }
                 let computed = !matches!(graph.node(*v).op, Op::Param(_));
-                if computed && !st.direct.contains_key(v) {
+                if computed && st.direct(*v).is_none() {
                     if let Some(buf) = buffers::view_mut_buf(out) {
-                        st.direct.insert(*v, buf);
-                        direct_index.insert(*v, o);
+                        st.direct.push(Direct { value: *v, buf, output: o });
                     }
                 }
             }
@@ -239,11 +238,10 @@ impl CompiledFunction {
         match outputs {
             Some(outs) => {
                 for (o, (v, out)) in graph.outputs.iter().zip(outs.iter_mut()).enumerate() {
-                    let written = st
-                        .direct
-                        .get(v)
-                        .is_some_and(|d| Some(d.ptr) == st.bufs[v.index()].map(|b| b.ptr));
-                    if written && direct_index.get(v) == Some(&o) {
+                    let written = st.direct(*v).is_some_and(|d| {
+                        d.output == o && Some(d.buf.ptr) == st.bufs[v.index()].map(|b| b.ptr)
+                    });
+                    if written {
                         continue;
                     }
                     let buf = st.buf(*v)?;
@@ -351,18 +349,24 @@ impl CompiledFunction {
         if checks_empty && reduced == 0 && kept > 0 {
             return Err(RunError::ZeroSizeReduction);
         }
-        let mut args: Vec<i64> = Vec::new();
+        let operands = plan.inputs.len() + plan.outputs.len();
+        let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
         for op in &plan.inputs {
             args.push(st.buf(op.value)?.ptr as i64);
         }
         for op in &plan.outputs {
-            let shape = st.shape(&self.graph.ty(op.value).shape)?;
-            args.push(st.alloc(op.value, op.dtype, &shape).ptr as i64);
+            let buf = match st.take_direct(op.value) {
+                Some(buf) => buf,
+                None => {
+                    let shape = st.shape(&self.graph.ty(op.value).shape)?;
+                    st.alloc(op.value, op.dtype, &shape)
+                }
+            };
+            args.push(buf.ptr as i64);
         }
         args.extend(sizes.iter().map(|&s| s as i64));
         for op in plan.operands() {
-            let strides = LoopPlan::strides(&op.full, &sizes);
-            args.extend(strides.iter().take(rank - 1));
+            LoopPlan::push_outer_strides(&mut args, &op.full, &sizes);
         }
         let begin_slot = args.len();
         args.extend([0, 0]);
@@ -427,7 +431,7 @@ impl CompiledFunction {
         sub.outputs = kernel.outputs.iter().filter_map(|v| map.get(v).copied()).collect();
         let results = interp::run_with_externs(&sub, &args, externs)?;
         for (v, mut t) in kernel.outputs.iter().zip(results) {
-            if let Some(dst) = st.direct.get(v).copied() {
+            if let Some(dst) = st.direct(*v).map(|d| d.buf) {
                 let bytes = t.shape().iter().product::<usize>() * t.dtype().size_bytes();
                 let src = buffers::tensor_buf(&mut t);
                 // SAFETY: the caller buffer has this value's shape and dtype (checked on entry).
@@ -447,14 +451,57 @@ struct State {
     sizes: Vec<usize>,
     bufs: Vec<Option<RawBuf>>,
     owned: Vec<Option<Tensor>>,
-    /// Graph outputs written straight into contiguous caller buffers.
-    direct: HashMap<ValueId, RawBuf>,
+    /// Graph outputs written straight into contiguous caller buffers (few: a linear scan).
+    direct: Vec<Direct>,
+}
+
+/// A graph output computed straight into the caller's buffer for output `output`.
+#[derive(Clone, Copy)]
+struct Direct {
+    value: ValueId,
+    buf: RawBuf,
+    output: usize,
+}
+
+/// Calls `f` with the shapes of `inputs`, without allocating for up to 8 inputs.
+fn with_input_shapes<R>(inputs: &[TensorView<'_>], f: impl FnOnce(&[&[usize]]) -> R) -> R {
+    const INLINE: usize = 8;
+    if inputs.len() <= INLINE {
+        let mut shapes: [&[usize]; INLINE] = [&[]; INLINE];
+        for (slot, t) in shapes.iter_mut().zip(inputs) {
+            *slot = t.shape();
+        }
+        f(&shapes[..inputs.len()])
+    } else {
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        f(&shapes)
+    }
 }
 
 impl State {
     fn shape(&self, shape: &Shape) -> Result<Vec<usize>, RunError> {
         try_concrete_shape(shape, &self.sizes)
             .ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
+    }
+
+    /// Whether `shape` binds to exactly `dims` (no allocation).
+    fn shape_is(&self, shape: &Shape, dims: &[usize]) -> bool {
+        shape.dims().len() == dims.len()
+            && shape.dims().iter().zip(dims).all(|(d, &n)| match *d {
+                Dim::Const(c) => usize::try_from(c).ok() == Some(n),
+                Dim::Sym(s) => self.sizes.get(s.0 as usize).copied() == Some(n),
+            })
+    }
+
+    fn direct(&self, v: ValueId) -> Option<&Direct> {
+        self.direct.iter().find(|d| d.value == v)
+    }
+
+    /// The caller's buffer for output value `v`, recorded as `v`'s buffer, if there is one.
+    fn take_direct(&mut self, v: ValueId) -> Option<RawBuf> {
+        let buf = self.direct(v)?.buf;
+        *self.bufs.get_mut(v.index())? = Some(buf);
+        Some(buf)
     }
 
     fn buf(&self, v: ValueId) -> Result<RawBuf, RunError> {
@@ -467,9 +514,8 @@ impl State {
 
     /// The buffer a kernel writes value `v` into: the caller's, or a fresh tensor.
     fn alloc(&mut self, v: ValueId, dtype: DType, shape: &[usize]) -> RawBuf {
-        if let Some(buf) = self.direct.get(&v) {
-            self.bufs[v.index()] = Some(*buf);
-            return *buf;
+        if let Some(buf) = self.take_direct(v) {
+            return buf;
         }
         let mut t = buffers::alloc(dtype, shape);
         let buf = buffers::tensor_buf(&mut t);

@@ -253,16 +253,21 @@ impl LoopPlan {
             .collect()
     }
 
-    /// Element strides of one operand over the collapsed axes, for collapsed `sizes`.
-    pub fn strides(full: &[bool], sizes: &[usize]) -> Vec<i64> {
-        let mut strides = vec![0i64; sizes.len()];
+    /// Appends one operand's element strides over the collapsed axes, for collapsed `sizes`,
+    /// without the innermost axis (the kernel ABI has no slot for it): the
+    /// kernel ABI's stride slots, written without allocating.
+    pub fn push_outer_strides(args: &mut Vec<i64>, full: &[bool], sizes: &[usize]) {
+        let rank = sizes.len();
+        let start = args.len();
+        args.resize(start + rank.saturating_sub(1), 0);
         let mut acc: i64 = 1;
-        for j in (0..sizes.len()).rev() {
-            if full[j] {
-                strides[j] = acc;
-                acc = acc.saturating_mul(sizes[j] as i64);
+        for (j, &size) in sizes.iter().enumerate().rev() {
+            if full.get(j).copied().unwrap_or(false) {
+                if let Some(slot) = args.get_mut(start + j) {
+                    *slot = acc;
+                }
+                acc = acc.saturating_mul(size as i64);
             }
         }
-        strides
     }
 }

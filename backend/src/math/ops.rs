@@ -69,6 +69,15 @@ impl LaneFormat {
         }
     }
 
+    /// All bits of a lane set, as an integer of the lane width.
+    pub fn all_ones(self) -> i64 {
+        if self.is_f32() {
+            0xffff_ffff
+        } else {
+            -1
+        }
+    }
+
     /// Smallest positive normal number.
     pub fn min_normal(self) -> f64 {
         if self.is_f32() {
@@ -133,8 +142,16 @@ impl<'a, 'f> Ctx<'a, 'f> {
     pub fn div(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().fdiv(x, y)
     }
+    /// `|x|`. On vectors this clears the sign bits with a hoisted mask: Cranelift's `fabs`
+    /// rebuilds its mask (`pcmpeqd` + `psrld`) at every use.
     pub fn abs(&mut self, x: Value) -> Value {
-        self.b.ins().fabs(x)
+        if !self.ty.is_vector() {
+            return self.b.ins().fabs(x);
+        }
+        let bits = self.bits_of(x);
+        let magnitude_mask = !self.fmt.sign_mask() & self.fmt.all_ones();
+        let magnitude = self.band_c(bits, magnitude_mask);
+        self.float_of_bits(magnitude)
     }
     pub fn neg(&mut self, x: Value) -> Value {
         self.b.ins().fneg(x)
@@ -216,13 +233,16 @@ impl<'a, 'f> Ctx<'a, 'f> {
         self.b.ins().bor(m, n)
     }
 
-    /// `x` clamped to `≤ hi`; NaN lanes stay NaN.
+    /// `x` clamped to `≤ hi`; NaN lanes stay NaN. Written as `hi < x ? hi : x` so that on
+    /// `f32x4`/`f64x2` Cranelift lowers it to one `minps(hi, x)` (which returns `x` for NaN).
     pub fn min_c(&mut self, x: Value, hi: f64) -> Value {
-        let m = self.fcmp_c(FloatCC::GreaterThan, x, hi);
-        self.select_c(m, hi, x)
+        let k = self.c(hi);
+        let m = self.b.ins().fcmp(FloatCC::LessThan, k, x);
+        self.select(m, k, x)
     }
 
-    /// `x` clamped to `≥ lo`; NaN lanes stay NaN.
+    /// `x` clamped to `≥ lo`; NaN lanes stay NaN (`x < lo ? lo : x`, one `maxps(lo, x)` on
+    /// vectors).
     pub fn max_c(&mut self, x: Value, lo: f64) -> Value {
         let m = self.fcmp_c(FloatCC::LessThan, x, lo);
         self.select_c(m, lo, x)
