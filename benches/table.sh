@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin tfnc
-tfnc=target/release/tfnc
+tfnc="${CARGO_TARGET_DIR:-target}/release/tfnc"
 sizes=${SIZES:-"262144 16777216"}
 millis=${MILLIS:-1500}
 

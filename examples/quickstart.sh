@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin tfnc
-tfnc=target/release/tfnc
+tfnc="${CARGO_TARGET_DIR:-target}/release/tfnc"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 args=(--arg x=examples/data/x.npy --arg w1=examples/data/w1.npy --arg b1=examples/data/b1.npy
