@@ -13,8 +13,16 @@
 //!    (NaN only matches NaN) within `rtol * max(1, |a|, |b|)` (`rtol` 1e-5 for f32, 1e-12
 //!    for f64: rules may reassociate a few roundings, see [`super::rules`]).
 //!
+//! 5. with a [`Library`] holding the prelude's `grad` blocks ([`check_rule_soundness_with`]),
+//!    once the values agree, compares the two sides' gradients too: same inputs, same random
+//!    cotangent, same tolerance ([`gradient`] says when a probe skips this).
+//!
 //! A probe on which the rule never fires is an error too: a check that exercises nothing
 //! proves nothing.
+
+mod gradient;
+
+pub use gradient::{compare_gradients, GradientMismatch};
 
 use super::analysis::TfnEGraph;
 use super::convert::{expr_data, expr_to_graph, ExternTable};
@@ -25,7 +33,7 @@ use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr, Runner, Var};
 use ndarray::ArrayD;
 use std::collections::BTreeSet;
 use std::fmt;
-use tfn_ir::{DType, Graph, GraphParam, Shape, Tensor, TensorType};
+use tfn_ir::{DType, Graph, GraphParam, Library, Shape, Tensor, TensorType};
 
 /// What to try.
 #[derive(Clone, Debug)]
@@ -53,6 +61,10 @@ pub struct Counterexample {
     pub inputs: Vec<(String, Tensor)>,
     pub expected: Option<Tensor>,
     pub got: Option<Tensor>,
+    /// For a gradient mismatch: the cotangent of each output, and the variable whose
+    /// gradients `expected` and `got` are.
+    pub cotangents: Vec<Tensor>,
+    pub gradient_of: Option<String>,
     pub reason: String,
 }
 
@@ -62,11 +74,18 @@ impl fmt::Display for Counterexample {
         for (name, value) in &self.inputs {
             writeln!(f, "  with {name} = {}", show(value))?;
         }
+        for value in &self.cotangents {
+            writeln!(f, "  and cotangent {}", show(value))?;
+        }
+        let what = match &self.gradient_of {
+            Some(var) => format!("'s gradient for {var} is"),
+            None => " gives".into(),
+        };
         if let Some(e) = &self.expected {
-            writeln!(f, "  the left-hand side gives  {}", show(e))?;
+            writeln!(f, "  the left-hand side{what}  {}", show(e))?;
         }
         if let Some(g) = &self.got {
-            writeln!(f, "  the right-hand side gives {}", show(g))?;
+            writeln!(f, "  the right-hand side{what} {}", show(g))?;
         }
         write!(f, "  ({})", self.reason)
     }
@@ -102,14 +121,28 @@ pub struct SoundnessStats {
     /// (probe, dtype, shapes) cases on which the rule fired and both sides were compared.
     pub cases: usize,
     pub comparisons: usize,
+    /// Comparisons whose gradients were compared too.
+    pub gradient_comparisons: usize,
 }
 
-/// Checks `rewrite` (named `name`) on every probe; see the module docs.
+/// Checks `rewrite` (named `name`) on every probe, values only; see the module docs.
 pub fn check_rule_soundness(
     name: &str,
     rewrite: &TfnRewrite,
     probes: &[String],
     config: &SoundnessConfig,
+) -> Result<SoundnessStats, SoundnessError> {
+    check_rule_soundness_with(name, rewrite, probes, config, None)
+}
+
+/// Checks `rewrite` (named `name`) on every probe: values, and with `grads` (a library
+/// holding the prelude's `grad` blocks) gradients too; see the module docs.
+pub fn check_rule_soundness_with(
+    name: &str,
+    rewrite: &TfnRewrite,
+    probes: &[String],
+    config: &SoundnessConfig,
+    grads: Option<&Library>,
 ) -> Result<SoundnessStats, SoundnessError> {
     let mut stats = SoundnessStats::default();
     let mut rng = SplitMix(config.seed);
@@ -125,10 +158,13 @@ pub fn check_rule_soundness(
             let mut vars = pattern.vars();
             vars.sort_by_key(|v| v.to_string());
             for shapes in shape_cases(vars.len()) {
-                let case = Case { name, rewrite, vars: &vars, dtype, shapes: &shapes };
-                if let Some(compared) = case.check(&pattern, config.trials, &mut rng)? {
+                let case = Case { name, rewrite, vars: &vars, dtype, shapes: &shapes, grads };
+                if let Some((compared, gradients)) =
+                    case.check(&pattern, config.trials, &mut rng)?
+                {
                     stats.cases += 1;
                     stats.comparisons += compared;
+                    stats.gradient_comparisons += gradients;
                 }
             }
         }
@@ -186,6 +222,7 @@ struct Case<'a> {
     vars: &'a [Var],
     dtype: DType,
     shapes: &'a [Vec<u64>],
+    grads: Option<&'a Library>,
 }
 
 /// The probe before and after one application of the rule, as graphs.
@@ -279,22 +316,22 @@ impl Case<'_> {
         })
     }
 
-    /// Runs both sides `trials` times; returns the number of comparisons made, or `None`
-    /// when the rule does not apply to this case.
+    /// Runs both sides `trials` times; returns the number of comparisons made and how many
+    /// of them compared gradients, or `None` when the rule does not apply to this case.
     fn check(
         &self,
         pattern: &Pattern<TfnNode>,
         trials: usize,
         rng: &mut SplitMix,
-    ) -> Result<Option<usize>, SoundnessError> {
+    ) -> Result<Option<(usize, usize)>, SoundnessError> {
         let Some(rw) = self.rewrite_once(pattern) else { return Ok(None) };
-        let mut compared = 0;
+        let (mut compared, mut gradients) = (0, 0);
         for _ in 0..trials {
             let inputs: Vec<Tensor> =
                 (0..self.vars.len()).map(|i| random_tensor(&self.param_type(i), rng)).collect();
             let Ok(expected) = tfn_ir::interp::run(&rw.before, &inputs) else { continue };
             let counterexample = |got: Option<Tensor>, reason: String| {
-                SoundnessError::Unsound(Box::new(Counterexample {
+                Box::new(Counterexample {
                     rule: self.name.into(),
                     before: rw.before_text.clone(),
                     after: rw.after_text.clone(),
@@ -306,23 +343,40 @@ impl Case<'_> {
                         .collect(),
                     expected: expected.first().cloned(),
                     got,
+                    cotangents: Vec::new(),
+                    gradient_of: None,
                     reason,
-                }))
+                })
             };
             let got = match tfn_ir::interp::run(&rw.after, &inputs) {
                 Ok(got) => got,
                 Err(e) => {
-                    return Err(counterexample(None, format!("the right-hand side fails: {e}")))
+                    let reason = format!("the right-hand side fails: {e}");
+                    return Err(SoundnessError::Unsound(counterexample(None, reason)));
                 }
             };
             if let (Some(e), Some(g)) = (expected.first(), got.first()) {
                 if let Err(reason) = compare(e, g) {
-                    return Err(counterexample(Some(g.clone()), reason));
+                    return Err(SoundnessError::Unsound(counterexample(Some(g.clone()), reason)));
+                }
+            }
+            if let Some(lib) = self.grads {
+                match compare_gradients(lib, &rw.before, &rw.after, &inputs, &expected, rng) {
+                    Ok(true) => gradients += 1,
+                    Ok(false) => {}
+                    Err(m) => {
+                        let m = *m;
+                        let mut cx = counterexample(m.got, m.reason);
+                        cx.expected = Some(m.expected);
+                        cx.cotangents = m.cotangents;
+                        cx.gradient_of = self.vars.get(m.param).map(|v| v.to_string());
+                        return Err(SoundnessError::Unsound(cx));
+                    }
                 }
             }
             compared += 1;
         }
-        Ok(Some(compared))
+        Ok(Some((compared, gradients)))
     }
 }
 
