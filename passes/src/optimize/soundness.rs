@@ -360,21 +360,31 @@ impl Case<'_> {
                     return Err(SoundnessError::Unsound(counterexample(Some(g.clone()), reason)));
                 }
             }
-            if let Some(lib) = self.grads {
-                match compare_gradients(lib, &rw.before, &rw.after, &inputs, &expected, rng) {
-                    Ok(true) => gradients += 1,
-                    Ok(false) => {}
-                    Err(m) => {
-                        let m = *m;
-                        let mut cx = counterexample(m.got, m.reason);
-                        cx.expected = Some(m.expected);
-                        cx.cotangents = m.cotangents;
-                        cx.gradient_of = self.vars.get(m.param).map(|v| v.to_string());
-                        return Err(SoundnessError::Unsound(cx));
-                    }
+            compared += 1;
+            let Some(lib) = self.grads else { continue };
+            // Generic inputs for the gradients: no edge values (see `gradient`).
+            let inputs: Vec<Tensor> = (0..self.vars.len())
+                .map(|i| random_tensor_with(&self.param_type(i), rng, false))
+                .collect();
+            match compare_gradients(lib, &rw.before, &rw.after, &inputs, rng) {
+                Ok(true) => gradients += 1,
+                Ok(false) => {}
+                Err(m) => {
+                    let m = *m;
+                    let cx = Box::new(Counterexample {
+                        rule: self.name.into(),
+                        before: rw.before_text.clone(),
+                        after: rw.after_text.clone(),
+                        inputs: self.vars.iter().map(|v| v.to_string()).zip(inputs).collect(),
+                        expected: Some(m.expected),
+                        got: m.got,
+                        cotangents: m.cotangents,
+                        gradient_of: self.vars.get(m.param).map(|v| v.to_string()),
+                        reason: m.reason,
+                    });
+                    return Err(SoundnessError::Unsound(cx));
                 }
             }
-            compared += 1;
         }
         Ok(Some((compared, gradients)))
     }
@@ -437,21 +447,27 @@ impl SplitMix {
     }
 }
 
-/// A value in `[-3, 3]`, one in eight times an edge value (0, ±1, 2, 0.5).
-fn random_float(rng: &mut SplitMix) -> f64 {
+/// A value in `[-3, 3]`, with `edges` one in eight times an edge value (0, ±1, 2, 0.5).
+fn random_float(rng: &mut SplitMix, edges: bool) -> f64 {
     const EDGES: [f64; 6] = [0.0, 1.0, -1.0, 2.0, 0.5, -0.0];
-    if rng.below(8) == 0 {
+    if edges && rng.below(8) == 0 {
         EDGES[rng.below(EDGES.len() as u64) as usize]
     } else {
         rng.unit() * 6.0 - 3.0
     }
 }
 
-/// Random input of a fully constant type (symbolic dimensions get size 1).
+/// Random input of a fully constant type (symbolic dimensions get size 1); floats are now and
+/// then an edge value (see [`random_float`]).
 pub fn random_tensor(ty: &TensorType, rng: &mut SplitMix) -> Tensor {
+    random_tensor_with(ty, rng, true)
+}
+
+/// [`random_tensor`], with edge values only if `edges`.
+pub fn random_tensor_with(ty: &TensorType, rng: &mut SplitMix, edges: bool) -> Tensor {
     let shape: Vec<usize> = ty.shape.0.iter().map(|d| d.as_const().unwrap_or(1) as usize).collect();
     let ix = ndarray::IxDyn(&shape);
-    let mut float = || random_float(rng);
+    let mut float = || random_float(rng, edges);
     match ty.dtype {
         DType::F32 => Tensor::F32(ArrayD::from_shape_fn(ix, |_| float() as f32)),
         DType::F64 => Tensor::F64(ArrayD::from_shape_fn(ix, |_| float())),

@@ -9,8 +9,8 @@
 //! of its sibling operands (or of the matched value). Like every rule, a user rule is only
 //! applied where its right-hand side has the type of the matched value.
 //!
-//! Diagnostics: `E0701` unsupported construct, `E0702` unsound rule (with the counterexample
-//! in notes), `E0703` a rule that cannot be checked (no dtype makes its left side
+//! Diagnostics: `E0701` unsupported construct, `E0702` unsound rule: values or gradients
+//! differ (with the counterexample in notes), `E0703` a rule that cannot be checked (no dtype makes its left side
 //! well-typed, so it would never fire), `E0704` a variable only on the right.
 
 use super::analysis::{add_constant, TfnAnalysis, TfnEGraph};
@@ -18,7 +18,7 @@ use super::fold::scalar_of_dtype;
 use super::language::TfnNode;
 use super::rules::apply::{union_checked, CompiledCond, CondChecker};
 use super::rules::RuleDefError;
-use super::soundness::{check_rule_soundness, SoundnessConfig, SoundnessError};
+use super::soundness::{check_rule_soundness_with, SoundnessConfig, SoundnessError};
 use super::NamedRule;
 use egg::{Applier, Id, Pattern, PatternAst, Rewrite, Subst, Symbol, Var};
 use std::collections::BTreeSet;
@@ -309,7 +309,8 @@ fn compile_one(def: &RewriteDef) -> Result<Compiled, Vec<Diagnostic>> {
 }
 
 /// Compiles the library's `rewrite` rules and checks each for soundness (see
-/// [`super::soundness`]). Returns all problems of all rules.
+/// [`super::soundness`]): values, and gradients with `lib`'s `grad` blocks (a library
+/// without the prelude's skips the gradient check). Returns all problems of all rules.
 pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnostic>> {
     let builtin: BTreeSet<&str> = super::rules::builtin_defs().iter().map(|d| d.name).collect();
     let config = SoundnessConfig::default();
@@ -333,11 +334,12 @@ pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnosti
                 continue;
             }
         };
-        match check_rule_soundness(
+        match check_rule_soundness_with(
             &def.name,
             &compiled.rewrite,
             std::slice::from_ref(&compiled.probe),
             &config,
+            Some(lib),
         ) {
             Ok(_) => rules.push(NamedRule { name: def.name.clone(), rewrite: compiled.rewrite }),
             Err(SoundnessError::Unsound(cx)) => {
