@@ -43,6 +43,9 @@ impl Normal {
     }
 }
 
+/// The largest random input `bench` generates (4 GiB of f32).
+const MAX_ELEMENTS: usize = 1 << 30;
+
 fn random_tensor(rng: &mut Normal, dtype: DType, shape: &[usize]) -> Tensor {
     fn array<T>(shape: &[usize], values: Vec<T>) -> ArrayD<T> {
         // The element count is the product of the shape by construction.
@@ -91,6 +94,16 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
     for (name, text) in &req.args {
         let value = match parse_value(text) {
             Ok(ArgValue::TensorType(dtype, shape)) => {
+                // Random data is generated in memory: refuse shapes that cannot fit.
+                let fits = shape
+                    .iter()
+                    .try_fold(1usize, |n, &d| n.checked_mul(d))
+                    .is_some_and(|n| n <= MAX_ELEMENTS);
+                if !fits {
+                    return Outcome::UsageError(format!(
+                        "--arg {name}: {dtype}{shape:?} has more than {MAX_ELEMENTS} elements"
+                    ));
+                }
                 let t = random_tensor(&mut rng, dtype, &shape);
                 bytes_in += bytes(&t);
                 Value::from(t)
