@@ -23,7 +23,9 @@
 //! simplify, fuse, grad): write one `fn(&Case) -> String` and one `#[test]` calling
 //! [`run_stage`].
 
-use std::fmt::Write as _;
+#[path = "support/diff.rs"]
+mod diff;
+use diff::diff;
 use std::path::{Path, PathBuf};
 use tfn_frontend::{file_ids, load_source, prelude, print_library, FsLoader};
 use tfn_ir::diagnostic::render_all;
@@ -113,35 +115,6 @@ fn run_stage(stage: &str, ext: &str, run: fn(&Case) -> String) {
             failures.join("\n")
         );
     }
-}
-
-/// A line diff: `-` expected, `+` actual, with the common lines around changes.
-fn diff(expected: &str, actual: &str) -> String {
-    let a: Vec<&str> = expected.lines().collect();
-    let b: Vec<&str> = actual.lines().collect();
-    // Longest common subsequence table (cases are small).
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] =
-                if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, String::new());
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            let _ = writeln!(out, "  {}", a[i]);
-            i += 1;
-            j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            let _ = writeln!(out, "+ {}", b[j]);
-            j += 1;
-        } else {
-            let _ = writeln!(out, "- {}", a[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// `parse`: the case must load; its templates are printed, then any warnings.

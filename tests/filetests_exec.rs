@@ -31,6 +31,9 @@
 //! `BLESS=1 cargo test --test filetests_exec` rewrites the `lower`/`simplify` snapshots. A
 //! failing run lists *all* failing cases (a line diff, or the worst element of each result).
 
+#[path = "support/diff.rs"]
+mod diff;
+use diff::diff;
 use ndarray::ArrayD;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -199,34 +202,6 @@ fn run_checked_stage(stage: &str, run: fn(&Case) -> Vec<String>) {
             failures.join("\n\n")
         );
     }
-}
-
-/// A line diff: `-` expected, `+` actual, with the common lines around changes.
-fn diff(expected: &str, actual: &str) -> String {
-    let a: Vec<&str> = expected.lines().collect();
-    let b: Vec<&str> = actual.lines().collect();
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] =
-                if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, String::new());
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            let _ = writeln!(out, "  {}", a[i]);
-            i += 1;
-            j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            let _ = writeln!(out, "+ {}", b[j]);
-            j += 1;
-        } else {
-            let _ = writeln!(out, "- {}", a[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 // ---- lower and simplify ----------------------------------------------------------------------
