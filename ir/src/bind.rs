@@ -41,9 +41,45 @@ pub enum BindError {
     /// static shape gets the wrong number of elements.
     #[error("the input shapes give size `{left}` = {left_value} but `{right}` = {right_value}, and the function needs them equal")]
     SizeCheck { left: Dim, left_value: usize, right: Dim, right_value: usize },
+    /// A value of the graph would be too large to allocate for these inputs (e.g.
+    /// `full([100000, 100000, 100000], 0.0)`): refused before anything is allocated, so that a
+    /// program cannot abort the process.
+    #[error("value {value} of the function would have shape {shape:?}: {bytes} bytes is more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)")]
+    TooLarge { value: u32, shape: Vec<usize>, bytes: u128, limit: u128 },
     /// The graph itself is malformed (a bug in whoever built it, not in the call).
     #[error("malformed graph: {0}")]
     Malformed(String),
+}
+
+/// The largest tensor a call may create: `TFN_MAX_TENSOR_BYTES`, by default 16 GiB (read
+/// once per process).
+fn max_tensor_bytes() -> u128 {
+    static LIMIT: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("TFN_MAX_TENSOR_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(16 << 30)
+    })
+}
+
+/// Refuses sizes that would make any value of `graph` larger than [`max_tensor_bytes`].
+/// Allocation-free unless it fails: this runs on every call.
+fn check_value_sizes(graph: &Graph, sizes: &[usize]) -> Result<(), BindError> {
+    let limit = max_tensor_bytes();
+    for (i, node) in graph.nodes.iter().enumerate() {
+        let elements = node.ty.shape.dims().iter().try_fold(1u128, |n, d| {
+            let size = match *d {
+                Dim::Const(c) => u128::from(c),
+                Dim::Sym(s) => sizes.get(s.0 as usize).copied().unwrap_or(usize::MAX) as u128,
+            };
+            n.checked_mul(size)
+        });
+        let bytes = elements.and_then(|n| n.checked_mul(node.ty.dtype.size_bytes() as u128));
+        if bytes.is_none_or(|b| b > limit) {
+            let shape = concrete_shape(&node.ty.shape, sizes);
+            let bytes = bytes.unwrap_or(u128::MAX);
+            return Err(BindError::TooLarge { value: i as u32, shape, bytes, limit });
+        }
+    }
+    Ok(())
 }
 
 /// One axis of one parameter, with the parameter's whole input shape (for messages).
@@ -137,6 +173,7 @@ pub fn bind_sizes(graph: &Graph, input_shapes: &[&[usize]]) -> Result<Vec<usize>
             return Err(BindError::SizeCheck { left, left_value, right, right_value });
         }
     }
+    check_value_sizes(graph, &sizes)?;
     Ok(sizes)
 }
 

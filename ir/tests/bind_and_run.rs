@@ -221,3 +221,32 @@ fn non_contiguous_inputs_and_standard_layout_outputs() {
         assert!(a.is_standard_layout());
     }
 }
+
+#[test]
+fn values_too_large_to_allocate_are_refused_before_running() {
+    // An outer product of a long vector with itself: 300000² f32 is 360 GB.
+    let g = graph(
+        "\
+func outer(x: f32[s0]) -> (f32[s0, s0]) {
+  sym s0 = input(param 0 axis 0)
+  %0 = param 0 : f32[s0]
+  %1 = reshape %0 : f32[s0, 1]
+  %2 = reshape %0 : f32[1, s0]
+  %3 = mul %1, %2 : f32[s0, s0]
+  return %3
+}
+",
+    );
+    assert!(bind_sizes(&g, &[&[1000]]).is_ok());
+    match bind_sizes(&g, &[&[300_000]]) {
+        Err(BindError::TooLarge { value: 3, shape, .. }) => {
+            assert_eq!(shape, vec![300_000, 300_000])
+        }
+        other => panic!("expected TooLarge for the product, got {other:?}"),
+    }
+    let x = Tensor::F32(ArrayD::zeros(IxDyn(&[300_000])));
+    assert!(matches!(
+        interp::run(&g, &[x]),
+        Err(interp::InterpError::Bind(BindError::TooLarge { .. }))
+    ));
+}
