@@ -8,8 +8,7 @@
 use std::fmt::Write as _;
 use tfn_ir::attr::fmt_float;
 use tfn_ir::library::{
-    Block, Body, DTypeRef, DTypeRule, Expr, ExprKind, FunctionDef, GradDef, ParamType, RewriteDef,
-    ShapeRule, Stmt,
+    Block, Body, DTypeRule, Expr, ExprKind, FunctionDef, GradDef, RewriteDef, ShapeRule, Stmt,
 };
 use tfn_ir::{FileId, Library};
 
@@ -89,24 +88,8 @@ pub fn signature_text(f: &FunctionDef) -> String {
     s
 }
 
-pub fn param_type(ty: &ParamType) -> String {
-    let dt = |d: &DTypeRef| match d {
-        DTypeRef::Any => String::new(),
-        DTypeRef::Fixed(d) => format!("<{d}>"),
-        DTypeRef::Var(v) => format!("<{v}>"),
-    };
-    match ty {
-        ParamType::Tensor(d) => format!("Tensor{}", dt(d)),
-        ParamType::TensorList(d) => format!("Tensor{}[]", dt(d)),
-        ParamType::Scalar => "Scalar".into(),
-        ParamType::Int => "Int".into(),
-        ParamType::Float => "Float".into(),
-        ParamType::Bool => "Bool".into(),
-        ParamType::DType => "DType".into(),
-        ParamType::IntList => "Int[]".into(),
-        ParamType::FloatList => "Float[]".into(),
-    }
-}
+/// The type as written in signatures (`Tensor<T>`, `Int[]`): the IR's one spelling of it.
+pub use tfn_ir::dispatch::param_type_name as param_type;
 
 fn function(out: &mut String, f: &FunctionDef) {
     match &f.body {
