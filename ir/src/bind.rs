@@ -45,7 +45,7 @@ pub enum BindError {
     /// `full([100000, 100000, 100000], 0.0)`): refused before anything is allocated, so that a
     /// program cannot abort the process.
     #[error("value {value} of the function would have shape {shape:?}: {bytes} bytes is more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)")]
-    TooLarge { value: u32, shape: Vec<usize>, bytes: u128, limit: u128 },
+    TooLarge { value: u32, shape: Vec<usize>, bytes: u64, limit: u64 },
     /// The graph itself is malformed (a bug in whoever built it, not in the call).
     #[error("malformed graph: {0}")]
     Malformed(String),
@@ -53,8 +53,8 @@ pub enum BindError {
 
 /// The largest tensor a call may create: `TFN_MAX_TENSOR_BYTES`, by default 16 GiB (read
 /// once per process).
-fn max_tensor_bytes() -> u128 {
-    static LIMIT: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+fn max_tensor_bytes() -> u64 {
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| {
         std::env::var("TFN_MAX_TENSOR_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(16 << 30)
     })
@@ -65,17 +65,17 @@ fn max_tensor_bytes() -> u128 {
 fn check_value_sizes(graph: &Graph, sizes: &[usize]) -> Result<(), BindError> {
     let limit = max_tensor_bytes();
     for (i, node) in graph.nodes.iter().enumerate() {
-        let elements = node.ty.shape.dims().iter().try_fold(1u128, |n, d| {
+        let mut bytes = Some(node.ty.dtype.size_bytes() as u64);
+        for d in node.ty.shape.dims() {
             let size = match *d {
-                Dim::Const(c) => u128::from(c),
-                Dim::Sym(s) => sizes.get(s.0 as usize).copied().unwrap_or(usize::MAX) as u128,
+                Dim::Const(c) => c,
+                Dim::Sym(s) => sizes.get(s.0 as usize).map_or(u64::MAX, |&v| v as u64),
             };
-            n.checked_mul(size)
-        });
-        let bytes = elements.and_then(|n| n.checked_mul(node.ty.dtype.size_bytes() as u128));
+            bytes = bytes.and_then(|b| b.checked_mul(size));
+        }
         if bytes.is_none_or(|b| b > limit) {
             let shape = concrete_shape(&node.ty.shape, sizes);
-            let bytes = bytes.unwrap_or(u128::MAX);
+            let bytes = bytes.unwrap_or(u64::MAX);
             return Err(BindError::TooLarge { value: i as u32, shape, bytes, limit });
         }
     }
