@@ -6,7 +6,9 @@
 //! - `range: LO HI` — inputs drawn uniformly from `[LO, HI]` (default `-2 2`);
 //! - `tol: RTOL ATOL` — looser tolerance, with the reason on the same line;
 //! - `interpreted: N` — how many kernels may run in the interpreter (default 0);
-//! - `kernels: N` — how many kernels fusion must produce.
+//! - `kernels: N` — how many kernels fusion must produce;
+//! - `specials: P` — each float input element becomes NaN, ±inf or −0 with probability `P`
+//!   (NaN/inf propagation through fused reductions and math functions).
 
 mod common;
 
@@ -37,7 +39,12 @@ fn run_case(path: &Path) -> Result<(), String> {
     for (round, sizes) in
         [[1usize, 1].as_slice(), &[3, 5], &[17, 33], &[64, 7], &[1, 130]].iter().enumerate()
     {
-        let inputs = random_inputs(&mut rng, &graph, sizes, range);
+        let mut inputs = random_inputs(&mut rng, &graph, sizes, range);
+        if let Some(p) = directive(&src, "specials:").map(|v| num(Some(v), 0, 0.0)) {
+            for t in &mut inputs {
+                sprinkle_specials(&mut rng, t, p);
+            }
+        }
         let threads = if round % 2 == 0 { 1 } else { 2 };
         let f = check_against_interp(&graph, &inputs, tol, threads)
             .map_err(|e| format!("sizes {sizes:?}: {e}"))?;
@@ -59,6 +66,25 @@ fn run_case(path: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Replaces float elements by NaN, +inf, −inf or −0 with probability `p` each element.
+fn sprinkle_specials(rng: &mut Rng, t: &mut tfn_ir::Tensor, p: f64) {
+    const SPECIALS: [f64; 4] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0];
+    let mut pick = |x: &mut f64| {
+        if rng.uniform(0.0, 1.0) < p {
+            *x = SPECIALS[rng.below(SPECIALS.len())];
+        }
+    };
+    match t {
+        tfn_ir::Tensor::F32(a) => a.iter_mut().for_each(|x| {
+            let mut y = f64::from(*x);
+            pick(&mut y);
+            *x = y as f32;
+        }),
+        tfn_ir::Tensor::F64(a) => a.iter_mut().for_each(&mut pick),
+        _ => {}
+    }
 }
 
 #[test]

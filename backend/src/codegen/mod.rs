@@ -39,7 +39,7 @@ use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use ops::{lanes, scalar_type, unsupported, Width};
 use std::collections::HashMap;
-use tfn_ir::{BinaryOp, DType, Op, Scalar, UnaryOp};
+use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
 /// Vectors per iteration of the main loop.
 const UNROLL: i64 = 4;
@@ -103,6 +103,9 @@ struct RowVals {
     input_scalar: HashMap<usize, Value>,
     node_splat: HashMap<usize, Value>,
     input_splat: HashMap<usize, Value>,
+    /// `1/v` of float row nodes that divide element values, as (scalar, splat): a division by
+    /// a row value becomes one division per row and a multiply per element.
+    node_recip: HashMap<usize, (Value, Option<Value>)>,
     /// Stashed nodes whose values already sit in their output buffer (see [`Emitter::stash`]).
     stashed: Vec<usize>,
 }
@@ -307,8 +310,8 @@ impl Emitter<'_> {
             self.consts.insert(k, (s, v));
         }
         let mut fns: HashMap<DType, Vec<MathFn>> = HashMap::new();
-        for n in &self.plan.nodes {
-            if let Some(f) = math_fn(&n.op) {
+        for (k, n) in self.plan.nodes.iter().enumerate() {
+            if let Some(f) = self.math_fn_of(k) {
                 let d = self.arg_dtype(n.args.first().copied()).unwrap_or(n.dtype);
                 if !d.is_float() {
                     return unsupported(format!("`{}` on {d}", n.op.name()));
@@ -562,9 +565,23 @@ impl Emitter<'_> {
             let s = self.eval_row(b, offs, vals, m)?;
             let s = self.pin(b, s);
             vals.node_scalar.insert(m, s);
+            let dtype = self.plan.nodes[m].dtype;
             if let Some(t) = self.vector {
-                let v = ops::splat(b, Width::Vector(t), self.plan.nodes[m].dtype, s)?;
+                let v = ops::splat(b, Width::Vector(t), dtype, s)?;
                 vals.node_splat.insert(m, self.pin(b, v));
+            }
+            if self.divides_elements(m) {
+                let one = ops::scalar_const(b, dtype, Scalar::Float(1.0));
+                let r = b.ins().fdiv(one, s);
+                let r = self.pin(b, r);
+                let splat = match self.vector {
+                    Some(t) => {
+                        let v = ops::splat(b, Width::Vector(t), dtype, r)?;
+                        Some(self.pin(b, v))
+                    }
+                    None => None,
+                };
+                vals.node_recip.insert(m, (r, splat));
             }
         }
         for &j in row_inputs {
@@ -644,16 +661,92 @@ impl Emitter<'_> {
                 let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
                 b.ins().load(at.width.ty(out.dtype)?, mem(), addr, off)
             }
-            _ => {
-                let mut args = Vec::with_capacity(node.args.len());
-                for &a in &node.args {
-                    args.push(self.eval_ref(b, vals, a, at, memo)?);
+            _ => match self.row_reciprocal(vals, k, at.width) {
+                Some(recip) => {
+                    let x = match node.args.first() {
+                        Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
+                        None => return Err(CodegenError::Internal("division lacks x".into())),
+                    };
+                    b.ins().fmul(x, recip)
                 }
-                self.op(b, k, at.width, &args)?
-            }
+                None => {
+                    let mut args = Vec::with_capacity(node.args.len());
+                    for &a in &node.args {
+                        args.push(self.eval_ref(b, vals, a, at, memo)?);
+                    }
+                    self.op(b, k, at.width, &args)?
+                }
+            },
         };
         memo.insert(Ref::Node(k), v);
         Ok(v)
+    }
+
+    /// Row node `m` is a float divisor of an element-level division (`e / sum(e)` in softmax).
+    fn divides_elements(&self, m: usize) -> bool {
+        self.plan.nodes[m].dtype.is_float()
+            && self.plan.nodes.iter().enumerate().any(|(k, n)| {
+                matches!(n.op, Op::Binary(BinaryOp::Div))
+                    && n.args.get(1) == Some(&Ref::Node(m))
+                    && !self.is_row_node(k)
+            })
+    }
+
+    /// For a float division of node `k` by a row value whose reciprocal this pass holds:
+    /// that reciprocal at `width`. `x · (1/s)` may differ from `x / s` by one rounding (within
+    /// the JIT-vs-interpreter tolerance); body and tail use the same form, so results do not
+    /// depend on where the vector loop ends.
+    fn row_reciprocal(&self, vals: &RowVals, k: usize, width: Width) -> Option<Value> {
+        let node = &self.plan.nodes[k];
+        if !matches!(node.op, Op::Binary(BinaryOp::Div)) || !node.dtype.is_float() {
+            return None;
+        }
+        let Some(Ref::Node(m)) = node.args.get(1) else { return None };
+        let (scalar, splat) = vals.node_recip.get(m)?;
+        match width {
+            Width::Scalar => Some(*scalar),
+            Width::Vector(_) => *splat,
+        }
+    }
+
+    /// The math function node `k` needs: [`math_fn`], specialised where the argument's range
+    /// allows a cheaper form (`exp` of a value known to be `≤ 0`).
+    fn math_fn_of(&self, k: usize) -> Option<MathFn> {
+        let node = &self.plan.nodes[k];
+        match math_fn(&node.op)? {
+            MathFn::Exp if node.args.first().is_some_and(|&a| self.non_positive(a)) => {
+                Some(MathFn::ExpNonPositive)
+            }
+            f => Some(f),
+        }
+    }
+
+    /// Every element of `r` is `≤ 0` or NaN: `x − max(x)` (the max reducing over `x` itself,
+    /// so each element is among those maximised over), `−|x|`, `min(x, c)` with `c ≤ 0`.
+    fn non_positive(&self, r: Ref) -> bool {
+        let Ref::Node(k) = r else { return false };
+        let node = &self.plan.nodes[k];
+        let arg = |i: usize| node.args.get(i).copied();
+        let node_op = |r: Option<Ref>| match r {
+            Some(Ref::Node(m)) => Some(&self.plan.nodes[m]),
+            _ => None,
+        };
+        match node.op {
+            Op::Binary(BinaryOp::Sub) => node_op(arg(1)).is_some_and(|m| {
+                matches!(m.op, Op::Reduce { op: ReduceOp::Max, .. })
+                    && m.args.first() == arg(0).as_ref()
+            }),
+            Op::Unary(UnaryOp::Neg) => {
+                node_op(arg(0)).is_some_and(|m| matches!(m.op, Op::Unary(UnaryOp::Abs)))
+            }
+            Op::Binary(BinaryOp::Minimum) => [arg(0), arg(1)].into_iter().any(|a| {
+                node_op(a).is_some_and(|m| match m.op {
+                    Op::Const(Scalar::Float(c)) | Op::Full { value: Scalar::Float(c) } => c <= 0.0,
+                    _ => false,
+                }) || a.is_some_and(|a| self.non_positive(a))
+            }),
+            _ => false,
+        }
     }
 
     /// Stores `v` (one step's value) into output `o` at the step's position.
@@ -723,7 +816,7 @@ impl Emitter<'_> {
                 .ok_or_else(|| CodegenError::Internal(format!("node {k} lacks argument {i}")))
         };
         let arg_dtype = self.arg_dtype(node.args.first().copied()).unwrap_or(node.dtype);
-        if let Some(f) = math_fn(&node.op) {
+        if let Some(f) = self.math_fn_of(k) {
             let ty = width.ty(arg_dtype)?;
             let consts = self
                 .math

@@ -111,6 +111,29 @@ pub(crate) fn exp(cx: &mut Ctx, x: Value) -> Value {
     cx.mul(p, s2)
 }
 
+/// `eˣ` for `x ≤ 0` (or NaN): the caller guarantees the sign, e.g. softmax's `x − max(x)`.
+/// Nothing can overflow, so one scale suffices: `2^(n+K)` is normal for every `n` down to the
+/// underflow bound and the final multiply by `2^−K` rounds once into the denormals, exactly as
+/// [`exp`] does with its two-factor split — same results on the domain, five fewer
+/// instructions. On `x > 0` the result is unspecified (finite and deterministic).
+pub(crate) fn exp_non_positive(cx: &mut Ctx, x: Value) -> Value {
+    let (lo, _) = exp_bounds(cx);
+    // `n ≥ lo·log₂e − 1`: −151 (f32), −1077 (f64); `n + K` must stay ≥ the lowest normal exponent.
+    let k: i64 = if cx.fmt.is_f32() { 32 } else { 64 };
+    let xc = cx.max_c(x, lo);
+    let (r, _, bits) = reduce_ln2(cx, xc);
+    let em = expm1_poly(cx, r);
+    let one = cx.c(1.0);
+    let p = cx.add(em, one);
+    let mant = cx.fmt.mantissa_bits;
+    let shifted = cx.shl(bits, mant);
+    let scale_bits = cx.iadd_c(shifted, (cx.fmt.bias + k) << mant);
+    let scale = cx.float_of_bits(scale_bits);
+    let p = cx.mul(p, scale);
+    let unscale = cx.c((-k as f64).exp2());
+    cx.mul(p, unscale)
+}
+
 /// `eˣ` for inputs whose result is a normal number (`x ∈ [−(bias−2)·ln2, bias·ln2]`, e.g.
 /// `[−87, 88]` for `f32`); the caller guarantees the range. Cheaper than [`exp`].
 pub(crate) fn exp_normal_range(cx: &mut Ctx, x: Value) -> Value {

@@ -23,6 +23,7 @@
 //! | fn      | f32 (fma) | f32 (no fma) | f64 | notes |
 //! |---------|-----------|--------------|-----|-------|
 //! | exp     | 1 | 1 | 1 | denormal results, overflow to inf |
+//! | exp_non_positive | 1 | 1 | 1 | `x ≤ 0` only (softmax's `x − max`); denormal results |
 //! | expm1   | 2 | 2 | 2 | |
 //! | log     | 1 | 1 | 1 | denormal inputs |
 //! | log1p   | 1 | 1 | 1 | |
@@ -68,6 +69,9 @@ use ops::{Ctx, LaneFormat};
 pub enum MathFn {
     /// `eˣ`; overflows to `+inf`, underflows through denormals to `+0`.
     Exp,
+    /// `eˣ` on `x ≤ 0` only (the code generator proves the sign, e.g. `x − max(x)` in
+    /// softmax); cheaper than [`MathFn::Exp`] because nothing overflows. Unspecified for `x > 0`.
+    ExpNonPositive,
     /// `eˣ − 1`, accurate near 0.
     Expm1,
     /// Natural logarithm; `log(±0) = −inf`, `log(x<0) = NaN`, `log(+inf) = +inf`.
@@ -96,8 +100,9 @@ pub enum MathFn {
 
 impl MathFn {
     /// Every function, in declaration order.
-    pub const ALL: [MathFn; 13] = [
+    pub const ALL: [MathFn; 14] = [
         MathFn::Exp,
+        MathFn::ExpNonPositive,
         MathFn::Expm1,
         MathFn::Log,
         MathFn::Log1p,
@@ -124,6 +129,7 @@ impl MathFn {
     pub fn name(self) -> &'static str {
         match self {
             MathFn::Exp => "exp",
+            MathFn::ExpNonPositive => "exp_non_positive",
             MathFn::Expm1 => "expm1",
             MathFn::Log => "log",
             MathFn::Log1p => "log1p",
@@ -184,6 +190,7 @@ pub fn emit(
     let cx = &mut cx;
     Ok(match f {
         MathFn::Exp => exp::exp(cx, x),
+        MathFn::ExpNonPositive => exp::exp_non_positive(cx, x),
         MathFn::Expm1 => exp::expm1(cx, x),
         MathFn::Log => log::log(cx, x),
         MathFn::Log1p => log::log1p(cx, x),
