@@ -351,8 +351,26 @@ impl CompiledFunction {
         }
         let operands = plan.inputs.len() + plan.outputs.len();
         let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
+        // Inputs read through a view: the source buffer at the view's base offset, strides
+        // from the source's bound shape.
+        let mut view_strides: Vec<Option<Vec<isize>>> = Vec::with_capacity(plan.inputs.len());
         for op in &plan.inputs {
-            args.push(st.buf(op.value)?.ptr as i64);
+            let buf = st.buf(op.value)?;
+            match &op.view {
+                None => {
+                    args.push(buf.ptr as i64);
+                    view_strides.push(None);
+                }
+                Some((view, _)) => {
+                    let source = st.shape(&self.graph.ty(op.value).shape)?;
+                    let (base, strides) = view.layout(&source).ok_or_else(|| {
+                        RunError::Internal(format!("view of {} does not fit {source:?}", op.value))
+                    })?;
+                    let bytes = base * op.dtype.size_bytes() as isize;
+                    args.push((buf.ptr as i64).wrapping_add(bytes as i64));
+                    view_strides.push(Some(strides));
+                }
+            }
         }
         for op in &plan.outputs {
             let buf = match st.take_direct(op.value) {
@@ -365,8 +383,11 @@ impl CompiledFunction {
             args.push(buf.ptr as i64);
         }
         args.extend(sizes.iter().map(|&s| s as i64));
-        for op in plan.operands() {
-            LoopPlan::push_outer_strides(&mut args, &op.full, &sizes);
+        for (k, op) in plan.operands().enumerate() {
+            match view_strides.get(k) {
+                Some(Some(strides)) => plan.push_view_strides(&mut args, op, strides),
+                _ => LoopPlan::push_outer_strides(&mut args, &op.full, &sizes),
+            }
         }
         let begin_slot = args.len();
         args.extend([0, 0]);

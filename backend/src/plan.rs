@@ -16,6 +16,7 @@
 
 use crate::error::CodegenError;
 use tfn_ir::{DType, Dim, Graph, Op, Shape, ValueId};
+use tfn_passes::fusion::ViewOp;
 
 /// What a node argument refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,10 +46,16 @@ pub(crate) struct Operand {
     pub full: Vec<bool>,
     /// For outputs: the plan node stored into this operand.
     pub node: Option<usize>,
+    /// For an input read in place through a `Slice`/`Transpose` (fusion's folded views):
+    /// the view; `value` is then the view's source buffer, read with the view's offset and
+    /// strides (`shape` is the view's shape).
+    pub view: Option<(ViewOp, Shape)>,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct LoopPlan {
+    /// Rank of the kernel's domain (before collapsing).
+    pub domain_rank: usize,
     /// The domain axes making up each collapsed axis (empty = a synthetic axis of size 1).
     pub axes: Vec<Vec<usize>>,
     /// Per collapsed axis: it is reduced.
@@ -103,6 +110,28 @@ impl LoopPlan {
     ) -> Result<LoopPlan, CodegenError> {
         let rank = domain.rank();
         let reduced = |a: usize| axes.contains(&(a as u32));
+        // Views read in place: a `Slice`/`Transpose` node listed in the kernel whose source is
+        // a kernel input becomes a strided input operand instead of a computed node.
+        let mut views: Vec<(ValueId, ValueId, ViewOp)> = Vec::new();
+        for v in nodes {
+            let source = graph.node(*v).inputs.first().copied();
+            if let (Some(op), Some(source)) = (ViewOp::of_node(graph, *v), source) {
+                if inputs.contains(&source) && !nodes.contains(&source) {
+                    views.push((*v, source, op));
+                }
+            }
+        }
+        let is_view = |v: &ValueId| views.iter().any(|(w, _, _)| w == v);
+        let nodes: Vec<ValueId> = nodes.iter().copied().filter(|v| !is_view(v)).collect();
+        let nodes = &nodes[..];
+        let read_directly = |u: &ValueId| {
+            nodes.iter().any(|n| {
+                let node = graph.node(*n);
+                !matches!(node.op, Op::Full { .. }) && node.inputs.contains(u)
+            }) || !views.iter().any(|(_, s, _)| s == u)
+        };
+        let inputs: Vec<ValueId> = inputs.iter().copied().filter(read_directly).collect();
+        let inputs = &inputs[..];
         let row_shape = Shape(
             domain
                 .dims()
@@ -115,6 +144,18 @@ impl LoopPlan {
         let mut input_pat = Vec::new();
         for v in inputs {
             input_pat.push(pattern(&graph.ty(*v).shape, domain)?);
+        }
+        // Domain axes a view operand forbids merging with the previous axis.
+        let mut breaks = vec![false; rank];
+        for (v, _, op) in &views {
+            let shape = &graph.ty(*v).shape;
+            input_pat.push(pattern(shape, domain)?);
+            let pad = rank.saturating_sub(shape.rank());
+            for (a, b) in op.breaks(shape.rank()).into_iter().enumerate() {
+                if let Some(slot) = breaks.get_mut(a + pad) {
+                    *slot |= b;
+                }
+            }
         }
         let mut node_pat = Vec::new();
         for v in nodes {
@@ -140,7 +181,12 @@ impl LoopPlan {
             }
             let sig = signature(a);
             match (&last_sig, groups.last_mut()) {
-                (Some(prev), Some(group)) if *prev == sig => group.push(a),
+                (Some(prev), Some(group))
+                    if *prev == sig
+                        && !group.last().is_some_and(|&p| breaks[p + 1..=a].contains(&true)) =>
+                {
+                    group.push(a)
+                }
                 _ => groups.push(vec![a]),
             }
             last_sig = Some(sig);
@@ -179,6 +225,8 @@ impl LoopPlan {
                     args.push(Ref::Node(j));
                 } else if let Some(j) = inputs.iter().position(|x| x == u) {
                     args.push(Ref::Input(j));
+                } else if let Some(j) = views.iter().position(|(w, _, _)| w == u) {
+                    args.push(Ref::Input(inputs.len() + j));
                 } else {
                     return Err(CodegenError::Internal(format!("{u} is not available to {v}")));
                 }
@@ -192,14 +240,17 @@ impl LoopPlan {
             let row = matches!(node.op, Op::Reduce { .. }) || !varies;
             plan_nodes.push(PlanNode { op: node.op.clone(), args, dtype: node.ty.dtype, row });
         }
-        let inputs: Vec<Operand> = inputs
-            .iter()
+        let sources = inputs.iter().map(|v| (*v, None)).chain(
+            views.iter().map(|(v, s, op)| (*s, Some((op.clone(), graph.ty(*v).shape.clone())))),
+        );
+        let inputs: Vec<Operand> = sources
             .zip(&input_pat)
-            .map(|(v, p)| Operand {
-                value: *v,
-                dtype: graph.ty(*v).dtype,
+            .map(|((v, view), p)| Operand {
+                value: v,
+                dtype: graph.ty(v).dtype,
                 full: collapse(p),
                 node: None,
+                view,
             })
             .collect();
         let mut outs = Vec::new();
@@ -211,9 +262,11 @@ impl LoopPlan {
                 dtype: graph.ty(*v).dtype,
                 full: collapse(&node_pat[j]),
                 node: Some(j),
+                view: None,
             });
         }
         Ok(LoopPlan {
+            domain_rank: rank,
             axes: groups,
             reduced: reduced_axes,
             reduces,
@@ -251,6 +304,23 @@ impl LoopPlan {
             .iter()
             .map(|g| g.iter().map(|&a| domain.get(a).copied().unwrap_or(1)).product())
             .collect()
+    }
+
+    /// Appends the outer-axis strides of an input read through a view (see
+    /// [`Operand::view`]), given the view's per-axis element strides (`ViewOp::layout`): each
+    /// collapsed axis steps like its innermost domain axis (views only merge contiguous axes),
+    /// broadcast axes by 0.
+    pub fn push_view_strides(&self, args: &mut Vec<i64>, op: &Operand, view_strides: &[isize]) {
+        let rank = self.rank();
+        let pad = self.domain_rank.saturating_sub(view_strides.len());
+        for (j, group) in self.axes.iter().enumerate().take(rank.saturating_sub(1)) {
+            let full = op.full.get(j).copied().unwrap_or(false);
+            let stride = match group.last() {
+                Some(&a) if full && a >= pad => view_strides.get(a - pad).copied().unwrap_or(0),
+                _ => 0,
+            };
+            args.push(stride as i64);
+        }
     }
 
     /// Appends one operand's element strides over the collapsed axes, for collapsed `sizes`,

@@ -199,7 +199,7 @@ fn reference(f: MathFn, x: f64) -> f64 {
 /// `sin`/`cos` return NaN beyond their reduction range (documented in `math/trig.rs`).
 /// Whether `x` is in the domain where `f` is specified (`exp_non_positive`: `x ≤ 0` or NaN).
 fn in_domain(f: MathFn, x: f64) -> bool {
-    f != MathFn::ExpNonPositive || !(x > 0.0)
+    f != MathFn::ExpNonPositive || x <= 0.0 || x.is_nan()
 }
 
 fn trig_limit(f: MathFn, is_f32: bool, fma: bool) -> Option<f64> {

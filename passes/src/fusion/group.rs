@@ -1,5 +1,6 @@
 //! The grouping walk behind [`fuse`]: assigns every node to a group, then orders the groups.
 
+use super::view::ViewOp;
 use super::{FusedGraph, Kernel, KernelKind};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -7,11 +8,17 @@ use tfn_ir::{Dim, Graph, Op, Shape, ValueId};
 
 /// Partitions `graph` into kernels (see the module documentation for the rules).
 pub fn fuse(graph: &Graph) -> FusedGraph {
-    let mut walk = Walk { graph, group_of: vec![None; graph.nodes.len()], groups: Vec::new() };
+    let mut walk = Walk {
+        graph,
+        group_of: vec![None; graph.nodes.len()],
+        groups: Vec::new(),
+        folded: vec![false; graph.nodes.len()],
+    };
     for index in 0..graph.nodes.len() {
         walk.place(index);
     }
     walk.materialise_constants();
+    walk.fold_views();
     walk.into_fused()
 }
 
@@ -62,6 +69,8 @@ struct Walk<'g> {
     graph: &'g Graph,
     group_of: Vec<Option<usize>>,
     groups: Vec<Group>,
+    /// View nodes read in place by their consumers (no group of their own; see `fold_views`).
+    folded: Vec<bool>,
 }
 
 impl Walk<'_> {
@@ -328,6 +337,46 @@ impl Walk<'_> {
         }
     }
 
+    /// Lets loop kernels read eligible `Slice`/`Transpose` results in place (see `view.rs`):
+    /// a view that is not a graph output, whose source is not a constant, and whose every
+    /// consumer sits in an elementwise or reduction kernel other than its source's loses its
+    /// copy kernel and is listed in each consuming kernel instead.
+    fn fold_views(&mut self) {
+        let graph = self.graph;
+        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
+        for index in 0..graph.nodes.len() {
+            for v in data_inputs(graph, index) {
+                consumers[v.index()].push(index);
+            }
+        }
+        for (index, node) in graph.nodes.iter().enumerate() {
+            let v = ValueId(index as u32);
+            let Some(g) = self.group_of[index] else { continue };
+            let Some(&source) = node.inputs.first() else { continue };
+            if self.groups[g].kind != KernelKind::Copy
+                || ViewOp::of_node(graph, v).is_none()
+                || graph.outputs.contains(&v)
+                || matches!(graph.node(source).op, Op::Const(_))
+                || consumers[index].is_empty()
+            {
+                continue;
+            }
+            let source_group = self.group_of[source.index()];
+            let in_place = consumers[index].iter().all(|&c| match self.group_of[c] {
+                Some(h) => {
+                    matches!(self.groups[h].kind, KernelKind::Elementwise | KernelKind::Reduction)
+                        && Some(h) != source_group
+                }
+                None => false,
+            });
+            if in_place {
+                self.groups[g].alive = false;
+                self.group_of[index] = None;
+                self.folded[index] = true;
+            }
+        }
+    }
+
     fn into_fused(self) -> FusedGraph {
         let graph = self.graph;
         let is_const = |v: &ValueId| matches!(graph.node(*v).op, Op::Const(_));
@@ -344,6 +393,12 @@ impl Walk<'_> {
                     || !matches!(graph.nodes[index].op, Op::MatMul);
                 for v in data_inputs(graph, index) {
                     if self.group_of[v.index()] == Some(g) {
+                        continue;
+                    }
+                    if self.folded[v.index()] {
+                        // Read in place: the view node joins this kernel, its source is read.
+                        nodes.insert(*v);
+                        inputs.extend(graph.node(*v).inputs.first().copied());
                         continue;
                     }
                     let fusable = matches!(

@@ -26,15 +26,21 @@
 //!   several passes over each row, and a column sum absorbs its producers and epilogue;
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
-//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::Other`]; `Extern` cuts the graph.
+//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::Other`]; `Extern` cuts the graph;
+//! - shape ops become index arithmetic where they can: a `Slice` or a last-axis-keeping
+//!   `Transpose` ([`ViewOp`]) read only by elementwise/reduction kernels (and not returned)
+//!   has no kernel of its own; each consuming kernel lists the view node and reads the source
+//!   with the view's offset and strides.
 //!
 //! A merge is taken only when the group graph stays acyclic, so kernels can always be ordered.
 
 mod group;
 mod print;
+mod view;
 
 pub use group::fuse;
 pub use print::print_fused;
+pub use view::ViewOp;
 
 use tfn_ir::{Shape, ValueId};
 

@@ -1,0 +1,135 @@
+//! Shape ops read in place: which `Slice`s and `Transpose`s a loop kernel can read as strided
+//! views of their source, and the layout (base offset and strides) of such a view.
+//!
+//! A loop kernel's inner axis is walked with unit stride, so a view qualifies when its last
+//! axis is unit-stride in the source: a `Transpose` that keeps the last axis in place, or a
+//! `Slice` of any axis but the last, or of the last with step 1. Every other axis may have any
+//! stride (negative for reversed slices). Instead of copying, the consumer kernel gets the
+//! source buffer, a base offset and the view's strides; fusion ([`super::fuse`]) lists the view
+//! node in each consuming kernel, the code generator maps it to a strided input operand.
+//!
+//! Adjacent view axes `a − 1, a` are *contiguous* when `stride[a − 1] = size[a] · stride[a]`
+//! for every source shape; only those may be collapsed into one loop axis ([`ViewOp::breaks`]).
+
+use tfn_ir::bind::slice_range;
+use tfn_ir::{Graph, Op, ValueId};
+
+/// A shape op a kernel can read as a strided view of its source.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ViewOp {
+    /// `Transpose` keeping the last axis: view axis `a` is source axis `perm[a]`.
+    Transpose { perm: Vec<u32> },
+    /// `Slice` of `axis` (not the last one unless `step == 1`).
+    Slice { axis: u32, start: i64, end: Option<i64>, step: i64 },
+}
+
+impl ViewOp {
+    /// The view form of node `v`, if it is an eligible `Transpose` or `Slice` of a rank ≥ 1
+    /// value.
+    pub fn of_node(graph: &Graph, v: ValueId) -> Option<ViewOp> {
+        let node = graph.nodes.get(v.index())?;
+        let source = *node.inputs.first()?;
+        let rank = graph.ty(source).shape.rank();
+        if rank == 0 {
+            return None;
+        }
+        match &node.op {
+            Op::Transpose { perm } => {
+                let keeps_last = perm.len() == rank && perm.last() == Some(&(rank as u32 - 1));
+                keeps_last.then(|| ViewOp::Transpose { perm: perm.clone() })
+            }
+            &Op::Slice { axis, start, end, step } => {
+                let inner = axis as usize + 1 == rank;
+                let ok = (axis as usize) < rank && step != 0 && (!inner || step == 1);
+                ok.then_some(ViewOp::Slice { axis, start, end, step })
+            }
+            _ => None,
+        }
+    }
+
+    /// Per view axis `a`: whether it must not be collapsed with axis `a − 1` (their strides
+    /// are not contiguous for every source shape). `rank` is the view's rank.
+    pub fn breaks(&self, rank: usize) -> Vec<bool> {
+        let mut out = vec![false; rank];
+        match self {
+            ViewOp::Transpose { perm } => {
+                for a in 1..rank.min(perm.len()) {
+                    out[a] = perm[a - 1] + 1 != perm[a];
+                }
+            }
+            ViewOp::Slice { axis, step, .. } => {
+                let axis = *axis as usize;
+                // The sliced axis is shorter than in the source: not contiguous with its outer
+                // neighbour; with a step it is not contiguous with its inner one either.
+                if axis < rank {
+                    out[axis] = axis > 0;
+                    if *step != 1 && axis + 1 < rank {
+                        out[axis + 1] = true;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Base element offset and per-view-axis element strides of the view over a contiguous
+    /// row-major source of `source_shape`. `None` when the shape does not fit the op.
+    pub fn layout(&self, source_shape: &[usize]) -> Option<(isize, Vec<isize>)> {
+        let rank = source_shape.len();
+        let mut strides = vec![0isize; rank];
+        let mut acc: isize = 1;
+        for a in (0..rank).rev() {
+            strides[a] = acc;
+            acc = acc.checked_mul(isize::try_from(source_shape[a]).ok()?)?;
+        }
+        match self {
+            ViewOp::Transpose { perm } => {
+                if perm.len() != rank {
+                    return None;
+                }
+                let permuted = perm
+                    .iter()
+                    .map(|&p| strides.get(p as usize).copied())
+                    .collect::<Option<_>>()?;
+                Some((0, permuted))
+            }
+            ViewOp::Slice { axis, start, end, step } => {
+                let axis = *axis as usize;
+                let size = i64::try_from(*source_shape.get(axis)?).ok()?;
+                let (first, _) = slice_range(size, *start, *end, *step)?;
+                let base = isize::try_from(first).ok()?.checked_mul(strides[axis])?;
+                strides[axis] = strides[axis].checked_mul(isize::try_from(*step).ok()?)?;
+                Some((base, strides))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_layout_matches_python_indexing() {
+        // x[1:7:2] of a [10, 4] source: rows 1, 3, 5.
+        let op = ViewOp::Slice { axis: 0, start: 1, end: Some(7), step: 2 };
+        assert_eq!(op.layout(&[10, 4]), Some((4, vec![8, 1])));
+        assert_eq!(op.breaks(2), vec![false, true]);
+        // x[:, ::-1] is not a view (reversed inner axis) — see `of_node`; x[::-1] is.
+        let rev = ViewOp::Slice { axis: 0, start: -1, end: None, step: -1 };
+        assert_eq!(rev.layout(&[3, 5]), Some((10, vec![-5, 1])));
+        // x[:, 2:] keeps unit inner stride but breaks the row collapse.
+        let cols = ViewOp::Slice { axis: 1, start: 2, end: None, step: 1 };
+        assert_eq!(cols.layout(&[3, 5]), Some((2, vec![5, 1])));
+        assert_eq!(cols.breaks(2), vec![false, true]);
+    }
+
+    #[test]
+    fn transpose_layout_permutes_strides() {
+        let op = ViewOp::Transpose { perm: vec![1, 0, 2] };
+        assert_eq!(op.layout(&[2, 3, 4]), Some((0, vec![4, 12, 1])));
+        assert_eq!(op.breaks(3), vec![false, true, true]);
+        let keep = ViewOp::Transpose { perm: vec![2, 0, 1, 3] };
+        assert_eq!(keep.breaks(4), vec![false, true, false, true]);
+    }
+}
