@@ -1,22 +1,17 @@
 //! Data-movement kernels — `Transpose`, `Slice`, `Concat` — as native strided copies.
 //!
-//! Each is one walk over the output in row-major order reading the source through per-axis
-//! element strides (negative for reversed slices) from a base offset, so no interpreter and no
-//! temporary tensors are involved. Runs of the inner axis that are contiguous in the source
-//! are copied with `memcpy`; strided ones element by element with typed loads (1, 4 or 8
-//! bytes). Outputs are written once, in order, so a copy into a caller buffer is direct.
+//! Each op becomes a source view (a base offset and per-axis element strides, negative for
+//! reversed slices) over the shape it writes, and a destination view of the output (a slab of
+//! it for a concat operand); [`crate::strided_copy`] does the moving: `memcpy` per row when the
+//! inner axis is contiguous on both sides, cache-line tiles when a transpose moves the inner
+//! axis, typed element copies otherwise. No interpreter and no temporary tensors are involved,
+//! and outputs are written directly, so a copy into a caller buffer costs no extra pass.
 
 use crate::buffers::RawBuf;
 use crate::error::RunError;
+use crate::strided_copy::{copy_axes, copy_strided};
 use tfn_ir::bind::slice_range;
 use tfn_ir::Op;
-
-/// A strided view of a source buffer: `shape` elements read at `base + Σ idx[a]·strides[a]`.
-struct Strided<'s> {
-    shape: &'s [usize],
-    base: isize,
-    strides: &'s [isize],
-}
 
 /// Row-major element strides of a contiguous `shape`.
 fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
@@ -29,78 +24,38 @@ fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
-/// Copies `src` (a strided view of `from`) into `to` at element offset `dst_base` with the
-/// destination's own strides `dst_strides` over the same shape.
+/// Copies `shape` elements read from `from` at `src_base + Σ idx·src_strides` to `to` at
+/// `dst_base + Σ idx·dst_strides` (all in elements).
 ///
 /// # Safety
-/// Every element address the view and the destination describe must be inside live buffers
-/// of `from.dtype` elements, and the destination must not overlap the source.
-unsafe fn copy_strided(
+/// Every element address both views describe must be inside live buffers of `from.dtype`
+/// elements, destination addresses pairwise distinct, and the destination must not overlap
+/// the source.
+unsafe fn copy_view(
     from: RawBuf,
-    src: &Strided<'_>,
+    (src_base, src_strides): (isize, &[isize]),
     to: RawBuf,
-    dst_base: isize,
-    dst_strides: &[isize],
-) {
-    let rank = src.shape.len();
-    if src.shape.contains(&0) {
-        return;
-    }
+    (dst_base, dst_strides): (isize, &[isize]),
+    shape: &[usize],
+) -> Result<(), RunError> {
+    let Some(axes) = copy_axes(shape, src_strides, dst_strides) else { return Ok(()) };
     let size = from.dtype.size_bytes();
-    let (inner, src_step, dst_step) = match rank {
-        0 => (1, 1, 1),
-        _ => (src.shape[rank - 1], src.strides[rank - 1], dst_strides[rank - 1]),
+    // SAFETY: the view is not empty, so both bases are element addresses of live buffers (the
+    // caller's guarantee), and so is every element `axes` reaches from them.
+    let copied = unsafe {
+        let src = from.ptr.offset(src_base * size as isize);
+        let dst = to.ptr.offset(dst_base * size as isize);
+        copy_strided(size, src, dst, &axes)
     };
-    let outer = rank.saturating_sub(1);
-    let mut index = vec![0usize; outer];
-    loop {
-        let mut s = src.base;
-        let mut d = dst_base;
-        for a in 0..outer {
-            s += index[a] as isize * src.strides[a];
-            d += index[a] as isize * dst_strides[a];
-        }
-        // SAFETY: guaranteed by the caller for every index of the shape.
-        unsafe {
-            let sp = from.ptr.offset(s * size as isize);
-            let dp = to.ptr.offset(d * size as isize);
-            if src_step == 1 && dst_step == 1 {
-                std::ptr::copy_nonoverlapping(sp, dp, inner * size);
-            } else {
-                match size {
-                    8 => copy_run::<u64>(sp, src_step, dp, dst_step, inner),
-                    4 => copy_run::<u32>(sp, src_step, dp, dst_step, inner),
-                    2 => copy_run::<u16>(sp, src_step, dp, dst_step, inner),
-                    _ => copy_run::<u8>(sp, src_step, dp, dst_step, inner),
-                }
-            }
-        }
-        // Next outer index, row-major.
-        let mut a = outer;
-        loop {
-            if a == 0 {
-                return;
-            }
-            a -= 1;
-            index[a] += 1;
-            if index[a] < src.shape[a] {
-                break;
-            }
-            index[a] = 0;
-        }
+    match copied {
+        true => Ok(()),
+        false => Err(RunError::Internal(format!("copy kernel: element size {size}"))),
     }
 }
 
-/// Copies `n` elements of type `T` between strided runs.
-///
-/// # Safety
-/// Both runs must be inside live buffers.
-unsafe fn copy_run<T: Copy>(src: *const u8, ss: isize, dst: *mut u8, ds: isize, n: usize) {
-    let (src, dst) = (src as *const T, dst as *mut T);
-    for i in 0..n as isize {
-        // SAFETY: guaranteed by the caller.
-        unsafe { dst.offset(i * ds).write_unaligned(src.offset(i * ss).read_unaligned()) };
-    }
+/// Whether `a` and `b` have the same rank and agree on every axis but `axis`.
+fn same_except(a: &[usize], b: &[usize], axis: usize) -> bool {
+    a.len() == b.len() && a.iter().zip(b).enumerate().all(|(i, (x, y))| i == axis || x == y)
 }
 
 /// Runs one copy op: `inputs` are the operands' buffers and shapes, `out` the output buffer of
@@ -126,13 +81,12 @@ pub(crate) unsafe fn run_copy(
                 .map(|&p| in_strides.get(p as usize).copied())
                 .collect::<Option<_>>()
                 .ok_or_else(|| bad("permutation out of range"))?;
-            let permuted = perm.iter().map(|&p| shape[p as usize]);
-            if strides.len() != out_shape.len() || !permuted.eq(out_shape.iter().copied()) {
+            let permuted = perm.iter().map(|&p| shape.get(p as usize).copied());
+            if perm.len() != shape.len() || !permuted.eq(out_shape.iter().map(|&n| Some(n))) {
                 return Err(bad("permutation does not match the output shape"));
             }
-            let src = Strided { shape: out_shape, base: 0, strides: &strides };
             // SAFETY: the strides permute the input's own, over the permuted (output) shape.
-            unsafe { copy_strided(*buf, &src, out, 0, &out_strides) };
+            unsafe { copy_view(*buf, (0, &strides), out, (0, &out_strides), out_shape)? };
         }
         Op::Slice { axis, start, end, step } => {
             let [(buf, shape)] = inputs else { return Err(bad("slice takes one input")) };
@@ -140,15 +94,17 @@ pub(crate) unsafe fn run_copy(
             let size = *shape.get(axis).ok_or_else(|| bad("slice axis out of range"))?;
             let (first, count) = slice_range(size as i64, *start, *end, *step)
                 .ok_or_else(|| bad("slice with step 0"))?;
-            if out_shape.get(axis) != Some(&count) || out_shape.len() != shape.len() {
+            if !same_except(out_shape, shape, axis) || out_shape.get(axis) != Some(&count) {
                 return Err(bad("slice output shape"));
             }
             let mut strides = contiguous_strides(shape);
             let base = first as isize * strides[axis];
-            strides[axis] *= *step as isize;
-            let src = Strided { shape: out_shape, base, strides: &strides };
-            // SAFETY: indices first + i·step, i < count, stay inside the axis (slice_range).
-            unsafe { copy_strided(*buf, &src, out, 0, &out_strides) };
+            // Wrapping: the product only overflows when the step exceeds the axis, and then
+            // the slice has at most one element and the stride is never used.
+            strides[axis] = strides[axis].wrapping_mul(*step as isize);
+            // SAFETY: indices first + i·step, i < count, stay inside the axis (slice_range);
+            // the other axes are the input's own.
+            unsafe { copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape)? };
         }
         Op::Concat { axis } => {
             let axis = *axis as usize;
@@ -157,15 +113,16 @@ pub(crate) unsafe fn run_copy(
             }
             let mut at = 0usize;
             for (buf, shape) in inputs {
-                if shape.len() != out_shape.len() || at + shape[axis] > out_shape[axis] {
+                let len = shape.get(axis).copied().unwrap_or(0);
+                if !same_except(shape, out_shape, axis) || at + len > out_shape[axis] {
                     return Err(bad("concat operand shape"));
                 }
                 let strides = contiguous_strides(shape);
-                let src = Strided { shape, base: 0, strides: &strides };
                 let dst_base = at as isize * out_strides[axis];
-                // SAFETY: each operand lands in its own slab of the output along `axis`.
-                unsafe { copy_strided(*buf, &src, out, dst_base, &out_strides) };
-                at += shape[axis];
+                // SAFETY: each operand lands in its own slab of the output along `axis`, and
+                // its other axes are the output's.
+                unsafe { copy_view(*buf, (0, &strides), out, (dst_base, &out_strides), shape)? };
+                at += len;
             }
             if at != out_shape[axis] {
                 return Err(bad("concat operands do not fill the output"));

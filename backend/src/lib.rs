@@ -24,6 +24,7 @@ mod jit;
 mod matmul;
 mod parallel;
 mod plan;
+mod strided_copy;
 pub mod tensors;
 
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
