@@ -1,16 +1,20 @@
 //! [`CompiledFunction`]: a fused graph whose kernels are compiled, and the executor that runs
 //! it — binding sizes, allocating intermediates, calling kernels in order.
 //!
-//! Each kernel becomes one [`Step`]: a JIT loop, a `gemm` call plus a JIT epilogue, a zero-copy
-//! reshape, a native strided copy (transpose, slice, concat), or — for anything the code
-//! generator cannot handle yet (argmax, extern ops) — the reference interpreter run on just
-//! that kernel's nodes (correct, slower). So every graph runs, and [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
+//! Each kernel becomes one [`Step`]: a JIT loop, a matmul whose JIT epilogue runs on each
+//! block of output rows as it becomes final (`crate::matmul`), a zero-copy reshape, a native
+//! strided copy (transpose, slice, concat) — skipped when its only reader is a matmul that
+//! reads the transpose's source with swapped strides (`crate::operand_transposes`) — or, for
+//! anything the code generator cannot handle yet (argmax, extern ops), the reference
+//! interpreter run on just that kernel's nodes (correct, slower). So every graph runs, and
+//! [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
 
 use crate::buffers::{self, RawBuf};
 use crate::copy;
 use crate::error::{CodegenError, RunError};
 use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
+use crate::operand_transposes::operand_transposes;
 use crate::parallel;
 use crate::plan::LoopPlan;
 use crate::tensors::{TensorView, TensorViewMut};
@@ -44,8 +48,13 @@ enum Step {
     },
     MatMul {
         node: ValueId,
+        /// Per operand (`a`, `b`): read it as the last-two-axes transpose of this value,
+        /// whose `Transpose` copy kernel is skipped (see `operand_transposes`).
+        transposed_from: [Option<ValueId>; 2],
         epilogue: Option<(LoopPlan, KernelFn)>,
     },
+    /// A copy kernel whose only reader takes its source directly.
+    Skipped,
     View {
         input: ValueId,
         output: ValueId,
@@ -101,6 +110,15 @@ impl CompiledFunction {
             };
             steps.push(step);
         }
+        for t in operand_transposes(graph, &fused) {
+            let copy_is_native = matches!(steps.get(t.copy_kernel), Some(Step::Copy { .. }));
+            if let Some(Step::MatMul { transposed_from, .. }) = steps.get_mut(t.matmul_kernel) {
+                if copy_is_native || transposed_from.contains(&Some(t.source)) {
+                    transposed_from[t.slot] = Some(t.source);
+                    steps[t.copy_kernel] = Step::Skipped;
+                }
+            }
+        }
         Ok(CompiledFunction {
             graph: graph.clone(),
             fused,
@@ -128,6 +146,16 @@ impl CompiledFunction {
                 Step::Interp { reason } => Some((i, reason.clone())),
                 _ => None,
             })
+            .collect()
+    }
+
+    /// Kernels that do no work of their own: `Transpose` copies whose only reader, a matmul,
+    /// reads the transpose's source with swapped strides instead.
+    pub fn skipped_kernels(&self) -> Vec<usize> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| matches!(s, Step::Skipped).then_some(i))
             .collect()
     }
 
@@ -288,21 +316,51 @@ impl CompiledFunction {
                 let domain = st.shape(&kernel.domain)?;
                 self.run_loop(st, plan, *func, &domain, *checks_empty)
             }
-            Step::MatMul { node, epilogue } => {
+            Step::MatMul { node, transposed_from, epilogue } => {
                 let n = self.graph.node(*node);
                 let (Some(a), Some(b)) = (n.inputs.first(), n.inputs.get(1)) else {
                     return Err(RunError::Internal("matmul needs two inputs".into()));
                 };
+                let operand = |slot: usize, v: ValueId| -> Result<matmul::Operand, RunError> {
+                    Ok(match transposed_from[slot] {
+                        Some(source) => matmul::Operand { buf: st.buf(source)?, transposed: true },
+                        None => matmul::Operand { buf: st.buf(v)?, transposed: false },
+                    })
+                };
+                let (op_a, op_b) = (operand(0, *a)?, operand(1, *b)?);
                 let sa = st.shape(&self.graph.ty(*a).shape)?;
                 let sb = st.shape(&self.graph.ty(*b).shape)?;
                 let so = st.shape(&n.ty.shape)?;
                 let out = st.alloc(*node, n.ty.dtype, &so);
                 let shapes = MatMulShapes { a: &sa, b: &sb, out: &so };
-                // SAFETY: buffers are alive in `st` and sized by the bound shapes.
-                unsafe { matmul::matmul(st.buf(*a)?, st.buf(*b)?, out, &shapes, self.threads)? };
-                if let Some((plan, func)) = epilogue {
-                    let domain = st.shape(&kernel.domain)?;
-                    self.run_loop(st, plan, *func, &domain, false)?;
+                // The epilogue's arguments (and outputs) are set up before the product, so it
+                // can run on blocks of output rows as soon as they are final.
+                let call = match epilogue {
+                    Some((plan, func)) => {
+                        let domain = st.shape(&kernel.domain)?;
+                        self.prepare_loop(st, plan, &domain, false)?.map(|c| (c, plan, *func))
+                    }
+                    None => None,
+                };
+                let run_steps = |lo: usize, hi: usize| {
+                    if let Some((c, _, func)) = &call {
+                        // SAFETY: the rows behind steps `lo..hi` are final (see `matmul`);
+                        // the arguments describe live buffers (see `prepare_loop`).
+                        unsafe { c.call_range(*func, lo, hi) };
+                    }
+                };
+                let tiles = call.as_ref().and_then(|(c, plan, _)| {
+                    let unit = c.step_elements(plan)?;
+                    Some(matmul::TileEpilogue { unit, run: &run_steps })
+                });
+                // SAFETY: buffers are alive in `st` and sized by the bound shapes; the
+                // epilogue only reads the product and writes its own outputs.
+                let ran = unsafe {
+                    matmul::matmul(op_a, op_b, out, &shapes, self.threads, tiles.as_ref())?
+                };
+                if let (Some((c, _, func)), matmul::EpilogueRun::Pending) = (&call, ran) {
+                    // SAFETY: as `run_loop`'s call.
+                    unsafe { c.call_all(*func, self.threads) };
                 }
                 Ok(())
             }
@@ -324,6 +382,7 @@ impl CompiledFunction {
                 unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
             }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
+            Step::Skipped => Ok(()),
         }
     }
 
@@ -335,6 +394,22 @@ impl CompiledFunction {
         domain: &[usize],
         checks_empty: bool,
     ) -> Result<(), RunError> {
+        if let Some(call) = self.prepare_loop(st, plan, domain, checks_empty)? {
+            // SAFETY: see `prepare_loop`.
+            unsafe { call.call_all(func, self.threads) };
+        }
+        Ok(())
+    }
+
+    /// Binds a loop kernel's arguments (allocating its outputs); `None` when it has nothing
+    /// to do.
+    fn prepare_loop(
+        &self,
+        st: &mut State,
+        plan: &LoopPlan,
+        domain: &[usize],
+        checks_empty: bool,
+    ) -> Result<Option<LoopCall>, RunError> {
         let sizes = plan.sizes(domain);
         let rank = sizes.len();
         let split = plan.split_axis();
@@ -393,24 +468,11 @@ impl CompiledFunction {
         args.extend([0, 0]);
         let total = kept * reduced;
         if kept == 0 || (total == 0 && !plan.reduces) {
-            return Ok(());
+            return Ok(None);
         }
         // Splitting the inner axis keeps whole 4-vector blocks per chunk.
         let align = if split + 1 == rank { 16 } else { 1 };
-        // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
-        // sizes/strides describe exactly those buffers (see `LoopPlan`).
-        unsafe {
-            parallel::call_split(
-                func,
-                &mut args,
-                begin_slot,
-                sizes[split],
-                total,
-                self.threads,
-                align,
-            )
-        };
-        Ok(())
+        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align }))
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
@@ -464,6 +526,69 @@ impl CompiledFunction {
             }
         }
         Ok(())
+    }
+}
+
+/// A loop kernel's bound arguments, ready to call on its whole split range or a part of it.
+struct LoopCall {
+    args: Vec<i64>,
+    begin_slot: usize,
+    /// Collapsed loop sizes.
+    sizes: Vec<usize>,
+    /// The collapsed axis `begin..end` ranges over.
+    split: usize,
+    /// Elements touched (for the threading decision).
+    total: usize,
+    align: usize,
+}
+
+impl LoopCall {
+    /// Runs the whole range, split across up to `threads` threads when large.
+    ///
+    /// # Safety
+    /// The buffers behind `args` must be alive and finished where the kernel reads them.
+    unsafe fn call_all(&self, func: KernelFn, threads: usize) {
+        let mut args = self.args.clone();
+        let range = self.sizes.get(self.split).copied().unwrap_or(1);
+        // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
+        // sizes/strides describe exactly those buffers (see `LoopPlan`).
+        unsafe {
+            parallel::call_split(
+                func,
+                &mut args,
+                self.begin_slot,
+                range,
+                self.total,
+                threads,
+                self.align,
+            )
+        };
+    }
+
+    /// Output elements one step of the split axis covers, when the kernel is elementwise and
+    /// its split axis is the outermost: then steps `lo..hi` are exactly the flat row-major
+    /// elements `[lo * unit, hi * unit)` of its domain (collapsed axes partition the domain's
+    /// non-unit axes in order). `None` otherwise.
+    fn step_elements(&self, plan: &LoopPlan) -> Option<usize> {
+        if plan.reduces || self.split != 0 {
+            return None;
+        }
+        let unit: usize = self.sizes.iter().skip(1).product();
+        (unit > 0).then_some(unit)
+    }
+
+    /// Runs steps `lo..hi` of the split axis on the calling thread.
+    ///
+    /// # Safety
+    /// As [`Self::call_all`], for the elements of those steps; `lo <= hi <=` the split size.
+    unsafe fn call_range(&self, func: KernelFn, lo: usize, hi: usize) {
+        let mut args = self.args.clone();
+        if let Some(slots) = args.get_mut(self.begin_slot..self.begin_slot + 2) {
+            slots[0] = lo as i64;
+            slots[1] = hi as i64;
+        }
+        // SAFETY: guaranteed by the caller.
+        unsafe { func(args.as_ptr()) };
     }
 }
 
@@ -589,7 +714,7 @@ fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, Cod
             } else {
                 None
             };
-            Ok(Step::MatMul { node, epilogue })
+            Ok(Step::MatMul { node, transposed_from: [None, None], epilogue })
         }
         KernelKind::View => match kernel.nodes.as_slice() {
             [v] if matches!(graph.node(*v).op, Op::Reshape) => {

@@ -5,9 +5,13 @@
 //!   branch-free Cranelift IR for `f32x4`/`f64x2` loop bodies and `f32`/`f64` tails.
 //! - `plan` and `codegen`: a fused loop kernel as a collapsed loop nest, and its Cranelift IR
 //!   (4×-unrolled 128-bit vector loops, row passes for reductions, scalar tails);
-//! - [`executor`]: [`CompiledFunction`], which runs a fused graph (JIT loops, `gemm` with a
+//! - [`executor`]: [`CompiledFunction`], which runs a fused graph (JIT loops, matmuls with a
 //!   fused epilogue, zero-copy reshapes, native strided copies for transpose/slice/concat, the
 //!   interpreter for anything else);
+//! - [`packed_gemm`]: tfn's own AVX-512 f32 GEMM (packed panels, 12 × 32 micro-kernel, any
+//!   operand strides) with a hook where output rows become final; `matmul` batches it, runs
+//!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512);
+//!   `operand_transposes` lets a matmul read a transposed operand without a copy;
 //! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`].
 
 pub mod isa;
@@ -22,6 +26,8 @@ pub mod error;
 pub mod executor;
 mod jit;
 mod matmul;
+mod operand_transposes;
+pub mod packed_gemm;
 mod parallel;
 mod plan;
 mod strided_copy;

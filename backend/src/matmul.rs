@@ -1,13 +1,28 @@
-//! Matrix products through the `gemm` crate (AVX2/AVX-512 micro-kernels with runtime
-//! dispatch), batched NumPy style with broadcast batch axes.
+//! Matrix products, batched NumPy style with broadcast batch axes, with the fused elementwise
+//! epilogue run on each block of output rows as soon as it is final.
 //!
-//! Why `gemm` rather than a Cranelift micro-kernel: Cranelift only has 128-bit vectors and no
-//! register tiling help, so a JIT micro-kernel tops out far below the 150 GFLOP/s target; `gemm`
-//! packs panels and uses 256/512-bit FMA kernels. The elementwise epilogue (bias, activation)
-//! then runs as a fused JIT loop over the product.
+//! f32 on AVX-512 CPUs runs tfn's own packed GEMM (`crate::packed_gemm`), threads splitting
+//! the flattened `batch × rows` range into contiguous row panels. Everything else (f64, CPUs
+//! without AVX-512) calls the `gemm` crate per batch matrix and leaves the epilogue to one pass
+//! over the whole output afterwards ([`EpilogueRun::Pending`]).
+//!
+//! Why not a Cranelift micro-kernel: Cranelift only has 128-bit vectors and no register tiling
+//! help, so a JIT micro-kernel tops out far below the 150 GFLOP/s target.
+//!
+//! An operand may be stored transposed (the source of a skipped `Transpose` copy, see
+//! `crate::operand_transposes`): both paths then read it with swapped strides.
+//!
+//! The epilogue is a JIT loop kernel callable on any sub-range `[lo, hi)` of its outermost
+//! loop axis; one step of that axis covers `unit` consecutive output elements (the product of
+//! the inner loop sizes). Rows `i0..i1` of batch matrix `c` are the flat elements
+//! `[(c·m + i0)·n, (c·m + i1)·n)`, so as rows become final each thread runs the epilogue on
+//! the steps wholly inside its finished elements; steps straddling two threads' regions run
+//! after the threads join.
 
 use crate::buffers::RawBuf;
 use crate::error::RunError;
+use crate::packed_gemm::{self, Dims, OutputMatrix, PackBuffers, StridedMatrix};
+use std::cell::Cell;
 use tfn_ir::DType;
 
 /// Shapes of one matmul call: `a` is `[..., m, k]`, `b` is `[..., k, n]`, `out` is
@@ -17,6 +32,46 @@ pub(crate) struct MatMulShapes<'s> {
     pub b: &'s [usize],
     pub out: &'s [usize],
 }
+
+/// One matmul operand: a contiguous row-major buffer holding the logical matrix, or (when
+/// `transposed`) its last-two-axes transpose, read with swapped strides.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Operand {
+    pub buf: RawBuf,
+    pub transposed: bool,
+}
+
+impl Operand {
+    /// Element strides `(row, column)` of one `rows × cols` logical matrix.
+    fn strides(&self, rows: usize, cols: usize) -> (usize, usize) {
+        if self.transposed {
+            (1, rows)
+        } else {
+            (cols, 1)
+        }
+    }
+}
+
+/// An elementwise epilogue that can run on steps `[lo, hi)` of its outer loop, each step
+/// covering `unit` consecutive elements of the (row-major) matmul output.
+pub(crate) struct TileEpilogue<'e> {
+    /// Output elements per step (> 0).
+    pub unit: usize,
+    /// Runs the epilogue on steps `lo..hi`; called concurrently on disjoint ranges.
+    pub run: &'e (dyn Fn(usize, usize) + Sync),
+}
+
+/// Whether [`matmul`] ran the epilogue it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EpilogueRun {
+    /// Every step ran, tile by tile.
+    Done,
+    /// Not run: the caller runs it over the whole output.
+    Pending,
+}
+
+/// Below this many multiply-adds a matmul runs on the calling thread.
+const MIN_PARALLEL_FLOPS: usize = 1 << 21;
 
 /// Row-major element strides of the batch axes of `shape` aligned to `batch` (0 = broadcast).
 fn batch_strides(shape: &[usize], batch: &[usize], matrix: usize) -> Vec<usize> {
@@ -33,95 +88,269 @@ fn batch_strides(shape: &[usize], batch: &[usize], matrix: usize) -> Vec<usize> 
     strides
 }
 
-/// Computes `out = a @ b`. All three buffers are contiguous row-major of `shapes`.
+/// One batched product, resolved: sizes, per-batch element offsets, element size.
+struct Problem {
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Element offsets of `a` and `b` for each output batch matrix.
+    offsets: Vec<(usize, usize)>,
+    /// Element strides `(row, column)` within one matrix of `a` and of `b`.
+    a_strides: (usize, usize),
+    b_strides: (usize, usize),
+}
+
+impl Problem {
+    fn new(shapes: &MatMulShapes<'_>, a: &Operand, b: &Operand) -> Result<Problem, RunError> {
+        let (ra, rb, ro) = (shapes.a.len(), shapes.b.len(), shapes.out.len());
+        if ra < 2 || rb < 2 || ro < 2 {
+            return Err(RunError::Internal("matmul operands must have rank >= 2".into()));
+        }
+        let (m, k) = (shapes.a[ra - 2], shapes.a[ra - 1]);
+        let n = shapes.b[rb - 1];
+        if shapes.b[rb - 2] != k || shapes.out[ro - 2] != m || shapes.out[ro - 1] != n {
+            return Err(RunError::Internal("matmul shapes do not agree".into()));
+        }
+        let batch = &shapes.out[..ro - 2];
+        let a_strides = batch_strides(shapes.a, batch, m * k);
+        let b_strides = batch_strides(shapes.b, batch, k * n);
+        let count: usize = batch.iter().product();
+        let mut offsets = Vec::with_capacity(count);
+        let mut index = vec![0usize; batch.len()];
+        for _ in 0..count {
+            let a_off: usize = index.iter().zip(&a_strides).map(|(i, s)| i * s).sum();
+            let b_off: usize = index.iter().zip(&b_strides).map(|(i, s)| i * s).sum();
+            offsets.push((a_off, b_off));
+            for i in (0..index.len()).rev() {
+                index[i] += 1;
+                if index[i] < batch[i] {
+                    break;
+                }
+                index[i] = 0;
+            }
+        }
+        Ok(Problem { m, n, k, offsets, a_strides: a.strides(m, k), b_strides: b.strides(k, n) })
+    }
+}
+
+/// Computes `out = a @ b` (all contiguous row-major of `shapes`, operands possibly stored
+/// transposed), running `epilogue` on the output as it becomes final when the kernel allows it.
 ///
 /// # Safety
 /// The buffers must be valid for their shapes and dtype; `out` must not overlap the inputs.
+/// `epilogue.run` must be safe to call on any step range of the finished output.
 pub(crate) unsafe fn matmul(
-    a: RawBuf,
-    b: RawBuf,
+    a: Operand,
+    b: Operand,
     out: RawBuf,
     shapes: &MatMulShapes<'_>,
     threads: usize,
+    epilogue: Option<&TileEpilogue<'_>>,
+) -> Result<EpilogueRun, RunError> {
+    let problem = Problem::new(shapes, &a, &b)?;
+    #[cfg(target_arch = "x86_64")]
+    if a.buf.dtype == DType::F32 && packed_gemm::available() {
+        let job = PackedJob {
+            a: a.buf.ptr as *const f32,
+            b: b.buf.ptr as *const f32,
+            out: out.ptr as *mut f32,
+            problem: &problem,
+        };
+        // SAFETY: guaranteed by the caller; AVX-512F was just detected.
+        unsafe { run_packed(&job, threads, epilogue.filter(|e| e.unit > 0)) };
+        return Ok(if epilogue.is_some() { EpilogueRun::Done } else { EpilogueRun::Pending });
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { run_gemm_crate(a.buf, b.buf, out, &problem, threads)? };
+    Ok(EpilogueRun::Pending)
+}
+
+/// The `gemm` crate, one call per batch matrix (its own Rayon threads on large products).
+///
+/// # Safety
+/// As [`matmul`].
+unsafe fn run_gemm_crate(
+    a: RawBuf,
+    b: RawBuf,
+    out: RawBuf,
+    problem: &Problem,
+    threads: usize,
 ) -> Result<(), RunError> {
-    let (ra, rb, ro) = (shapes.a.len(), shapes.b.len(), shapes.out.len());
-    if ra < 2 || rb < 2 || ro < 2 {
-        return Err(RunError::Internal("matmul operands must have rank >= 2".into()));
-    }
-    let (m, k) = (shapes.a[ra - 2], shapes.a[ra - 1]);
-    let n = shapes.b[rb - 1];
-    if shapes.b[rb - 2] != k || shapes.out[ro - 2] != m || shapes.out[ro - 1] != n {
-        return Err(RunError::Internal("matmul shapes do not agree".into()));
-    }
-    let batch = &shapes.out[..ro - 2];
-    let a_strides = batch_strides(shapes.a, batch, m * k);
-    let b_strides = batch_strides(shapes.b, batch, k * n);
-    let count: usize = batch.iter().product();
-    let parallelism = if threads > 1 && m * n * k >= 1 << 21 {
+    let Problem { m, n, k, a_strides: (rs_a, cs_a), b_strides: (rs_b, cs_b), .. } = *problem;
+    let parallelism = if threads > 1 && m * n * k >= MIN_PARALLEL_FLOPS {
         gemm::Parallelism::Rayon(threads)
     } else {
         gemm::Parallelism::None
     };
-    let mut index = vec![0usize; batch.len()];
-    for c in 0..count {
-        let a_off: usize = index.iter().zip(&a_strides).map(|(i, s)| i * s).sum();
-        let b_off: usize = index.iter().zip(&b_strides).map(|(i, s)| i * s).sum();
-        let o_off = c * m * n;
-        // SAFETY: offsets stay inside the buffers for the shapes checked above.
+    macro_rules! call {
+        ($t:ty, $c:expr, $a_off:expr, $b_off:expr) => {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                (out.ptr as *mut $t).add($c * m * n),
+                1,
+                n as isize,
+                false,
+                (a.ptr as *const $t).add($a_off),
+                cs_a as isize,
+                rs_a as isize,
+                (b.ptr as *const $t).add($b_off),
+                cs_b as isize,
+                rs_b as isize,
+                0.0 as $t,
+                1.0 as $t,
+                false,
+                false,
+                false,
+                parallelism,
+            )
+        };
+    }
+    for (c, &(a_off, b_off)) in problem.offsets.iter().enumerate() {
+        // SAFETY: offsets stay inside the buffers for the shapes checked in `Problem::new`.
         unsafe {
             match a.dtype {
-                DType::F32 => gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    (out.ptr as *mut f32).add(o_off),
-                    1,
-                    n as isize,
-                    false,
-                    (a.ptr as *const f32).add(a_off),
-                    1,
-                    k as isize,
-                    (b.ptr as *const f32).add(b_off),
-                    1,
-                    n as isize,
-                    0.0f32,
-                    1.0f32,
-                    false,
-                    false,
-                    false,
-                    parallelism,
-                ),
-                DType::F64 => gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    (out.ptr as *mut f64).add(o_off),
-                    1,
-                    n as isize,
-                    false,
-                    (a.ptr as *const f64).add(a_off),
-                    1,
-                    k as isize,
-                    (b.ptr as *const f64).add(b_off),
-                    1,
-                    n as isize,
-                    0.0f64,
-                    1.0f64,
-                    false,
-                    false,
-                    false,
-                    parallelism,
-                ),
+                DType::F32 => call!(f32, c, a_off, b_off),
+                DType::F64 => call!(f64, c, a_off, b_off),
                 d => return Err(RunError::Internal(format!("matmul of {d} has no gemm kernel"))),
             }
         }
-        for i in (0..index.len()).rev() {
-            index[i] += 1;
-            if index[i] < batch[i] {
-                break;
-            }
-            index[i] = 0;
-        }
     }
     Ok(())
+}
+
+/// The raw operands of a packed f32 product, shared by the threads computing it.
+struct PackedJob<'p> {
+    a: *const f32,
+    b: *const f32,
+    out: *mut f32,
+    problem: &'p Problem,
+}
+
+// SAFETY: the threads only read `a` and `b`, and write disjoint row ranges of `out`
+// (see `run_packed`); the buffers outlive the scoped threads.
+unsafe impl Sync for PackedJob<'_> {}
+
+thread_local! {
+    /// Packing buffers per region, kept by the calling thread across calls (helper threads are
+    /// spawned per call; their own thread-locals would start empty every time).
+    static REGION_BUFFERS: Cell<Vec<PackBuffers>> = const { Cell::new(Vec::new()) };
+}
+
+/// Splits the flattened `batch × m` rows into one contiguous region per thread and runs them.
+///
+/// # Safety
+/// As [`matmul`], for f32 buffers; the CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+unsafe fn run_packed(job: &PackedJob<'_>, threads: usize, epilogue: Option<&TileEpilogue<'_>>) {
+    let Problem { m, n, k, .. } = *job.problem;
+    let rows = job.problem.offsets.len() * m;
+    let work = rows.saturating_mul(n).saturating_mul(k);
+    let chunks = if threads > 1 && work >= MIN_PARALLEL_FLOPS {
+        threads.min(rows.div_ceil(packed_gemm::MR)).max(1)
+    } else {
+        1
+    };
+    let per = rows.div_ceil(chunks.max(1)).div_ceil(packed_gemm::MR) * packed_gemm::MR;
+    let regions: Vec<(usize, usize)> = (0..chunks)
+        .map(|t| ((t * per).min(rows), ((t + 1) * per).min(rows)))
+        .filter(|(lo, hi)| lo < hi)
+        .collect();
+    // Taken out of the thread-local (not borrowed), so a re-entrant call gets fresh ones.
+    let mut bufs = REGION_BUFFERS.take();
+    bufs.resize_with(regions.len().max(bufs.len()), PackBuffers::default);
+    if let ([(lo, hi)], [mine, ..]) = (regions.as_slice(), bufs.as_mut_slice()) {
+        // SAFETY: guaranteed by the caller; one region covering every row.
+        unsafe { run_region(job, *lo, *hi, mine, epilogue) };
+    } else {
+        std::thread::scope(|scope| {
+            let mut work = regions.iter().zip(bufs.iter_mut());
+            let first = work.next();
+            for (&(lo, hi), region_bufs) in work {
+                // SAFETY: regions are disjoint row ranges (see `PackedJob`'s `Sync`).
+                scope.spawn(move || unsafe { run_region(job, lo, hi, region_bufs, epilogue) });
+            }
+            if let Some((&(lo, hi), region_bufs)) = first {
+                // SAFETY: as above.
+                unsafe { run_region(job, lo, hi, region_bufs, epilogue) };
+            }
+        });
+    }
+    REGION_BUFFERS.set(bufs);
+    if let Some(e) = epilogue {
+        run_straddling_steps(&regions, n, rows * n, e);
+    }
+}
+
+/// Runs the epilogue steps not wholly inside one region (those the threads skipped).
+fn run_straddling_steps(regions: &[(usize, usize)], n: usize, total: usize, e: &TileEpilogue<'_>) {
+    let mut covered = 0;
+    for &(lo, hi) in regions {
+        let (first, last) = ((lo * n).div_ceil(e.unit), hi * n / e.unit);
+        if first < last {
+            if covered < first {
+                (e.run)(covered, first);
+            }
+            covered = last;
+        }
+    }
+    let steps = total / e.unit;
+    if covered < steps {
+        (e.run)(covered, steps);
+    }
+}
+
+/// Computes flat rows `lo..hi` (row `r` = row `r % m` of batch matrix `r / m`), running the
+/// epilogue steps wholly inside them as their rows become final.
+///
+/// # Safety
+/// As [`run_packed`]; no other thread writes rows `lo..hi`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn run_region(
+    job: &PackedJob<'_>,
+    lo: usize,
+    hi: usize,
+    bufs: &mut PackBuffers,
+    epilogue: Option<&TileEpilogue<'_>>,
+) {
+    let Problem { m, n, k, a_strides: (rs_a, cs_a), b_strides: (rs_b, cs_b), .. } = *job.problem;
+    let mut next_step = epilogue.map_or(0, |e| (lo * n).div_ceil(e.unit));
+    let mut row = lo;
+    while row < hi {
+        let (batch, i0) = (row / m, row % m);
+        let i1 = m.min(i0 + (hi - row));
+        let Some(&(a_off, b_off)) = job.problem.offsets.get(batch) else { return };
+        let a = StridedMatrix {
+            // SAFETY: row `i0 < m` of batch matrix `batch` is inside `a`.
+            ptr: unsafe { job.a.add(a_off + i0 * rs_a) },
+            row_stride: rs_a as isize,
+            col_stride: cs_a as isize,
+        };
+        let b = StridedMatrix {
+            // SAFETY: batch matrix `batch` of `b` starts inside `b` (or is empty).
+            ptr: unsafe { job.b.add(b_off) },
+            row_stride: rs_b as isize,
+            col_stride: cs_b as isize,
+        };
+        let first_row = batch * m + i0;
+        let mut rows_done = |_: usize, done: usize| {
+            if let Some(e) = epilogue {
+                let last = (first_row + done) * n / e.unit;
+                if last > next_step {
+                    (e.run)(next_step, last);
+                    next_step = last;
+                }
+            }
+        };
+        // SAFETY: `a` covers rows `i0..i1` × `k`, `b` is `k × n`, the output rows
+        // `first_row..first_row + (i1 - i0)` are this region's and do not overlap the inputs;
+        // AVX-512F is present (caller contract).
+        unsafe {
+            let c = OutputMatrix { ptr: job.out.add(first_row * n), row_stride: n };
+            let dims = Dims { m: i1 - i0, n, k };
+            packed_gemm::gemm_f32(dims, &a, &b, c, bufs, &mut rows_done);
+        }
+        row = first_row + (i1 - i0);
+    }
 }

@@ -1,0 +1,149 @@
+//! Packing: copying a block of `A` or `B`, read through arbitrary row and column strides, into
+//! the contiguous micro-panel layout the micro-kernel streams.
+//!
+//! - `A` block (`mc × kc`) → `ceil(mc / MR)` panels of `MR` rows, each row's `kc` values
+//!   contiguous at a fixed row stride [`A_ROW_STRIDE`] (a row copy for row-major `A`; the
+//!   micro-kernel broadcasts from `MR` streams at constant offsets).
+//! - `B` block (`kc × nc`) → `ceil(nc / NR)` panels, each `kc` groups of `NR` column values.
+//!
+//! Partial panels are zero-padded to full size, so the micro-kernel never branches on edges
+//! inside its `k` loop. Because the packers take strides, a transposed operand (a column-major
+//! view of a row-major buffer) costs nothing extra: it is the same call with swapped strides.
+
+use super::driver::A_ROW_STRIDE;
+use super::kernel::{MR, NR};
+
+/// A read-only strided matrix: element `(i, j)` lives at `ptr + i * row_stride + j * col_stride`
+/// (in elements; strides may be zero or negative for views that allow it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StridedMatrix {
+    pub ptr: *const f32,
+    pub row_stride: isize,
+    pub col_stride: isize,
+}
+
+impl StridedMatrix {
+    /// The address of element `(i, j)`.
+    ///
+    /// # Safety
+    /// `(i, j)` must be inside the matrix the pointer and strides describe.
+    #[inline(always)]
+    unsafe fn at(&self, i: usize, j: usize) -> *const f32 {
+        // SAFETY: the caller keeps `(i, j)` inside the described matrix, so the offset is in
+        // bounds of its allocation.
+        unsafe { self.ptr.offset(i as isize * self.row_stride + j as isize * self.col_stride) }
+    }
+}
+
+/// Packs rows `row0..row0 + mc`, columns `col0..col0 + kc` of `a` into `dst`: panel `r`
+/// (rows `r * MR..`) at `dst + r * MR * A_ROW_STRIDE`, row `i` of a panel at
+/// `i * A_ROW_STRIDE`, its `kc` values contiguous. Rows past `mc` in the last panel are zeroed.
+///
+/// # Safety
+/// That block must lie inside `a`, `kc <= A_ROW_STRIDE`, and `dst` must be valid for
+/// `ceil(mc / MR) * MR * A_ROW_STRIDE` writes and not overlap `a`.
+pub(crate) unsafe fn pack_a(
+    a: &StridedMatrix,
+    row0: usize,
+    col0: usize,
+    mc: usize,
+    kc: usize,
+    dst: *mut f32,
+) {
+    let padded = mc.div_ceil(MR) * MR;
+    // A column-major source (a transposed row-major buffer) is read down its contiguous
+    // columns, `MR` rows at a time; anything else row by row.
+    let by_columns = a.row_stride == 1 && a.col_stride != 1;
+    for r in (0..padded).step_by(MR) {
+        let rows = mc.saturating_sub(r).min(MR);
+        // SAFETY: panel `r / MR` of `MR` rows of `A_ROW_STRIDE >= kc` floats fits `dst`.
+        let panel = unsafe { dst.add(r * A_ROW_STRIDE) };
+        if by_columns {
+            for p in 0..kc {
+                for i in 0..rows {
+                    // SAFETY: `(row0 + r + i, col0 + p)` is in the block; the write is inside
+                    // row `i` of the panel (`p < kc`).
+                    unsafe { *panel.add(i * A_ROW_STRIDE + p) = *a.at(row0 + r + i, col0 + p) };
+                }
+            }
+        }
+        for i in 0..MR {
+            // SAFETY: row `i` of the panel, inside `dst` (see above).
+            let out = unsafe { panel.add(i * A_ROW_STRIDE) };
+            if i >= rows {
+                // SAFETY: as above; `kc` floats fit the row.
+                unsafe { std::ptr::write_bytes(out, 0, kc) };
+            } else if by_columns {
+                continue;
+            } else if a.col_stride == 1 {
+                // SAFETY: row `row0 + r + i` holds `kc` contiguous elements from `col0` (in the
+                // block); the destination row has room for them.
+                unsafe { std::ptr::copy_nonoverlapping(a.at(row0 + r + i, col0), out, kc) };
+            } else {
+                for p in 0..kc {
+                    // SAFETY: `(row0 + r + i, col0 + p)` is in the block; `p < kc`.
+                    unsafe { *out.add(p) = *a.at(row0 + r + i, col0 + p) };
+                }
+            }
+        }
+    }
+}
+
+/// Packs rows `row0..row0 + kc`, columns `col0..col0 + nc` of `b` into `dst`.
+///
+/// # Safety
+/// That block must lie inside `b`, and `dst` must be valid for `ceil(nc / NR) * NR * kc`
+/// writes and not overlap `b`.
+pub(crate) unsafe fn pack_b(
+    b: &StridedMatrix,
+    row0: usize,
+    col0: usize,
+    kc: usize,
+    nc: usize,
+    dst: *mut f32,
+) {
+    let mut out = dst;
+    for c in (0..nc).step_by(NR) {
+        let cols = (nc - c).min(NR);
+        if cols == NR && b.col_stride == 1 {
+            for p in 0..kc {
+                // SAFETY: a full panel row: `NR` contiguous elements of row `row0 + p`, inside
+                // the block; the destination advances `NR` per row within its bounds.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(b.at(row0 + p, col0 + c), out, NR);
+                    out = out.add(NR);
+                }
+            }
+            continue;
+        }
+        if b.row_stride == 1 && b.col_stride != 1 {
+            // A column-major source (a transposed row-major buffer): down each column.
+            for j in 0..NR {
+                for p in 0..kc {
+                    // SAFETY: `j < cols`, `p < kc`: inside the block; the write is inside
+                    // panel row `p` (this panel holds `kc * NR` floats from `out`).
+                    unsafe {
+                        *out.add(p * NR + j) =
+                            if j < cols { *b.at(row0 + p, col0 + c + j) } else { 0.0 };
+                    }
+                }
+            }
+            // SAFETY: the panel just written is `kc * NR` floats.
+            out = unsafe { out.add(kc * NR) };
+            continue;
+        }
+        for p in 0..kc {
+            // SAFETY: `j < cols`, `p < kc` keep reads inside the block; writes stay within
+            // this panel row of `NR` elements.
+            unsafe {
+                for j in 0..cols {
+                    *out.add(j) = *b.at(row0 + p, col0 + c + j);
+                }
+                for j in cols..NR {
+                    *out.add(j) = 0.0;
+                }
+                out = out.add(NR);
+            }
+        }
+    }
+}

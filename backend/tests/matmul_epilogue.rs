@@ -1,0 +1,216 @@
+//! Matmuls with a fused epilogue that runs tile by tile as output rows become final: JIT
+//! against the interpreter for every way the epilogue's loop can map onto the output —
+//! row-aligned steps (`bias[n]`, `bias[m, 1]`), one flat step per element (`relu(a @ b)`),
+//! whole-matrix steps that straddle thread regions (`bias[B, 1, n]`), broadcast batches —
+//! on one and two threads, with row counts that span several row blocks, f32 and f64; and
+//! operands produced by a last-two-axes `Transpose`, which the matmul reads through the
+//! transpose's source (the copy is skipped) unless something else also reads the transpose.
+
+mod common;
+
+use common::{check_against_interp, random_tensor, Rng, Tol};
+
+/// Matmul results are summed in a different order than the interpreter's.
+const MATMUL_TOL: Tol = Tol { rtol: 1e-4, atol: 1e-4 };
+
+struct Case {
+    name: &'static str,
+    text: &'static str,
+    /// Input shapes, one list per run.
+    shapes: &'static [&'static [&'static [usize]]],
+    /// Transpose copies the matmuls read through (skipped kernels).
+    skipped: usize,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "linear_relu",
+        text: "func linear_relu(a: f32[s0, s1], b: f32[s1, s2], bias: f32[s2]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1, param 2 axis 0)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s1, s2]
+  %2 = param 2 : f32[s2]
+  %3 = matmul %0, %1 : f32[s0, s2]
+  %4 = add %3, %2 : f32[s0, s2]
+  %5 = const 0.0 : f32[]
+  %6 = maximum %4, %5 : f32[s0, s2]
+  return %6
+}",
+        shapes: &[
+            &[&[1, 1], &[1, 1], &[1]],
+            &[&[300, 70], &[70, 45], &[45]],
+            &[&[5, 0], &[0, 7], &[7]],
+            &[&[0, 3], &[3, 4], &[4]],
+            &[&[290, 64], &[64, 130], &[130]],
+        ],
+        skipped: 0,
+    },
+    Case {
+        name: "relu_only_flat",
+        text: "func relu_mm(a: f32[s0, s1], b: f32[s1, s2]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s1, s2]
+  %2 = matmul %0, %1 : f32[s0, s2]
+  %3 = const 0.0 : f32[]
+  %4 = maximum %2, %3 : f32[s0, s2]
+  return %4
+}",
+        shapes: &[&[&[7, 3], &[3, 5]], &[&[301, 50], &[50, 147]]],
+        skipped: 0,
+    },
+    Case {
+        name: "row_bias_and_both_outputs",
+        text: "func row_bias(a: f32[s0, s1], b: f32[s1, s2], c: f32[s0, 1]) -> (f32[s0, s2], f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0, param 2 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s1, s2]
+  %2 = param 2 : f32[s0, 1]
+  %3 = matmul %0, %1 : f32[s0, s2]
+  %4 = mul %3, %2 : f32[s0, s2]
+  return %3, %4
+}",
+        shapes: &[&[&[13, 4], &[4, 9], &[13, 1]], &[&[299, 40], &[40, 180], &[299, 1]]],
+        skipped: 0,
+    },
+    Case {
+        name: "batched_per_matrix_bias",
+        text: "func batched(a: f32[s0, s1, s2], b: f32[s2, s3], bias: f32[s0, 1, s3]) -> (f32[s0, s1, s3]) {
+  sym s0 = input(param 0 axis 0, param 2 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 0)
+  sym s3 = input(param 1 axis 1, param 2 axis 2)
+  %0 = param 0 : f32[s0, s1, s2]
+  %1 = param 1 : f32[s2, s3]
+  %2 = param 2 : f32[s0, 1, s3]
+  %3 = matmul %0, %1 : f32[s0, s1, s3]
+  %4 = add %3, %2 : f32[s0, s1, s3]
+  %5 = tanh %4 : f32[s0, s1, s3]
+  return %5
+}",
+        shapes: &[&[&[2, 3, 4], &[4, 5], &[2, 1, 5]], &[&[3, 150, 40], &[40, 120], &[3, 1, 120]]],
+        skipped: 0,
+    },
+    Case {
+        name: "batched_shared_bias_f64",
+        text: "func batched64(a: f64[s0, s1, s2], b: f64[s0, s2, s3], bias: f64[s3]) -> (f64[s0, s1, s3]) {
+  sym s0 = input(param 0 axis 0, param 1 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 1)
+  sym s3 = input(param 1 axis 2, param 2 axis 0)
+  %0 = param 0 : f64[s0, s1, s2]
+  %1 = param 1 : f64[s0, s2, s3]
+  %2 = param 2 : f64[s3]
+  %3 = matmul %0, %1 : f64[s0, s1, s3]
+  %4 = add %3, %2 : f64[s0, s1, s3]
+  return %4
+}",
+        shapes: &[&[&[2, 17, 5], &[2, 5, 33], &[33]]],
+        skipped: 0,
+    },
+    Case {
+        name: "transposed_operands",
+        text: "func grads(x: f32[s0, s1], ct: f32[s0, s2], w: f32[s1, s2]) -> (f32[s1, s2], f32[s0, s1]) {
+  sym s0 = input(param 0 axis 0, param 1 axis 0)
+  sym s1 = input(param 0 axis 1, param 2 axis 0)
+  sym s2 = input(param 1 axis 1, param 2 axis 1)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s0, s2]
+  %2 = param 2 : f32[s1, s2]
+  %3 = transpose %0 {perm=[1, 0]} : f32[s1, s0]
+  %4 = matmul %3, %1 : f32[s1, s2]
+  %5 = transpose %2 {perm=[1, 0]} : f32[s2, s1]
+  %6 = matmul %1, %5 : f32[s0, s1]
+  return %4, %6
+}",
+        shapes: &[
+            &[&[1, 1], &[1, 1], &[1, 1]],
+            &[&[37, 20], &[37, 45], &[20, 45]],
+            &[&[130, 150], &[130, 70], &[150, 70]],
+        ],
+        skipped: 2,
+    },
+    Case {
+        name: "transposes_kept_for_other_readers",
+        text: "func kept(a: f64[s0, s1, s2], b: f64[s0, s3, s2]) -> (f64[s0, s1, s3], f64[s0, s2, s3]) {
+  sym s0 = input(param 0 axis 0, param 1 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 2)
+  sym s3 = input(param 1 axis 1)
+  %0 = param 0 : f64[s0, s1, s2]
+  %1 = param 1 : f64[s0, s3, s2]
+  %2 = transpose %1 {perm=[0, 2, 1]} : f64[s0, s2, s3]
+  %3 = matmul %0, %2 : f64[s0, s1, s3]
+  return %3, %2
+}",
+        shapes: &[&[&[3, 5, 7], &[3, 4, 7]]],
+        skipped: 0,
+    },
+    Case {
+        name: "batched_transposed_f32",
+        text: "func bt(a: f32[s0, s1, s2], b: f32[s3, s2]) -> (f32[s0, s1, s3]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 1)
+  sym s3 = input(param 1 axis 0)
+  %0 = param 0 : f32[s0, s1, s2]
+  %1 = param 1 : f32[s3, s2]
+  %2 = transpose %1 {perm=[1, 0]} : f32[s2, s3]
+  %3 = matmul %0, %2 : f32[s0, s1, s3]
+  %4 = const 0.0 : f32[]
+  %5 = maximum %3, %4 : f32[s0, s1, s3]
+  return %5
+}",
+        shapes: &[&[&[2, 3, 4], &[5, 4]], &[&[3, 100, 64], &[90, 64]]],
+        skipped: 1,
+    },
+];
+
+#[test]
+fn tile_epilogues_match_the_interpreter() {
+    let mut rng = Rng(0x51_7CC1_B727_220A);
+    let mut failures = Vec::new();
+    for case in CASES {
+        let graph = match tfn_ir::text::parse_graph(case.text) {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{}: parse: {e}", case.name));
+                continue;
+            }
+        };
+        for shapes in case.shapes {
+            let inputs: Vec<_> = graph
+                .params
+                .iter()
+                .zip(shapes.iter())
+                .map(|(p, s)| random_tensor(&mut rng, p.ty.dtype, s, (-1.0, 1.0)))
+                .collect();
+            for threads in [1, 2] {
+                match check_against_interp(&graph, &inputs, MATMUL_TOL, threads) {
+                    Ok(f) if !f.interpreted_kernels().is_empty() => failures.push(format!(
+                        "{} {shapes:?}: interpreted {:?}",
+                        case.name,
+                        f.interpreted_kernels()
+                    )),
+                    Ok(f) if f.skipped_kernels().len() != case.skipped => failures.push(format!(
+                        "{}: skipped kernels {:?}, expected {}",
+                        case.name,
+                        f.skipped_kernels(),
+                        case.skipped
+                    )),
+                    Ok(_) => {}
+                    Err(e) => {
+                        failures.push(format!("{} {shapes:?} threads {threads}: {e}", case.name))
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
