@@ -9,22 +9,27 @@
 //! interpreter run on just that kernel's nodes (correct, slower). So every graph runs, and
 //! [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
 
-use crate::buffers::{self, RawBuf};
+use crate::buffers;
 use crate::copy;
 use crate::error::{CodegenError, RunError};
 use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
 use crate::operand_transposes::operand_transposes;
-use crate::parallel;
 use crate::plan::LoopPlan;
 use crate::tensors::{TensorView, TensorViewMut};
 use std::collections::HashMap;
-use tfn_ir::bind::{bind_sizes, try_concrete_shape};
+use tfn_ir::bind::bind_sizes;
 use tfn_ir::interp::{self, ExternKernels, NoExterns};
-use tfn_ir::{
-    DType, Dim, Graph, GraphParam, Node, Op, ReduceOp, Shape, Tensor, TensorType, ValueId,
-};
-use tfn_passes::fusion::{fuse, FusedGraph, Kernel, KernelKind};
+use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
+use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
+
+mod loop_call;
+mod state;
+mod steps;
+
+use loop_call::LoopCall;
+use state::{with_input_shapes, Direct, State};
+use steps::{compile_kernel, Step};
 
 /// Options of [`CompiledFunction::compile`].
 #[derive(Clone, Debug)]
@@ -38,34 +43,6 @@ impl Default for CompileOptions {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         CompileOptions { threads }
     }
-}
-
-enum Step {
-    Loop {
-        plan: LoopPlan,
-        func: KernelFn,
-        checks_empty: bool,
-    },
-    MatMul {
-        node: ValueId,
-        /// Per operand (`a`, `b`): read it as the last-two-axes transpose of this value,
-        /// whose `Transpose` copy kernel is skipped (see `operand_transposes`).
-        transposed_from: [Option<ValueId>; 2],
-        epilogue: Option<(LoopPlan, KernelFn)>,
-    },
-    /// A copy kernel whose only reader takes its source directly.
-    Skipped,
-    View {
-        input: ValueId,
-        output: ValueId,
-    },
-    /// `Transpose`, `Slice`, `Concat`: a native strided copy.
-    Copy {
-        node: ValueId,
-    },
-    Interp {
-        reason: String,
-    },
 }
 
 /// A graph compiled to kernels, callable any number of times with any sizes that fit its
@@ -526,218 +503,5 @@ impl CompiledFunction {
             }
         }
         Ok(())
-    }
-}
-
-/// A loop kernel's bound arguments, ready to call on its whole split range or a part of it.
-struct LoopCall {
-    args: Vec<i64>,
-    begin_slot: usize,
-    /// Collapsed loop sizes.
-    sizes: Vec<usize>,
-    /// The collapsed axis `begin..end` ranges over.
-    split: usize,
-    /// Elements touched (for the threading decision).
-    total: usize,
-    align: usize,
-}
-
-impl LoopCall {
-    /// Runs the whole range, split across up to `threads` threads when large.
-    ///
-    /// # Safety
-    /// The buffers behind `args` must be alive and finished where the kernel reads them.
-    unsafe fn call_all(&self, func: KernelFn, threads: usize) {
-        let mut args = self.args.clone();
-        let range = self.sizes.get(self.split).copied().unwrap_or(1);
-        // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
-        // sizes/strides describe exactly those buffers (see `LoopPlan`).
-        unsafe {
-            parallel::call_split(
-                func,
-                &mut args,
-                self.begin_slot,
-                range,
-                self.total,
-                threads,
-                self.align,
-            )
-        };
-    }
-
-    /// Output elements one step of the split axis covers, when the kernel is elementwise and
-    /// its split axis is the outermost: then steps `lo..hi` are exactly the flat row-major
-    /// elements `[lo * unit, hi * unit)` of its domain (collapsed axes partition the domain's
-    /// non-unit axes in order). `None` otherwise.
-    fn step_elements(&self, plan: &LoopPlan) -> Option<usize> {
-        if plan.reduces || self.split != 0 {
-            return None;
-        }
-        let unit: usize = self.sizes.iter().skip(1).product();
-        (unit > 0).then_some(unit)
-    }
-
-    /// Runs steps `lo..hi` of the split axis on the calling thread.
-    ///
-    /// # Safety
-    /// As [`Self::call_all`], for the elements of those steps; `lo <= hi <=` the split size.
-    unsafe fn call_range(&self, func: KernelFn, lo: usize, hi: usize) {
-        let mut args = self.args.clone();
-        if let Some(slots) = args.get_mut(self.begin_slot..self.begin_slot + 2) {
-            slots[0] = lo as i64;
-            slots[1] = hi as i64;
-        }
-        // SAFETY: guaranteed by the caller.
-        unsafe { func(args.as_ptr()) };
-    }
-}
-
-/// Per-call state: bound sizes and the buffer of every value computed so far.
-struct State {
-    sizes: Vec<usize>,
-    bufs: Vec<Option<RawBuf>>,
-    owned: Vec<Option<Tensor>>,
-    /// Graph outputs written straight into contiguous caller buffers (few: a linear scan).
-    direct: Vec<Direct>,
-}
-
-/// A graph output computed straight into the caller's buffer for output `output`.
-#[derive(Clone, Copy)]
-struct Direct {
-    value: ValueId,
-    buf: RawBuf,
-    output: usize,
-}
-
-/// Calls `f` with the shapes of `inputs`, without allocating for up to 8 inputs.
-fn with_input_shapes<R>(inputs: &[TensorView<'_>], f: impl FnOnce(&[&[usize]]) -> R) -> R {
-    const INLINE: usize = 8;
-    if inputs.len() <= INLINE {
-        let mut shapes: [&[usize]; INLINE] = [&[]; INLINE];
-        for (slot, t) in shapes.iter_mut().zip(inputs) {
-            *slot = t.shape();
-        }
-        f(&shapes[..inputs.len()])
-    } else {
-        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-        f(&shapes)
-    }
-}
-
-impl State {
-    fn shape(&self, shape: &Shape) -> Result<Vec<usize>, RunError> {
-        try_concrete_shape(shape, &self.sizes)
-            .ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
-    }
-
-    /// Whether `shape` binds to exactly `dims` (no allocation).
-    fn shape_is(&self, shape: &Shape, dims: &[usize]) -> bool {
-        shape.dims().len() == dims.len()
-            && shape.dims().iter().zip(dims).all(|(d, &n)| match *d {
-                Dim::Const(c) => usize::try_from(c).ok() == Some(n),
-                Dim::Sym(s) => self.sizes.get(s.0 as usize).copied() == Some(n),
-            })
-    }
-
-    fn direct(&self, v: ValueId) -> Option<&Direct> {
-        self.direct.iter().find(|d| d.value == v)
-    }
-
-    /// The caller's buffer for output value `v`, recorded as `v`'s buffer, if there is one.
-    fn take_direct(&mut self, v: ValueId) -> Option<RawBuf> {
-        let buf = self.direct(v)?.buf;
-        *self.bufs.get_mut(v.index())? = Some(buf);
-        Some(buf)
-    }
-
-    fn buf(&self, v: ValueId) -> Result<RawBuf, RunError> {
-        self.bufs
-            .get(v.index())
-            .copied()
-            .flatten()
-            .ok_or_else(|| RunError::Internal(format!("{v} is not computed")))
-    }
-
-    /// The buffer a kernel writes value `v` into: the caller's, or a fresh tensor.
-    fn alloc(&mut self, v: ValueId, dtype: DType, shape: &[usize]) -> RawBuf {
-        if let Some(buf) = self.take_direct(v) {
-            return buf;
-        }
-        let mut t = buffers::alloc(dtype, shape);
-        let buf = buffers::tensor_buf(&mut t);
-        self.owned[v.index()] = Some(t);
-        self.bufs[v.index()] = Some(buf);
-        buf
-    }
-}
-
-fn compile_kernel(jit: &Jit, graph: &Graph, kernel: &Kernel) -> Result<Step, CodegenError> {
-    match kernel.kind {
-        KernelKind::Elementwise | KernelKind::Reduction => {
-            let plan = LoopPlan::build(
-                graph,
-                &kernel.nodes,
-                &kernel.inputs,
-                &kernel.outputs,
-                &kernel.domain,
-                &kernel.axes,
-            )?;
-            let checks_empty = plan
-                .nodes
-                .iter()
-                .any(|n| matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. }));
-            let func = jit.compile(&plan)?;
-            Ok(Step::Loop { plan, func, checks_empty })
-        }
-        KernelKind::MatMul => {
-            let Some(&node) =
-                kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::MatMul))
-            else {
-                return Err(CodegenError::Internal("matmul kernel without matmul".into()));
-            };
-            if !graph.ty(node).dtype.is_float() {
-                return Err(CodegenError::Unsupported(format!(
-                    "matmul of {}",
-                    graph.ty(node).dtype
-                )));
-            }
-            let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
-            let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
-                let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
-                let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
-                inputs.push(node);
-                let outputs: Vec<ValueId> =
-                    kernel.outputs.iter().copied().filter(|v| *v != node).collect();
-                let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
-                let func = jit.compile(&plan)?;
-                Some((plan, func))
-            } else {
-                None
-            };
-            Ok(Step::MatMul { node, transposed_from: [None, None], epilogue })
-        }
-        KernelKind::View => match kernel.nodes.as_slice() {
-            [v] if matches!(graph.node(*v).op, Op::Reshape) => {
-                match graph.node(*v).inputs.first() {
-                    Some(&input) => Ok(Step::View { input, output: *v }),
-                    None => Err(CodegenError::Internal("reshape without input".into())),
-                }
-            }
-            _ => Err(CodegenError::Unsupported("view kernel".into())),
-        },
-        KernelKind::Copy => match kernel.nodes.as_slice() {
-            [v] if matches!(
-                graph.node(*v).op,
-                Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. }
-            ) =>
-            {
-                Ok(Step::Copy { node: *v })
-            }
-            _ => Err(CodegenError::Unsupported("copy kernel of several nodes".into())),
-        },
-        KernelKind::Extern | KernelKind::Other => Err(CodegenError::Unsupported(format!(
-            "{} kernels run in the interpreter",
-            kernel.kind.name()
-        ))),
     }
 }

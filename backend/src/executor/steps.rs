@@ -1,0 +1,110 @@
+//! How each fused kernel runs ([`Step`]) and how a kernel is compiled into one.
+
+use crate::error::CodegenError;
+use crate::jit::{Jit, KernelFn};
+use crate::plan::LoopPlan;
+use tfn_ir::{Graph, Op, ReduceOp, ValueId};
+use tfn_passes::fusion::{Kernel, KernelKind};
+
+pub(super) enum Step {
+    Loop {
+        plan: LoopPlan,
+        func: KernelFn,
+        checks_empty: bool,
+    },
+    MatMul {
+        node: ValueId,
+        /// Per operand (`a`, `b`): read it as the last-two-axes transpose of this value,
+        /// whose `Transpose` copy kernel is skipped (see `operand_transposes`).
+        transposed_from: [Option<ValueId>; 2],
+        epilogue: Option<(LoopPlan, KernelFn)>,
+    },
+    /// A copy kernel whose only reader takes its source directly.
+    Skipped,
+    View {
+        input: ValueId,
+        output: ValueId,
+    },
+    /// `Transpose`, `Slice`, `Concat`: a native strided copy.
+    Copy {
+        node: ValueId,
+    },
+    Interp {
+        reason: String,
+    },
+}
+
+pub(super) fn compile_kernel(
+    jit: &Jit,
+    graph: &Graph,
+    kernel: &Kernel,
+) -> Result<Step, CodegenError> {
+    match kernel.kind {
+        KernelKind::Elementwise | KernelKind::Reduction => {
+            let plan = LoopPlan::build(
+                graph,
+                &kernel.nodes,
+                &kernel.inputs,
+                &kernel.outputs,
+                &kernel.domain,
+                &kernel.axes,
+            )?;
+            let checks_empty = plan
+                .nodes
+                .iter()
+                .any(|n| matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. }));
+            let func = jit.compile(&plan)?;
+            Ok(Step::Loop { plan, func, checks_empty })
+        }
+        KernelKind::MatMul => {
+            let Some(&node) =
+                kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::MatMul))
+            else {
+                return Err(CodegenError::Internal("matmul kernel without matmul".into()));
+            };
+            if !graph.ty(node).dtype.is_float() {
+                return Err(CodegenError::Unsupported(format!(
+                    "matmul of {}",
+                    graph.ty(node).dtype
+                )));
+            }
+            let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
+            let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
+                let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
+                let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
+                inputs.push(node);
+                let outputs: Vec<ValueId> =
+                    kernel.outputs.iter().copied().filter(|v| *v != node).collect();
+                let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
+                let func = jit.compile(&plan)?;
+                Some((plan, func))
+            } else {
+                None
+            };
+            Ok(Step::MatMul { node, transposed_from: [None, None], epilogue })
+        }
+        KernelKind::View => match kernel.nodes.as_slice() {
+            [v] if matches!(graph.node(*v).op, Op::Reshape) => {
+                match graph.node(*v).inputs.first() {
+                    Some(&input) => Ok(Step::View { input, output: *v }),
+                    None => Err(CodegenError::Internal("reshape without input".into())),
+                }
+            }
+            _ => Err(CodegenError::Unsupported("view kernel".into())),
+        },
+        KernelKind::Copy => match kernel.nodes.as_slice() {
+            [v] if matches!(
+                graph.node(*v).op,
+                Op::Transpose { .. } | Op::Slice { .. } | Op::Concat { .. }
+            ) =>
+            {
+                Ok(Step::Copy { node: *v })
+            }
+            _ => Err(CodegenError::Unsupported("copy kernel of several nodes".into())),
+        },
+        KernelKind::Extern | KernelKind::Other => Err(CodegenError::Unsupported(format!(
+            "{} kernels run in the interpreter",
+            kernel.kind.name()
+        ))),
+    }
+}
