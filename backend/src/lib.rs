@@ -30,6 +30,7 @@ mod operand_transposes;
 pub mod packed_gemm;
 mod parallel;
 mod plan;
+mod pool;
 mod strided_copy;
 pub mod tensors;
 

@@ -16,6 +16,7 @@ use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
 use crate::operand_transposes::operand_transposes;
 use crate::plan::LoopPlan;
+use crate::pool::BufferPool;
 use crate::tensors::{TensorView, TensorViewMut};
 use std::collections::HashMap;
 use tfn_ir::bind::bind_sizes;
@@ -52,12 +53,14 @@ pub struct CompiledFunction {
     fused: FusedGraph,
     steps: Vec<Step>,
     threads: usize,
+    /// Intermediates of earlier calls, reused by later ones.
+    pool: BufferPool,
     /// Keeps the kernels' machine code alive.
     _jit: Jit,
 }
 
 // SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit`; the
-// struct has no interior mutability, so sharing and sending it is sound.
+// only interior mutability is the pool's `Mutex`, so sharing and sending it is sound.
 unsafe impl Send for CompiledFunction {}
 unsafe impl Sync for CompiledFunction {}
 
@@ -101,6 +104,7 @@ impl CompiledFunction {
             fused,
             steps,
             threads: options.threads.max(1),
+            pool: BufferPool::default(),
             _jit: jit.clone(),
         })
     }
@@ -190,6 +194,7 @@ impl CompiledFunction {
         }
         let sizes = with_input_shapes(inputs, |shapes| bind_sizes(graph, shapes))?;
         let mut st = State {
+            pool: &self.pool,
             sizes,
             bufs: vec![None; graph.nodes.len()],
             owned: (0..graph.nodes.len()).map(|_| None).collect(),
@@ -257,6 +262,7 @@ impl CompiledFunction {
                         return Err(RunError::Internal("output dtype changed".into()));
                     }
                 }
+                st.recycle();
                 Ok(Vec::new())
             }
             None => {
@@ -276,6 +282,7 @@ impl CompiledFunction {
                     };
                     results.push(t);
                 }
+                st.recycle();
                 Ok(results)
             }
         }

@@ -3,12 +3,15 @@
 
 use crate::buffers::{self, RawBuf};
 use crate::error::RunError;
+use crate::pool::BufferPool;
 use crate::tensors::TensorView;
 use tfn_ir::bind::try_concrete_shape;
 use tfn_ir::{DType, Dim, Shape, Tensor, ValueId};
 
 /// Per-call state: bound sizes and the buffer of every value computed so far.
-pub(super) struct State {
+pub(super) struct State<'p> {
+    /// Where intermediates come from (and go back to after the call).
+    pub(super) pool: &'p BufferPool,
     pub(super) sizes: Vec<usize>,
     pub(super) bufs: Vec<Option<RawBuf>>,
     pub(super) owned: Vec<Option<Tensor>>,
@@ -42,7 +45,7 @@ pub(super) fn with_input_shapes<R>(
     }
 }
 
-impl State {
+impl State<'_> {
     pub(super) fn shape(&self, shape: &Shape) -> Result<Vec<usize>, RunError> {
         try_concrete_shape(shape, &self.sizes)
             .ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
@@ -68,6 +71,11 @@ impl State {
         Some(buf)
     }
 
+    /// Hands every buffer this call still owns back to the pool (after the results are out).
+    pub(super) fn recycle(&mut self) {
+        self.pool.give(self.owned.iter_mut().filter_map(Option::take));
+    }
+
     pub(super) fn buf(&self, v: ValueId) -> Result<RawBuf, RunError> {
         self.bufs
             .get(v.index())
@@ -76,12 +84,13 @@ impl State {
             .ok_or_else(|| RunError::Internal(format!("{v} is not computed")))
     }
 
-    /// The buffer a kernel writes value `v` into: the caller's, or a fresh tensor.
+    /// The buffer a kernel writes value `v` into: the caller's, a recycled one of the same
+    /// dtype and length (contents unspecified: kernels write every element), or a fresh one.
     pub(super) fn alloc(&mut self, v: ValueId, dtype: DType, shape: &[usize]) -> RawBuf {
         if let Some(buf) = self.take_direct(v) {
             return buf;
         }
-        let mut t = buffers::alloc(dtype, shape);
+        let mut t = self.pool.take(dtype, shape).unwrap_or_else(|| buffers::alloc(dtype, shape));
         let buf = buffers::tensor_buf(&mut t);
         self.owned[v.index()] = Some(t);
         self.bufs[v.index()] = Some(buf);
