@@ -4,6 +4,7 @@
 #
 #   bash benches/table.sh                 # 256K and 16M elements
 #   SIZES="262144" bash benches/table.sh  # one size
+#   THREADS=2 bash benches/table.sh       # the JIT on 2 threads (the interpreter stays on 1)
 #
 # Pin it to a core on a shared machine: `taskset -c 0 bash benches/table.sh`.
 set -euo pipefail
@@ -12,6 +13,7 @@ cargo build --release --quiet --bin tfnc
 tfnc="${CARGO_TARGET_DIR:-target}/release/tfnc"
 sizes=${SIZES:-"262144 16777216"}
 millis=${MILLIS:-1500}
+threads=${THREADS:-1}
 
 args_for() { # workload size -> --arg list
   local n=$2 rows=$(( $2 / 1024 ))
@@ -28,7 +30,7 @@ echo "|---|---|---|---|---|---|---|"
 for n in $sizes; do
   for w in saxpy gelu bias_relu softmax layernorm total; do
     # shellcheck disable=SC2046
-    jit=$("$tfnc" bench benches/workloads.tfn "$w" $(args_for "$w" "$n") --threads 1 --json --millis "$millis")
+    jit=$("$tfnc" bench benches/workloads.tfn "$w" $(args_for "$w" "$n") --threads "$threads" --json --millis "$millis")
     # shellcheck disable=SC2046
     interp=$("$tfnc" bench benches/workloads.tfn "$w" $(args_for "$w" "$n") --backend interp --threads 1 --json --millis "$millis")
     python3 - "$w" "$n" "$jit" "$interp" <<'PY'

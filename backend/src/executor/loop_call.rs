@@ -24,15 +24,15 @@ impl LoopCall {
     ///
     /// # Safety
     /// The buffers behind `args` must be alive and finished where the kernel reads them.
-    pub(super) unsafe fn call_all(&self, func: KernelFn, threads: usize) {
-        let mut args = self.args.clone();
+    pub(super) unsafe fn call_all(&mut self, func: KernelFn, threads: usize) {
+        let args = &mut self.args;
         let range = self.sizes.get(self.split).copied().unwrap_or(1);
         // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
         // sizes/strides describe exactly those buffers (see `LoopPlan`).
         unsafe {
             parallel::call_split(
                 func,
-                &mut args,
+                args,
                 self.begin_slot,
                 range,
                 self.total,

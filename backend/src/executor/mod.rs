@@ -342,9 +342,9 @@ impl CompiledFunction {
                 let ran = unsafe {
                     matmul::matmul(op_a, op_b, out, &shapes, self.threads, tiles.as_ref())?
                 };
-                if let (Some((c, _, func)), matmul::EpilogueRun::Pending) = (&call, ran) {
+                if let (Some((mut c, _, func)), matmul::EpilogueRun::Pending) = (call, ran) {
                     // SAFETY: as `run_loop`'s call.
-                    unsafe { c.call_all(*func, self.threads) };
+                    unsafe { c.call_all(func, self.threads) };
                 }
                 Ok(())
             }
@@ -378,7 +378,7 @@ impl CompiledFunction {
         domain: &[usize],
         checks_empty: bool,
     ) -> Result<(), RunError> {
-        if let Some(call) = self.prepare_loop(st, plan, domain, checks_empty)? {
+        if let Some(mut call) = self.prepare_loop(st, plan, domain, checks_empty)? {
             // SAFETY: see `prepare_loop`.
             unsafe { call.call_all(func, self.threads) };
         }
@@ -412,14 +412,12 @@ impl CompiledFunction {
         let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
         // Inputs read through a view: the source buffer at the view's base offset, strides
         // from the source's bound shape.
-        let mut view_strides: Vec<Option<Vec<isize>>> = Vec::with_capacity(plan.inputs.len());
-        for op in &plan.inputs {
+        // (operand index, strides) of the view inputs; empty (no allocation) without views.
+        let mut view_strides: Vec<(usize, Vec<isize>)> = Vec::new();
+        for (k, op) in plan.inputs.iter().enumerate() {
             let buf = st.buf(op.value)?;
             match &op.view {
-                None => {
-                    args.push(buf.ptr as i64);
-                    view_strides.push(None);
-                }
+                None => args.push(buf.ptr as i64),
                 Some((view, _)) => {
                     let source = st.shape(&self.graph.ty(op.value).shape)?;
                     let (base, strides) = view.layout(&source).ok_or_else(|| {
@@ -427,7 +425,7 @@ impl CompiledFunction {
                     })?;
                     let bytes = base * op.dtype.size_bytes() as isize;
                     args.push((buf.ptr as i64).wrapping_add(bytes as i64));
-                    view_strides.push(Some(strides));
+                    view_strides.push((k, strides));
                 }
             }
         }
@@ -443,9 +441,9 @@ impl CompiledFunction {
         }
         args.extend(sizes.iter().map(|&s| s as i64));
         for (k, op) in plan.operands().enumerate() {
-            match view_strides.get(k) {
-                Some(Some(strides)) => plan.push_view_strides(&mut args, op, strides),
-                _ => LoopPlan::push_outer_strides(&mut args, &op.full, &sizes),
+            match view_strides.iter().find(|(j, _)| *j == k) {
+                Some((_, strides)) => plan.push_view_strides(&mut args, op, strides),
+                None => LoopPlan::push_outer_strides(&mut args, &op.full, &sizes),
             }
         }
         let begin_slot = args.len();
