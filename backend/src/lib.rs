@@ -10,8 +10,8 @@
 //!   interpreter for anything else);
 //! - [`packed_gemm`]: tfn's own AVX-512 f32 GEMM (packed panels, 12 × 32 micro-kernel, any
 //!   operand strides) with a hook where output rows become final; `matmul` batches it, runs
-//!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512);
-//!   `operand_transposes` lets a matmul read a transposed operand without a copy;
+//!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512), reading
+//!   transposed operands (folded by fusion) through swapped strides;
 //! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`].
 
 pub mod isa;
@@ -26,7 +26,6 @@ pub mod error;
 pub mod executor;
 mod jit;
 mod matmul;
-mod operand_transposes;
 pub mod packed_gemm;
 mod parallel;
 mod plan;

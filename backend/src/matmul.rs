@@ -9,8 +9,8 @@
 //! Why not a Cranelift micro-kernel: Cranelift only has 128-bit vectors and no register tiling
 //! help, so a JIT micro-kernel tops out far below the 150 GFLOP/s target.
 //!
-//! An operand may be stored transposed (the source of a skipped `Transpose` copy, see
-//! `crate::operand_transposes`): both paths then read it with swapped strides.
+//! An operand may be stored transposed (the source of a last-two-axes `Transpose` that fusion
+//! folded into the matmul kernel): both paths then read it with swapped strides.
 //!
 //! The epilogue is a JIT loop kernel callable on any sub-range `[lo, hi)` of its outermost
 //! loop axis; one step of that axis covers `unit` consecutive output elements (the product of

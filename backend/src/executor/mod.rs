@@ -3,8 +3,8 @@
 //!
 //! Each kernel becomes one [`Step`]: a JIT loop, a matmul whose JIT epilogue runs on each
 //! block of output rows as it becomes final (`crate::matmul`), a zero-copy reshape, a native
-//! strided copy (transpose, slice, concat) — skipped when its only reader is a matmul that
-//! reads the transpose's source with swapped strides (`crate::operand_transposes`) — or, for
+//! strided copy (transpose, slice, concat; views that fusion folded into their readers have
+//! no kernel at all), or, for
 //! anything the code generator cannot handle yet (argmax, extern ops), the reference
 //! interpreter run on just that kernel's nodes (correct, slower). So every graph runs, and
 //! [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
@@ -14,7 +14,6 @@ use crate::copy;
 use crate::error::{CodegenError, RunError};
 use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
-use crate::operand_transposes::operand_transposes;
 use crate::plan::LoopPlan;
 use crate::pool::BufferPool;
 use crate::tensors::{TensorView, TensorViewMut};
@@ -79,7 +78,7 @@ impl CompiledFunction {
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
         let fused = fuse(graph);
-        let mut steps = Vec::with_capacity(fused.kernels.len());
+        let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
         for kernel in &fused.kernels {
             let step = match compile_kernel(jit, graph, kernel) {
                 Ok(step) => step,
@@ -89,15 +88,6 @@ impl CompiledFunction {
                 Err(e) => return Err(e),
             };
             steps.push(step);
-        }
-        for t in operand_transposes(graph, &fused) {
-            let copy_is_native = matches!(steps.get(t.copy_kernel), Some(Step::Copy { .. }));
-            if let Some(Step::MatMul { transposed_from, .. }) = steps.get_mut(t.matmul_kernel) {
-                if copy_is_native || transposed_from.contains(&Some(t.source)) {
-                    transposed_from[t.slot] = Some(t.source);
-                    steps[t.copy_kernel] = Step::Skipped;
-                }
-            }
         }
         Ok(CompiledFunction {
             graph: graph.clone(),
@@ -127,16 +117,6 @@ impl CompiledFunction {
                 Step::Interp { reason } => Some((i, reason.clone())),
                 _ => None,
             })
-            .collect()
-    }
-
-    /// Kernels that do no work of their own: `Transpose` copies whose only reader, a matmul,
-    /// reads the transpose's source with swapped strides instead.
-    pub fn skipped_kernels(&self) -> Vec<usize> {
-        self.steps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| matches!(s, Step::Skipped).then_some(i))
             .collect()
     }
 
@@ -366,7 +346,6 @@ impl CompiledFunction {
                 unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
             }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
-            Step::Skipped => Ok(()),
         }
     }
 

@@ -4,7 +4,7 @@ use crate::error::CodegenError;
 use crate::jit::{Jit, KernelFn};
 use crate::plan::LoopPlan;
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
-use tfn_passes::fusion::{Kernel, KernelKind};
+use tfn_passes::fusion::{swaps_last_two, Kernel, KernelKind};
 
 pub(super) enum Step {
     Loop {
@@ -15,12 +15,10 @@ pub(super) enum Step {
     MatMul {
         node: ValueId,
         /// Per operand (`a`, `b`): read it as the last-two-axes transpose of this value,
-        /// whose `Transpose` copy kernel is skipped (see `operand_transposes`).
+        /// a `Transpose` that fusion folded into this kernel (no copy is made).
         transposed_from: [Option<ValueId>; 2],
         epilogue: Option<(LoopPlan, KernelFn)>,
     },
-    /// A copy kernel whose only reader takes its source directly.
-    Skipped,
     View {
         input: ValueId,
         output: ValueId,
@@ -68,7 +66,22 @@ pub(super) fn compile_kernel(
                     graph.ty(node).dtype
                 )));
             }
-            let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
+            // Operands read through a last-two-axes transpose that fusion folded into this
+            // kernel: the GEMM reads the transpose's source with swapped strides.
+            let mut transposed_from = [None, None];
+            for (slot, x) in graph.node(node).inputs.iter().take(2).enumerate() {
+                if kernel.nodes.contains(x) && swaps_last_two(graph, *x) {
+                    transposed_from[slot] = graph.node(*x).inputs.first().copied();
+                }
+            }
+            let operand_view = |v: &ValueId| {
+                transposed_from
+                    .iter()
+                    .zip(&graph.node(node).inputs)
+                    .any(|(t, x)| t.is_some() && x == v)
+            };
+            let rest: Vec<ValueId> =
+                kernel.nodes.iter().copied().filter(|v| *v != node && !operand_view(v)).collect();
             let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
                 let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
                 let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
@@ -81,7 +94,7 @@ pub(super) fn compile_kernel(
             } else {
                 None
             };
-            Ok(Step::MatMul { node, transposed_from: [None, None], epilogue })
+            Ok(Step::MatMul { node, transposed_from, epilogue })
         }
         KernelKind::View => match kernel.nodes.as_slice() {
             [v] if matches!(graph.node(*v).op, Op::Reshape) => {

@@ -1,6 +1,6 @@
 //! The grouping walk behind [`fuse`]: assigns every node to a group, then orders the groups.
 
-use super::view::ViewOp;
+use super::view::{swaps_last_two, ViewOp};
 use super::{FusedGraph, Kernel, KernelKind};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -337,10 +337,11 @@ impl Walk<'_> {
         }
     }
 
-    /// Lets loop kernels read eligible `Slice`/`Transpose` results in place (see `view.rs`):
-    /// a view that is not a graph output, whose source is not a constant, and whose every
-    /// consumer sits in an elementwise or reduction kernel other than its source's loses its
-    /// copy kernel and is listed in each consuming kernel instead.
+    /// Lets kernels read eligible `Slice`/`Transpose` results in place (see `view.rs`): a
+    /// view that is not a graph output, whose source is not a constant, and whose every
+    /// consumer sits in a kernel other than its source's that can read it — an elementwise or
+    /// reduction kernel (a [`ViewOp`]), or a matmul taking it as an operand (a last-two-axes
+    /// transpose) — loses its copy kernel and is listed in each consuming kernel instead.
     fn fold_views(&mut self) {
         let graph = self.graph;
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
@@ -353,8 +354,10 @@ impl Walk<'_> {
             let v = ValueId(index as u32);
             let Some(g) = self.group_of[index] else { continue };
             let Some(&source) = node.inputs.first() else { continue };
+            let loop_view = ViewOp::of_node(graph, v).is_some();
+            let operand_view = swaps_last_two(graph, v);
             if self.groups[g].kind != KernelKind::Copy
-                || ViewOp::of_node(graph, v).is_none()
+                || !(loop_view || operand_view)
                 || graph.outputs.contains(&v)
                 || matches!(graph.node(source).op, Op::Const(_))
                 || consumers[index].is_empty()
@@ -363,11 +366,12 @@ impl Walk<'_> {
             }
             let source_group = self.group_of[source.index()];
             let in_place = consumers[index].iter().all(|&c| match self.group_of[c] {
-                Some(h) => {
-                    matches!(self.groups[h].kind, KernelKind::Elementwise | KernelKind::Reduction)
-                        && Some(h) != source_group
-                }
-                None => false,
+                Some(h) if Some(h) != source_group => match self.groups[h].kind {
+                    KernelKind::Elementwise | KernelKind::Reduction => loop_view,
+                    KernelKind::MatMul => operand_view && matches!(graph.nodes[c].op, Op::MatMul),
+                    _ => false,
+                },
+                _ => false,
             });
             if in_place {
                 self.groups[g].alive = false;

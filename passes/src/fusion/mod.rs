@@ -28,9 +28,10 @@
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
 //!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::Other`]; `Extern` cuts the graph;
 //! - shape ops become index arithmetic where they can: a `Slice` or a last-axis-keeping
-//!   `Transpose` ([`ViewOp`]) read only by elementwise/reduction kernels (and not returned)
-//!   has no kernel of its own; each consuming kernel lists the view node and reads the source
-//!   with the view's offset and strides.
+//!   `Transpose` ([`ViewOp`]) read only by elementwise/reduction kernels, or a last-two-axes
+//!   `Transpose` read only as matmul operands, and not returned, has no kernel of its own;
+//!   each consuming kernel lists the view node and reads the source with the view's offset
+//!   and strides.
 //!
 //! A merge is taken only when the group graph stays acyclic, so kernels can always be ordered.
 
@@ -40,7 +41,7 @@ mod view;
 
 pub use group::fuse;
 pub use print::print_fused;
-pub use view::ViewOp;
+pub use view::{swaps_last_two, ViewOp};
 
 use tfn_ir::{Shape, ValueId};
 

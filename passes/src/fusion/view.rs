@@ -8,6 +8,9 @@
 //! source buffer, a base offset and the view's strides; fusion ([`super::fuse`]) lists the view
 //! node in each consuming kernel, the code generator maps it to a strided input operand.
 //!
+//! A matmul reads any strides, so a `Transpose` of its operand's last two axes
+//! ([`swaps_last_two`]) is read in place by the matmul kernel the same way.
+//!
 //! Adjacent view axes `a − 1, a` are *contiguous* when `stride[a − 1] = size[a] · stride[a]`
 //! for every source shape; only those may be collapsed into one loop axis ([`ViewOp::breaks`]).
 
@@ -103,6 +106,19 @@ impl ViewOp {
             }
         }
     }
+}
+
+/// Whether node `v` is a `Transpose` swapping the last two axes (keeping the others): a
+/// matmul operand the GEMM reads in place by swapping the operand's strides.
+pub fn swaps_last_two(graph: &Graph, v: ValueId) -> bool {
+    let Some(Op::Transpose { perm }) = graph.nodes.get(v.index()).map(|n| &n.op) else {
+        return false;
+    };
+    let r = perm.len();
+    r >= 2
+        && perm.iter().take(r - 2).enumerate().all(|(i, &p)| p as usize == i)
+        && perm[r - 2] as usize == r - 1
+        && perm[r - 1] as usize == r - 2
 }
 
 #[cfg(test)]
