@@ -12,17 +12,7 @@ use crate::error::RunError;
 use crate::strided_copy::{copy_axes, copy_strided};
 use tfn_ir::bind::slice_range;
 use tfn_ir::Op;
-
-/// Row-major element strides of a contiguous `shape`.
-fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
-    let mut acc: isize = 1;
-    for a in (0..shape.len()).rev() {
-        strides[a] = acc;
-        acc = acc.saturating_mul(shape[a] as isize);
-    }
-    strides
-}
+use tfn_passes::fusion::{contiguous_strides, ViewOp};
 
 /// Copies `shape` elements read from `from` at `src_base + Σ idx·src_strides` to `to` at
 /// `dst_base + Σ idx·dst_strides` (all in elements).
@@ -71,37 +61,31 @@ pub(crate) unsafe fn run_copy(
     out_shape: &[usize],
 ) -> Result<(), RunError> {
     let bad = |what: &str| RunError::Internal(format!("copy kernel: {what}"));
-    let out_strides = contiguous_strides(out_shape);
+    let out_strides = contiguous_strides(out_shape).ok_or_else(|| bad("output too large"))?;
     match op {
         Op::Transpose { perm } => {
             let [(buf, shape)] = inputs else { return Err(bad("transpose takes one input")) };
-            let in_strides = contiguous_strides(shape);
-            let strides: Vec<isize> = perm
-                .iter()
-                .map(|&p| in_strides.get(p as usize).copied())
-                .collect::<Option<_>>()
-                .ok_or_else(|| bad("permutation out of range"))?;
             let permuted = perm.iter().map(|&p| shape.get(p as usize).copied());
             if perm.len() != shape.len() || !permuted.eq(out_shape.iter().map(|&n| Some(n))) {
                 return Err(bad("permutation does not match the output shape"));
             }
+            let (base, strides) = ViewOp::of_op(op)
+                .and_then(|v| v.layout(shape))
+                .ok_or_else(|| bad("permutation out of range"))?;
             // SAFETY: the strides permute the input's own, over the permuted (output) shape.
-            unsafe { copy_view(*buf, (0, &strides), out, (0, &out_strides), out_shape)? };
+            unsafe { copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape)? };
         }
         Op::Slice { axis, start, end, step } => {
             let [(buf, shape)] = inputs else { return Err(bad("slice takes one input")) };
             let axis = *axis as usize;
             let size = *shape.get(axis).ok_or_else(|| bad("slice axis out of range"))?;
-            let (first, count) = slice_range(size as i64, *start, *end, *step)
+            let (_, count) = slice_range(size as i64, *start, *end, *step)
                 .ok_or_else(|| bad("slice with step 0"))?;
             if !same_except(out_shape, shape, axis) || out_shape.get(axis) != Some(&count) {
                 return Err(bad("slice output shape"));
             }
-            let mut strides = contiguous_strides(shape);
-            let base = first as isize * strides[axis];
-            // Wrapping: the product only overflows when the step exceeds the axis, and then
-            // the slice has at most one element and the stride is never used.
-            strides[axis] = strides[axis].wrapping_mul(*step as isize);
+            let (base, strides) =
+                ViewOp::of_op(op).and_then(|v| v.layout(shape)).ok_or_else(|| bad("slice"))?;
             // SAFETY: indices first + i·step, i < count, stay inside the axis (slice_range);
             // the other axes are the input's own.
             unsafe { copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape)? };
@@ -117,7 +101,8 @@ pub(crate) unsafe fn run_copy(
                 if !same_except(shape, out_shape, axis) || at + len > out_shape[axis] {
                     return Err(bad("concat operand shape"));
                 }
-                let strides = contiguous_strides(shape);
+                let strides =
+                    contiguous_strides(shape).ok_or_else(|| bad("concat operand too large"))?;
                 let dst_base = at as isize * out_strides[axis];
                 // SAFETY: each operand lands in its own slab of the output along `axis`, and
                 // its other axes are the output's.

@@ -722,7 +722,9 @@ impl Emitter<'_> {
     }
 
     /// Every element of `r` is `≤ 0` or NaN: `x − max(x)` (the max reducing over `x` itself,
-    /// so each element is among those maximised over), `−|x|`, `min(x, c)` with `c ≤ 0`.
+    /// so each element is among those maximised over; a reduction *node* of the plan is a row
+    /// value, broadcast back along exactly the axes it reduced), `−|x|`, `min(x, c)` with
+    /// `c ≤ 0`.
     fn non_positive(&self, r: Ref) -> bool {
         let Ref::Node(k) = r else { return false };
         let node = &self.plan.nodes[k];

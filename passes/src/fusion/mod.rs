@@ -41,7 +41,7 @@ mod view;
 
 pub use group::fuse;
 pub use print::print_fused;
-pub use view::{swaps_last_two, ViewOp};
+pub use view::{contiguous_strides, swaps_last_two, ViewOp};
 
 use tfn_ir::{Shape, ValueId};
 

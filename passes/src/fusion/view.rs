@@ -27,7 +27,18 @@ pub enum ViewOp {
 }
 
 impl ViewOp {
-    /// The view form of node `v`, if it is an eligible `Transpose` or `Slice` of a rank ≥ 1
+    /// The view form of `op`, eligible or not (a copy kernel reads any `Transpose`/`Slice`
+    /// through its layout).
+    pub fn of_op(op: &Op) -> Option<ViewOp> {
+        match op {
+            Op::Transpose { perm } => Some(ViewOp::Transpose { perm: perm.clone() }),
+            &Op::Slice { axis, start, end, step } => Some(ViewOp::Slice { axis, start, end, step }),
+            _ => None,
+        }
+    }
+
+    /// The view form of node `v` if a loop kernel can read it in place: a `Transpose` that
+    /// keeps the last axis, or a `Slice` (of the last axis only with step 1) of a rank ≥ 1
     /// value.
     pub fn of_node(graph: &Graph, v: ValueId) -> Option<ViewOp> {
         let node = graph.nodes.get(v.index())?;
@@ -36,18 +47,17 @@ impl ViewOp {
         if rank == 0 {
             return None;
         }
-        match &node.op {
-            Op::Transpose { perm } => {
-                let keeps_last = perm.len() == rank && perm.last() == Some(&(rank as u32 - 1));
-                keeps_last.then(|| ViewOp::Transpose { perm: perm.clone() })
+        let view = Self::of_op(&node.op)?;
+        let eligible = match &view {
+            ViewOp::Transpose { perm } => {
+                perm.len() == rank && perm.last() == Some(&(rank as u32 - 1))
             }
-            &Op::Slice { axis, start, end, step } => {
+            &ViewOp::Slice { axis, step, .. } => {
                 let inner = axis as usize + 1 == rank;
-                let ok = (axis as usize) < rank && step != 0 && (!inner || step == 1);
-                ok.then_some(ViewOp::Slice { axis, start, end, step })
+                (axis as usize) < rank && step != 0 && (!inner || step == 1)
             }
-            _ => None,
-        }
+        };
+        eligible.then_some(view)
     }
 
     /// Per view axis `a`: whether it must not be collapsed with axis `a − 1` (their strides
@@ -76,18 +86,13 @@ impl ViewOp {
     }
 
     /// Base element offset and per-view-axis element strides of the view over a contiguous
-    /// row-major source of `source_shape`. `None` when the shape does not fit the op.
+    /// row-major source of `source_shape`. `None` when the shape does not fit the op (a
+    /// permutation of another rank or out of range, a slice axis out of range, step 0).
     pub fn layout(&self, source_shape: &[usize]) -> Option<(isize, Vec<isize>)> {
-        let rank = source_shape.len();
-        let mut strides = vec![0isize; rank];
-        let mut acc: isize = 1;
-        for a in (0..rank).rev() {
-            strides[a] = acc;
-            acc = acc.checked_mul(isize::try_from(source_shape[a]).ok()?)?;
-        }
+        let strides = contiguous_strides(source_shape)?;
         match self {
             ViewOp::Transpose { perm } => {
-                if perm.len() != rank {
+                if perm.len() != strides.len() {
                     return None;
                 }
                 let permuted = perm
@@ -100,12 +105,26 @@ impl ViewOp {
                 let axis = *axis as usize;
                 let size = i64::try_from(*source_shape.get(axis)?).ok()?;
                 let (first, _) = slice_range(size, *start, *end, *step)?;
+                let mut strides = strides;
                 let base = isize::try_from(first).ok()?.checked_mul(strides[axis])?;
-                strides[axis] = strides[axis].checked_mul(isize::try_from(*step).ok()?)?;
+                // Wrapping: the product only overflows when the step exceeds the axis, and
+                // then the slice has at most one element and the stride is never used.
+                strides[axis] = strides[axis].wrapping_mul(*step as isize);
                 Some((base, strides))
             }
         }
     }
+}
+
+/// Row-major element strides of a contiguous `shape`; `None` if its size overflows `isize`.
+pub fn contiguous_strides(shape: &[usize]) -> Option<Vec<isize>> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc: isize = 1;
+    for a in (0..shape.len()).rev() {
+        strides[a] = acc;
+        acc = acc.checked_mul(isize::try_from(shape[a]).ok()?)?;
+    }
+    Some(strides)
 }
 
 /// Whether node `v` is a `Transpose` swapping the last two axes (keeping the others): a
