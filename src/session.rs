@@ -39,13 +39,23 @@ pub struct SessionOptions {
     pub threads: usize,
     /// Run the egg optimiser on every instantiated function (default: true).
     pub optimize: bool,
+    /// Refuse to degrade: an optimiser failure or a kernel the code generator rejects is an
+    /// error instead of a counted fallback (default: the `TFN_STRICT` environment variable,
+    /// `1` = strict; the test suite runs strict).
+    pub strict: bool,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        SessionOptions { backend: Backend::Jit, threads, optimize: true }
+        SessionOptions { backend: Backend::Jit, threads, optimize: true, strict: strict_from_env() }
     }
+}
+
+/// Whether `TFN_STRICT` asks for strict mode (`1`, `true` or `yes`).
+pub fn strict_from_env() -> bool {
+    std::env::var("TFN_STRICT")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 /// Counters reported by [`Session::stats`].
@@ -57,6 +67,10 @@ pub struct Stats {
     pub cache_hits: u64,
     /// Total time spent instantiating, optimising and compiling.
     pub compile_time: Duration,
+    /// Compiles whose optimiser failed, so the unoptimised graph runs (a bug in tfn).
+    pub optimizer_fallbacks: u64,
+    /// Kernels the code generator rejected, so they run in the interpreter (a bug in tfn).
+    pub interpreted_kernels: u64,
 }
 
 /// A kernel for an `extern op`, registered from Rust. It receives the op's tensor inputs and
@@ -109,6 +123,8 @@ pub struct Session {
     compiles: AtomicU64,
     cache_hits: AtomicU64,
     compile_nanos: AtomicU64,
+    optimizer_fallbacks: AtomicU64,
+    interpreted_kernels: AtomicU64,
 }
 
 impl Default for Session {
@@ -150,6 +166,8 @@ impl Session {
             compiles: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
+            optimizer_fallbacks: AtomicU64::new(0),
+            interpreted_kernels: AtomicU64::new(0),
         }
     }
 
@@ -228,6 +246,8 @@ impl Session {
             compiles: self.compiles.load(Ordering::Relaxed),
             cache_hits: self.cache_hits.load(Ordering::Relaxed),
             compile_time: Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed)),
+            optimizer_fallbacks: self.optimizer_fallbacks.load(Ordering::Relaxed),
+            interpreted_kernels: self.interpreted_kernels.load(Ordering::Relaxed),
         }
     }
 
@@ -381,6 +401,10 @@ impl Session {
         };
         let prepared = Arc::new(prepared);
         self.compiles.fetch_add(1, Ordering::Relaxed);
+        let fallbacks = &prepared.fallbacks;
+        self.optimizer_fallbacks
+            .fetch_add(u64::from(fallbacks.optimizer.is_some()), Ordering::Relaxed);
+        self.interpreted_kernels.fetch_add(fallbacks.kernels.len() as u64, Ordering::Relaxed);
         self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if let Ok(mut cache) = self.cache.write() {
             let entries = cache.entry(prepared.key.name().to_string()).or_default();

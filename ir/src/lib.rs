@@ -31,7 +31,7 @@ pub mod verify;
 pub use attr::{Attr, Scalar};
 pub use bind::{bind_sizes, concrete_shape, BindError};
 pub use diagnostic::{Diagnostic, Severity};
-pub use dtype::DType;
+pub use dtype::{DType, DTypeSet};
 pub use graph::{Graph, GraphParam, Node, Origin, TensorType, ValueId};
 pub use interp::{run, run_with_externs, ExternKernels, InterpError};
 pub use library::Library;

@@ -88,20 +88,22 @@ pub(super) fn ir(
     let text = match stage {
         Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(&instance.graph),
         Stage::Optimized | Stage::Fused => {
-            let (graph, report) = if optimize {
-                match crate::pipeline::optimize(&library, &instance.graph) {
-                    Ok((graph, report)) => (graph, Some(report)),
-                    Err(e) => return Outcome::UserError(format!("error: {e}")),
-                }
-            } else {
-                (instance.graph, None)
+            let planned = match crate::pipeline::plan(&library, &instance.graph, optimize) {
+                Ok(p) => p,
+                Err(e) => return Outcome::UserError(format!("error: {e}")),
             };
             let mut text = if stage == Stage::Optimized {
-                tfn_ir::text::print_graph(&graph)
+                let mut text = tfn_ir::text::print_graph(&planned.graph);
+                if let Some(why) = &planned.optimizer_fallback {
+                    text.push_str(&format!(
+                        "\n// FALLBACK: the optimiser failed; this is the unoptimised graph: {why}\n"
+                    ));
+                }
+                text
             } else {
-                let mut text = crate::pipeline::print_fused(&graph);
+                let mut text = crate::pipeline::print_fused(&planned);
                 let traffic = concrete_shapes(args, &instance.params)
-                    .and_then(|shapes| crate::pipeline::traffic(&graph, &shapes));
+                    .and_then(|shapes| crate::pipeline::traffic(&planned.graph, &shapes));
                 if let Some((kernels, bytes)) = traffic {
                     text.push_str(&format!(
                         "\n// {kernels} kernel(s) moving {bytes} bytes for the given shapes\n"
@@ -109,8 +111,8 @@ pub(super) fn ir(
                 }
                 text
             };
-            if let (true, Some(report)) = (explain, report) {
-                text.push_str(&format!("\n{report}\n"));
+            if let (true, Some(report)) = (explain, planned.report) {
+                text.push_str(&format!("\n{}\n", crate::pipeline::Explain(report)));
             }
             text
         }

@@ -54,7 +54,7 @@ pub use infer::{
     broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape,
 };
 pub use instantiate::instantiate;
-pub use primitives::Prim;
+pub use primitives::{lookup as lookup_primitive, Prim};
 pub use region::{CallRegion, RegionArg};
 pub use static_eval::{eval as eval_static, is_static_op};
 pub use syms::{collect_dims, slice_len};
