@@ -15,7 +15,7 @@
 //! - Integers: `add`, `sub`, `mul`, `neg`, `abs` and integer sums and products wrap on
 //!   overflow; integer `div`, `pow`, `floor`, `ceil`, `round` are not defined (the op table
 //!   restricts them to floats).
-//! - Bool: comparisons (`false < true`), `logical_*`, `maximum` = or, `minimum` = and.
+//! - Bool: `eq`, `ne` and `logical_*` only (the op table gives bools no order and no arithmetic).
 //! - Every (op, dtype) pair outside the op table ([`crate::op::Op::operand_dtypes`]) is an
 //!   error; the per-element definitions are [`scalar`], which constant folding
 //!   ([`fold_unary`], [`fold_binary`], [`fold_cast`]) also runs.
@@ -271,6 +271,12 @@ fn eval_node(
     externs: &dyn ExternKernels,
 ) -> OpResult {
     let dtype = node.ty.dtype;
+    // The op table's dtype row (`Op::operand_dtypes`), for every op in one place.
+    let allowed = node.op.operand_dtypes();
+    let data = if matches!(node.op, Op::Where) { args.get(1..).unwrap_or(&[]) } else { args };
+    if let Some(bad) = data.iter().find(|t| !allowed.contains(t.dtype())) {
+        return Err(OpError::Unsupported(bad.dtype()));
+    }
     match &node.op {
         Op::Param(_) => Err(OpError::Internal("parameters are not evaluated here".into())),
         Op::Const(value) => {

@@ -313,16 +313,15 @@ pub fn compare<T: PartialOrd>(op: BinaryOp, x: T, y: T) -> Option<bool> {
     })
 }
 
-/// A binary op on bools that gives a bool (logical ops; `maximum`/`minimum` as or/and);
-/// comparisons go through [`compare`].
+/// A binary op on bools: logical ops, `eq`, `ne`.
 #[inline(always)]
 pub fn bool_binary(op: BinaryOp, x: bool, y: bool) -> Option<bool> {
     use BinaryOp::*;
     match op {
-        LogicalAnd | Minimum => Some(x & y),
-        LogicalOr | Maximum => Some(x | y),
-        Eq | Ne | Lt | Le | Gt | Ge => compare(op, x, y),
-        Add | Sub | Mul | Div | Pow => None,
+        LogicalAnd => Some(x & y),
+        LogicalOr => Some(x | y),
+        Eq | Ne => compare(op, x, y),
+        Lt | Le | Gt | Ge | Maximum | Minimum | Add | Sub | Mul | Div | Pow => None,
     }
 }
 

@@ -30,12 +30,16 @@ pub fn verify_fused(graph: &Graph, fused: &FusedGraph) -> Result<(), String> {
         }
         let mut local = vec![false; n];
         for &v in &kernel.nodes {
-            for &x in &graph.node(v).inputs {
+            // (`full` reads only its operand's shape, which the bound sizes give.)
+            for &x in super::group::data_inputs(graph, v.index()) {
                 let ok = local[x.index()] || kernel.inputs.contains(&x) || is_free(x);
                 if !ok {
                     return Err(format!(
-                        "kernel {k}: %{} reads %{}, which is neither computed before it in the \
-                         kernel nor one of its inputs",
+                        "kernel {k} ({}, nodes {:?}, inputs {:?}): %{} reads %{}, which is \
+                         neither computed before it in the kernel nor one of its inputs",
+                        kernel.kind.name(),
+                        kernel.nodes.iter().map(|v| v.index()).collect::<Vec<_>>(),
+                        kernel.inputs.iter().map(|v| v.index()).collect::<Vec<_>>(),
                         v.index(),
                         x.index()
                     ));
@@ -64,7 +68,8 @@ pub fn verify_fused(graph: &Graph, fused: &FusedGraph) -> Result<(), String> {
         if !computed[i] {
             continue;
         }
-        if let Some(x) = node.inputs.iter().find(|x| !computed[x.index()] && !is_free(**x)) {
+        let data = super::group::data_inputs(graph, i);
+        if let Some(x) = data.iter().find(|x| !computed[x.index()] && !is_free(**x)) {
             return Err(format!("%{i} reads %{}, which no kernel computes", x.index()));
         }
     }
