@@ -12,6 +12,8 @@
 //!
 //! Architecture invariant: this crate depends on no parser, optimiser or code generator.
 
+#![forbid(unsafe_code)]
+
 pub mod attr;
 pub mod bind;
 pub mod diagnostic;

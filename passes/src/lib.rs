@@ -12,6 +12,8 @@
 //! Architecture invariant: passes take a `Graph` and return a new `Graph` with the same
 //! parameters, outputs, dtypes and shapes; they never change what a function computes beyond
 //! the documented floating-point caveats of individual rules.
+
+#![forbid(unsafe_code)]
 pub mod autodiff;
 pub mod fusion;
 pub mod optimize;

@@ -64,7 +64,7 @@ pub fn verify_fused(graph: &Graph, fused: &FusedGraph) -> Result<(), String> {
         }
     }
     // A value read by a computed node or returned must itself be computed (or free).
-    for (i, node) in graph.nodes.iter().enumerate() {
+    for i in 0..n {
         if !computed[i] {
             continue;
         }
