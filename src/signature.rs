@@ -155,6 +155,9 @@ pub(crate) struct Prepared {
     pub(crate) params: Vec<ParamSource>,
     /// The signature this was compiled for.
     pub(crate) key: CallKey,
+    /// What the instance assumes about derived sizes being 1 (usually nothing): a call with
+    /// this signature may run it only if they hold for its shapes.
+    pub(crate) guards: tfn_ir::SizeGuards,
     executor: Executor,
 }
 
@@ -203,7 +206,7 @@ impl Prepared {
         if log && options.backend == Backend::Interp {
             eprintln!("tfn: compiled {key} for the interpreter");
         }
-        Ok(Prepared { graph, params, key, executor })
+        Ok(Prepared { graph, params, key, guards: Default::default(), executor })
     }
 
     pub(crate) fn run(
