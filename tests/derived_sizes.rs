@@ -28,6 +28,10 @@ fn squeezed(Tensor x) -> Tensor {
 fn ambiguous(Tensor x) -> Tensor {
     return reshape(x, [0, -1])
 }
+
+fn two_cols_plus(Tensor x) -> Tensor {
+    return slice(x, dim=1, start=0, end=2) + x
+}
 "#;
 
 const BACKENDS: [Backend; 2] = [Backend::Interp, Backend::Jit];
@@ -102,7 +106,7 @@ fn shape_error(s: &Session, name: &str, x: &ArrayD<f32>) -> String {
 #[test]
 fn size_errors_name_the_op_the_argument_and_the_location() {
     // (function, sizes that fit, sizes that do not, what the message must contain)
-    let cases: [(&str, &[usize], &[usize], &[&str]); 4] = [
+    let cases: [(&str, &[usize], &[usize], &[&str]); 5] = [
         ("to_square", &[16], &[12], &["reshape `x` of shape [12] to [4, 4]", "derived.tfn:7:23"]),
         ("to_square", &[2, 8], &[3, 4], &["reshape `x` of shape [3, 4]", "derived.tfn:7:23"]),
         ("fives", &[10], &[12], &["reshape `x` of shape [12] to [5, -1]", "derived.tfn:11:23"]),
@@ -111,6 +115,16 @@ fn size_errors_name_the_op_the_argument_and_the_location() {
             &[4],
             &[8],
             &["squeeze axis 0 of `reshape(x, [-1, 4])` of shape [2, 4]", "derived.tfn:15:46"],
+        ),
+        (
+            "two_cols_plus",
+            &[3, 2],
+            &[3, 5],
+            &[
+                "broadcast `slice(x, dim=1, start=0, end=2)` of shape [3, 2]",
+                "`x` of shape [3, 5]",
+                "derived.tfn:23:",
+            ],
         ),
     ];
     for backend in BACKENDS {
