@@ -636,6 +636,14 @@ fn leading_times(Tensor x, Tensor y) -> Tensor {
     return reshape(x, [-1, 4]) * y
 }
 
+fn rows_plus(Tensor x, Tensor y, *, Int n) -> Tensor {
+    return reshape(x, [n, -1]) + y
+}
+
+fn grid_plus(Tensor x, Tensor y) -> Tensor {
+    return reshape(x, [-1, 6]) + y
+}
+
 fn first_col_plus(Tensor y) -> Tensor {
     return slice(y, dim=1, start=0, end=1) + y
 }
@@ -690,6 +698,14 @@ fn to_empty(Tensor x) -> Tensor {
     c.run("leading_times", "leading_1", {"x": x4b, "y": y34}, [x4b.reshape(-1, 4) * y34])
     x8b, y24 = normal(r, [8]), normal(r, [2, 4])
     c.run("leading_times", "leading_2", {"x": x8b, "y": y24}, [x8b.reshape(-1, 4) * y24])
+    x12b, y12x5 = normal(r, [12]), normal(r, [12, 5])
+    c.run("rows_plus", "rows_12", {"x": x12b, "y": y12x5, "n": 12}, [x12b.reshape(12, -1) + y12x5])
+    y3x4 = normal(r, [3, 4])
+    c.run("rows_plus", "rows_3", {"x": x12b, "y": y3x4, "n": 3}, [x12b.reshape(3, -1) + y3x4])
+    x23, y56 = normal(r, [2, 3]), normal(r, [5, 6])
+    c.run("grid_plus", "grid_1", {"x": x23, "y": y56}, [x23.reshape(-1, 6) + y56])
+    x46, y26 = normal(r, [4, 3]), normal(r, [2, 6])
+    c.run("grid_plus", "grid_2", {"x": x46, "y": y26}, [x46.reshape(-1, 6) + y26])
     y = normal(r, [4, 3])
     c.run("first_col_plus", "first_col_4x3", {"y": y}, [y[:, 0:1] + y])
     y = normal(r, [2, 5])
