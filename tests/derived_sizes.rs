@@ -64,7 +64,7 @@ fn reshaped_plus(x: &ArrayD<f32>, y: &ArrayD<f32>) -> ArrayD<f32> {
 fn one_instance_per_decision_and_none_per_size() {
     for backend in BACKENDS {
         let s = session(backend);
-        let mut call = |n: usize, m: usize| {
+        let call = |n: usize, m: usize| {
             let (x, y) = (ramp(&[n]), ramp(&[4, m]));
             let out = s.call("reshaped_plus", &[Value::from(x.view()), Value::from(y.view())]);
             let out = only_f32(out.unwrap_or_else(|e| panic!("{backend:?} x[{n}] y[4, {m}]: {e}")));
@@ -103,10 +103,12 @@ fn shape_error(s: &Session, name: &str, x: &ArrayD<f32>) -> String {
     }
 }
 
+/// A function, sizes that fit, sizes that do not, and what the message must contain.
+type Case = (&'static str, &'static [usize], &'static [usize], &'static [&'static str]);
+
 #[test]
 fn size_errors_name_the_op_the_argument_and_the_location() {
-    // (function, sizes that fit, sizes that do not, what the message must contain)
-    let cases: [(&str, &[usize], &[usize], &[&str]); 5] = [
+    let cases: [Case; 5] = [
         ("to_square", &[16], &[12], &["reshape `x` of shape [12] to [4, 4]", "derived.tfn:7:23"]),
         ("to_square", &[2, 8], &[3, 4], &["reshape `x` of shape [3, 4]", "derived.tfn:7:23"]),
         ("fives", &[10], &[12], &["reshape `x` of shape [12] to [5, -1]", "derived.tfn:11:23"]),
