@@ -265,7 +265,9 @@ impl Session {
     ) -> Result<Vec<Value<'static>>, Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
         let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
-        let outputs = prepared.run(&inputs, &*self.externs)?;
+        let outputs = prepared
+            .run(&inputs, &*self.externs)
+            .map_err(|e| self.explain(e, name, args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
 
@@ -289,7 +291,9 @@ impl Session {
     ) -> Result<(), Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
         let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
-        prepared.run_into(&inputs, outputs, &*self.externs)
+        prepared
+            .run_into(&inputs, outputs, &*self.externs)
+            .map_err(|e| self.explain(e, name, args, kwargs))
     }
 
     /// The vector-Jacobian product of a function: the gradients of `<results, cotangents>`
@@ -329,7 +333,9 @@ impl Session {
             )));
         }
         let inputs = gather_inputs(&prepared, args, kwargs, &cts)?;
-        let outputs = prepared.run(&inputs, &*self.externs)?;
+        let outputs = prepared
+            .run(&inputs, &*self.externs)
+            .map_err(|e| self.explain(e, name, args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
 
@@ -347,6 +353,30 @@ impl Session {
 
     pub(crate) fn externs(&self) -> &dyn ExternKernels {
         &*self.externs
+    }
+
+    /// A compiled function checks sizes when it binds them and names the arguments, but it
+    /// knows no op or source location. For a shape error, instantiate the function again
+    /// knowing this call's sizes: lowering then finds the op that does not fit (a `reshape`
+    /// of the wrong element count, a broadcast of a derived size, ...) and says where.
+    pub(crate) fn explain(
+        &self,
+        error: Error,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Error {
+        if !matches!(error, Error::Shape(_)) {
+            return error;
+        }
+        let library = self.library();
+        match instantiate_for_call(&library, name, args, kwargs) {
+            Err(e) if is_size_error(&e.diagnostics) => {
+                Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources)
+                    .into_shape_error()
+            }
+            _ => error,
+        }
     }
 
     /// Instantiates (or finds in the cache) the function for these arguments' signature.
@@ -368,13 +398,16 @@ impl Session {
             let suggestion = crate::signature::similar_name(&library, name);
             return Err(Error::UnknownFunction { name: name.to_string(), suggestion });
         }
-        let positional: Vec<ArgSpec> = args.iter().map(arg_spec).collect();
-        let keywords: Vec<(String, ArgSpec)> =
-            kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
-        let instance =
-            tfn_ir::lower::instantiate(&library, name, &positional, &keywords).map_err(|e| {
-                Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources)
-            })?;
+        let instance = instantiate_for_call(&library, name, args, kwargs).map_err(|e| {
+            let size_error = is_size_error(&e.diagnostics);
+            let error = Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources);
+            if size_error {
+                error.into_shape_error()
+            } else {
+                error
+            }
+        })?;
+        let guards = instance.guards.clone();
         let rules = self.rules.read().map_or_else(|p| p.into_inner().clone(), |r| r.clone());
         let prepared = match kind {
             CallKind::Call => Prepared::compile(
@@ -399,6 +432,19 @@ impl Session {
                 )?
             }
         };
+        let mut prepared = prepared;
+        prepared.guards = guards;
+        if !guards_hold(&prepared, args, kwargs) {
+            return Err(Error::Internal(format!(
+                "`{name}` was specialised for this call's sizes but its assumptions ({}) do not hold for them",
+                prepared.guards.describe()
+            )));
+        }
+        if !prepared.guards.is_empty()
+            && std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0")
+        {
+            eprintln!("tfn:   specialised on derived sizes: {}", prepared.guards.describe());
+        }
         let prepared = Arc::new(prepared);
         self.compiles.fetch_add(1, Ordering::Relaxed);
         let fallbacks = &prepared.fallbacks;
@@ -409,7 +455,7 @@ impl Session {
         if let Ok(mut cache) = self.cache.write() {
             let entries = cache.entry(prepared.key.name().to_string()).or_default();
             // Another thread may have compiled the same signature meanwhile: keep one.
-            if !entries.iter().any(|e| e.key == prepared.key) {
+            if !entries.iter().any(|e| e.key == prepared.key && e.guards == prepared.guards) {
                 entries.push(prepared.clone());
             }
         }
@@ -424,8 +470,47 @@ impl Session {
         kwargs: &[(&str, Value)],
     ) -> Option<Arc<Prepared>> {
         let cache = self.cache.read().ok()?;
-        cache.get(name)?.iter().find(|p| p.key.matches(kind, args, kwargs)).cloned()
+        cache
+            .get(name)?
+            .iter()
+            .find(|p| p.key.matches(kind, args, kwargs) && guards_hold(p, args, kwargs))
+            .cloned()
     }
+}
+
+/// Instantiates `name` for the signature of a call, knowing the call's sizes.
+fn instantiate_for_call(
+    library: &Library,
+    name: &str,
+    args: &[Value],
+    kwargs: &[(&str, Value)],
+) -> Result<tfn_ir::Instance, tfn_ir::LowerError> {
+    let positional: Vec<ArgSpec> = args.iter().map(arg_spec).collect();
+    let keywords: Vec<(String, ArgSpec)> =
+        kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
+    let sizes = |src: &ParamSource| source_tensor(src, args, kwargs).map(|t| t.shape().to_vec());
+    tfn_ir::lower::instantiate_for_sizes(library, name, &positional, &keywords, &sizes)
+}
+
+/// Whether lowering failed only because of the call's sizes (not its signature).
+fn is_size_error(diagnostics: &[tfn_ir::Diagnostic]) -> bool {
+    !diagnostics.is_empty() && diagnostics.iter().all(|d| d.code == "E0510")
+}
+
+/// Whether a call's shapes satisfy what `prepared` assumes about derived sizes (free when it
+/// assumes nothing, the usual case).
+pub(crate) fn guards_hold(prepared: &Prepared, args: &[Value], kwargs: &[(&str, Value)]) -> bool {
+    if prepared.guards.is_empty() {
+        return true;
+    }
+    let shapes: Option<Vec<Vec<usize>>> = prepared
+        .params
+        .iter()
+        .map(|src| source_tensor(src, args, kwargs).map(|t| t.shape().to_vec()))
+        .collect();
+    let Some(shapes) = shapes else { return true };
+    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    prepared.guards.hold(&refs)
 }
 
 /// The signature of one argument: dtype, rank and which axes have size 1, or the attribute.
@@ -442,6 +527,31 @@ fn arg_spec(v: &Value) -> ArgSpec {
     }
 }
 
+/// The tensor argument of a call that feeds a graph parameter.
+fn source_tensor<'a>(
+    src: &ParamSource,
+    args: &'a [Value],
+    kwargs: &'a [(&str, Value)],
+) -> Option<TensorValue<'a>> {
+    fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
+        match list {
+            Value::TensorList(ts) => ts.get(index).map(TensorValue::view),
+            _ => None,
+        }
+    }
+    match src {
+        ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
+        ParamSource::Keyword(k) => {
+            kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view)
+        }
+        ParamSource::ListItem { arg, index } => match &**arg {
+            ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
+            ParamSource::Keyword(k) => list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index),
+            ParamSource::ListItem { .. } => None,
+        },
+    }
+}
+
 /// The tensors feeding the graph's parameters, in parameter order, then the cotangents.
 pub(crate) fn gather_inputs<'a>(
     prepared: &Prepared,
@@ -449,36 +559,11 @@ pub(crate) fn gather_inputs<'a>(
     kwargs: &'a [(&str, Value)],
     cotangents: &[&'a TensorValue],
 ) -> Result<Vec<TensorValue<'a>>, Error> {
-    fn find<'a>(
-        src: &ParamSource,
-        args: &'a [Value],
-        kwargs: &'a [(&str, Value)],
-    ) -> Option<TensorValue<'a>> {
-        match src {
-            ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
-            ParamSource::Keyword(k) => {
-                kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view)
-            }
-            ParamSource::ListItem { arg, index } => match &**arg {
-                ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
-                ParamSource::Keyword(k) => {
-                    list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index)
-                }
-                ParamSource::ListItem { .. } => None,
-            },
-        }
-    }
-    fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
-        match list {
-            Value::TensorList(ts) => ts.get(index).map(TensorValue::view),
-            _ => None,
-        }
-    }
     let mut inputs = prepared
         .params
         .iter()
         .map(|src| {
-            find(src, args, kwargs).ok_or_else(|| {
+            source_tensor(src, args, kwargs).ok_or_else(|| {
                 Error::Internal(format!("graph parameter source {src:?} is not a tensor argument"))
             })
         })

@@ -155,6 +155,9 @@ pub(crate) struct Prepared {
     pub(crate) params: Vec<ParamSource>,
     /// The signature this was compiled for.
     pub(crate) key: CallKey,
+    /// What the instance assumes about derived sizes being 1 (usually nothing): a call with
+    /// this signature may run it only if they hold for its shapes.
+    pub(crate) guards: tfn_ir::SizeGuards,
     executor: Executor,
     /// What degraded while compiling it (empty unless tfn has a bug).
     pub(crate) fallbacks: Fallbacks,
@@ -244,7 +247,14 @@ impl Prepared {
                 return Err(Error::Internal("the JIT is not available on this machine".into()))
             }
         };
-        Ok(Prepared { graph: planned.graph, params, key, executor, fallbacks })
+        Ok(Prepared {
+            graph: planned.graph,
+            params,
+            key,
+            guards: Default::default(),
+            executor,
+            fallbacks,
+        })
     }
 
     pub(crate) fn run(

@@ -31,17 +31,17 @@ pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpe
 
 /// The concrete shapes `--arg` gives for each graph parameter (`None` when one is missing).
 fn concrete_shapes(args: &[(String, String)], params: &[ParamSource]) -> Option<Vec<Vec<usize>>> {
-    params
-        .iter()
-        .map(|p| {
-            let ParamSource::Keyword(name) = p else { return None };
-            let (_, text) = args.iter().find(|(n, _)| n == name)?;
-            match parse_value(text) {
-                Ok(ArgValue::TensorType(_, dims)) => Some(dims),
-                _ => None,
-            }
-        })
-        .collect()
+    params.iter().map(|p| arg_shape(args, p)).collect()
+}
+
+/// The concrete shape `--arg` gives for one graph parameter.
+fn arg_shape(args: &[(String, String)], param: &ParamSource) -> Option<Vec<usize>> {
+    let ParamSource::Keyword(name) = param else { return None };
+    let (_, text) = args.iter().find(|(n, _)| n == name)?;
+    match parse_value(text) {
+        Ok(ArgValue::TensorType(_, dims)) => Some(dims),
+        _ => None,
+    }
 }
 
 pub(super) fn ir(
@@ -76,15 +76,18 @@ pub(super) fn ir(
         Ok(s) => s,
         Err(o) => return o,
     };
-    let instance = match tfn_ir::lower::instantiate(&library, function, &[], &specs) {
-        Ok(i) => i,
-        Err(e) => {
-            return Outcome::UserError(tfn_ir::diagnostic::render_all(
-                &e.diagnostics,
-                &library.sources,
-            ))
-        }
-    };
+    // The given sizes decide whether derived sizes are 1, as for a call.
+    let sizes = |p: &ParamSource| arg_shape(args, p);
+    let instance =
+        match tfn_ir::lower::instantiate_for_sizes(&library, function, &[], &specs, &sizes) {
+            Ok(i) => i,
+            Err(e) => {
+                return Outcome::UserError(tfn_ir::diagnostic::render_all(
+                    &e.diagnostics,
+                    &library.sources,
+                ))
+            }
+        };
     let text = match stage {
         Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(&instance.graph),
         Stage::Optimized | Stage::Fused => {
