@@ -54,6 +54,14 @@ pub enum PipelineError {
     Optimizer(OptimizeError),
 }
 
+/// Whether `TFN_INJECT_FAULT` names `what` (`optimizer`, `codegen`; comma-separated). Debug
+/// builds only: it lets the tests drive the fallback paths of a correct compiler, which
+/// otherwise never run. Release builds ignore it.
+pub fn fault_injected(what: &str) -> bool {
+    cfg!(debug_assertions)
+        && std::env::var("TFN_INJECT_FAULT").is_ok_and(|v| v.split(',').any(|f| f.trim() == what))
+}
+
 /// Verifies `graph` after `stage` (debug and test builds only).
 pub fn check(stage: &'static str, graph: &Graph) -> Result<(), PipelineError> {
     if cfg!(debug_assertions) {
@@ -70,7 +78,12 @@ pub fn plan(
 ) -> Result<Planned, PipelineError> {
     check("lowering", &graph)?;
     let (graph, report, optimizer_fallback) = if options.optimize {
-        match optimize::optimize(&graph, rules, &options.limits) {
+        let result = if fault_injected("optimizer") {
+            Err(OptimizeError::Rebuild("fault injected by TFN_INJECT_FAULT".into()))
+        } else {
+            optimize::optimize(&graph, rules, &options.limits)
+        };
+        match result {
             Ok(out) => {
                 check("optimisation", &out.graph)?;
                 (out.graph, Some(out.report), None)

@@ -82,8 +82,14 @@ impl CompiledFunction {
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
         let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
+        let inject = tfn_passes::pipeline::fault_injected("codegen");
         for kernel in &fused.kernels {
-            let step = match compile_kernel(jit, graph, kernel) {
+            let compiled = if inject {
+                Err(CodegenError::Cranelift("fault injected by TFN_INJECT_FAULT".into()))
+            } else {
+                compile_kernel(jit, graph, kernel)
+            };
+            let step = match compiled {
                 Ok(step) => step,
                 // A kernel the code generator should handle but did not: it still runs (in
                 // the interpreter), and the fallback is reported.
