@@ -63,21 +63,53 @@ impl Abi {
     }
 }
 
-/// The math function behind a unary or binary op, if it needs one.
+/// The math function behind a unary or binary op, if it needs one. Exhaustive over the
+/// elementwise ops: a new one must say whether it is computed by `math`.
 fn math_fn(op: &Op) -> Option<MathFn> {
-    Some(match op {
-        Op::Unary(UnaryOp::Exp) => MathFn::Exp,
-        Op::Unary(UnaryOp::Expm1) => MathFn::Expm1,
-        Op::Unary(UnaryOp::Log) => MathFn::Log,
-        Op::Unary(UnaryOp::Log1p) => MathFn::Log1p,
-        Op::Unary(UnaryOp::Tanh) => MathFn::Tanh,
-        Op::Unary(UnaryOp::Sigmoid) => MathFn::Sigmoid,
-        Op::Unary(UnaryOp::Erf) => MathFn::Erf,
-        Op::Unary(UnaryOp::Sin) => MathFn::Sin,
-        Op::Unary(UnaryOp::Cos) => MathFn::Cos,
-        Op::Binary(BinaryOp::Pow) => MathFn::Pow,
-        _ => return None,
-    })
+    use BinaryOp as B;
+    use UnaryOp as U;
+    match op {
+        Op::Unary(u) => match u {
+            U::Exp => Some(MathFn::Exp),
+            U::Expm1 => Some(MathFn::Expm1),
+            U::Log => Some(MathFn::Log),
+            U::Log1p => Some(MathFn::Log1p),
+            U::Tanh => Some(MathFn::Tanh),
+            U::Sigmoid => Some(MathFn::Sigmoid),
+            U::Erf => Some(MathFn::Erf),
+            U::Sin => Some(MathFn::Sin),
+            U::Cos => Some(MathFn::Cos),
+            U::Neg
+            | U::Abs
+            | U::Sqrt
+            | U::Rsqrt
+            | U::Floor
+            | U::Ceil
+            | U::Round
+            | U::Sign
+            | U::Reciprocal
+            | U::LogicalNot => None,
+        },
+        Op::Binary(b) => match b {
+            B::Pow => Some(MathFn::Pow),
+            B::Add
+            | B::Sub
+            | B::Mul
+            | B::Div
+            | B::Maximum
+            | B::Minimum
+            | B::Eq
+            | B::Ne
+            | B::Lt
+            | B::Le
+            | B::Gt
+            | B::Ge
+            | B::LogicalAnd
+            | B::LogicalOr => None,
+        },
+        // Not elementwise arithmetic.
+        _ => None,
+    }
 }
 
 /// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
@@ -858,7 +890,20 @@ impl Emitter<'_> {
             Op::Where => Ok(ops::blend(b, arg(0)?, arg(1)?, arg(2)?)),
             Op::Cast(to) => ops::emit_cast(b, width, arg_dtype, *to, arg(0)?),
             Op::BroadcastTo => arg(0),
-            other => unsupported(format!("`{}` inside a loop kernel", other.name())),
+            // Reductions and views are emitted by the row/column passes and the operand
+            // addressing, never as a plain instruction; the rest never joins a loop kernel.
+            // Reaching here is a planner bug: the kernel falls back, loudly.
+            Op::Param(_)
+            | Op::Reduce { .. }
+            | Op::ArgMax { .. }
+            | Op::MatMul
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Extern { .. } => {
+                unsupported(format!("`{}` inside a loop kernel", node.op.name()))
+            }
         }
     }
 }

@@ -23,6 +23,12 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, CodegenError>
     Err(CodegenError::Unsupported(what.into()))
 }
 
+/// An (op, dtype) pair the op table rules out, or an op `math` computes, reaching the plain
+/// instruction emitter: a bug in the caller, not a reason to fall back.
+fn not_here<T>(op: impl std::fmt::Display, d: DType) -> Result<T, CodegenError> {
+    Err(CodegenError::Internal(format!("`{op}` on {d} reached the instruction emitter")))
+}
+
 pub(crate) fn scalar_type(d: DType) -> Type {
     match d {
         DType::Bool => types::I8,
@@ -198,18 +204,16 @@ pub(crate) fn emit_unary(
                 let neg = blend(b, lt, minus, same);
                 blend(b, gt, one, neg)
             }
-            LogicalNot => {
-                let zero = float_const(b, width, d, 0.0)?;
-                float_cmp(b, FloatCC::Equal, x, zero)
+            // Computed by `math` (see `codegen::math_fn`), or outside the op table.
+            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot => {
+                return not_here(op, d)
             }
-            _ => return unsupported(format!("`{op}` on {d}")),
         });
     }
     if d.is_int() {
         return Ok(match op {
             Neg => b.ins().ineg(x),
             Abs => b.ins().iabs(x),
-            Floor | Ceil | Round => x,
             Sign => {
                 let zero = int_const(b, width, d, 0)?;
                 let one = int_const(b, width, d, 1)?;
@@ -219,17 +223,19 @@ pub(crate) fn emit_unary(
                 let neg = blend(b, lt, minus, zero);
                 blend(b, gt, one, neg)
             }
-            LogicalNot => {
-                let zero = int_const(b, width, d, 0)?;
-                b.ins().icmp(IntCC::Equal, x, zero)
-            }
-            _ => return unsupported(format!("`{op}` on {d}")),
+            // Outside the op table for integers.
+            Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
+            | Reciprocal | Log1p | Expm1 | LogicalNot => return not_here(op, d),
         });
     }
     match (op, width) {
         (LogicalNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
         (LogicalNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
-        _ => unsupported(format!("`{op}` on bool")),
+        (
+            Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
+            | Round | Sign | Reciprocal | Log1p | Expm1,
+            _,
+        ) => not_here(op, d),
     }
 }
 
@@ -263,71 +269,57 @@ pub(crate) fn emit_binary(
     y_not_nan: bool,
 ) -> Result<Value, CodegenError> {
     use BinaryOp::*;
-    if let LogicalAnd | LogicalOr = op {
-        let (tx, ty) = (truthy(b, width, d, x)?, truthy(b, width, d, y)?);
-        return Ok(if op == LogicalAnd { b.ins().band(tx, ty) } else { b.ins().bor(tx, ty) });
+    if d == DType::Bool {
+        // Scalars are 0/1 bytes; in vector kernels, lane masks (all ones or all zeros).
+        return Ok(match (op, width) {
+            (LogicalAnd, _) => b.ins().band(x, y),
+            (LogicalOr, _) => b.ins().bor(x, y),
+            (Eq, Width::Scalar) => b.ins().icmp(IntCC::Equal, x, y),
+            (Ne, Width::Scalar) => b.ins().icmp(IntCC::NotEqual, x, y),
+            (Ne, Width::Vector(_)) => b.ins().bxor(x, y),
+            (Eq, Width::Vector(_)) => {
+                let ne = b.ins().bxor(x, y);
+                b.ins().bnot(ne)
+            }
+            // Outside the op table for bools.
+            (Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge, _) => {
+                return not_here(op, d)
+            }
+        });
     }
     if d.is_float() {
-        let cmp = |cc| Some(cc);
-        let cc = match op {
-            Eq => cmp(FloatCC::Equal),
-            Ne => cmp(FloatCC::NotEqual),
-            Lt => cmp(FloatCC::LessThan),
-            Le => cmp(FloatCC::LessThanOrEqual),
-            Gt => cmp(FloatCC::GreaterThan),
-            Ge => cmp(FloatCC::GreaterThanOrEqual),
-            _ => None,
-        };
-        if let Some(cc) = cc {
-            return Ok(float_cmp(b, cc, x, y));
-        }
         return Ok(match op {
+            Eq => float_cmp(b, FloatCC::Equal, x, y),
+            Ne => float_cmp(b, FloatCC::NotEqual, x, y),
+            Lt => float_cmp(b, FloatCC::LessThan, x, y),
+            Le => float_cmp(b, FloatCC::LessThanOrEqual, x, y),
+            Gt => float_cmp(b, FloatCC::GreaterThan, x, y),
+            Ge => float_cmp(b, FloatCC::GreaterThanOrEqual, x, y),
             Add => b.ins().fadd(x, y),
             Sub => b.ins().fsub(x, y),
             Mul => b.ins().fmul(x, y),
             Div => b.ins().fdiv(x, y),
             Maximum => float_max_min(b, true, x, y, y_not_nan),
             Minimum => float_max_min(b, false, x, y, y_not_nan),
-            _ => return unsupported(format!("`{op}` on {d}")),
+            // Computed by `math`, or outside the op table.
+            Pow | LogicalAnd | LogicalOr => return not_here(op, d),
         });
     }
-    let signed = d.is_int();
-    let cc = match op {
-        Eq => Some(IntCC::Equal),
-        Ne => Some(IntCC::NotEqual),
-        Lt => Some(if signed { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan }),
-        Le => {
-            Some(if signed { IntCC::SignedLessThanOrEqual } else { IntCC::UnsignedLessThanOrEqual })
-        }
-        Gt => Some(if signed { IntCC::SignedGreaterThan } else { IntCC::UnsignedGreaterThan }),
-        Ge => Some(if signed {
-            IntCC::SignedGreaterThanOrEqual
-        } else {
-            IntCC::UnsignedGreaterThanOrEqual
-        }),
-        _ => None,
-    };
-    if let Some(cc) = cc {
-        if !signed && width != Width::Scalar {
-            return unsupported("bool comparison in a vector kernel");
-        }
-        return Ok(b.ins().icmp(cc, x, y));
-    }
-    if signed {
-        return Ok(match op {
-            Add => b.ins().iadd(x, y),
-            Sub => b.ins().isub(x, y),
-            Mul => b.ins().imul(x, y),
-            Maximum => b.ins().smax(x, y),
-            Minimum => b.ins().smin(x, y),
-            _ => return unsupported(format!("`{op}` on {d}")),
-        });
-    }
-    match op {
-        Maximum => Ok(b.ins().bor(x, y)),
-        Minimum => Ok(b.ins().band(x, y)),
-        _ => unsupported(format!("`{op}` on bool")),
-    }
+    Ok(match op {
+        Eq => b.ins().icmp(IntCC::Equal, x, y),
+        Ne => b.ins().icmp(IntCC::NotEqual, x, y),
+        Lt => b.ins().icmp(IntCC::SignedLessThan, x, y),
+        Le => b.ins().icmp(IntCC::SignedLessThanOrEqual, x, y),
+        Gt => b.ins().icmp(IntCC::SignedGreaterThan, x, y),
+        Ge => b.ins().icmp(IntCC::SignedGreaterThanOrEqual, x, y),
+        Add => b.ins().iadd(x, y),
+        Sub => b.ins().isub(x, y),
+        Mul => b.ins().imul(x, y),
+        Maximum => b.ins().smax(x, y),
+        Minimum => b.ins().smin(x, y),
+        // Outside the op table for integers.
+        Div | Pow | LogicalAnd | LogicalOr => return not_here(op, d),
+    })
 }
 
 /// `cast(x: from) -> to`, Rust `as` semantics (saturating float → int, NaN → 0).
@@ -370,7 +362,8 @@ pub(crate) fn emit_cast(
         (DType::Bool, _) => b.ins().uextend(ty, x),
         (DType::I32, DType::I64) => b.ins().sextend(ty, x),
         (DType::I64, DType::I32) => b.ins().ireduce(ty, x),
-        _ => return unsupported(format!("cast {from} -> {to}")),
+        // Every pair is covered above (same dtype and `-> bool` return early).
+        _ => return not_here(format!("cast {from} ->"), to),
     })
 }
 
