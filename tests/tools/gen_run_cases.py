@@ -543,6 +543,33 @@ fn square(Tensor x) -> Tensor {
     return c
 
 
+def literal_math():
+    r = rng(12)
+    c = Case("run", "literal_math", "Literal-only expressions (`sqrt(4.0) * exp(0.0)`, spec section 3) are\n"
+             "float literals: they take their dtype from where they are used, else f32.", """
+fn scaled(Tensor x) -> Tensor {
+    let k = sqrt(4.0) * exp(0.0)
+    return x * k
+}
+
+fn shifted(Tensor x) -> Tensor {
+    return tanh(x) + log(2.0) - sigmoid(0) * floor(2.5)
+}
+
+fn standalone() -> Tensor {
+    return full([3], sqrt(2.0))
+}
+""")
+    for dt, name in [(F32, "f32"), (F64, "f64")]:
+        x = uniform(r, [2, 3], -2, 2, dt)
+        xd = f64(x)
+        c.run("scaled", f"scaled_{name}", {"x": x}, [cast(xd * 2.0, dt)])
+        c.run("shifted", f"shifted_{name}", {"x": x},
+              [cast(np.tanh(xd) + np.log(2.0) - 0.5 * 2.0, dt)])
+    c.run("standalone", "standalone", {}, [f32([np.sqrt(2.0)] * 3)])
+    return c
+
+
 def overloads():
     r = rng(9)
     c = Case("run", "overloads", "Call-time dispatch between user overloads (a tensor or a scalar\n"
@@ -743,4 +770,4 @@ fn to_empty(Tensor x) -> Tensor {
 
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
-               elementwise(), overloads(), odd_sizes(), derived_ones()], "gen_run_cases.py")
+               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math()], "gen_run_cases.py")

@@ -174,6 +174,8 @@ impl Walker<'_> {
             ("logical_and" | "logical_or", [Bool, Bool]) => Bool,
             ("logical_not", [Bool]) => Bool,
             ("neg" | "abs" | "sign", [t]) if numeric(t) => t.clone(),
+            // `sqrt(4.0)`, `exp(0)`: literal-only math is a float literal.
+            (n, [t]) if numeric(t) && tfn_ir::lower::static_float_math(n).is_some() => Float,
             ("add" | "sub" | "mul" | "div" | "pow" | "maximum" | "minimum", [l, r])
                 if numeric(l) && numeric(r) =>
             {

@@ -57,7 +57,7 @@ pub use infer::{
 pub use instantiate::{instantiate, instantiate_for_sizes};
 pub use primitives::{lookup as lookup_primitive, Prim};
 pub use region::{CallRegion, RegionArg};
-pub use static_eval::{eval as eval_static, is_static_op};
+pub use static_eval::{eval as eval_static, float_math as static_float_math, is_static_op};
 pub use syms::{collect_dims, slice_len};
 
 /// Whether the compiler has a kernel for the op `name` / `name.overload` (the primitives,

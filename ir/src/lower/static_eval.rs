@@ -6,6 +6,8 @@
 //! becomes a float, and `div` is true division like Python's `/`.
 
 use crate::attr::Attr;
+use crate::interp::scalar::float_unary;
+use crate::op::{UnaryOp, ALL_UNARY};
 
 /// Whether a call of `name` (with optional overload) on attributes is evaluated statically.
 pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
@@ -33,7 +35,7 @@ pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
             | "and"
             | "or"
             | "not"
-    );
+    ) || float_math(name).is_some();
     known && matches!(overload, None | Some("scalar"))
 }
 
@@ -46,16 +48,35 @@ pub fn eval(name: &str, args: &[Attr]) -> Result<Attr, String> {
     }
 }
 
+/// The float-only unary ops (`sqrt`, `exp`, `tanh`, ...): on a literal-only argument they are
+/// evaluated in `f64` with the interpreter's own definitions, so `sqrt(4.0) * exp(0.0)` is the
+/// literal `2.0`, which then takes its dtype from where it is used (like any float literal),
+/// or `f32` on its own.
+pub fn float_math(name: &str) -> Option<UnaryOp> {
+    ALL_UNARY
+        .iter()
+        .copied()
+        .find(|u| u.to_string() == name)
+        .filter(|u| u.dtypes() == crate::dtype::DTypeSet::FLOAT)
+}
+
 fn unary(name: &str, x: &Attr) -> Result<Attr, String> {
+    if let Some(op) = float_math(name) {
+        let v = x.as_f64().filter(|_| !matches!(x, Attr::Bool(_)));
+        let Some(v) = v else {
+            return Err(format!("`{name}` cannot be applied to {} `{x}`", x.type_name()));
+        };
+        return float_unary(op, v)
+            .map(Attr::Float)
+            .ok_or_else(|| format!("`{name}` is not defined for `{x}`"));
+    }
     Ok(match (name, x) {
         ("neg", Attr::Int(i)) => Attr::Int(i.checked_neg().ok_or_else(|| overflow(name))?),
         ("neg", Attr::Float(f)) => Attr::Float(-f),
         ("abs", Attr::Int(i)) => Attr::Int(i.checked_abs().ok_or_else(|| overflow(name))?),
         ("abs", Attr::Float(f)) => Attr::Float(f.abs()),
         ("sign", Attr::Int(i)) => Attr::Int(i.signum()),
-        ("sign", Attr::Float(f)) => {
-            Attr::Float(if *f == 0.0 || f.is_nan() { *f } else { f.signum() })
-        }
+        ("sign", Attr::Float(f)) => Attr::Float(float_unary(UnaryOp::Sign, *f).unwrap_or(*f)),
         ("logical_not" | "not", Attr::Bool(b)) => Attr::Bool(!b),
         _ => return Err(format!("`{name}` cannot be applied to {} `{x}`", x.type_name())),
     })
@@ -138,6 +159,9 @@ mod tests {
             ("div", &[I(3), I(2)], Ok(F(1.5))),
             ("pow", &[I(2), I(10)], Ok(I(1024))),
             ("pow", &[I(2), I(-1)], Ok(F(0.5))),
+            ("sqrt", &[F(4.0)], Ok(F(2.0))),
+            ("exp", &[I(0)], Ok(F(1.0))),
+            ("sign", &[F(-0.0)], Ok(F(0.0))),
             ("lt", &[I(1), F(1.5)], Ok(B(true))),
             ("eq", &[Attr::DType(crate::DType::F32), Attr::DType(crate::DType::F32)], Ok(B(true))),
             ("ne", &[I(2), F(2.0)], Ok(B(false))),

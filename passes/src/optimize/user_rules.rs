@@ -304,29 +304,24 @@ fn compile_one(def: &RewriteDef) -> Result<Compiled, Vec<Diagnostic>> {
         .collect::<Result<Vec<_>, RuleDefError>>()
         .map_err(|e| internal(e.to_string()))?;
     let applier = TemplateApplier { conds: CondChecker(conds), rhs };
-    let rewrite = Rewrite::new(def.name.as_str(), pattern, applier).map_err(internal)?;
+    let rewrite = Rewrite::new(user_rule_name(&def.name), pattern, applier).map_err(internal)?;
     Ok(Compiled { rewrite, probe: probe_text(&lhs) })
+}
+
+/// The name a user rule runs under: user rules live in their own namespace, so `log-exp` in a
+/// user's file never collides with the built-in rule of that name (spec section 7).
+pub fn user_rule_name(name: &str) -> String {
+    format!("user:{name}")
 }
 
 /// Compiles the library's `rewrite` rules and checks each for soundness (see
 /// [`super::soundness`]): values, and gradients with `lib`'s `grad` blocks (a library
 /// without the prelude's skips the gradient check). Returns all problems of all rules.
 pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnostic>> {
-    let builtin: BTreeSet<&str> = super::rules::builtin_defs().iter().map(|d| d.name).collect();
     let config = SoundnessConfig::default();
     let mut rules = Vec::new();
     let mut diags = Vec::new();
     for def in &lib.rewrites {
-        if builtin.contains(def.name.as_str()) {
-            diags.push(
-                Diagnostic::error(
-                    "E0701",
-                    format!("`{}` is the name of a built-in rule", def.name),
-                )
-                .at(def.span, "rename this rule"),
-            );
-            continue;
-        }
         let compiled = match compile_one(def) {
             Ok(c) => c,
             Err(mut d) => {
@@ -341,7 +336,9 @@ pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnosti
             &config,
             Some(lib),
         ) {
-            Ok(_) => rules.push(NamedRule { name: def.name.clone(), rewrite: compiled.rewrite }),
+            Ok(_) => {
+                rules.push(NamedRule { name: user_rule_name(&def.name), rewrite: compiled.rewrite })
+            }
             Err(SoundnessError::Unsound(cx)) => {
                 let mut d =
                     Diagnostic::error("E0702", format!("rewrite rule `{}` is unsound", def.name))
