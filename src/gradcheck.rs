@@ -15,6 +15,7 @@ use ndarray::Dimension;
 use ndarray::{ArrayD, IxDyn};
 use std::fmt::Write;
 use tfn_ir::library::{DTypeRef, FunctionDef, ParamType};
+use tfn_ir::rng::SplitMix;
 use tfn_ir::{ArgSpec, DType, DimSpec, FileId, Library, Tensor};
 use tfn_passes::autodiff::vjp;
 
@@ -250,7 +251,7 @@ fn run_check(
     let fail = |error: String| Outcome::Failed { error };
     let v = vjp(lib, instance).map_err(|e| fail(e.to_string()))?;
     let graph = &instance.graph;
-    let mut rng = Rng::new(options.seed);
+    let mut rng = SplitMix::new(options.seed);
     // Graph parameters are the tensor parameters in order (no lists: those were skipped).
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
@@ -344,7 +345,7 @@ fn zeros_like(t: &Tensor) -> Tensor {
     }
 }
 
-fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize], lo: f64, hi: f64) -> Tensor {
+fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize], lo: f64, hi: f64) -> Tensor {
     let shape = IxDyn(shape);
     match dtype {
         DType::Bool => Tensor::Bool(ArrayD::from_shape_fn(shape, |_| rng.uniform(0.0, 1.0) < 0.5)),
@@ -352,23 +353,6 @@ fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize], lo: f64, hi: f64)
         DType::I64 => Tensor::I64(ArrayD::from_shape_fn(shape, |_| rng.uniform(0.0, 3.0) as i64)),
         DType::F32 => Tensor::F32(ArrayD::from_shape_fn(shape, |_| rng.uniform(lo, hi) as f32)),
         DType::F64 => Tensor::F64(ArrayD::from_shape_fn(shape, |_| rng.uniform(lo, hi))),
-    }
-}
-
-/// A small deterministic generator (xorshift64*), so a seed reproduces a check.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let unit = (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
-        lo + (hi - lo) * unit
     }
 }
 

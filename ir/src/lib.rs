@@ -26,6 +26,7 @@ pub mod interp;
 pub mod library;
 pub mod lower;
 pub mod op;
+pub mod rng;
 pub mod shape;
 pub mod span;
 pub mod tensor;

@@ -9,6 +9,7 @@ use crate::{OutputMut, Tensor, Value};
 use ndarray::{ArrayD, IxDyn};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tfn_ir::rng::SplitMix;
 use tfn_ir::DType;
 
 pub(super) struct BenchRequest {
@@ -21,38 +22,16 @@ pub(super) struct BenchRequest {
     pub millis: u64,
 }
 
-/// A deterministic standard-normal generator (xorshift64* + Box–Muller): no dependency, same
-/// data on every run.
-struct Normal(u64);
-
-impl Normal {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    fn sample(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
-
 /// The largest random input `bench` generates (4 GiB of f32).
 const MAX_ELEMENTS: usize = 1 << 30;
 
-fn random_tensor(rng: &mut Normal, dtype: DType, shape: &[usize]) -> Tensor {
+fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Tensor {
     fn array<T>(shape: &[usize], values: Vec<T>) -> ArrayD<T> {
         // The element count is the product of the shape by construction.
         ArrayD::from_shape_vec(IxDyn(shape), values).unwrap_or_else(|_| unreachable!())
     }
     let n: usize = shape.iter().product();
-    let floats: Vec<f64> = (0..n).map(|_| rng.sample()).collect();
+    let floats: Vec<f64> = (0..n).map(|_| rng.normal()).collect();
     match dtype {
         DType::F32 => Tensor::F32(array(shape, floats.iter().map(|&x| x as f32).collect())),
         DType::F64 => Tensor::F64(array(shape, floats)),
@@ -88,7 +67,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
-    let mut rng = Normal(0x9e37_79b9_7f4a_7c15);
+    let mut rng = SplitMix(0x9e37_79b9_7f4a_7c15);
     let mut kwargs: Vec<(&str, Value)> = Vec::new();
     let mut bytes_in = 0usize;
     for (name, text) in &req.args {

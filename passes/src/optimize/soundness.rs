@@ -424,28 +424,7 @@ pub fn compare(expected: &Tensor, got: &Tensor) -> Result<(), String> {
     }
 }
 
-/// A small deterministic generator (SplitMix64); no dependency, reproducible everywhere.
-#[derive(Clone, Debug)]
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
+pub use tfn_ir::rng::SplitMix;
 
 /// A value in `[-3, 3]`, with `edges` one in eight times an edge value (0, ±1, 2, 0.5).
 fn random_float(rng: &mut SplitMix, edges: bool) -> f64 {

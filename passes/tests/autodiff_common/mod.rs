@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use ndarray::{ArrayD, IxDyn};
+use tfn_ir::rng::SplitMix;
 use tfn_ir::{ArgSpec, Attr, DimSpec, Graph, Library, Tensor};
 use tfn_passes::autodiff::{vjp, vjp_graph, Vjp};
 
@@ -27,21 +28,18 @@ pub fn library(user: &str) -> Library {
     lib
 }
 
-/// A small deterministic generator (xorshift64*).
-pub struct Rng(u64);
+/// The project's generator, with an array helper for these tests.
+pub struct Rng(SplitMix);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        Rng(SplitMix(seed))
     }
     pub fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
     pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next_f64()
+        self.0.uniform(lo, hi)
     }
     pub fn array(&mut self, shape: &[usize], lo: f64, hi: f64) -> ArrayD<f64> {
         ArrayD::from_shape_fn(IxDyn(shape), |_| self.uniform(lo, hi))
