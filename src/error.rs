@@ -36,6 +36,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// A call error caused by the call's sizes (not its signature) is a [`Error::Shape`].
+    pub(crate) fn into_shape_error(self) -> Error {
+        match self {
+            Error::Call { rendered, .. } => Error::Shape(rendered),
+            other => other,
+        }
+    }
+
     pub(crate) fn from_diagnostics(
         kind: DiagKind,
         diags: Vec<Diagnostic>,

@@ -216,7 +216,15 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
                 (n.clone(), ArgSpec::Tensor { dtype: *d, dims })
             })
             .collect();
-        let instance = tfn_ir::instantiate(lib, &f.full_name(), &[], &keywords);
+        // The sizes decide whether derived sizes are 1, as for a call.
+        let sizes = |src: &tfn_ir::ParamSource| match src {
+            tfn_ir::ParamSource::Keyword(k) => {
+                tensors.iter().position(|(n, _)| n == k).map(|i| shapes[i].clone())
+            }
+            _ => None,
+        };
+        let name = f.full_name();
+        let instance = tfn_ir::lower::instantiate_for_sizes(lib, &name, &[], &keywords, &sizes);
         let concrete: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
         match instance.map_err(|e| e.to_string()).and_then(|i| {
             tfn_ir::bind_sizes(&i.graph, &concrete).map(|_| i).map_err(|e| e.to_string())

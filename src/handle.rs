@@ -2,7 +2,7 @@
 //! lookup — TensorFlow's `FunctionLibraryRuntime::Instantiate` then `Run`, for hot loops.
 
 use crate::error::Error;
-use crate::session::{gather_inputs, Session};
+use crate::session::{gather_inputs, guards_hold, Session};
 use crate::signature::{CallKind, Prepared};
 use crate::value::{OutputMut, Value};
 use std::sync::Arc;
@@ -10,7 +10,8 @@ use std::sync::Arc;
 /// A handle from [`Session::instantiate`]. Each call checks (cheaply) that its arguments have
 /// the signature the handle was instantiated for — dtypes, ranks, which axes are 1,
 /// contiguity and attribute values — and fails with [`Error::Signature`] otherwise; sizes may
-/// change freely.
+/// change freely. (A function specialised on a derived size being 1 — see
+/// [`tfn_ir::SizeGuards`] — takes the session's path when a call's sizes break that.)
 pub struct Instantiated<'s> {
     pub(crate) session: &'s Session,
     pub(crate) prepared: Arc<Prepared>,
@@ -41,8 +42,14 @@ impl Instantiated<'_> {
         kwargs: &[(&str, Value)],
     ) -> Result<Vec<Value<'static>>, Error> {
         self.check(args, kwargs)?;
+        if !guards_hold(&self.prepared, args, kwargs) {
+            return self.session.call_kw(self.prepared.key.name(), args, kwargs);
+        }
         let inputs = gather_inputs(&self.prepared, args, kwargs, &[])?;
-        let outputs = self.prepared.run(&inputs, self.session.externs())?;
+        let outputs = self
+            .prepared
+            .run(&inputs, self.session.externs())
+            .map_err(|e| self.session.explain(e, self.prepared.key.name(), args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
 
@@ -57,7 +64,12 @@ impl Instantiated<'_> {
         outputs: &mut [OutputMut],
     ) -> Result<(), Error> {
         self.check(args, kwargs)?;
+        if !guards_hold(&self.prepared, args, kwargs) {
+            return self.session.call_into_kw(self.prepared.key.name(), args, kwargs, outputs);
+        }
         let inputs = gather_inputs(&self.prepared, args, kwargs, &[])?;
-        self.prepared.run_into(&inputs, outputs, self.session.externs())
+        self.prepared
+            .run_into(&inputs, outputs, self.session.externs())
+            .map_err(|e| self.session.explain(e, self.prepared.key.name(), args, kwargs))
     }
 }

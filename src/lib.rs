@@ -12,6 +12,8 @@
 //! let y = s.call("twice", &[Value::from(x.view())]).unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 mod error;
 pub mod gradcheck;

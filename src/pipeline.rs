@@ -1,9 +1,10 @@
-//! The middle of the pipeline as the session and `tfnc ir` run it: egg optimisation, then
-//! fusion into kernels.
+//! The middle of the pipeline for `tfnc ir` and the file tests, through the same
+//! [`tfn_passes::pipeline::plan`] the session uses: egg optimisation, then fusion into kernels.
 
 use std::fmt;
 use tfn_ir::{Graph, Library};
-use tfn_passes::optimize::{self, Limits, Report, RuleSet};
+use tfn_passes::optimize::{Report, RuleSet};
+use tfn_passes::pipeline::{PipelineOptions, Planned};
 
 /// Why the optimiser could not run (always a bug in tfn, never in the user's program: user
 /// rules are checked when they are loaded).
@@ -36,24 +37,57 @@ impl fmt::Display for Explain {
     }
 }
 
-/// Optimises `graph` with the built-in rules and the library's checked `rewrite` rules.
-pub fn optimize(library: &Library, graph: &Graph) -> Result<(Graph, Explain), PipelineError> {
+/// Runs the pass pipeline ([`tfn_passes::pipeline::plan`]) on `graph` with the built-in rules
+/// and the library's checked `rewrite` rules, as a session would (strict when `TFN_STRICT`
+/// says so).
+pub fn plan(library: &Library, graph: &Graph, optimize: bool) -> Result<Planned, PipelineError> {
     let rules = RuleSet::with_user(library)
         .map_err(|diags| PipelineError(tfn_ir::diagnostic::render_all(&diags, &library.sources)))?;
-    optimize_with(&rules, graph)
+    let options = PipelineOptions {
+        optimize,
+        strict: crate::session::strict_from_env(),
+        ..PipelineOptions::default()
+    };
+    tfn_passes::pipeline::plan(graph.clone(), &rules, &options)
+        .map_err(|e| PipelineError(e.to_string()))
 }
 
-/// Optimises `graph` with a prepared rule set.
-pub fn optimize_with(rules: &RuleSet, graph: &Graph) -> Result<(Graph, Explain), PipelineError> {
-    let out = optimize::optimize(graph, rules, &Limits::default())
-        .map_err(|e| PipelineError(e.to_string()))?;
-    Ok((out.graph, Explain(out.report)))
+/// Optimises `graph` (strictly: an optimiser failure is an error here).
+pub fn optimize(library: &Library, graph: &Graph) -> Result<(Graph, Explain), PipelineError> {
+    let planned = plan(library, graph, true)?;
+    match (planned.optimizer_fallback, planned.report) {
+        (None, Some(report)) => Ok((planned.graph, Explain(report))),
+        (Some(why), _) => Err(PipelineError(why)),
+        (None, None) => Err(PipelineError("the optimiser did not run".into())),
+    }
 }
 
-/// The kernels fusion forms for `graph`, as text.
-pub fn print_fused(graph: &Graph) -> String {
-    let fused = tfn_passes::fusion::fuse(graph);
-    tfn_passes::fusion::print_fused(&fused, graph)
+/// The fused kernels of a planned graph as text, with every fallback the compile would take
+/// (optimiser failure, kernels the code generator rejects) and the kernels that run a
+/// reference kernel by design. Compiles the kernels to find out (not run).
+pub fn print_fused(planned: &Planned) -> String {
+    let mut text = tfn_passes::fusion::print_fused(&planned.fused, &planned.graph);
+    if let Some(why) = &planned.optimizer_fallback {
+        text.push_str(&format!(
+            "\n// FALLBACK: the optimiser failed; the unoptimised graph runs: {why}\n"
+        ));
+    }
+    let compiler = tfn_backend::JitCompiler::new(tfn_backend::CompileOptions::default());
+    match compiler.and_then(|c| c.compile_fused(&planned.graph, planned.fused.clone())) {
+        Ok(compiled) => {
+            for (i, why) in compiled.reference_kernels() {
+                text.push_str(&format!("\n// kernel {i} runs in the interpreter by design: {why}"));
+            }
+            for (i, why) in compiled.interpreted_kernels() {
+                text.push_str(&format!(
+                    "\n// FALLBACK: kernel {i} was rejected by the code generator and runs in the \
+                     interpreter: {why}"
+                ));
+            }
+        }
+        Err(e) => text.push_str(&format!("\n// code generation failed: {e}")),
+    }
+    text
 }
 
 /// What running `graph` as fused kernels costs in memory traffic, for inputs of the given

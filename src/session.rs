@@ -39,13 +39,23 @@ pub struct SessionOptions {
     pub threads: usize,
     /// Run the egg optimiser on every instantiated function (default: true).
     pub optimize: bool,
+    /// Refuse to degrade: an optimiser failure or a kernel the code generator rejects is an
+    /// error instead of a counted fallback (default: the `TFN_STRICT` environment variable,
+    /// `1` = strict; the test suite runs strict).
+    pub strict: bool,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        SessionOptions { backend: Backend::Jit, threads, optimize: true }
+        SessionOptions { backend: Backend::Jit, threads, optimize: true, strict: strict_from_env() }
     }
+}
+
+/// Whether `TFN_STRICT` asks for strict mode (`1`, `true` or `yes`).
+pub fn strict_from_env() -> bool {
+    std::env::var("TFN_STRICT")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 /// Counters reported by [`Session::stats`].
@@ -57,6 +67,10 @@ pub struct Stats {
     pub cache_hits: u64,
     /// Total time spent instantiating, optimising and compiling.
     pub compile_time: Duration,
+    /// Compiles whose optimiser failed, so the unoptimised graph runs (a bug in tfn).
+    pub optimizer_fallbacks: u64,
+    /// Kernels the code generator rejected, so they run in the interpreter (a bug in tfn).
+    pub interpreted_kernels: u64,
 }
 
 /// A kernel for an `extern op`, registered from Rust. It receives the op's tensor inputs and
@@ -109,6 +123,8 @@ pub struct Session {
     compiles: AtomicU64,
     cache_hits: AtomicU64,
     compile_nanos: AtomicU64,
+    optimizer_fallbacks: AtomicU64,
+    interpreted_kernels: AtomicU64,
 }
 
 impl Default for Session {
@@ -150,6 +166,8 @@ impl Session {
             compiles: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
+            optimizer_fallbacks: AtomicU64::new(0),
+            interpreted_kernels: AtomicU64::new(0),
         }
     }
 
@@ -228,6 +246,8 @@ impl Session {
             compiles: self.compiles.load(Ordering::Relaxed),
             cache_hits: self.cache_hits.load(Ordering::Relaxed),
             compile_time: Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed)),
+            optimizer_fallbacks: self.optimizer_fallbacks.load(Ordering::Relaxed),
+            interpreted_kernels: self.interpreted_kernels.load(Ordering::Relaxed),
         }
     }
 
@@ -245,7 +265,9 @@ impl Session {
     ) -> Result<Vec<Value<'static>>, Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
         let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
-        let outputs = prepared.run(&inputs, &*self.externs)?;
+        let outputs = prepared
+            .run(&inputs, &*self.externs)
+            .map_err(|e| self.explain(e, name, args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
 
@@ -269,7 +291,9 @@ impl Session {
     ) -> Result<(), Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
         let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
-        prepared.run_into(&inputs, outputs, &*self.externs)
+        prepared
+            .run_into(&inputs, outputs, &*self.externs)
+            .map_err(|e| self.explain(e, name, args, kwargs))
     }
 
     /// The vector-Jacobian product of a function: the gradients of `<results, cotangents>`
@@ -309,7 +333,9 @@ impl Session {
             )));
         }
         let inputs = gather_inputs(&prepared, args, kwargs, &cts)?;
-        let outputs = prepared.run(&inputs, &*self.externs)?;
+        let outputs = prepared
+            .run(&inputs, &*self.externs)
+            .map_err(|e| self.explain(e, name, args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
 
@@ -327,6 +353,30 @@ impl Session {
 
     pub(crate) fn externs(&self) -> &dyn ExternKernels {
         &*self.externs
+    }
+
+    /// A compiled function checks sizes when it binds them and names the arguments, but it
+    /// knows no op or source location. For a shape error, instantiate the function again
+    /// knowing this call's sizes: lowering then finds the op that does not fit (a `reshape`
+    /// of the wrong element count, a broadcast of a derived size, ...) and says where.
+    pub(crate) fn explain(
+        &self,
+        error: Error,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Error {
+        if !matches!(error, Error::Shape(_)) {
+            return error;
+        }
+        let library = self.library();
+        match instantiate_for_call(&library, name, args, kwargs) {
+            Err(e) if is_size_error(&e.diagnostics) => {
+                Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources)
+                    .into_shape_error()
+            }
+            _ => error,
+        }
     }
 
     /// Instantiates (or finds in the cache) the function for these arguments' signature.
@@ -348,13 +398,16 @@ impl Session {
             let suggestion = crate::signature::similar_name(&library, name);
             return Err(Error::UnknownFunction { name: name.to_string(), suggestion });
         }
-        let positional: Vec<ArgSpec> = args.iter().map(arg_spec).collect();
-        let keywords: Vec<(String, ArgSpec)> =
-            kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
-        let instance =
-            tfn_ir::lower::instantiate(&library, name, &positional, &keywords).map_err(|e| {
-                Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources)
-            })?;
+        let instance = instantiate_for_call(&library, name, args, kwargs).map_err(|e| {
+            let size_error = is_size_error(&e.diagnostics);
+            let error = Error::from_diagnostics(DiagKind::Call, e.diagnostics, &library.sources);
+            if size_error {
+                error.into_shape_error()
+            } else {
+                error
+            }
+        })?;
+        let guards = instance.guards.clone();
         let rules = self.rules.read().map_or_else(|p| p.into_inner().clone(), |r| r.clone());
         let prepared = match kind {
             CallKind::Call => Prepared::compile(
@@ -379,13 +432,30 @@ impl Session {
                 )?
             }
         };
+        let mut prepared = prepared;
+        prepared.guards = guards;
+        if !guards_hold(&prepared, args, kwargs) {
+            return Err(Error::Internal(format!(
+                "`{name}` was specialised for this call's sizes but its assumptions ({}) do not hold for them",
+                prepared.guards.describe()
+            )));
+        }
+        if !prepared.guards.is_empty()
+            && std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0")
+        {
+            eprintln!("tfn:   specialised on derived sizes: {}", prepared.guards.describe());
+        }
         let prepared = Arc::new(prepared);
         self.compiles.fetch_add(1, Ordering::Relaxed);
+        let fallbacks = &prepared.fallbacks;
+        self.optimizer_fallbacks
+            .fetch_add(u64::from(fallbacks.optimizer.is_some()), Ordering::Relaxed);
+        self.interpreted_kernels.fetch_add(fallbacks.kernels.len() as u64, Ordering::Relaxed);
         self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if let Ok(mut cache) = self.cache.write() {
             let entries = cache.entry(prepared.key.name().to_string()).or_default();
             // Another thread may have compiled the same signature meanwhile: keep one.
-            if !entries.iter().any(|e| e.key == prepared.key) {
+            if !entries.iter().any(|e| e.key == prepared.key && e.guards == prepared.guards) {
                 entries.push(prepared.clone());
             }
         }
@@ -400,8 +470,47 @@ impl Session {
         kwargs: &[(&str, Value)],
     ) -> Option<Arc<Prepared>> {
         let cache = self.cache.read().ok()?;
-        cache.get(name)?.iter().find(|p| p.key.matches(kind, args, kwargs)).cloned()
+        cache
+            .get(name)?
+            .iter()
+            .find(|p| p.key.matches(kind, args, kwargs) && guards_hold(p, args, kwargs))
+            .cloned()
     }
+}
+
+/// Instantiates `name` for the signature of a call, knowing the call's sizes.
+fn instantiate_for_call(
+    library: &Library,
+    name: &str,
+    args: &[Value],
+    kwargs: &[(&str, Value)],
+) -> Result<tfn_ir::Instance, tfn_ir::LowerError> {
+    let positional: Vec<ArgSpec> = args.iter().map(arg_spec).collect();
+    let keywords: Vec<(String, ArgSpec)> =
+        kwargs.iter().map(|(k, v)| (k.to_string(), arg_spec(v))).collect();
+    let sizes = |src: &ParamSource| source_tensor(src, args, kwargs).map(|t| t.shape().to_vec());
+    tfn_ir::lower::instantiate_for_sizes(library, name, &positional, &keywords, &sizes)
+}
+
+/// Whether lowering failed only because of the call's sizes (not its signature).
+fn is_size_error(diagnostics: &[tfn_ir::Diagnostic]) -> bool {
+    !diagnostics.is_empty() && diagnostics.iter().all(|d| d.code == "E0510")
+}
+
+/// Whether a call's shapes satisfy what `prepared` assumes about derived sizes (free when it
+/// assumes nothing, the usual case).
+pub(crate) fn guards_hold(prepared: &Prepared, args: &[Value], kwargs: &[(&str, Value)]) -> bool {
+    if prepared.guards.is_empty() {
+        return true;
+    }
+    let shapes: Option<Vec<Vec<usize>>> = prepared
+        .params
+        .iter()
+        .map(|src| source_tensor(src, args, kwargs).map(|t| t.shape().to_vec()))
+        .collect();
+    let Some(shapes) = shapes else { return true };
+    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    prepared.guards.hold(&refs)
 }
 
 /// The signature of one argument: dtype, rank and which axes have size 1, or the attribute.
@@ -418,6 +527,31 @@ fn arg_spec(v: &Value) -> ArgSpec {
     }
 }
 
+/// The tensor argument of a call that feeds a graph parameter.
+fn source_tensor<'a>(
+    src: &ParamSource,
+    args: &'a [Value],
+    kwargs: &'a [(&str, Value)],
+) -> Option<TensorValue<'a>> {
+    fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
+        match list {
+            Value::TensorList(ts) => ts.get(index).map(TensorValue::view),
+            _ => None,
+        }
+    }
+    match src {
+        ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
+        ParamSource::Keyword(k) => {
+            kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view)
+        }
+        ParamSource::ListItem { arg, index } => match &**arg {
+            ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
+            ParamSource::Keyword(k) => list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index),
+            ParamSource::ListItem { .. } => None,
+        },
+    }
+}
+
 /// The tensors feeding the graph's parameters, in parameter order, then the cotangents.
 pub(crate) fn gather_inputs<'a>(
     prepared: &Prepared,
@@ -425,36 +559,11 @@ pub(crate) fn gather_inputs<'a>(
     kwargs: &'a [(&str, Value)],
     cotangents: &[&'a TensorValue],
 ) -> Result<Vec<TensorValue<'a>>, Error> {
-    fn find<'a>(
-        src: &ParamSource,
-        args: &'a [Value],
-        kwargs: &'a [(&str, Value)],
-    ) -> Option<TensorValue<'a>> {
-        match src {
-            ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
-            ParamSource::Keyword(k) => {
-                kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view)
-            }
-            ParamSource::ListItem { arg, index } => match &**arg {
-                ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
-                ParamSource::Keyword(k) => {
-                    list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index)
-                }
-                ParamSource::ListItem { .. } => None,
-            },
-        }
-    }
-    fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
-        match list {
-            Value::TensorList(ts) => ts.get(index).map(TensorValue::view),
-            _ => None,
-        }
-    }
     let mut inputs = prepared
         .params
         .iter()
         .map(|src| {
-            find(src, args, kwargs).ok_or_else(|| {
+            source_tensor(src, args, kwargs).ok_or_else(|| {
                 Error::Internal(format!("graph parameter source {src:?} is not a tensor argument"))
             })
         })

@@ -2,7 +2,6 @@
 //! and compiled function per signature.
 
 use crate::error::Error;
-use crate::pipeline::optimize_with;
 use crate::session::{Backend, SessionOptions};
 use crate::value::{OutputMut, TensorValue, Value};
 use tfn_backend::{CompiledFunction, JitCompiler, RunError, TensorView, TensorViewMut};
@@ -10,6 +9,7 @@ use tfn_ir::interp::ExternKernels;
 use tfn_ir::lower::ParamSource;
 use tfn_ir::{Attr, DType, Graph, Library, Tensor};
 use tfn_passes::optimize::RuleSet;
+use tfn_passes::pipeline::{plan, PipelineOptions};
 
 /// What a compiled function is specialised on, per argument: dtype, rank, which axes have
 /// size 1, contiguity — or the attribute value. Never the sizes.
@@ -155,11 +155,31 @@ pub(crate) struct Prepared {
     pub(crate) params: Vec<ParamSource>,
     /// The signature this was compiled for.
     pub(crate) key: CallKey,
+    /// What the instance assumes about derived sizes being 1 (usually nothing): a call with
+    /// this signature may run it only if they hold for its shapes.
+    pub(crate) guards: tfn_ir::SizeGuards,
     executor: Executor,
+    /// What degraded while compiling it (empty unless tfn has a bug).
+    pub(crate) fallbacks: Fallbacks,
+}
+
+/// Compilation failures that were survived: the function runs, but slower than it should.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Fallbacks {
+    /// Why the optimiser failed, if it did.
+    pub(crate) optimizer: Option<String>,
+    /// Kernels the code generator rejected (they run in the interpreter), with the reason.
+    pub(crate) kernels: Vec<(usize, String)>,
 }
 
 impl Prepared {
-    /// Optimises `graph` and, with a JIT compiler, compiles it.
+    /// Runs the pass pipeline on `graph` (`tfn_passes::pipeline::plan`: optimise, fuse,
+    /// verifying between passes in debug builds) and, with a JIT compiler, compiles it.
+    ///
+    /// Failures are loud: an optimiser failure (unoptimised graph runs) or a kernel the code
+    /// generator rejects (that kernel runs in the interpreter) is recorded in
+    /// [`Prepared::fallbacks`], logged under `TFN_LOG_COMPILES`, and an error when
+    /// `options.strict`.
     pub(crate) fn compile(
         graph: Graph,
         params: Vec<ParamSource>,
@@ -169,28 +189,55 @@ impl Prepared {
         key: CallKey,
     ) -> Result<Prepared, Error> {
         let log = std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0");
-        let graph = if options.optimize {
-            // The optimiser maps a verified graph to a verified graph; if it ever fails, the
-            // unoptimised graph is still correct, so that is what runs.
-            optimize_with(rules, &graph).map(|(g, _)| g).unwrap_or(graph)
-        } else {
-            graph
+        let pipeline = PipelineOptions {
+            optimize: options.optimize,
+            strict: options.strict,
+            ..PipelineOptions::default()
         };
+        let planned = plan(graph, rules, &pipeline)
+            .map_err(|e| Error::Internal(format!("compiling {key}: {e}")))?;
+        let mut fallbacks = Fallbacks::default();
+        if let Some(why) = &planned.optimizer_fallback {
+            if log {
+                eprintln!("tfn: FALLBACK {key}: the optimiser failed, running unoptimised: {why}");
+            }
+            fallbacks.optimizer = Some(why.clone());
+        }
         let executor = match (options.backend, jit) {
-            (Backend::Interp, _) => Executor::Interp,
+            (Backend::Interp, _) => {
+                if log {
+                    eprintln!("tfn: compiled {key} for the interpreter");
+                }
+                Executor::Interp
+            }
             (Backend::Jit, Some(jit)) => {
                 let compiled = jit
-                    .compile(&graph)
+                    .compile_fused(&planned.graph, planned.fused)
                     .map_err(|e| Error::Internal(format!("code generation failed: {e}")))?;
+                fallbacks.kernels = compiled.interpreted_kernels();
+                if options.strict && !fallbacks.kernels.is_empty() {
+                    let list: Vec<String> = fallbacks
+                        .kernels
+                        .iter()
+                        .map(|(i, why)| format!("kernel {i}: {why}"))
+                        .collect();
+                    return Err(Error::Internal(format!(
+                        "compiling {key}: the code generator rejected {} kernel(s) (strict mode): {}",
+                        list.len(),
+                        list.join("; ")
+                    )));
+                }
                 if log {
-                    let interpreted = compiled.interpreted_kernels();
+                    let reference = compiled.reference_kernels();
                     eprintln!(
-                        "tfn: compiled {key}: {} kernel(s), {} through the interpreter{}",
+                        "tfn: compiled {key}: {} kernel(s), {} reference, {} FALLBACK to the interpreter{}",
                         compiled.fused().kernels.len(),
-                        interpreted.len(),
-                        interpreted
+                        reference.len(),
+                        fallbacks.kernels.len(),
+                        fallbacks
+                            .kernels
                             .iter()
-                            .map(|(i, why)| format!("\n  kernel {i}: {why}"))
+                            .map(|(i, why)| format!("\n  FALLBACK kernel {i}: {why}"))
                             .collect::<String>()
                     );
                 }
@@ -200,10 +247,14 @@ impl Prepared {
                 return Err(Error::Internal("the JIT is not available on this machine".into()))
             }
         };
-        if log && options.backend == Backend::Interp {
-            eprintln!("tfn: compiled {key} for the interpreter");
-        }
-        Ok(Prepared { graph, params, key, executor })
+        Ok(Prepared {
+            graph: planned.graph,
+            params,
+            key,
+            guards: Default::default(),
+            executor,
+            fallbacks,
+        })
     }
 
     pub(crate) fn run(

@@ -153,7 +153,8 @@ impl KernelCache {
         }
         let start = Instant::now();
         let graph = build().map_err(CacheError::Build)?;
-        let compiled = CompiledFunction::compile_in(&self.jit, &graph, &self.options)
+        let fused = tfn_passes::fusion::fuse(&graph);
+        let compiled = CompiledFunction::compile_in(&self.jit, &graph, fused, &self.options)
             .map_err(CacheError::Compile)?;
         let elapsed = start.elapsed();
         let loops = compiled.fused().kernels.len() - compiled.interpreted_kernels().len();

@@ -9,6 +9,7 @@ use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction};
 use crate::jit::Jit;
 use tfn_ir::Graph;
+use tfn_passes::fusion::FusedGraph;
 
 /// A handle to a shared JIT module; cheap to clone, `Send + Sync`.
 #[derive(Clone)]
@@ -26,10 +27,20 @@ impl JitCompiler {
         &self.options
     }
 
-    /// Fuses `graph` and compiles its kernels into this compiler's module. Kernels the code
-    /// generator does not support run through the interpreter (see
-    /// [`CompiledFunction::interpreted_kernels`]).
+    /// Fuses `graph` and compiles its kernels into this compiler's module. A kernel the
+    /// code generator rejects runs through the interpreter and is reported
+    /// ([`CompiledFunction::interpreted_kernels`]).
     pub fn compile(&self, graph: &Graph) -> Result<CompiledFunction, CodegenError> {
-        CompiledFunction::compile_in(&self.jit, graph, &self.options)
+        self.compile_fused(graph, tfn_passes::fusion::fuse(graph))
+    }
+
+    /// Compiles the kernels of `fused`, a schedule of `graph` that the caller's pipeline made
+    /// (`tfn_passes::pipeline::plan`).
+    pub fn compile_fused(
+        &self,
+        graph: &Graph,
+        fused: FusedGraph,
+    ) -> Result<CompiledFunction, CodegenError> {
+        CompiledFunction::compile_in(&self.jit, graph, fused, &self.options)
     }
 }

@@ -13,6 +13,8 @@
 //!
 //! The language, its diagnostics and their codes are documented in `docs/language.md`.
 
+#![forbid(unsafe_code)]
+
 pub mod ast;
 pub mod check;
 pub mod convert;

@@ -11,7 +11,7 @@
 //! Evaluation of derived sizes uses checked `i64` arithmetic: a division must be exact, a size
 //! must not be negative, and nothing may overflow; each failure is a typed [`BindError`].
 
-use crate::graph::Graph;
+use crate::graph::{Graph, GraphParam};
 use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
 use thiserror::Error;
 
@@ -143,7 +143,12 @@ pub fn bind_sizes(graph: &Graph, input_shapes: &[&[usize]]) -> Result<Vec<usize>
         }
     }
 
-    let mut binder = Binder { graph, input_shapes, values: vec![None; graph.syms.len()] };
+    let mut binder = Binder {
+        params: &graph.params,
+        syms: &graph.syms,
+        input_shapes,
+        values: vec![None; graph.syms.len()],
+    };
     for i in 0..graph.syms.len() {
         binder.eval_sym(i as u32, 0)?;
     }
@@ -262,15 +267,17 @@ fn check_sym_references(graph: &Graph) -> Result<(), BindError> {
 /// Nesting bound for derived symbols referring to each other (cycles would recurse forever).
 const MAX_DEPTH: usize = 256;
 
-struct Binder<'a> {
-    graph: &'a Graph,
-    input_shapes: &'a [&'a [usize]],
-    values: Vec<Option<usize>>,
+/// Evaluates symbols on demand (memoised) from a call's input shapes.
+pub(crate) struct Binder<'a> {
+    pub(crate) params: &'a [GraphParam],
+    pub(crate) syms: &'a [SymDef],
+    pub(crate) input_shapes: &'a [&'a [usize]],
+    pub(crate) values: Vec<Option<usize>>,
 }
 
 impl Binder<'_> {
-    fn eval_sym(&mut self, sym: u32, depth: usize) -> Result<usize, BindError> {
-        let Some(def) = self.graph.syms.get(sym as usize) else {
+    pub(crate) fn eval_sym(&mut self, sym: u32, depth: usize) -> Result<usize, BindError> {
+        let Some(def) = self.syms.get(sym as usize) else {
             return Err(BindError::Malformed(format!("`s{sym}` is not defined")));
         };
         if let Some(v) = self.values[sym as usize] {
@@ -291,7 +298,7 @@ impl Binder<'_> {
     }
 
     fn axis_ref(&self, sym: u32, (param, axis): (u32, u32)) -> Result<AxisRef, BindError> {
-        let p = self.graph.params.get(param as usize);
+        let p = self.params.get(param as usize);
         let shape = self.input_shapes.get(param as usize);
         match (p, shape) {
             (Some(p), Some(shape)) if (axis as usize) < shape.len() => {

@@ -63,3 +63,43 @@ impl FromStr for DType {
         })
     }
 }
+
+/// A set of dtypes: what an op accepts (its row of the op table, [`crate::op`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DTypeSet(u8);
+
+impl DTypeSet {
+    pub const NONE: DTypeSet = DTypeSet(0);
+    pub const BOOL: DTypeSet = DTypeSet::of(&[DType::Bool]);
+    pub const FLOAT: DTypeSet = DTypeSet::of(&[DType::F32, DType::F64]);
+    pub const INT: DTypeSet = DTypeSet::of(&[DType::I32, DType::I64]);
+    /// Integers and floats.
+    pub const NUMERIC: DTypeSet = DTypeSet(DTypeSet::FLOAT.0 | DTypeSet::INT.0);
+    pub const ALL: DTypeSet = DTypeSet::of(&DType::ALL);
+
+    pub const fn of(dtypes: &[DType]) -> DTypeSet {
+        let mut bits = 0u8;
+        let mut i = 0;
+        while i < dtypes.len() {
+            bits |= 1 << dtypes[i] as u8;
+            i += 1;
+        }
+        DTypeSet(bits)
+    }
+
+    pub fn contains(self, d: DType) -> bool {
+        self.0 >> d as u8 & 1 == 1
+    }
+
+    /// The members, narrowest first.
+    pub fn iter(self) -> impl Iterator<Item = DType> {
+        DType::ALL.into_iter().filter(move |d| self.contains(*d))
+    }
+}
+
+impl fmt::Display for DTypeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.iter().map(DType::name).collect();
+        write!(f, "{{{}}}", names.join(", "))
+    }
+}

@@ -7,10 +7,13 @@
 //! - [`graph`]: the SSA graph of primitive [`op::Op`]s that one call signature lowers to, with a
 //!   dtype and a symbolic [`shape::Shape`] on every value;
 //! - [`bind`] and [`interp`]: binding runtime sizes, and the reference interpreter;
+//!   [`guards`]: what an instance assumes about derived sizes being 1;
 //! - [`text`]: the IR text format, printed and parsed back;
 //! - [`diagnostic`] and [`span`]: the one diagnostic type, shared by every layer.
 //!
 //! Architecture invariant: this crate depends on no parser, optimiser or code generator.
+
+#![forbid(unsafe_code)]
 
 pub mod attr;
 pub mod bind;
@@ -18,6 +21,7 @@ pub mod diagnostic;
 pub mod dispatch;
 pub mod dtype;
 pub mod graph;
+pub mod guards;
 pub mod interp;
 pub mod library;
 pub mod lower;
@@ -31,8 +35,9 @@ pub mod verify;
 pub use attr::{Attr, Scalar};
 pub use bind::{bind_sizes, concrete_shape, BindError};
 pub use diagnostic::{Diagnostic, Severity};
-pub use dtype::DType;
+pub use dtype::{DType, DTypeSet};
 pub use graph::{Graph, GraphParam, Node, Origin, TensorType, ValueId};
+pub use guards::SizeGuards;
 pub use interp::{run, run_with_externs, ExternKernels, InterpError};
 pub use library::Library;
 pub use lower::{instantiate, ArgSpec, DimSpec, Instance, LowerError, ParamSource};

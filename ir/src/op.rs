@@ -9,7 +9,7 @@
 //! [`crate::TensorType`]s say how.
 
 use crate::attr::Scalar;
-use crate::dtype::DType;
+use crate::dtype::{DType, DTypeSet};
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,7 +55,32 @@ pub enum BinaryOp {
     LogicalOr,
 }
 
+impl UnaryOp {
+    /// The dtypes the op accepts (its result has the operand's dtype). The prelude's
+    /// constraint on the op of the same name must be this set: a test checks it.
+    pub fn dtypes(self) -> DTypeSet {
+        use UnaryOp::*;
+        match self {
+            Neg | Abs | Sign => DTypeSet::NUMERIC,
+            Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil | Round
+            | Reciprocal | Log1p | Expm1 => DTypeSet::FLOAT,
+            LogicalNot => DTypeSet::BOOL,
+        }
+    }
+}
+
 impl BinaryOp {
+    /// The dtypes the op accepts (both operands have the same dtype). See [`UnaryOp::dtypes`].
+    pub fn dtypes(self) -> DTypeSet {
+        use BinaryOp::*;
+        match self {
+            Add | Sub | Mul | Maximum | Minimum | Lt | Le | Gt | Ge => DTypeSet::NUMERIC,
+            Div | Pow => DTypeSet::FLOAT,
+            Eq | Ne => DTypeSet::ALL,
+            LogicalAnd | LogicalOr => DTypeSet::BOOL,
+        }
+    }
+
     /// Comparisons produce `bool` whatever their operands' dtype.
     pub fn is_comparison(self) -> bool {
         matches!(
@@ -72,6 +97,16 @@ pub enum ReduceOp {
     Max,
     Min,
     Prod,
+}
+
+impl ReduceOp {
+    /// The dtypes the reduction accepts. See [`UnaryOp::dtypes`].
+    pub fn dtypes(self) -> DTypeSet {
+        match self {
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => DTypeSet::NUMERIC,
+            ReduceOp::Mean => DTypeSet::FLOAT,
+        }
+    }
 }
 
 /// A primitive operation. Each node of a [`crate::Graph`] holds one.
@@ -118,6 +153,29 @@ pub enum Op {
 }
 
 impl Op {
+    /// The op-table row for dtypes: what the op's data operands may be (for `where`, the two
+    /// branches; its condition is `bool`). Shape and result-type inference,
+    /// [`crate::lower::infer::infer`], enforces it for lowering, the verifier and the optimiser.
+    pub fn operand_dtypes(&self) -> DTypeSet {
+        match self {
+            Op::Unary(u) => u.dtypes(),
+            Op::Binary(b) => b.dtypes(),
+            Op::Reduce { op, .. } => op.dtypes(),
+            Op::ArgMax { .. } | Op::MatMul => DTypeSet::NUMERIC,
+            Op::Param(_)
+            | Op::Const(_)
+            | Op::Where
+            | Op::Cast(_)
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::BroadcastTo
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Full { .. }
+            | Op::Extern { .. } => DTypeSet::ALL,
+        }
+    }
+
     /// True for ops computed independently per output element from the same-index elements
     /// of their (broadcast) inputs.
     pub fn is_elementwise(&self) -> bool {

@@ -31,17 +31,17 @@ pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpe
 
 /// The concrete shapes `--arg` gives for each graph parameter (`None` when one is missing).
 fn concrete_shapes(args: &[(String, String)], params: &[ParamSource]) -> Option<Vec<Vec<usize>>> {
-    params
-        .iter()
-        .map(|p| {
-            let ParamSource::Keyword(name) = p else { return None };
-            let (_, text) = args.iter().find(|(n, _)| n == name)?;
-            match parse_value(text) {
-                Ok(ArgValue::TensorType(_, dims)) => Some(dims),
-                _ => None,
-            }
-        })
-        .collect()
+    params.iter().map(|p| arg_shape(args, p)).collect()
+}
+
+/// The concrete shape `--arg` gives for one graph parameter.
+fn arg_shape(args: &[(String, String)], param: &ParamSource) -> Option<Vec<usize>> {
+    let ParamSource::Keyword(name) = param else { return None };
+    let (_, text) = args.iter().find(|(n, _)| n == name)?;
+    match parse_value(text) {
+        Ok(ArgValue::TensorType(_, dims)) => Some(dims),
+        _ => None,
+    }
 }
 
 pub(super) fn ir(
@@ -76,32 +76,37 @@ pub(super) fn ir(
         Ok(s) => s,
         Err(o) => return o,
     };
-    let instance = match tfn_ir::lower::instantiate(&library, function, &[], &specs) {
-        Ok(i) => i,
-        Err(e) => {
-            return Outcome::UserError(tfn_ir::diagnostic::render_all(
-                &e.diagnostics,
-                &library.sources,
-            ))
-        }
-    };
+    // The given sizes decide whether derived sizes are 1, as for a call.
+    let sizes = |p: &ParamSource| arg_shape(args, p);
+    let instance =
+        match tfn_ir::lower::instantiate_for_sizes(&library, function, &[], &specs, &sizes) {
+            Ok(i) => i,
+            Err(e) => {
+                return Outcome::UserError(tfn_ir::diagnostic::render_all(
+                    &e.diagnostics,
+                    &library.sources,
+                ))
+            }
+        };
     let text = match stage {
         Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(&instance.graph),
         Stage::Optimized | Stage::Fused => {
-            let (graph, report) = if optimize {
-                match crate::pipeline::optimize(&library, &instance.graph) {
-                    Ok((graph, report)) => (graph, Some(report)),
-                    Err(e) => return Outcome::UserError(format!("error: {e}")),
-                }
-            } else {
-                (instance.graph, None)
+            let planned = match crate::pipeline::plan(&library, &instance.graph, optimize) {
+                Ok(p) => p,
+                Err(e) => return Outcome::UserError(format!("error: {e}")),
             };
             let mut text = if stage == Stage::Optimized {
-                tfn_ir::text::print_graph(&graph)
+                let mut text = tfn_ir::text::print_graph(&planned.graph);
+                if let Some(why) = &planned.optimizer_fallback {
+                    text.push_str(&format!(
+                        "\n// FALLBACK: the optimiser failed; this is the unoptimised graph: {why}\n"
+                    ));
+                }
+                text
             } else {
-                let mut text = crate::pipeline::print_fused(&graph);
+                let mut text = crate::pipeline::print_fused(&planned);
                 let traffic = concrete_shapes(args, &instance.params)
-                    .and_then(|shapes| crate::pipeline::traffic(&graph, &shapes));
+                    .and_then(|shapes| crate::pipeline::traffic(&planned.graph, &shapes));
                 if let Some((kernels, bytes)) = traffic {
                     text.push_str(&format!(
                         "\n// {kernels} kernel(s) moving {bytes} bytes for the given shapes\n"
@@ -109,8 +114,8 @@ pub(super) fn ir(
                 }
                 text
             };
-            if let (true, Some(report)) = (explain, report) {
-                text.push_str(&format!("\n{report}\n"));
+            if let (true, Some(report)) = (explain, planned.report) {
+                text.push_str(&format!("\n{}\n", crate::pipeline::Explain(report)));
             }
             text
         }

@@ -198,7 +198,12 @@ fn session_for(
         Some(t) => t,
         None => defaults.threads,
     };
-    let options = crate::SessionOptions { backend, threads, optimize };
+    let options = crate::SessionOptions {
+        backend,
+        threads,
+        optimize,
+        strict: crate::session::strict_from_env(),
+    };
     let session = crate::Session::with_options(options);
     match session.load_file(file) {
         Ok(warnings) => {

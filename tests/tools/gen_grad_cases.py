@@ -339,7 +339,36 @@ fn f_cast(Tensor x) -> Tensor { return cast(x, f64) * 2.0 }
     return c
 
 
+def derived_one_grads():
+    r = rng(17)
+    c = Case("grad", "derived_one_grads", "Gradients where a size the graph derives (reshape with -1, a slice\n"
+             "length) is 1 at run time and broadcasts: summed back over the broadcast axis, as for an\n"
+             "input of size 1; the same functions with sizes where it is not 1, in one session.", """
+fn reshaped_plus(Tensor x, Tensor y) -> Tensor {
+    return reshape(x, [4, -1]) * y
+}
+
+fn first_col_times(Tensor y) -> Tensor {
+    return slice(y, dim=1, start=0, end=1) * y
+}
+""")
+    for label, n, m in [("to_1", 4, 3), ("to_3", 12, 3)]:
+        x, y = normal(r, [n]), normal(r, [4, m])
+        g = normal(r, [4, m])
+        xd, yd, gd = f64(x).reshape(4, -1), f64(y), f64(g)
+        c.vjp("reshaped_plus", f"reshape_{label}", {"x": x, "y": y}, [g],
+              [cast(ref.sum_to(gd * yd, xd.shape).reshape(n), F32), cast(gd * xd, F32)])
+    for label, shape in [("4x3", [4, 3]), ("2x1", [2, 1])]:
+        y, g = normal(r, shape), normal(r, shape)
+        yd, gd = f64(y), f64(g)
+        gy = gd * yd[:, 0:1]
+        gy[:, 0:1] += (gd * yd).sum(1, keepdims=True)
+        c.vjp("first_col_times", f"first_col_{label}", {"y": y}, [g], [cast(gy, F32)])
+    return c
+
+
 if __name__ == "__main__":
     ref.self_check()  # the hand-derived gradients agree with finite differences
     write_all([spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
-               shape_grads(), elementwise_grads(), slice_grads(), concat_grads()], "gen_grad_cases.py")
+               shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads()],
+              "gen_grad_cases.py")

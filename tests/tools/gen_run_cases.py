@@ -622,6 +622,125 @@ fn leading_mean(Tensor x) -> Tensor {
     return c
 
 
+def derived_ones():
+    r = rng(11)
+    c = Case("run", "derived_ones", "Sizes the graph derives (reshape with -1, slice lengths, concat sums)\n"
+             "that come out as 1 (or 0) at run time broadcast and squeeze as in NumPy. Each function\n"
+             "is called with sizes that make the derived size 1 and sizes that do not, in one\n"
+             "session: the instances must not be mixed up.", """
+fn reshaped_plus(Tensor x, Tensor y) -> Tensor {
+    return reshape(x, [4, -1]) + y
+}
+
+fn leading_times(Tensor x, Tensor y) -> Tensor {
+    return reshape(x, [-1, 4]) * y
+}
+
+fn rows_plus(Tensor x, Tensor y, *, Int n) -> Tensor {
+    return reshape(x, [n, -1]) + y
+}
+
+fn grid_plus(Tensor x, Tensor y) -> Tensor {
+    return reshape(x, [-1, 6]) + y
+}
+
+fn first_col_plus(Tensor y) -> Tensor {
+    return slice(y, dim=1, start=0, end=1) + y
+}
+
+fn tail_plus(Tensor x, Tensor y) -> Tensor {
+    return slice(x, dim=0, start=2) + y
+}
+
+fn joined_plus(Tensor x, Tensor y, Tensor z) -> Tensor {
+    return concat([x, y], dim=0) + z
+}
+
+fn squeeze_derived(Tensor x) -> Tensor {
+    return squeeze(reshape(x, [-1, 4]), dims=[0])
+}
+
+fn squeeze_all(Tensor x) -> Tensor {
+    return squeeze(reshape(x, [2, -1])) * 2.0
+}
+
+fn widened(Tensor x) -> Tensor {
+    return broadcast_to(reshape(x, [2, -1]), [2, 3])
+}
+
+fn batched(Tensor a, Tensor b) -> Tensor {
+    return matmul(reshape(a, [-1, 2, 2]), b)
+}
+
+fn picked(Tensor c, Tensor x, Tensor y) -> Tensor {
+    return where(reshape(c, [-1, 3]), x, y)
+}
+
+fn flat3(Tensor x) -> Tensor {
+    return reshape(x, [-1, 3])
+}
+
+fn cols_auto(Tensor x) -> Tensor {
+    return reshape(x, [3, -1])
+}
+
+fn to_empty(Tensor x) -> Tensor {
+    return reshape(x, [0, 3])
+}
+""")
+    # A cached instance for a derived size of 3 must not serve a call where it is 1, and back.
+    x4, y43, x12 = normal(r, [4]), normal(r, [4, 3]), normal(r, [12])
+    c.run("reshaped_plus", "reshape_to_3", {"x": x12, "y": y43}, [x12.reshape(4, -1) + y43])
+    c.run("reshaped_plus", "reshape_to_1", {"x": x4, "y": y43}, [x4.reshape(4, -1) + y43])
+    x8, y42 = normal(r, [8]), normal(r, [4, 2])
+    c.run("reshaped_plus", "reshape_to_2", {"x": x8, "y": y42}, [x8.reshape(4, -1) + y42])
+    x4b, y34 = normal(r, [4]), normal(r, [3, 4])
+    c.run("leading_times", "leading_1", {"x": x4b, "y": y34}, [x4b.reshape(-1, 4) * y34])
+    x8b, y24 = normal(r, [8]), normal(r, [2, 4])
+    c.run("leading_times", "leading_2", {"x": x8b, "y": y24}, [x8b.reshape(-1, 4) * y24])
+    x12b, y12x5 = normal(r, [12]), normal(r, [12, 5])
+    c.run("rows_plus", "rows_12", {"x": x12b, "y": y12x5, "n": 12}, [x12b.reshape(12, -1) + y12x5])
+    y3x4 = normal(r, [3, 4])
+    c.run("rows_plus", "rows_3", {"x": x12b, "y": y3x4, "n": 3}, [x12b.reshape(3, -1) + y3x4])
+    x23, y56 = normal(r, [2, 3]), normal(r, [5, 6])
+    c.run("grid_plus", "grid_1", {"x": x23, "y": y56}, [x23.reshape(-1, 6) + y56])
+    x46, y26 = normal(r, [4, 3]), normal(r, [2, 6])
+    c.run("grid_plus", "grid_2", {"x": x46, "y": y26}, [x46.reshape(-1, 6) + y26])
+    y = normal(r, [4, 3])
+    c.run("first_col_plus", "first_col_4x3", {"y": y}, [y[:, 0:1] + y])
+    y = normal(r, [2, 5])
+    c.run("first_col_plus", "first_col_2x5", {"y": y}, [y[:, 0:1] + y])
+    x3, y5 = normal(r, [3]), normal(r, [5])
+    c.run("tail_plus", "tail_1", {"x": x3, "y": y5}, [x3[2:] + y5])
+    x7 = normal(r, [7])
+    c.run("tail_plus", "tail_5", {"x": x7, "y": y5}, [x7[2:] + y5])
+    x2, y0 = normal(r, [2]), normal(r, [0])
+    c.run("tail_plus", "tail_0", {"x": x2, "y": y0}, [x2[2:] + y0])
+    x0, y1, z5 = normal(r, [0]), normal(r, [1]), normal(r, [5])
+    x4c, z5b = normal(r, [4]), normal(r, [5])
+    c.run("joined_plus", "concat_to_5", {"x": x4c, "y": y1, "z": z5b}, [np.concatenate([x4c, y1]) + z5b])
+    c.run("joined_plus", "concat_to_1", {"x": x0, "y": y1, "z": z5}, [np.concatenate([x0, y1]) + z5])
+    x = normal(r, [4])
+    c.run("squeeze_derived", "squeeze_derived", {"x": x}, [np.squeeze(x.reshape(-1, 4), 0)])
+    x = normal(r, [2])
+    c.run("squeeze_all", "squeeze_all_1", {"x": x}, [np.squeeze(x.reshape(2, -1)) * 2])
+    x = normal(r, [6])
+    c.run("squeeze_all", "squeeze_all_3", {"x": x}, [np.squeeze(x.reshape(2, -1)) * 2])
+    x = normal(r, [2])
+    c.run("widened", "broadcast_to_derived_1", {"x": x}, [np.broadcast_to(x.reshape(2, -1), (2, 3))])
+    a, b = normal(r, [4]), normal(r, [3, 2, 2])
+    c.run("batched", "matmul_batch_1", {"a": a, "b": b}, [a.reshape(-1, 2, 2) @ b])
+    a = normal(r, [12])
+    c.run("batched", "matmul_batch_3", {"a": a, "b": b}, [a.reshape(-1, 2, 2) @ b])
+    cond, x, y = r.standard_normal(3) > 0, normal(r, [4, 3]), normal(r, [4, 3])
+    c.run("picked", "where_cond_1", {"c": cond, "x": x, "y": y}, [np.where(cond.reshape(-1, 3), x, y)])
+    c.run("flat3", "zero_rows", {"x": np.zeros((0, 3), F32)}, [np.zeros((0, 3), F32).reshape(-1, 3)])
+    c.run("flat3", "zero_cols", {"x": np.zeros((3, 0), F32)}, [np.zeros((3, 0), F32).reshape(-1, 3)])
+    c.run("cols_auto", "zero_to_3x0", {"x": np.zeros((0, 5), F32)}, [np.zeros((0, 5), F32).reshape(3, -1)])
+    c.run("to_empty", "zero_to_0x3", {"x": np.zeros((0, 5), F32)}, [np.zeros((0, 5), F32).reshape(0, 3)])
+    return c
+
+
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
-               elementwise(), overloads(), odd_sizes()], "gen_run_cases.py")
+               elementwise(), overloads(), odd_sizes(), derived_ones()], "gen_run_cases.py")

@@ -4,10 +4,12 @@
 //! Each kernel becomes one [`Step`]: a JIT loop, a matmul whose JIT epilogue runs on each
 //! block of output rows as it becomes final (`crate::matmul`), a zero-copy reshape, a native
 //! strided copy (transpose, slice, concat; views that fusion folded into their readers have
-//! no kernel at all), or, for
-//! anything the code generator cannot handle yet (argmax, extern ops), the reference
-//! interpreter run on just that kernel's nodes (correct, slower). So every graph runs, and
-//! [`CompiledFunction::interpreted_kernels`] says which kernels are slow.
+//! no kernel at all), or a *reference kernel* — the interpreter run on that kernel's nodes —
+//! for exactly the kinds listed in [`steps::compile_kernel`] (extern ops, whose kernel is the
+//! user's; `argmax`; integer matmul). If Cranelift or the code generator rejects a kernel it
+//! should handle, that kernel also runs through the interpreter, so the call still works, but
+//! the event is a *fallback*: [`CompiledFunction::interpreted_kernels`] lists it, and the
+//! session counts, logs and (in strict mode) refuses it.
 
 use crate::buffers;
 use crate::copy;
@@ -69,21 +71,30 @@ impl CompiledFunction {
         graph: &Graph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
-        Self::compile_in(&Jit::new()?, graph, options)
+        Self::compile_in(&Jit::new()?, graph, fuse(graph), options)
     }
 
+    /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`).
     pub(crate) fn compile_in(
         jit: &Jit,
         graph: &Graph,
+        fused: FusedGraph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
-        let fused = fuse(graph);
         let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
+        let inject = tfn_passes::pipeline::fault_injected("codegen");
         for kernel in &fused.kernels {
-            let step = match compile_kernel(jit, graph, kernel) {
+            let compiled = if inject {
+                Err(CodegenError::Cranelift("fault injected by TFN_INJECT_FAULT".into()))
+            } else {
+                compile_kernel(jit, graph, kernel)
+            };
+            let step = match compiled {
                 Ok(step) => step,
+                // A kernel the code generator should handle but did not: it still runs (in
+                // the interpreter), and the fallback is reported.
                 Err(CodegenError::Unsupported(reason)) | Err(CodegenError::Cranelift(reason)) => {
-                    Step::Interp { reason }
+                    Step::Interp { reason, fallback: true }
                 }
                 Err(e) => return Err(e),
             };
@@ -107,14 +118,26 @@ impl CompiledFunction {
         &self.fused
     }
 
-    /// Kernels run by the interpreter, with the reason (extern and argmax kernels are listed
-    /// too: they always run through it).
+    /// Fallbacks: kernels the code generator should have compiled but rejected, which run
+    /// through the interpreter instead, with the reason. Empty unless tfn has a bug.
     pub fn interpreted_kernels(&self) -> Vec<(usize, String)> {
+        self.interp_steps(true)
+    }
+
+    /// Kernels that run through the interpreter by design (extern ops, `argmax`, integer
+    /// matmul), with what they are.
+    pub fn reference_kernels(&self) -> Vec<(usize, String)> {
+        self.interp_steps(false)
+    }
+
+    fn interp_steps(&self, fallbacks: bool) -> Vec<(usize, String)> {
         self.steps
             .iter()
             .enumerate()
             .filter_map(|(i, s)| match s {
-                Step::Interp { reason } => Some((i, reason.clone())),
+                Step::Interp { reason, fallback } if *fallback == fallbacks => {
+                    Some((i, reason.clone()))
+                }
                 _ => None,
             })
             .collect()

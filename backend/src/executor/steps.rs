@@ -27,8 +27,13 @@ pub(super) enum Step {
     Copy {
         node: ValueId,
     },
+    /// The interpreter, on this kernel's nodes: by design for the kinds listed in
+    /// [`compile_kernel`] (`fallback: false`), or because the code generator rejected a kernel
+    /// it should handle (`fallback: true`, a bug that the session counts and strict mode
+    /// refuses).
     Interp {
         reason: String,
+        fallback: bool,
     },
 }
 
@@ -60,11 +65,11 @@ pub(super) fn compile_kernel(
             else {
                 return Err(CodegenError::Internal("matmul kernel without matmul".into()));
             };
-            if !graph.ty(node).dtype.is_float() {
-                return Err(CodegenError::Unsupported(format!(
-                    "matmul of {}",
-                    graph.ty(node).dtype
-                )));
+            let dtype = graph.ty(node).dtype;
+            if !dtype.is_float() {
+                // By design: the GEMMs are float; integer products are rare and small.
+                let reason = format!("integer matmul ({dtype}): reference kernel");
+                return Ok(Step::Interp { reason, fallback: false });
             }
             // Operands read through a last-two-axes transpose that fusion folded into this
             // kernel: the GEMM reads the transpose's source with swapped strides.
@@ -115,9 +120,14 @@ pub(super) fn compile_kernel(
             }
             _ => Err(CodegenError::Unsupported("copy kernel of several nodes".into())),
         },
-        KernelKind::Extern | KernelKind::Other => Err(CodegenError::Unsupported(format!(
-            "{} kernels run in the interpreter",
-            kernel.kind.name()
-        ))),
+        // By design: an extern op's kernel is the user's, called through the interpreter's
+        // extern mechanism.
+        KernelKind::Extern => {
+            Ok(Step::Interp { reason: "extern op: the registered kernel".into(), fallback: false })
+        }
+        // By design (for now): argmax has no generated kernel; it is a single-node kernel.
+        KernelKind::ArgMax => {
+            Ok(Step::Interp { reason: "argmax: reference kernel".into(), fallback: false })
+        }
     }
 }

@@ -12,12 +12,13 @@
 //!   `round` is half to even; `sign` of NaN is NaN and of ±0 is +0; `rsqrt(x) = 1 / sqrt(x)`;
 //!   `sigmoid` is `1 / (1 + exp(-x))` for `x >= 0` and `exp(x) / (1 + exp(x))` below (no
 //!   overflow); `maximum`/`minimum` propagate NaN like NumPy; `pow` is `powf`.
-//! - Integers: `add`, `sub`, `mul`, `neg`, `abs`, `pow` and integer sums and products wrap on
-//!   overflow; `pow` with a negative exponent truncates toward zero (`1`, `±1` for base `-1`,
-//!   else `0`); integer `div` is not defined (the prelude restricts `div` to floats).
-//!   `floor`/`ceil`/`round` of an integer are the identity.
-//! - Bool: comparisons (`false < true`), `logical_*`, `maximum` = or, `minimum` = and.
-//!   `logical_not` of a number is `x == 0`; `logical_and`/`logical_or` of numbers test `!= 0`.
+//! - Integers: `add`, `sub`, `mul`, `neg`, `abs` and integer sums and products wrap on
+//!   overflow; integer `div`, `pow`, `floor`, `ceil`, `round` are not defined (the op table
+//!   restricts them to floats).
+//! - Bool: `eq`, `ne` and `logical_*` only (the op table gives bools no order and no arithmetic).
+//! - Every (op, dtype) pair outside the op table ([`crate::op::Op::operand_dtypes`]) is an
+//!   error; the per-element definitions are [`scalar`], which constant folding
+//!   ([`fold_unary`], [`fold_binary`], [`fold_cast`]) also runs.
 //! - Reductions over axes of size 0: `sum` = 0, `prod` = 1, `mean` = NaN, `max`/`min` fail with
 //!   [`InterpError::ZeroSizeReduction`]. `f32` sums, means and products accumulate in `f64`.
 //!   `argmax` returns the first index of the maximum, a NaN counting as the maximum.
@@ -31,9 +32,13 @@
 mod broadcast;
 mod cast;
 mod elementwise;
+mod fold;
 mod matmul;
 mod reduce;
+pub mod scalar;
 mod shape_ops;
+
+pub use fold::{fold_binary, fold_cast, fold_unary};
 
 use crate::attr::Attr;
 use crate::bind::{bind_sizes, try_concrete_shape, BindError};
@@ -266,6 +271,12 @@ fn eval_node(
     externs: &dyn ExternKernels,
 ) -> OpResult {
     let dtype = node.ty.dtype;
+    // The op table's dtype row (`Op::operand_dtypes`), for every op in one place.
+    let allowed = node.op.operand_dtypes();
+    let data = if matches!(node.op, Op::Where) { args.get(1..).unwrap_or(&[]) } else { args };
+    if let Some(bad) = data.iter().find(|t| !allowed.contains(t.dtype())) {
+        return Err(OpError::Unsupported(bad.dtype()));
+    }
     match &node.op {
         Op::Param(_) => Err(OpError::Internal("parameters are not evaluated here".into())),
         Op::Const(value) => {

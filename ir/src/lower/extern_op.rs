@@ -46,15 +46,15 @@ impl Lowerer<'_> {
                     let t = self.tensor_arg(call, name, *span)?;
                     shapes.push(self.ty(t).shape);
                 }
-                if let Err((i, j)) = self.unify_broadcast(&shapes) {
+                if let Err((i, j, code)) = self.unify_broadcast(&shapes) {
                     let msg = format!(
                         "cannot broadcast {} of shape {} with {} of shape {}",
                         call.label(&names[i].0),
-                        self.syms.resolve_shape(&shapes[i]),
+                        self.syms.shown(&shapes[i]),
                         call.label(&names[j].0),
-                        self.syms.resolve_shape(&shapes[j])
+                        self.syms.shown(&shapes[j])
                     );
-                    return Err(diag("E0503", msg, call.span));
+                    return Err(diag(code, msg, call.span));
                 }
                 let mut out = Shape::scalar();
                 for s in &shapes {

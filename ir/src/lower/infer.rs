@@ -8,7 +8,7 @@
 
 use crate::dtype::DType;
 use crate::graph::TensorType;
-use crate::op::{BinaryOp, Op, UnaryOp};
+use crate::op::Op;
 use crate::shape::{Dim, DimExpr, Shape};
 
 /// NumPy broadcasting of two shapes whose sizes are already unified: aligned from the right,
@@ -107,24 +107,24 @@ pub fn infer(
         return Err(format!("`{}` takes {lo} inputs, got {}", op.name(), inputs.len()));
     }
     let same = |dtype: DType, shape: Shape| Ok(Some(TensorType { dtype, shape }));
+    // The op table's dtype row, checked on every data operand.
+    let allowed = op.operand_dtypes();
+    let data_operands = if matches!(op, Op::Where) { &inputs[1..] } else { inputs };
+    if let Some(bad) = data_operands.iter().find(|t| !allowed.contains(t.dtype)) {
+        return Err(format!(
+            "`{}` does not take {} operands (only {allowed})",
+            op.name(),
+            bad.dtype
+        ));
+    }
     match op {
         Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::Reshape | Op::BroadcastTo => Ok(None),
         Op::Extern { .. } => Ok(None),
-        Op::Unary(u) => {
-            let x = inputs[0];
-            if (*u == UnaryOp::LogicalNot) != (x.dtype == DType::Bool) {
-                return Err(format!("`{}` does not take {} operands", op.name(), x.dtype));
-            }
-            same(x.dtype, x.shape.clone())
-        }
+        Op::Unary(_) => same(inputs[0].dtype, inputs[0].shape.clone()),
         Op::Binary(b) => {
             let (x, y) = (inputs[0], inputs[1]);
             if x.dtype != y.dtype {
                 return Err(format!("operand dtypes differ: {} and {}", x.dtype, y.dtype));
-            }
-            let logical = matches!(b, BinaryOp::LogicalAnd | BinaryOp::LogicalOr);
-            if logical != (x.dtype == DType::Bool) && !matches!(b, BinaryOp::Eq | BinaryOp::Ne) {
-                return Err(format!("`{}` does not take {} operands", op.name(), x.dtype));
             }
             let shape = broadcast_shapes(&x.shape, &y.shape)
                 .ok_or_else(|| format!("cannot broadcast {} with {}", x.shape, y.shape))?;

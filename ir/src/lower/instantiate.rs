@@ -31,12 +31,30 @@ pub(super) struct Lowerer<'a> {
     pub regions: Vec<super::CallRegion>,
 }
 
-/// Instantiates `name` (a base name, or `name.overload`) for one call signature.
+/// Instantiates `name` (a base name, or `name.overload`) for one call signature, without
+/// knowing the call's sizes: a derived size is assumed not to be 1 where that matters (see
+/// [`instantiate_for_sizes`]).
 pub fn instantiate(
     lib: &Library,
     name: &str,
     positional: &[ArgSpec],
     keywords: &[(String, ArgSpec)],
+) -> Result<Instance, LowerError> {
+    instantiate_for_sizes(lib, name, positional, keywords, &|_| None)
+}
+
+/// Instantiates `name` for one call signature, given the input shapes of the call being
+/// compiled (`sizes` maps each tensor argument to its shape). Sizes never specialise the
+/// graph, except where a *derived* size meets another one and NumPy's answer depends on
+/// whether it is 1: those decisions are the instance's [`Instance::guards`]. With sizes, a
+/// `reshape` whose element count or a `squeeze` whose axis does not fit is reported here,
+/// with the op's location (code E0510).
+pub fn instantiate_for_sizes(
+    lib: &Library,
+    name: &str,
+    positional: &[ArgSpec],
+    keywords: &[(String, ArgSpec)],
+    sizes: &dyn Fn(&ParamSource) -> Option<Vec<usize>>,
 ) -> Result<Instance, LowerError> {
     let overloads = match name.split_once('.') {
         _ if !lib.overloads(name).is_empty() => lib.overloads(name),
@@ -92,8 +110,9 @@ pub fn instantiate(
         let val = match spec {
             None => lw.eval_default(p.default.as_ref(), &p.name)?,
             Some(ArgSpec::Tensor { dtype, dims }) => {
+                let hint = sizes(&source);
                 sources.push(source);
-                Val::Tensor(lw.add_param(p.name.clone(), *dtype, dims, p.span))
+                Val::Tensor(lw.add_param(p.name.clone(), *dtype, dims, p.span, hint))
             }
             Some(ArgSpec::TensorList(items)) => Val::List(
                 items
@@ -101,8 +120,11 @@ pub fn instantiate(
                     .enumerate()
                     .map(|(index, (dtype, dims))| {
                         let arg = Box::new(source.clone());
-                        sources.push(ParamSource::ListItem { arg, index });
-                        lw.add_param(format!("{}[{index}]", p.name), *dtype, dims, p.span)
+                        let item = ParamSource::ListItem { arg, index };
+                        let hint = sizes(&item);
+                        sources.push(item);
+                        let name = format!("{}[{index}]", p.name);
+                        lw.add_param(name, *dtype, dims, p.span, hint)
                     })
                     .collect(),
             ),
@@ -127,23 +149,41 @@ pub fn instantiate(
         }
     }
     let mut graph = lw.graph;
-    lw.syms.finish(&mut graph);
+    let guards = lw.syms.finish(&mut graph);
     if let Err(e) = crate::verify::verify(&graph) {
         let msg = format!("internal error: lowering `{}` produced an invalid graph: {e}", name);
         return Err(diag("E0509", msg, None).into());
     }
-    Ok(Instance { graph, function: fdef.full_name(), params: sources, regions: lw.regions })
+    let function = fdef.full_name();
+    Ok(Instance { graph, function, params: sources, regions: lw.regions, guards })
 }
 
 impl<'a> Lowerer<'a> {
-    fn add_param(&mut self, name: String, dtype: DType, dims: &[DimSpec], span: Span) -> ValueId {
+    /// A graph parameter; `hint` is its shape in the call being compiled (ignored unless it
+    /// fits `dims`).
+    fn add_param(
+        &mut self,
+        name: String,
+        dtype: DType,
+        dims: &[DimSpec],
+        span: Span,
+        hint: Option<Vec<usize>>,
+    ) -> ValueId {
         let index = self.graph.params.len() as u32;
+        let fits = |h: &Vec<usize>| {
+            h.len() == dims.len()
+                && h.iter().zip(dims).all(|(&n, d)| (n == 1) == (*d == DimSpec::One))
+        };
+        let hint = hint.filter(fits);
         let shape = Shape(
             dims.iter()
                 .enumerate()
                 .map(|(axis, d)| match d {
                     DimSpec::One => Dim::Const(1),
-                    DimSpec::Dyn => self.syms.input(index, axis as u32),
+                    DimSpec::Dyn => {
+                        let h = hint.as_ref().map(|h| h[axis] as u64);
+                        self.syms.input(index, axis as u32, h)
+                    }
                 })
                 .collect(),
         );

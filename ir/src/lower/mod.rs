@@ -21,6 +21,7 @@
 //! | E0507 | a static `if` condition or attribute expression is not static  |
 //! | E0508 | a function's body does not produce what its signature declares |
 //! | E0509 | internal error: the lowered graph failed verification (a bug)  |
+//! | E0510 | the call's sizes do not fit an op (found with the call's shapes) |
 
 // Lowering stops at the first error, so the size of the error path does not matter; boxing
 // every `Diagnostic` would only add noise.
@@ -53,8 +54,8 @@ pub use grad_prims::is_grad_helper;
 pub use infer::{
     broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape,
 };
-pub use instantiate::instantiate;
-pub use primitives::Prim;
+pub use instantiate::{instantiate, instantiate_for_sizes};
+pub use primitives::{lookup as lookup_primitive, Prim};
 pub use region::{CallRegion, RegionArg};
 pub use static_eval::{eval as eval_static, is_static_op};
 pub use syms::{collect_dims, slice_len};
@@ -103,6 +104,9 @@ pub struct Instance {
     /// Inlined calls of functions with their own `grad` block (the top-level call included),
     /// innermost first; see [`CallRegion`].
     pub regions: Vec<CallRegion>,
+    /// What the graph assumes about derived sizes being 1: a call may run it only if they
+    /// hold for its input shapes.
+    pub guards: crate::guards::SizeGuards,
 }
 
 /// Which argument of the top-level call feeds a graph parameter.

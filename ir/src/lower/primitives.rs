@@ -185,15 +185,26 @@ impl Lowerer<'_> {
                 let mut remove = Vec::new();
                 for d in &dims {
                     let a = self.axis(call, "dims", "x", *d, shape.rank())?;
-                    if shape.0[a] != Dim::Const(1) {
+                    // A derived size named explicitly is meant to be 1 (NumPy checks it).
+                    let size = self.syms.decide_one(shape.0[a], true);
+                    if size != Dim::Const(1) {
+                        let code = if self.syms.is_derived(size) { "E0510" } else { "E0503" };
                         let msg = format!(
-                            "cannot squeeze axis {d} of {} of shape {shape}: its size is not 1",
-                            call.label("x")
+                            "cannot squeeze axis {d} of {} of shape {}: its size is not 1",
+                            call.label("x"),
+                            self.syms.shown(&shape)
                         );
-                        return Err(call.error("E0503", "dims", msg));
+                        return Err(call.error(code, "dims", msg));
                     }
                     remove.push(a);
                 }
+                if dims.is_empty() {
+                    // Every axis of size 1 goes, including derived sizes that come out as 1.
+                    for d in &shape.0 {
+                        self.syms.decide_one(*d, false);
+                    }
+                }
+                let shape = self.syms.resolve_shape(&shape);
                 let keep = |(i, d): (usize, &Dim)| {
                     let gone =
                         if dims.is_empty() { *d == Dim::Const(1) } else { remove.contains(&i) };
@@ -255,21 +266,42 @@ impl Lowerer<'_> {
     }
 
     /// Records that the shapes broadcast together (NumPy rules); on a conflict, the indices
-    /// of the two operands that conflict.
-    pub(super) fn unify_broadcast(&mut self, shapes: &[Shape]) -> Result<(), (usize, usize)> {
+    /// of the two operands that conflict and the code to report it with: E0503 when the
+    /// signature alone rules it out, E0510 when the call's sizes do (a derived size differs).
+    ///
+    /// A derived size that meets a different size is first decided to be 1 or not (from the
+    /// call's sizes; see [`super::syms::SymTable::decide_one`]): a 1 broadcasts, as in NumPy.
+    pub(super) fn unify_broadcast(
+        &mut self,
+        shapes: &[Shape],
+    ) -> Result<(), (usize, usize, &'static str)> {
         let rank = shapes.iter().map(Shape::rank).max().unwrap_or(0);
         for k in 1..=rank {
+            let at = |s: &Shape| s.rank().checked_sub(k).map(|a| s.0[a]);
+            for s in shapes {
+                let Some(d) = at(s).map(|d| self.syms.resolve(d)) else { continue };
+                let meets_other = shapes.iter().filter_map(at).any(|e| {
+                    let e = self.syms.resolve(e);
+                    e != Dim::Const(1) && e != d
+                });
+                if meets_other && self.syms.is_derived(d) {
+                    self.syms.decide_one(d, false);
+                }
+            }
             let mut first: Option<(usize, Dim)> = None;
             for (i, s) in shapes.iter().enumerate() {
-                let Some(d) = s.rank().checked_sub(k).map(|a| self.syms.resolve(s.0[a])) else {
-                    continue;
-                };
+                let Some(d) = at(s).map(|d| self.syms.resolve(d)) else { continue };
                 if d == Dim::Const(1) {
                     continue;
                 }
-                match first {
-                    None => first = Some((i, d)),
-                    Some((j, f)) => self.syms.unify(f, d).map(|_| ()).map_err(|_| (j, i))?,
+                let Some((j, f)) = first else {
+                    first = Some((i, d));
+                    continue;
+                };
+                let derived = self.syms.is_derived(f) || self.syms.is_derived(d);
+                match (self.syms.hint(f), self.syms.hint(d)) {
+                    (Some(a), Some(b)) if a != b && derived => return Err((j, i, "E0510")),
+                    _ => self.syms.unify(f, d).map(|_| ()).map_err(|_| (j, i, "E0503"))?,
                 }
             }
         }
@@ -284,15 +316,14 @@ impl Lowerer<'_> {
     ) -> Result<crate::ValueId, Diagnostic> {
         let inputs = names.iter().map(|n| call.tensor(n)).collect::<Result<Vec<_>, _>>()?;
         let shapes: Vec<Shape> = inputs.iter().map(|v| self.ty(*v).shape).collect();
-        if let Err((i, j)) = self.unify_broadcast(&shapes) {
-            let (si, sj) =
-                (self.syms.resolve_shape(&shapes[i]), self.syms.resolve_shape(&shapes[j]));
+        if let Err((i, j, code)) = self.unify_broadcast(&shapes) {
+            let (si, sj) = (self.syms.shown(&shapes[i]), self.syms.shown(&shapes[j]));
             let msg = format!(
                 "cannot broadcast {} of shape {si} with {} of shape {sj}",
                 call.label(names[i]),
                 call.label(names[j]),
             );
-            let mut d = diag("E0503", msg, None);
+            let mut d = diag(code, msg, None);
             if let Some(at) = call.span_of(names[j]) {
                 d = d.at(at, format!("shape {sj}"));
             }

@@ -50,10 +50,11 @@ impl Lowerer<'_> {
         }
         let batch_a = Shape(s2a.0[..s2a.rank() - 2].to_vec());
         let batch_b = Shape(s2b.0[..s2b.rank() - 2].to_vec());
-        if self.unify_broadcast(&[batch_a, batch_b]).is_err() {
+        if let Err((_, _, code)) = self.unify_broadcast(&[batch_a, batch_b]) {
+            let (sa, sb) = (self.syms.shown(&sa), self.syms.shown(&sb));
             let msg =
                 format!("cannot multiply {}: batch axes do not broadcast", describe(&sa, &sb));
-            return Err(diag("E0503", msg, call.span));
+            return Err(diag(code, msg, call.span));
         }
         let out = self
             .emit_inferred(Op::MatMul, vec![a2, b2], call.span)
@@ -92,14 +93,16 @@ impl Lowerer<'_> {
         let x = call.tensor("x")?;
         let in_shape = self.ty(x).shape;
         let target = call.int_list("shape")?;
-        let fail = |why: String| {
+        let shown = self.syms.shown(&in_shape);
+        let fail_with = |code, why: String| {
             let msg = format!(
-                "cannot reshape {} of shape {in_shape} to {}{why}",
+                "cannot reshape {} of shape {shown} to {}{why}",
                 call.label("x"),
                 Attr::IntList(target.clone())
             );
-            call.error("E0503", "shape", msg)
+            call.error(code, "shape", msg)
         };
+        let fail = |why: String| fail_with("E0503", why);
         if target.iter().filter(|&&t| t == -1).count() > 1 {
             return Err(fail(": only one size can be -1".into()));
         }
@@ -114,6 +117,14 @@ impl Lowerer<'_> {
         let (Some(konst), Some(known)) = (konst, known) else {
             return Err(fail(": sizes overflow".into()));
         };
+        // With the call's sizes, a count that cannot fit is reported here, at the op.
+        let count = in_shape.0.iter().try_fold(1u64, |n, d| n.checked_mul(self.syms.hint(*d)?));
+        let has_auto = target.contains(&-1);
+        if let Some(n) = count.filter(|_| !syms.is_empty()) {
+            if (has_auto && known != 0 && n % known != 0) || (!has_auto && n != known) {
+                return Err(fail_with("E0510", format!(" ({n} elements)")));
+            }
+        }
         let mut dims: Vec<Dim> = target.iter().map(|&t| Dim::Const(t.max(0) as u64)).collect();
         match target.iter().position(|&t| t == -1) {
             Some(pos) => {
@@ -173,19 +184,31 @@ impl Lowerer<'_> {
         let x = call.tensor("x")?;
         let shape = self.ty(x).shape;
         let target = self.static_sizes(call, "shape")?;
-        let fail = || {
+        let fail = |this: &Self, code| {
             let msg = format!(
-                "cannot broadcast {} of shape {shape} to {}",
+                "cannot broadcast {} of shape {} to {}",
                 call.label("x"),
+                this.syms.shown(&shape),
                 Shape(target.clone())
             );
-            call.error("E0503", "shape", msg)
+            call.error(code, "shape", msg)
         };
-        let offset = target.len().checked_sub(shape.rank()).ok_or_else(fail)?;
+        let offset = target.len().checked_sub(shape.rank()).ok_or_else(|| fail(self, "E0503"))?;
         for (i, d) in shape.0.iter().enumerate() {
             let t = target[offset + i];
-            if *d != Dim::Const(1) && self.syms.unify(*d, t).is_err() {
-                return Err(fail());
+            let mut d = self.syms.resolve(*d);
+            if d != t && self.syms.is_derived(d) {
+                // A derived size of 1 broadcasts, as in NumPy.
+                d = self.syms.decide_one(d, false);
+            }
+            if d == Dim::Const(1) {
+                continue;
+            }
+            if self.syms.is_derived(d) && self.syms.hint(d).is_some_and(|h| Dim::Const(h) != t) {
+                return Err(fail(self, "E0510"));
+            }
+            if self.syms.unify(d, t).is_err() {
+                return Err(fail(self, "E0503"));
             }
         }
         let ty = TensorType { dtype: self.graph.ty(x).dtype, shape: Shape(target.clone()) };

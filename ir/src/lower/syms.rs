@@ -8,8 +8,16 @@
 //! (with another size or a constant) leaves an equality no definition expresses: it is kept as
 //! a check ([`Graph::checks`]) that binding evaluates, with the derived size's definition kept
 //! as a symbol of its own so that the verifier can still re-infer the node that computed it.
+//!
+//! When the call's input shapes are known (a session compiling for a call), each input symbol
+//! carries its size as a *hint*. Hints never specialise a graph on a size, with one exception:
+//! a derived size that meets another size where NumPy's answer depends on whether it is 1
+//! (broadcasting, `squeeze`, `broadcast_to`) is decided from its hint — 1 becomes the constant
+//! 1 (checked), anything else stays symbolic — and the decision is recorded as a guard
+//! ([`crate::guards::SizeGuards`]) that a later call must satisfy to reuse the graph.
 
 use crate::graph::Graph;
+use crate::guards::SizeGuards;
 use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
 
 #[derive(Clone, Debug, Default)]
@@ -20,18 +28,97 @@ pub(crate) struct SymTable {
     /// Sizes that must be equal at call time: a dropped derived size's definition and what it
     /// was unified with, or a `reshape`'s element counts.
     checks: Vec<(DimExpr, Dim)>,
+    /// The call-time size of each input symbol, when known (`None` for derived symbols).
+    hints: Vec<Option<u64>>,
+    /// Derived sizes assumed to be 1 (`true`) or not 1 (`false`), by definition.
+    guards: Vec<(DimExpr, bool)>,
 }
 
 impl SymTable {
     /// A fresh symbol for axis `axis` of graph parameter `param`.
-    pub fn input(&mut self, param: u32, axis: u32) -> Dim {
-        self.push(SymDef::Input { sources: vec![(param, axis)] })
+    /// `hint` is the axis's size in the call being compiled, when known.
+    pub fn input(&mut self, param: u32, axis: u32, hint: Option<u64>) -> Dim {
+        let d = self.push(SymDef::Input { sources: vec![(param, axis)] });
+        if let Some(h) = self.hints.last_mut() {
+            *h = hint;
+        }
+        d
     }
 
     fn push(&mut self, def: SymDef) -> Dim {
         self.defs.push(def);
         self.subst.push(None);
+        self.hints.push(None);
         Dim::Sym(Sym(self.defs.len() as u32 - 1))
+    }
+
+    /// The size `d` has in the call being compiled, if the hints determine it.
+    pub fn hint(&self, d: Dim) -> Option<u64> {
+        self.hint_at(d, 0)
+    }
+
+    fn hint_at(&self, d: Dim, depth: usize) -> Option<u64> {
+        match self.resolve(d) {
+            Dim::Const(c) => Some(c),
+            Dim::Sym(s) if depth <= self.defs.len() => match self.defs.get(s.0 as usize)? {
+                SymDef::Input { .. } => self.hints.get(s.0 as usize).copied().flatten(),
+                SymDef::Derived(e) => self.hint_expr(e, depth + 1),
+            },
+            Dim::Sym(_) => None,
+        }
+    }
+
+    fn hint_expr(&self, e: &DimExpr, depth: usize) -> Option<u64> {
+        let pair =
+            |a: &DimExpr, b: &DimExpr| Some((self.hint_expr(a, depth)?, self.hint_expr(b, depth)?));
+        match e {
+            DimExpr::Dim(d) => self.hint_at(*d, depth),
+            DimExpr::Add(a, b) => pair(a, b).and_then(|(a, b)| a.checked_add(b)),
+            DimExpr::Sub(a, b) => pair(a, b).and_then(|(a, b)| a.checked_sub(b)),
+            DimExpr::Mul(a, b) => pair(a, b).and_then(|(a, b)| a.checked_mul(b)),
+            DimExpr::Div(a, b) => {
+                pair(a, b).and_then(|(a, b)| (b != 0 && a % b == 0).then(|| a / b))
+            }
+            DimExpr::CeilDiv(a, b) => pair(a, b).and_then(|(a, b)| (b != 0).then(|| a.div_ceil(b))),
+            DimExpr::SliceLen { size, start, end, step } => {
+                let n = self.hint_expr(size, depth)?;
+                (*step != 0).then(|| slice_len(n, *start, *end, *step))
+            }
+        }
+    }
+
+    /// A shape with every size the hints determine shown as a number (for messages).
+    pub fn shown(&self, s: &Shape) -> Shape {
+        Shape(s.0.iter().map(|d| self.hint(*d).map_or(self.resolve(*d), Dim::Const)).collect())
+    }
+
+    /// Whether `d` currently stands for a derived (not input, not constant) size.
+    pub fn is_derived(&self, d: Dim) -> bool {
+        match self.resolve(d) {
+            Dim::Sym(s) => matches!(self.defs.get(s.0 as usize), Some(SymDef::Derived(_))),
+            Dim::Const(_) => false,
+        }
+    }
+
+    /// Decides whether the derived size `d`, which meets another size where a 1 would
+    /// broadcast (or be squeezed), is 1: from its hint, or `one_unknown` without one. A 1
+    /// becomes the constant 1 (with a check); either way the decision is a guard. Returns
+    /// what `d` stands for now. A size that is not derived is returned as it is.
+    pub fn decide_one(&mut self, d: Dim, one_unknown: bool) -> Dim {
+        let d = self.resolve(d);
+        let Dim::Sym(s) = d else { return d };
+        let Some(SymDef::Derived(e)) = self.defs.get(s.0 as usize) else { return d };
+        let one = self.hint(d).map_or(one_unknown, |h| h == 1);
+        let guard = (e.clone(), one);
+        if !self.guards.contains(&guard) {
+            self.guards.push(guard);
+        }
+        if one {
+            // Cannot fail: `d` is a symbol.
+            self.unify(d, Dim::Const(1)).unwrap_or(Dim::Const(1))
+        } else {
+            d
+        }
     }
 
     /// The representative a dimension currently stands for.
@@ -151,7 +238,9 @@ impl SymTable {
 
     /// Writes the final symbol table into `graph`, renumbering every type to representatives,
     /// and the checks into `graph.checks`.
-    pub fn finish(mut self, graph: &mut Graph) {
+    /// Returns the guards, over the graph's symbols plus any definitions only they need.
+    pub fn finish(mut self, graph: &mut Graph) -> SizeGuards {
+        let guard_list = std::mem::take(&mut self.guards);
         // Each check's expression becomes a symbol of its own (it folds or merges with a twin
         // below like any derived size).
         let checks: Vec<(Dim, Dim)> = std::mem::take(&mut self.checks)
@@ -230,6 +319,29 @@ impl SymTable {
                 input => input.clone(),
             })
             .collect();
+        let mut guards = SizeGuards {
+            params: graph.params.clone(),
+            syms: graph.syms.clone(),
+            conds: Vec::new(),
+        };
+        for (e, one) in guard_list {
+            let d = match map_expr(&fold(&e, &|d| self.resolve(d)), &map) {
+                DimExpr::Dim(d) => d,
+                e => {
+                    let def = SymDef::Derived(fold(&e, &|d| d));
+                    let i = guards.syms.iter().position(|d| *d == def).unwrap_or_else(|| {
+                        guards.syms.push(def);
+                        guards.syms.len() - 1
+                    });
+                    Dim::Sym(Sym(i as u32))
+                }
+            };
+            let trivially_true = matches!(d, Dim::Const(c) if (c == 1) == one);
+            if !trivially_true && !guards.conds.contains(&(d, one)) {
+                guards.conds.push((d, one));
+            }
+        }
+        guards
     }
 }
 

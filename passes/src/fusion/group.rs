@@ -30,13 +30,6 @@ pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
     }
 }
 
-fn is_elementwise(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) | Op::BroadcastTo | Op::Full { .. }
-    )
-}
-
 /// The shape with the reduced `axes` set to 1 (what `keepdim` gives).
 pub(crate) fn keepdim_shape(domain: &Shape, axes: &[u32]) -> Shape {
     let dims = domain.dims().iter().enumerate();
@@ -85,9 +78,15 @@ impl Walk<'_> {
 
     fn place(&mut self, index: usize) {
         let node = &self.graph.nodes[index];
+        // Every op is listed: a new op must say how it is scheduled.
         match &node.op {
             Op::Param(_) | Op::Const(_) => {}
-            op if is_elementwise(op) => self.place_elementwise(index),
+            Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Where
+            | Op::Cast(_)
+            | Op::BroadcastTo
+            | Op::Full { .. } => self.place_elementwise(index),
             Op::Reduce { axes, .. } => self.place_reduce(index, axes.clone()),
             Op::MatMul => self.new_group(index, KernelKind::MatMul, Vec::new(), false),
             Op::Reshape => self.new_group(index, KernelKind::View, Vec::new(), true),
@@ -95,7 +94,7 @@ impl Walk<'_> {
                 self.new_group(index, KernelKind::Copy, Vec::new(), true)
             }
             Op::Extern { .. } => self.new_group(index, KernelKind::Extern, Vec::new(), true),
-            _ => self.new_group(index, KernelKind::Other, Vec::new(), true),
+            Op::ArgMax { .. } => self.new_group(index, KernelKind::ArgMax, Vec::new(), true),
         }
     }
 
@@ -188,7 +187,8 @@ impl Walk<'_> {
 
     fn place_reduce(&mut self, index: usize, axes: Vec<u32>) {
         let Some(&x) = self.graph.nodes[index].inputs.first() else {
-            return self.new_group(index, KernelKind::Other, Vec::new(), true);
+            // Unreachable for a verified graph (a reduction has one input).
+            return self.new_group(index, KernelKind::Reduction, axes, true);
         };
         let domain = &self.graph.ty(x).shape;
         if let Some(g) = self.group_of.get(x.index()).copied().flatten() {

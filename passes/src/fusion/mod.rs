@@ -26,7 +26,7 @@
 //!   several passes over each row, and a column sum absorbs its producers and epilogue;
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
-//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::Other`]; `Extern` cuts the graph;
+//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`]; `Extern` cuts the graph;
 //! - shape ops become index arithmetic where they can: a `Slice` or a last-axis-keeping
 //!   `Transpose` ([`ViewOp`]) read only by elementwise/reduction kernels, or a last-two-axes
 //!   `Transpose` read only as matmul operands, and not returned, has no kernel of its own;
@@ -37,10 +37,12 @@
 
 mod group;
 mod print;
+mod verify;
 mod view;
 
 pub use group::fuse;
 pub use print::print_fused;
+pub use verify::verify_fused;
 pub use view::{contiguous_strides, swaps_last_two, ViewOp};
 
 use tfn_ir::{Shape, ValueId};
@@ -62,8 +64,8 @@ pub enum KernelKind {
     Copy,
     /// An extern op, run through the session's registered kernel.
     Extern,
-    /// Anything else (e.g. `ArgMax`), computed op by op.
-    Other,
+    /// `ArgMax`, on its own.
+    ArgMax,
 }
 
 impl KernelKind {
@@ -75,7 +77,7 @@ impl KernelKind {
             KernelKind::View => "view",
             KernelKind::Copy => "copy",
             KernelKind::Extern => "extern",
-            KernelKind::Other => "other",
+            KernelKind::ArgMax => "argmax",
         }
     }
 }

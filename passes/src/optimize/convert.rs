@@ -7,6 +7,7 @@
 
 use super::analysis::{add_ints, add_shape, node_data, AttrValue, ClassData, TfnEGraph};
 use super::error::OptimizeError;
+use super::infer::inferred_op;
 use super::language::{FloatBits, TfnNode};
 use egg::{Id, Language, RecExpr};
 use tfn_ir::{Attr, Graph, Op, Origin, Scalar, ValueId};
@@ -220,70 +221,30 @@ pub fn expr_to_graph(
             .ty
             .clone()
             .ok_or_else(|| rebuild(data[i].error.clone().unwrap_or_else(|| "untyped".into())))?;
-        let attr = |id: &Id| data[usize::from(*id)].attr.clone();
-        let int = |id: &Id| match attr(id) {
-            Some(AttrValue::Int(v)) => Ok(v),
+        let int = |id: &Id| match &data[usize::from(*id)].attr {
+            Some(AttrValue::Int(v)) => Ok(*v),
             other => Err(rebuild(format!("expected an integer, found {other:?}"))),
-        };
-        let u32_of =
-            |id: &Id| int(id).and_then(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string())));
-        let ints = |id: &Id| match attr(id) {
-            Some(AttrValue::Ints(v)) => Ok(v),
-            Some(AttrValue::Dims(d)) if d.is_empty() => Ok(Vec::new()),
-            other => Err(rebuild(format!("expected a list, found {other:?}"))),
-        };
-        let u32s = |id: &Id| -> Result<Vec<u32>, OptimizeError> {
-            ints(id)?
-                .into_iter()
-                .map(|v| u32::try_from(v).map_err(|e| rebuild(e.to_string())))
-                .collect()
-        };
-        let boolean = |id: &Id| match attr(id) {
-            Some(AttrValue::Bool(b)) => Ok(b),
-            other => Err(rebuild(format!("expected a bool, found {other:?}"))),
         };
         let constant = || data[i].constant.ok_or_else(|| rebuild("constant has no value".into()));
         use TfnNode as N;
         let (op, inputs): (Op, &[Id]) = match node {
-            N::Param([index, ..]) => (Op::Param(u32_of(index)?), &[]),
+            N::Param([index, ..]) => {
+                let index = u32::try_from(int(index)?).map_err(|e| rebuild(e.to_string()))?;
+                (Op::Param(index), &[])
+            }
             N::Const(_) => (Op::Const(constant()?), &[]),
             N::Full(_) => (Op::Full { value: constant()? }, &[]),
-            N::Unary(u, c) => (Op::Unary(*u), c),
-            N::Binary(b, c) => (Op::Binary(*b), c),
-            N::Where(c) => (Op::Where, c),
-            N::Cast([_, x]) => (Op::Cast(ty.dtype), std::slice::from_ref(x)),
-            N::Reduce(op, [x, axes, keep]) => {
-                let op = Op::Reduce { op: *op, axes: u32s(axes)?, keepdim: boolean(keep)? };
-                (op, std::slice::from_ref(x))
-            }
-            N::ArgMax([x, axis, keep]) => (
-                Op::ArgMax { axis: u32_of(axis)?, keepdim: boolean(keep)? },
-                std::slice::from_ref(x),
-            ),
-            N::MatMul(c) => (Op::MatMul, c),
             N::Reshape([x, _]) => (Op::Reshape, std::slice::from_ref(x)),
-            N::Transpose([x, p]) => (Op::Transpose { perm: u32s(p)? }, std::slice::from_ref(x)),
             N::BroadcastTo([x, _]) => (Op::BroadcastTo, std::slice::from_ref(x)),
-            N::Concat(c) => (Op::Concat { axis: u32_of(&c[0])? }, &c[2..]),
-            N::Slice([x, axis, start, end, step, _]) => {
-                let end = ints(end)?.first().copied();
-                let op =
-                    Op::Slice { axis: u32_of(axis)?, start: int(start)?, end, step: int(step)? };
-                (op, std::slice::from_ref(x))
-            }
             N::Extern(c) => {
                 let key = usize::try_from(int(&c[0])?).map_err(|e| rebuild(e.to_string()))?;
                 let (name, attrs) =
                     externs.0.get(key).cloned().ok_or_else(|| rebuild("unknown extern".into()))?;
                 (Op::Extern { name, attrs }, &c[3..])
             }
-            N::Int(_)
-            | N::Float(_)
-            | N::Bool(_)
-            | N::DType(_)
-            | N::Sym(_)
-            | N::List(_)
-            | N::Shape(_) => continue,
+            _ => inferred_op(node, |id| data[usize::from(id)].attr.clone())
+                .map_err(rebuild)?
+                .ok_or_else(|| rebuild("not an op".into()))?,
         };
         let inputs = inputs
             .iter()

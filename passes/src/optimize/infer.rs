@@ -1,5 +1,6 @@
-//! Type inference for e-nodes: the dtype and symbolic shape of each op's result, from its
-//! children's facts, following the prelude's dtype constraints and NumPy broadcasting.
+//! Type inference for e-nodes: each e-node is read as the IR op it stands for and typed by the
+//! IR's one inference ([`tfn_ir::lower::infer`]: the op table's dtype rows, NumPy
+//! broadcasting, reduction, matmul and permutation shapes).
 //!
 //! Ops whose result shape needs a size the graph derived at lowering time (`reshape`,
 //! `broadcast_to`, `concat`, `slice`, `full`, `extern`, `param`) carry that shape as a leaf,
@@ -10,255 +11,174 @@
 use super::analysis::{AttrValue, ClassData};
 use super::language::TfnNode;
 use egg::Id;
-use tfn_ir::{BinaryOp, DType, Dim, ReduceOp, Shape, Sym, TensorType, UnaryOp};
+pub use tfn_ir::lower::broadcast_shapes;
+use tfn_ir::{DType, Dim, DimExpr, Op, Shape, Sym, TensorType};
 
 /// Result of inferring a tensor node: its type, or why it has none.
 pub type Inferred = Result<TensorType, String>;
-
-/// NumPy broadcasting of two symbolic shapes (`None` when they are incompatible).
-pub fn broadcast_shapes(a: &Shape, b: &Shape) -> Option<Shape> {
-    let rank = a.rank().max(b.rank());
-    let mut dims = Vec::with_capacity(rank);
-    for i in 0..rank {
-        let da = (i + a.rank()).checked_sub(rank).map(|j| a.0[j]);
-        let db = (i + b.rank()).checked_sub(rank).map(|j| b.0[j]);
-        let d = match (da, db) {
-            (Some(x), None) | (None, Some(x)) => x,
-            (Some(x), Some(y)) if x == y => x,
-            (Some(Dim::Const(1)), Some(y)) => y,
-            (Some(x), Some(Dim::Const(1))) => x,
-            _ => return None,
-        };
-        dims.push(d);
-    }
-    Some(Shape(dims))
-}
 
 /// True when `from` broadcasts to exactly `to`.
 pub fn broadcasts_to(from: &Shape, to: &Shape) -> bool {
     from.rank() <= to.rank() && broadcast_shapes(from, to).as_ref() == Some(to)
 }
 
-fn float_only(u: UnaryOp) -> bool {
-    use UnaryOp::*;
-    !matches!(u, Neg | Abs | Sign | LogicalNot)
-}
-
-fn check_dtype(ok: bool, op: &str, dtype: DType) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{op}` does not accept {dtype}"))
+fn attr_error(what: &str, found: Option<AttrValue>) -> String {
+    match found {
+        Some(v) => format!("expected {what}, found {v:?}"),
+        None => format!("expected {what}, found a non-attribute"),
     }
 }
 
-fn check_literal(value: &AttrValue, dtype: DType) -> Result<(), String> {
-    match super::analysis::literal_scalar(value, dtype) {
-        Some(_) => Ok(()),
-        None => Err(format!("{value:?} is not a {dtype} constant")),
-    }
+fn u32_of(v: i64) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| format!("{v} is not an axis"))
 }
 
-/// Infers the type of a tensor-valued node. `data` gives each child's facts.
-pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inferred {
+/// The IR op an e-node stands for, and its tensor children, for every op whose result type the
+/// IR's inference derives from its operands. `Ok(None)` for nodes that carry their type in
+/// leaves (`param`, `const`, `full`, `reshape`, `broadcast_to`, `extern`) and for attributes.
+pub fn inferred_op(
+    node: &TfnNode,
+    attr: impl Fn(Id) -> Option<AttrValue>,
+) -> Result<Option<(Op, &[Id])>, String> {
     use TfnNode as N;
-    let ty = |id: Id| data(id).ty.clone().ok_or_else(|| "operand has no tensor type".to_string());
-    let attr = |id: Id| data(id).attr.clone().ok_or_else(|| "missing attribute".to_string());
-    let dtype_attr = |id: Id| match attr(id)? {
-        AttrValue::DType(d) => Ok(d),
-        other => Err(format!("expected a dtype, found {other:?}")),
+    let int = |id: Id| match attr(id) {
+        Some(AttrValue::Int(i)) => Ok(i),
+        other => Err(attr_error("an integer", other)),
     };
-    let int_attr = |id: Id| match attr(id)? {
-        AttrValue::Int(i) => Ok(i),
-        other => Err(format!("expected an integer, found {other:?}")),
+    let ints = |id: Id| match attr(id) {
+        Some(AttrValue::Ints(v)) => Ok(v),
+        Some(AttrValue::Dims(d)) if d.is_empty() => Ok(Vec::new()),
+        other => Err(attr_error("an integer list", other)),
     };
-    let ints_attr = |id: Id| match attr(id)? {
-        AttrValue::Ints(v) => Ok(v),
-        AttrValue::Dims(d) if d.is_empty() => Ok(Vec::new()),
-        other => Err(format!("expected an integer list, found {other:?}")),
+    let axes = |id: Id| ints(id)?.into_iter().map(u32_of).collect::<Result<Vec<u32>, String>>();
+    let boolean = |id: Id| match attr(id) {
+        Some(AttrValue::Bool(b)) => Ok(b),
+        other => Err(attr_error("a bool", other)),
     };
-    let shape_attr = |id: Id| match attr(id)? {
-        AttrValue::Dims(d) => Ok(Shape(d)),
-        AttrValue::Ints(v) if v.is_empty() => Ok(Shape::scalar()),
-        other => Err(format!("expected a shape, found {other:?}")),
-    };
-    let bool_attr = |id: Id| match attr(id)? {
-        AttrValue::Bool(b) => Ok(b),
-        other => Err(format!("expected a bool, found {other:?}")),
-    };
-    match node {
-        N::Int(_)
+    let one = std::slice::from_ref;
+    Ok(Some(match node {
+        N::Unary(u, c) => (Op::Unary(*u), c),
+        N::Binary(b, c) => (Op::Binary(*b), c),
+        N::Where(c) => (Op::Where, c),
+        N::Cast([d, x]) => match attr(*d) {
+            Some(AttrValue::DType(d)) => (Op::Cast(d), one(x)),
+            other => return Err(attr_error("a dtype", other)),
+        },
+        N::Reduce(op, [x, a, keep]) => {
+            (Op::Reduce { op: *op, axes: axes(*a)?, keepdim: boolean(*keep)? }, one(x))
+        }
+        N::ArgMax([x, axis, keep]) => {
+            (Op::ArgMax { axis: u32_of(int(*axis)?)?, keepdim: boolean(*keep)? }, one(x))
+        }
+        N::MatMul(c) => (Op::MatMul, c),
+        N::Transpose([x, p]) => (Op::Transpose { perm: axes(*p)? }, one(x)),
+        N::Concat(c) => (Op::Concat { axis: u32_of(int(c[0])?)? }, &c[2..]),
+        N::Slice([x, axis, start, end, step, _]) => {
+            let end = ints(*end)?.first().copied();
+            let axis = u32_of(int(*axis)?)?;
+            (Op::Slice { axis, start: int(*start)?, end, step: int(*step)? }, one(x))
+        }
+        N::Param(_)
+        | N::Const(_)
+        | N::Full(_)
+        | N::Reshape(_)
+        | N::BroadcastTo(_)
+        | N::Extern(_)
+        | N::Int(_)
         | N::Float(_)
         | N::Bool(_)
         | N::DType(_)
         | N::Sym(_)
         | N::List(_)
-        | N::Shape(_) => Err("an attribute is not a tensor".into()),
-        N::Param([_, d, s]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? }),
+        | N::Shape(_) => return Ok(None),
+    }))
+}
+
+/// Infers the type of a tensor-valued node from its children's facts (`data`), with the IR's
+/// own inference ([`tfn_ir::lower::infer`]): the optimiser, lowering and the verifier share one
+/// definition of every op's typing.
+pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inferred {
+    use TfnNode as N;
+    if node.is_attribute() {
+        return Err("an attribute is not a tensor".into());
+    }
+    let ty = |id: Id| data(id).ty.clone().ok_or_else(|| "operand has no tensor type".to_string());
+    let attr = |id: Id| data(id).attr.clone();
+    let dtype_attr = |id: Id| match attr(id) {
+        Some(AttrValue::DType(d)) => Ok(d),
+        other => Err(attr_error("a dtype", other)),
+    };
+    let shape_attr = |id: Id| match attr(id) {
+        Some(AttrValue::Dims(d)) => Ok(Shape(d)),
+        Some(AttrValue::Ints(v)) if v.is_empty() => Ok(Shape::scalar()),
+        other => Err(attr_error("a shape", other)),
+    };
+    let literal = |id: Id, dtype: DType| -> Result<(), String> {
+        let value = attr(id).ok_or("a constant without a value")?;
+        match super::analysis::literal_scalar(&value, dtype) {
+            Some(_) => Ok(()),
+            None => Err(format!("{value:?} is not a {dtype} constant")),
+        }
+    };
+    if let Some((op, children)) = inferred_op(node, attr)? {
+        let inputs = children.iter().map(|&c| ty(c)).collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&TensorType> = inputs.iter().collect();
+        // Sizes the IR derives (`concat`, `slice`) are leaves of the e-node: the declared
+        // shape's size on the op's axis.
+        let (declared, axis) = match (node, &op) {
+            (N::Concat(c), Op::Concat { axis }) => (Some(shape_attr(c[1])?), *axis as usize),
+            (N::Slice(c), Op::Slice { axis, .. }) => (Some(shape_attr(c[5])?), *axis as usize),
+            _ => (None, 0),
+        };
+        let mut derive = |_: DimExpr| -> Dim {
+            declared.as_ref().and_then(|s| s.0.get(axis).copied()).unwrap_or(Dim::Const(0))
+        };
+        let out = tfn_ir::lower::infer(&op, &refs, &mut derive)?
+            .ok_or_else(|| format!("`{}` has no inferred type", op.name()))?;
+        if let Some(declared) = declared {
+            if declared != out.shape {
+                let name = op.name();
+                return Err(format!(
+                    "`{name}` declares shape {declared}, operands give {}",
+                    out.shape
+                ));
+            }
+        }
+        return Ok(out);
+    }
+    let placeholder = tfn_ir::Scalar::Int(0);
+    let (op, declared, inputs): (Op, TensorType, Vec<Id>) = match node {
+        N::Param([_, d, s]) => {
+            (Op::Param(0), TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? }, vec![])
+        }
         N::Const([d, v]) => {
             let dtype = dtype_attr(*d)?;
-            check_literal(&attr(*v)?, dtype)?;
-            Ok(TensorType { dtype, shape: Shape::scalar() })
+            literal(*v, dtype)?;
+            (Op::Const(placeholder), TensorType { dtype, shape: Shape::scalar() }, vec![])
         }
         N::Full([d, v, s]) => {
             let dtype = dtype_attr(*d)?;
-            check_literal(&attr(*v)?, dtype)?;
-            Ok(TensorType { dtype, shape: shape_attr(*s)? })
-        }
-        N::Unary(u, [x]) => {
-            let t = ty(*x)?;
-            let ok = match u {
-                UnaryOp::LogicalNot => t.dtype == DType::Bool,
-                u if float_only(*u) => t.dtype.is_float(),
-                _ => t.dtype != DType::Bool,
-            };
-            check_dtype(ok, tfn_ir::op::unary_name(*u), t.dtype)?;
-            Ok(t)
-        }
-        N::Binary(b, [x, y]) => {
-            let (tx, ty_) = (ty(*x)?, ty(*y)?);
-            if tx.dtype != ty_.dtype {
-                return Err(format!("`{b}` of {} and {}", tx.dtype, ty_.dtype));
-            }
-            use BinaryOp::*;
-            let ok = match b {
-                Div | Pow => tx.dtype.is_float(),
-                LogicalAnd | LogicalOr => tx.dtype == DType::Bool,
-                Eq | Ne => true,
-                _ => tx.dtype != DType::Bool,
-            };
-            check_dtype(ok, tfn_ir::op::binary_name(*b), tx.dtype)?;
-            let shape = broadcast_shapes(&tx.shape, &ty_.shape)
-                .ok_or_else(|| format!("cannot broadcast {} and {}", tx.shape, ty_.shape))?;
-            let dtype = if b.is_comparison() { DType::Bool } else { tx.dtype };
-            Ok(TensorType { dtype, shape })
-        }
-        N::Where([c, a, b]) => {
-            let (tc, ta, tb) = (ty(*c)?, ty(*a)?, ty(*b)?);
-            if tc.dtype != DType::Bool || ta.dtype != tb.dtype {
-                return Err("`where` needs a bool condition and two operands of one dtype".into());
-            }
-            let shape = broadcast_shapes(&tc.shape, &ta.shape)
-                .and_then(|s| broadcast_shapes(&s, &tb.shape))
-                .ok_or_else(|| "`where` operands do not broadcast".to_string())?;
-            Ok(TensorType { dtype: ta.dtype, shape })
-        }
-        N::Cast([d, x]) => Ok(TensorType { dtype: dtype_attr(*d)?, shape: ty(*x)?.shape }),
-        N::Reduce(r, [x, axes, keep]) => {
-            let t = ty(*x)?;
-            let ok = match r {
-                ReduceOp::Mean => t.dtype.is_float(),
-                _ => t.dtype != DType::Bool,
-            };
-            check_dtype(ok, tfn_ir::op::reduce_name(*r), t.dtype)?;
-            let axes = ints_attr(*axes)?;
-            let sorted = axes.windows(2).all(|w| w[0] < w[1]);
-            if !sorted || axes.iter().any(|&a| a < 0 || a as usize >= t.shape.rank()) {
-                return Err(format!("bad reduction axes {axes:?} for rank {}", t.shape.rank()));
-            }
-            Ok(TensorType {
-                dtype: t.dtype,
-                shape: reduced_shape(&t.shape, &axes, bool_attr(*keep)?),
-            })
-        }
-        N::ArgMax([x, axis, keep]) => {
-            let t = ty(*x)?;
-            check_dtype(t.dtype != DType::Bool, "argmax", t.dtype)?;
-            let axis = int_attr(*axis)?;
-            if axis < 0 || axis as usize >= t.shape.rank() {
-                return Err(format!("bad argmax axis {axis}"));
-            }
-            let shape = reduced_shape(&t.shape, &[axis], bool_attr(*keep)?);
-            Ok(TensorType { dtype: DType::I64, shape })
-        }
-        N::MatMul([a, b]) => {
-            let (ta, tb) = (ty(*a)?, ty(*b)?);
-            check_dtype(ta.dtype == tb.dtype && ta.dtype != DType::Bool, "matmul", tb.dtype)?;
-            let (ra, rb) = (ta.shape.rank(), tb.shape.rank());
-            if ra < 2 || rb < 2 || ta.shape.0[ra - 1] != tb.shape.0[rb - 2] {
-                return Err(format!("cannot multiply {} by {}", ta.shape, tb.shape));
-            }
-            let batch = broadcast_shapes(
-                &Shape(ta.shape.0[..ra - 2].to_vec()),
-                &Shape(tb.shape.0[..rb - 2].to_vec()),
-            )
-            .ok_or_else(|| "matmul batch axes do not broadcast".to_string())?;
-            let mut dims = batch.0;
-            dims.push(ta.shape.0[ra - 2]);
-            dims.push(tb.shape.0[rb - 1]);
-            Ok(TensorType { dtype: ta.dtype, shape: Shape(dims) })
+            literal(*v, dtype)?;
+            (Op::Full { value: placeholder }, TensorType { dtype, shape: shape_attr(*s)? }, vec![])
         }
         N::Reshape([x, s]) => {
-            let (t, shape) = (ty(*x)?, shape_attr(*s)?);
-            if let (Some(a), Some(b)) = (t.shape.as_const(), shape.as_const()) {
-                if a.iter().product::<u64>() != b.iter().product::<u64>() {
-                    return Err(format!("cannot reshape {} to {}", t.shape, shape));
-                }
-            }
-            Ok(TensorType { dtype: t.dtype, shape })
-        }
-        N::Transpose([x, p]) => {
-            let (t, perm) = (ty(*x)?, ints_attr(*p)?);
-            if !is_permutation(&perm, t.shape.rank()) {
-                return Err(format!("{perm:?} is not a permutation of rank {}", t.shape.rank()));
-            }
-            let dims = perm.iter().map(|&i| t.shape.0[i as usize]).collect();
-            Ok(TensorType { dtype: t.dtype, shape: Shape(dims) })
+            let t = ty(*x)?;
+            (Op::Reshape, TensorType { dtype: t.dtype, shape: shape_attr(*s)? }, vec![*x])
         }
         N::BroadcastTo([x, s]) => {
-            let (t, shape) = (ty(*x)?, shape_attr(*s)?);
-            if !broadcasts_to(&t.shape, &shape) {
-                return Err(format!("cannot broadcast {} to {}", t.shape, shape));
-            }
-            Ok(TensorType { dtype: t.dtype, shape })
+            let t = ty(*x)?;
+            (Op::BroadcastTo, TensorType { dtype: t.dtype, shape: shape_attr(*s)? }, vec![*x])
         }
-        N::Concat(c) => {
-            let (axis, shape) = (int_attr(c[0])?, shape_attr(c[1])?);
-            let inputs = c[2..].iter().map(|&i| ty(i)).collect::<Result<Vec<_>, _>>()?;
-            let dtype = inputs.first().map(|t| t.dtype).ok_or("empty concat")?;
-            let ok = inputs.iter().all(|t| t.dtype == dtype && t.shape.rank() == shape.rank());
-            if !ok || axis < 0 || axis as usize >= shape.rank() {
-                return Err("concat operands disagree".into());
-            }
-            Ok(TensorType { dtype, shape })
+        N::Extern(c) => {
+            let declared = TensorType { dtype: dtype_attr(c[1])?, shape: shape_attr(c[2])? };
+            (Op::Extern { name: String::new(), attrs: vec![] }, declared, vec![])
         }
-        N::Slice([x, axis, _, _, step, s]) => {
-            let (t, shape) = (ty(*x)?, shape_attr(*s)?);
-            let axis = int_attr(*axis)?;
-            if int_attr(*step)? == 0 || axis < 0 || t.shape.rank() != shape.rank() {
-                return Err("bad slice".into());
-            }
-            Ok(TensorType { dtype: t.dtype, shape })
-        }
-        N::Extern(c) => Ok(TensorType { dtype: dtype_attr(c[1])?, shape: shape_attr(c[2])? }),
-    }
-}
-
-/// The shape of a reduction over `axes` (sorted, in range).
-pub fn reduced_shape(shape: &Shape, axes: &[i64], keepdim: bool) -> Shape {
-    let mut dims = Vec::new();
-    for (i, d) in shape.0.iter().enumerate() {
-        if axes.contains(&(i as i64)) {
-            if keepdim {
-                dims.push(Dim::Const(1));
-            }
-        } else {
-            dims.push(*d);
-        }
-    }
-    Shape(dims)
-}
-
-pub fn is_permutation(perm: &[i64], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    perm.len() == rank
-        && perm.iter().all(|&p| {
-            let ok = p >= 0 && (p as usize) < rank && !seen[p as usize];
-            if ok {
-                seen[p as usize] = true;
-            }
-            ok
-        })
+        _ => return Err(format!("`{node}` has no type")),
+    };
+    let inputs = inputs.iter().map(|&c| ty(c)).collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<&TensorType> = inputs.iter().collect();
+    tfn_ir::lower::check_declared(&op, &refs, &declared)?;
+    Ok(declared)
 }
 
 /// A leaf's dimension value, if it is one.

@@ -60,12 +60,49 @@ pub struct Report {
     pub iterations: usize,
     pub egraph_nodes: usize,
     pub egraph_classes: usize,
-    /// `Saturated`, `IterationLimit(n)`, `NodeLimit(n)`, `TimeLimit(s)` or `Other(..)`.
-    pub stop_reason: String,
+    /// How the equality saturation ended.
+    pub stop_reason: StopReason,
     /// Whole optimisation: conversion, saturation, extraction, rebuilding.
     pub time: Duration,
     /// Rules that changed the e-graph, in rule order, with how many unions each made.
     pub rules_fired: Vec<(String, usize)>,
+}
+
+/// How an equality-saturation run ended: data, not an error (egg's `StopReason`, comparable
+/// and printable). Hitting a limit is normal for large graphs; the result is still sound.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StopReason {
+    /// No rule could change the e-graph any more.
+    Saturated,
+    IterationLimit(usize),
+    NodeLimit(usize),
+    /// Seconds.
+    TimeLimit(f64),
+    Other(String),
+}
+
+impl From<&egg::StopReason> for StopReason {
+    fn from(r: &egg::StopReason) -> StopReason {
+        match r {
+            egg::StopReason::Saturated => StopReason::Saturated,
+            egg::StopReason::IterationLimit(n) => StopReason::IterationLimit(*n),
+            egg::StopReason::NodeLimit(n) => StopReason::NodeLimit(*n),
+            egg::StopReason::TimeLimit(s) => StopReason::TimeLimit(*s),
+            egg::StopReason::Other(s) => StopReason::Other(s.clone()),
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Saturated => f.write_str("saturated"),
+            StopReason::IterationLimit(n) => write!(f, "iteration limit ({n})"),
+            StopReason::NodeLimit(n) => write!(f, "node limit ({n})"),
+            StopReason::TimeLimit(s) => write!(f, "time limit ({s} s)"),
+            StopReason::Other(s) => write!(f, "{s}"),
+        }
+    }
 }
 
 /// An optimised graph and the report of its run.
@@ -184,7 +221,10 @@ pub fn optimize(
         iterations: runner.iterations.len(),
         egraph_nodes: egraph.total_size(),
         egraph_classes: egraph.number_of_classes(),
-        stop_reason: runner.stop_reason.as_ref().map_or("none".into(), |r| format!("{r:?}")),
+        stop_reason: runner
+            .stop_reason
+            .as_ref()
+            .map_or(StopReason::Other("not run".into()), StopReason::from),
         time: start.elapsed(),
         rules_fired,
     };

@@ -6,9 +6,9 @@
 use super::{Custom, RuleDefError};
 use crate::optimize::analysis::{add_constant, add_ints, add_shape, AttrValue, TfnEGraph};
 use crate::optimize::fold::{fold_binary, scalar_of_dtype};
-use crate::optimize::infer::reduced_shape;
 use crate::optimize::language::TfnNode;
 use egg::{ENodeOrVar, Id, Pattern, Subst, Var};
+use tfn_ir::lower::reduce_shape;
 use tfn_ir::{BinaryOp, DType, Dim, ReduceOp, Scalar, Shape, TensorType};
 
 /// A [`Custom`] right-hand side with the variables and reduction of its rule's left side.
@@ -126,7 +126,8 @@ impl CustomApplier {
             ReduceOp::Prod => return None,
         };
         let kept = if same_rank && !keepdim {
-            let shape = add_shape(egraph, &reduced_shape(&x_ty.shape, &axes, false));
+            let axes32: Vec<u32> = axes.iter().map(|&a| a as u32).collect();
+            let shape = add_shape(egraph, &reduce_shape(&x_ty.shape, &axes32, false));
             egraph.add(TfnNode::Reshape([scaled, shape]))
         } else {
             scaled

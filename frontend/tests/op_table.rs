@@ -1,0 +1,59 @@
+//! The prelude's dtype constraints and the IR's op table say the same thing.
+//!
+//! `core.tfn` declares what users may call (`op exp<T: {f32, f64}>(...)`): the front end checks
+//! calls against it. The IR's op table (`Op::operand_dtypes`) is what lowering, the verifier,
+//! the optimiser's analysis and the interpreter enforce. This test fails as soon as one of the
+//! two changes without the other.
+
+use tfn_ir::library::{Body, DTypeRef, ParamType};
+use tfn_ir::lower::{lookup_primitive, Prim};
+use tfn_ir::{DTypeSet, Op};
+
+#[test]
+fn prelude_constraints_match_the_op_table() {
+    let lib = tfn_frontend::prelude().expect("the prelude loads");
+    let mut checked = 0;
+    for defs in lib.functions.values() {
+        for def in defs {
+            if !matches!(def.body, Body::Primitive) {
+                continue;
+            }
+            // (Gradient helpers such as `cast_like` lower through their own table.)
+            let Some(prim) = lookup_primitive(&def.name, def.overload.as_deref()) else {
+                continue;
+            };
+            let op = match prim {
+                Prim::Unary(u) => Op::Unary(u),
+                Prim::Binary(b) | Prim::BinaryScalar(b) => Op::Binary(b),
+                Prim::Reduce(r) => Op::Reduce { op: r, axes: vec![], keepdim: false },
+                Prim::ArgMax => Op::ArgMax { axis: 0, keepdim: false },
+                Prim::MatMul => Op::MatMul,
+                _ => continue,
+            };
+            // The dtype variable of the first tensor parameter.
+            let var = def.params.iter().find_map(|p| match &p.ty {
+                ParamType::Tensor(DTypeRef::Var(v)) => Some(v.clone()),
+                _ => None,
+            });
+            let declared = match var {
+                Some(v) => {
+                    let tp = def.type_params.iter().find(|t| t.name == v).expect("declared");
+                    tp.allowed.as_ref().map_or(DTypeSet::ALL, |a| DTypeSet::of(a))
+                }
+                None => match def.params.first().map(|p| &p.ty) {
+                    Some(ParamType::Tensor(DTypeRef::Fixed(d))) => DTypeSet::of(&[*d]),
+                    _ => DTypeSet::ALL,
+                },
+            };
+            assert_eq!(
+                declared,
+                op.operand_dtypes(),
+                "`{}`: the prelude allows {declared}, the op table {}",
+                def.full_name(),
+                op.operand_dtypes()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "only {checked} ops checked");
+}

@@ -1,0 +1,69 @@
+//! Size guards: what an instance assumes about sizes that are only known at call time.
+//!
+//! A function is instantiated per signature, and the signature says which *input* axes have
+//! size 1. A size the graph *derives* (`reshape(x, [4, -1])`, a `slice` length, a `concat`
+//! sum) may also come out as 1, and where it meets another size in broadcasting, `squeeze` or
+//! `broadcast_to`, NumPy's answer depends on it: a size 1 broadcasts. Lowering decides each
+//! such size from the shapes of the call being compiled (a 1 becomes the constant 1, checked;
+//! anything else stays symbolic) and records the decision here. A later call with the same
+//! signature may reuse the instance only if [`SizeGuards::hold`] for its shapes; otherwise the
+//! caller instantiates again for that call (and keeps both). Most graphs have no guards, so a
+//! new batch size is still a plain cache hit.
+
+use crate::bind::Binder;
+use crate::graph::GraphParam;
+use crate::shape::{Dim, SymDef};
+
+/// The assumptions of one instance, evaluable from a call's input shapes alone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct SizeGuards {
+    /// The instance graph's parameters (their symbols are bound from the inputs).
+    pub params: Vec<GraphParam>,
+    /// The instance graph's symbol table, plus any definitions only the guards use.
+    pub syms: Vec<SymDef>,
+    /// Each guarded size, and whether it must be 1 (`true`) or must not be 1 (`false`).
+    pub conds: Vec<(Dim, bool)>,
+}
+
+impl SizeGuards {
+    pub fn is_empty(&self) -> bool {
+        self.conds.is_empty()
+    }
+
+    /// Whether inputs of these shapes (in parameter order) satisfy every assumption. When a
+    /// guarded size cannot be evaluated (the shapes do not fit the parameters, a division is
+    /// not exact, ...), the answer is `true`: running the instance reports that error.
+    pub fn hold(&self, input_shapes: &[&[usize]]) -> bool {
+        if self.conds.is_empty() {
+            return true;
+        }
+        let fits = self.params.len() == input_shapes.len()
+            && self.params.iter().zip(input_shapes).all(|(p, s)| p.ty.shape.rank() == s.len());
+        if !fits {
+            return true;
+        }
+        let mut binder = Binder {
+            params: &self.params,
+            syms: &self.syms,
+            input_shapes,
+            values: vec![None; self.syms.len()],
+        };
+        self.conds.iter().all(|&(d, one)| {
+            let value = match d {
+                Dim::Const(c) => Ok(usize::try_from(c).unwrap_or(usize::MAX)),
+                Dim::Sym(s) => binder.eval_sym(s.0, 0),
+            };
+            value.map_or(true, |v| (v == 1) == one)
+        })
+    }
+
+    /// The guards as text, e.g. `s2 != 1, s3 == 1` (for logs).
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .conds
+            .iter()
+            .map(|(d, one)| format!("{d} {} 1", if *one { "==" } else { "!=" }))
+            .collect();
+        parts.join(", ")
+    }
+}
