@@ -319,6 +319,34 @@ fn bad_calls_exit_1_naming_the_culprit() {
 }
 
 #[test]
+fn vjp_of_a_function_without_float_tensors_is_a_user_error() {
+    let dir = scratch("vjp-ints");
+    let src = "fn doubled(Tensor<i32> x) -> Tensor {\n    return cast(x, f32) * 2.0\n}\n";
+    std::fs::write(dir.join("ints.tfn"), src).unwrap();
+    let ints = ndarray::ArrayD::from_shape_vec(vec![3], vec![1i32, 2, 3]).unwrap();
+    tfn::npy::write(&dir.join("i.npy"), &Tensor::I32(ints)).unwrap();
+    write_f32(&dir.join("ct.npy"), &[3], &[1.0, 1.0, 1.0]);
+    for backend in ["jit", "interp"] {
+        let args = [
+            "run",
+            "ints.tfn",
+            "doubled",
+            "--arg",
+            "x=i.npy",
+            "--vjp",
+            "ct.npy",
+            "--backend",
+            backend,
+        ];
+        let o = tfnc(&dir, &args);
+        expect_exit(&o, 1, &format!("{args:?}"));
+        let err = stderr(&o);
+        assert!(err.contains("nothing to differentiate") && err.contains("`doubled`"), "{err}");
+        assert!(!err.contains("internal") && !err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
 fn vjp_through_the_cli() {
     let dir = scratch("vjp");
     let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/grad/spec_nn.tfn");

@@ -18,6 +18,10 @@ fn mm(Tensor a, Tensor b) -> Tensor {
     return matmul(a, b)
 }
 
+fn doubled(Tensor<i32> x) -> Tensor {
+    return cast(x, f32) * 2.0
+}
+
 fn moments(Tensor x, *, Int[] dims) -> (Tensor, Tensor) {
     let mu = mean(x, dims=dims, keepdim=true)
     let d = x - mu
@@ -344,6 +348,25 @@ fn shape_errors_name_both_shapes() {
         match err {
             Err(Error::Call { rendered, .. }) => assert!(rendered.contains('z'), "{rendered}"),
             other => panic!("unknown keyword: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn vjp_without_a_float_tensor_argument_has_nothing_to_differentiate() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let x = ndarray::ArrayD::<i32>::zeros(IxDyn(&[3]));
+        let ct = array(&[3], 0.0);
+        let err = s.vjp("doubled", &[Value::from(x.view())], &[Value::from(ct.view())]);
+        match err {
+            Err(Error::Call { diagnostics, rendered }) => {
+                assert_eq!(diagnostics[0].code, "E0804", "{rendered}");
+                assert!(rendered.contains("nothing to differentiate"), "{rendered}");
+                assert!(rendered.contains("`doubled`"), "{rendered}");
+                assert!(!rendered.contains("internal"), "{rendered}");
+            }
+            other => panic!("{backend:?}: expected a call error, got {other:?}"),
         }
     }
 }

@@ -30,6 +30,8 @@ pub enum BindError {
     Mismatch { first: AxisRef, second: AxisRef },
     #[error("size `s{sym}` = {numerator} / {denominator} is not a whole number")]
     InexactDiv { sym: u32, numerator: i64, denominator: i64 },
+    #[error("size `s{sym}` divides by {denominator}, which is not positive")]
+    BadDivisor { sym: u32, denominator: i64 },
     #[error("size `s{sym}` would be negative ({value})")]
     Negative { sym: u32, value: i64 },
     #[error("size `s{sym}` overflows")]
@@ -359,6 +361,13 @@ impl Binder<'_> {
                     return Err(BindError::InexactDiv { sym, numerator: a, denominator: b });
                 }
                 a.checked_div(b).ok_or_else(overflow)
+            }
+            DimExpr::CeilDiv(a, b) => {
+                let (a, b) = self.eval_pair(sym, a, b, depth)?;
+                if b <= 0 {
+                    return Err(BindError::BadDivisor { sym, denominator: b });
+                }
+                Ok(a.div_euclid(b) + i64::from(a.rem_euclid(b) != 0))
             }
             DimExpr::SliceLen { size, start, end, step } => {
                 let size = self.eval_expr(sym, size, depth)?;

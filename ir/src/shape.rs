@@ -92,6 +92,10 @@ pub enum DimExpr {
     Mul(Box<DimExpr>, Box<DimExpr>),
     /// Exact division; the call fails with a shape error when it is not exact.
     Div(Box<DimExpr>, Box<DimExpr>),
+    /// Division rounded up, `ceil(a / b)` for `b > 0` (the call fails for `b <= 0`): the number
+    /// of rows of length `b` that hold `a` elements, as gradients need to align a runtime offset
+    /// to a row boundary (`lower::select`).
+    CeilDiv(Box<DimExpr>, Box<DimExpr>),
     /// Python-style slice length: `len(range(start, end, step))` after clamping to `size`.
     SliceLen {
         size: Box<DimExpr>,

@@ -65,6 +65,29 @@ fn binding_errors_name_parameters_and_shapes() {
 }
 
 #[test]
+fn ceil_div_rounds_up_and_needs_a_positive_divisor() {
+    let g = graph(
+        "func f(x: f32[s0, s1]) -> () {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = ceil_div((s0 + 1), s1)
+  return
+}",
+    );
+    assert!(print_graph(&g).contains("sym s2 = ceil_div((s0 + 1), s1)"));
+    for (x, want) in [([0, 1], 1), ([6, 7], 1), ([6, 3], 3), ([7, 4], 2), ([0, 5], 1)] {
+        assert_eq!(bind_sizes(&g, &[&x]).map(|s| s[2]), Ok(want), "{x:?}");
+    }
+    let err = bind_sizes(&g, &[&[3, 0]]).expect_err("zero divisor");
+    assert_eq!(err.to_string(), "size `s2` divides by 0, which is not positive");
+    let folded = tfn_ir::lower::fold_dims(&DimExpr::CeilDiv(
+        Box::new(DimExpr::Dim(Dim::Const(7))),
+        Box::new(DimExpr::Dim(Dim::Const(2))),
+    ));
+    assert_eq!(folded, DimExpr::Dim(Dim::Const(4)));
+}
+
+#[test]
 fn static_dims_and_malformed_graphs_are_errors() {
     let g = graph("func f(x: f32[2, s0]) -> () {\n  sym s0 = input(param 0 axis 1)\n  return\n}");
     let err = bind_sizes(&g, &[&[3, 4]]).expect_err("static dim");

@@ -191,11 +191,12 @@ fn random_expr(rng: &mut Rng, syms: usize, depth: usize) -> DimExpr {
     }
     let mut sub = || Box::new(random_expr(rng, syms, depth + 1));
     let (a, b) = (sub(), sub());
-    match rng.below(5) {
+    match rng.below(6) {
         0 => DimExpr::Add(a, b),
         1 => DimExpr::Sub(a, b),
         2 => DimExpr::Mul(a, b),
         3 => DimExpr::Div(a, b),
+        4 => DimExpr::CeilDiv(a, b),
         _ => {
             let end = if rng.below(2) == 0 { None } else { Some(rng.int()) };
             DimExpr::SliceLen { size: a, start: rng.int(), end, step: rng.int() }

@@ -95,6 +95,12 @@ extern op scaled(Tensor x, Int k) -> Tensor
 fn external(Tensor x) -> Tensor {
     return scaled(x, 2) * x
 }
+
+// Stepped and reversed slices, and a concat at a runtime offset, differentiated twice.
+fn moved_cube(Tensor x, Tensor y) -> Tensor {
+    let s = slice(x, dim=0, start=1, step=2) * slice(x, dim=0, start=-1, step=-2)
+    return concat([s * s, y * y * y], dim=0)
+}
 "#;
 
 fn tensors(rng: &mut Rng, shapes: &[&[usize]]) -> Vec<Arg> {
@@ -157,6 +163,7 @@ fn second_order_gradients_match_finite_differences() {
         ("softplus", &[&[4]]),
         ("softmax", &[&[2, 3]]),
         ("mixed", &[&[2, 2], &[2, 2]]),
+        ("moved_cube", &[&[6], &[4]]),
     ]
     .into_iter()
     .enumerate()

@@ -3,17 +3,16 @@
 //!
 //! They let `grad` blocks say "shaped like that tensor" when sizes are symbolic (a `reshape`
 //! or `broadcast_to` takes a static `Int[]`). Each lowers to existing IR ops (`reshape`,
-//! `broadcast_to`, `sum`, `cast`, `transpose`, `slice`, `full`, `concat`, `matmul`), so the
+//! `broadcast_to`, `sum`, `cast`, `transpose`, `slice`, `full`, `concat`), so the
 //! interpreter, the optimiser and the code generator need nothing new.
 //!
-//! `unslice` with step 1 pads the gradient with zeros shaped like the parts of `like` before
-//! and after the slice (both static slices of `like`). Any other step scatters through a
-//! selection matrix, rows `start:end:step` of the identity of `like`'s axis size
-//! ([`super::select`]): quadratic in that size, but exact and valid for every runtime size.
+//! `unslice` places the gradient back into zeros shaped like `like` ([`super::moves::unslice`]:
+//! zeros of derived sizes before, between and after its elements): exact, linear in the size,
+//! for every step, runtime size and empty slice.
 
-use super::call::{normalize_axis, scalar_of, BoundCall, Val};
+use super::call::{normalize_axis, BoundCall, Val};
 use super::instantiate::Lowerer;
-use super::select::{self, Emit};
+use super::moves::{self, Emit};
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
@@ -185,18 +184,6 @@ impl Lowerer<'_> {
             .map_err(|m| self.shape_error(call, &m))
     }
 
-    /// Zeros shaped like `v` with `dtype`.
-    fn zeros_shaped_like(
-        &mut self,
-        call: &BoundCall,
-        v: ValueId,
-        dtype: crate::DType,
-    ) -> Result<ValueId, Diagnostic> {
-        let value = scalar_of(&Attr::Int(0), dtype).map_err(|m| self.shape_error(call, &m))?;
-        let ty = TensorType { dtype, shape: self.ty(v).shape };
-        Ok(self.emit(Op::Full { value }, vec![v], ty, call.span))
-    }
-
     fn unslice(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {
         let (x, like) = (call.tensor("x")?, call.tensor("like")?);
         let target = self.ty(like).shape;
@@ -216,42 +203,31 @@ impl Lowerer<'_> {
         for i in (0..rank).filter(|&i| i != axis) {
             self.unify_sizes(call, from.0[i], target.0[i])?;
         }
-        let dtype = self.graph.ty(x).dtype;
-        if step != 1 {
-            let end = Some(end).filter(|&e| e != i64::MAX);
-            let mut em = LowerEmit { lw: self, span: call.span };
-            let scattered = (|| {
-                let eye = select::identity(&mut em, target.0[axis], dtype)?;
-                let op = Op::Slice { axis: 0, start, end, step };
-                let pick = em.inferred(op, vec![eye])?;
-                select::apply_along(&mut em, x, axis, pick)
-            })()
-            .map_err(|m| self.shape_error(call, &m))?;
-            return Ok(self.reshape(scattered, self.ty(like).shape, call.span));
+        // `x` must be as long as the slice it stands for: a check at call time, not a
+        // unification, so that `x` keeps the size of the value bound to it (a gradient graph
+        // splices this formula in with `x`'s size as its argument's). `x` is then retyped to
+        // the slice's length, so that the sizes computed from it stay consistent (and the
+        // check, not a negative size, is what a wrong `x` fails).
+        let end = Some(end).filter(|&e| e != i64::MAX);
+        let size = Box::new(DimExpr::Dim(target.0[axis]));
+        let len = self.syms.derive(DimExpr::SliceLen { size, start, end, step });
+        let given = self.syms.resolve(from.0[axis]);
+        match (len, given) {
+            _ if len == given => {}
+            (Dim::Const(_), Dim::Const(_)) => {
+                let msg =
+                    format!("{from} is not a slice of {target}: the slice has {len} elements");
+                return Err(self.shape_error(call, &msg));
+            }
+            _ => self.syms.require_equal(DimExpr::Dim(len), given),
         }
-        let mut pieces = Vec::new();
-        if start != 0 {
-            let op = Op::Slice { axis: axis as u32, start: 0, end: Some(start), step: 1 };
-            let before = self
-                .emit_inferred(op, vec![like], call.span)
-                .map_err(|m| self.shape_error(call, &m))?;
-            pieces.push(self.zeros_shaped_like(call, before, dtype)?);
-        }
-        pieces.push(x);
-        if end != i64::MAX {
-            let op = Op::Slice { axis: axis as u32, start: end, end: None, step: 1 };
-            let after = self
-                .emit_inferred(op, vec![like], call.span)
-                .map_err(|m| self.shape_error(call, &m))?;
-            pieces.push(self.zeros_shaped_like(call, after, dtype)?);
-        }
-        let v = if pieces.len() == 1 {
-            x
-        } else {
-            let op = Op::Concat { axis: axis as u32 };
-            self.emit_inferred(op, pieces, call.span).map_err(|m| self.shape_error(call, &m))?
-        };
-        Ok(self.reshape(v, self.ty(like).shape, call.span))
+        let mut dims = from.0.clone();
+        dims[axis] = len;
+        let x = self.reshape(x, Shape(dims), call.span);
+        let target = self.ty(like).shape;
+        let mut em = LowerEmit { lw: self, span: call.span };
+        moves::unslice(&mut em, x, &target, axis, start, step)
+            .map_err(|m| self.shape_error(call, &m))
     }
 }
 
@@ -276,9 +252,5 @@ impl Emit for LowerEmit<'_, '_> {
 
     fn derive(&mut self, e: DimExpr) -> Dim {
         self.lw.syms.derive(e)
-    }
-
-    fn same_size(&mut self, a: Dim, b: Dim) -> Result<(), String> {
-        self.lw.syms.unify(a, b).map(|_| ()).map_err(|_| format!("sizes {a} and {b} differ"))
     }
 }

@@ -79,6 +79,7 @@ impl SymTable {
             DimExpr::Div(a, b) => {
                 pair(a, b).and_then(|(a, b)| (b != 0 && a % b == 0).then(|| a / b))
             }
+            DimExpr::CeilDiv(a, b) => pair(a, b).and_then(|(a, b)| (b != 0).then(|| a.div_ceil(b))),
             DimExpr::SliceLen { size, start, end, step } => {
                 let n = self.hint_expr(size, depth)?;
                 (*step != 0).then(|| slice_len(n, *start, *end, *step))
@@ -347,7 +348,11 @@ impl SymTable {
 pub fn collect_dims(e: &DimExpr, out: &mut Vec<Dim>) {
     match e {
         DimExpr::Dim(d) => out.push(*d),
-        DimExpr::Add(a, b) | DimExpr::Sub(a, b) | DimExpr::Mul(a, b) | DimExpr::Div(a, b) => {
+        DimExpr::Add(a, b)
+        | DimExpr::Sub(a, b)
+        | DimExpr::Mul(a, b)
+        | DimExpr::Div(a, b)
+        | DimExpr::CeilDiv(a, b) => {
             collect_dims(a, out);
             collect_dims(b, out);
         }
@@ -363,6 +368,7 @@ fn map_expr(e: &DimExpr, f: &dyn Fn(Dim) -> Dim) -> DimExpr {
         DimExpr::Sub(a, b) => DimExpr::Sub(bx(a), bx(b)),
         DimExpr::Mul(a, b) => DimExpr::Mul(bx(a), bx(b)),
         DimExpr::Div(a, b) => DimExpr::Div(bx(a), bx(b)),
+        DimExpr::CeilDiv(a, b) => DimExpr::CeilDiv(bx(a), bx(b)),
         DimExpr::SliceLen { size, start, end, step } => {
             DimExpr::SliceLen { size: bx(size), start: *start, end: *end, step: *step }
         }
@@ -379,7 +385,7 @@ pub(crate) fn fold(e: &DimExpr, resolve: &dyn Fn(Dim) -> Dim) -> DimExpr {
     let konst = |v: u64| E::Dim(Dim::Const(v));
     match e {
         E::Dim(d) => E::Dim(resolve(*d)),
-        E::Add(a, b) | E::Sub(a, b) | E::Mul(a, b) | E::Div(a, b) => {
+        E::Add(a, b) | E::Sub(a, b) | E::Mul(a, b) | E::Div(a, b) | E::CeilDiv(a, b) => {
             let (a, b) = (fold(a, resolve), fold(b, resolve));
             let folded = match (e, c(&a), c(&b)) {
                 (E::Add(..), Some(x), Some(y)) => x.checked_add(y).map(konst),
@@ -392,12 +398,15 @@ pub(crate) fn fold(e: &DimExpr, resolve: &dyn Fn(Dim) -> Dim) -> DimExpr {
                 (E::Mul(..), _, Some(1)) => Some(a.clone()),
                 (E::Div(..), Some(x), Some(y)) if y != 0 && x % y == 0 => Some(konst(x / y)),
                 (E::Div(..), _, Some(1)) => Some(a.clone()),
+                (E::CeilDiv(..), Some(x), Some(y)) if y != 0 => Some(konst(x.div_ceil(y))),
+                (E::CeilDiv(..), _, Some(1)) => Some(a.clone()),
                 _ => None,
             };
             folded.unwrap_or_else(|| match e {
                 E::Add(..) => E::Add(Box::new(a), Box::new(b)),
                 E::Sub(..) => E::Sub(Box::new(a), Box::new(b)),
                 E::Mul(..) => E::Mul(Box::new(a), Box::new(b)),
+                E::CeilDiv(..) => E::CeilDiv(Box::new(a), Box::new(b)),
                 _ => E::Div(Box::new(a), Box::new(b)),
             })
         }

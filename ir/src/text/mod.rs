@@ -18,7 +18,7 @@
 //!   (`[A-Za-z_][A-Za-z0-9_.]*`) are quoted like Rust strings.
 //! - `sym sN = input(param P axis A, ...)` binds a size from parameter axes;
 //!   `sym sN = EXPR` derives one: integers, symbols, fully parenthesised `(a + b)`, `-`, `*`,
-//!   `/`, and `slice_len(EXPR, start, end|none, step)`.
+//!   `/`, `ceil_div(EXPR, EXPR)` and `slice_len(EXPR, start, end|none, step)`.
 //! - `check A == B` (after the symbols): two sizes (symbols or integers) the call must give
 //!   equal values ([`crate::Graph::checks`]).
 //! - One node per line, numbered in order from `%0`: `%N = OP OPERANDS {ATTRS} : TYPE`. Operands

@@ -329,6 +329,14 @@ impl Parser {
                 _ => DimExpr::Div(a, b),
             });
         }
+        if self.eat_keyword("ceil_div") {
+            self.expect_punct("(")?;
+            let a = Box::new(self.dim_expr(depth + 1)?);
+            self.expect_punct(",")?;
+            let b = Box::new(self.dim_expr(depth + 1)?);
+            self.expect_punct(")")?;
+            return Ok(DimExpr::CeilDiv(a, b));
+        }
         if self.eat_keyword("slice_len") {
             self.expect_punct("(")?;
             let size = Box::new(self.dim_expr(depth + 1)?);

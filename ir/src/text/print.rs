@@ -90,6 +90,7 @@ fn dim_expr(e: &DimExpr) -> String {
         DimExpr::Sub(a, b) => bin(a, "-", b),
         DimExpr::Mul(a, b) => bin(a, "*", b),
         DimExpr::Div(a, b) => bin(a, "/", b),
+        DimExpr::CeilDiv(a, b) => format!("ceil_div({}, {})", dim_expr(a), dim_expr(b)),
         DimExpr::SliceLen { size, start, end, step } => {
             format!("slice_len({}, {start}, {}, {step})", dim_expr(size), opt_int(*end))
         }

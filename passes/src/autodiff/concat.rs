@@ -7,17 +7,16 @@
 //! `start` too when item `i`'s own size is static) — it is one `slice`.
 //!
 //! Otherwise the offset is a sum of runtime sizes, which a `slice` (static bounds) cannot
-//! express and no composition of shape ops can either ([`tfn_ir::lower::select`] says why).
-//! The part is then *selected*: `grad` (axis moved last) times the 0/1 matrix
-//! `[zeros(s_0, s_i); ...; identity(s_i); ...; zeros(s_k, s_i)]`, whose row blocks have the
-//! items' sizes `s_j`, so its rows line up with `grad`'s axis and its identity block with item
-//! `i`. This is exact for finite gradients and costs `O(total * s_i)` per row of `grad`, so it
-//! is only used when the static path is not available.
+//! express. The part is then cut with [`tfn_ir::lower::moves`]: a static `slice` drops the
+//! static side (the items before `i` when their sizes are static, or those after it), and
+//! [`moves::prefix`]/[`moves::suffix`] keep a runtime number of elements at either end (zeros
+//! padding the axis to whole rows, read back as a matrix whose first or last row is the part).
+//! Only copies: exact, and linear in `grad`'s size for each such item.
 
 use super::splice::{derive_sym, emit, emit_typed};
 use super::AutodiffError;
 use tfn_ir::graph::{Origin, TensorType};
-use tfn_ir::lower::select::{self, Emit};
+use tfn_ir::lower::moves::{self, Emit};
 use tfn_ir::shape::{Dim, DimExpr};
 use tfn_ir::{Graph, Op, ValueId};
 
@@ -58,37 +57,51 @@ pub(crate) fn concat_grads(
                 let op = Op::Slice { axis, start, end, step: 1 };
                 emit(graph, op, vec![grad], origin).map_err(unsupported)?
             }
-            _ => select_item(graph, &sizes, i, axis as usize, grad, origin).map_err(unsupported)?,
+            _ => cut_item(graph, &sizes, i, (before, end), axis as usize, grad, origin)
+                .map_err(unsupported)?,
         };
         grads.push(g);
     }
     Ok(grads)
 }
 
-/// Item `i`'s part of `grad` through a selection matrix (see the module docs).
-fn select_item(
+/// Item `i`'s part of `grad` when its offset is not static: `before` is the static sum of
+/// the sizes before it, `end` the static end of the part (a `slice` bound), when known.
+fn cut_item(
     graph: &mut Graph,
     sizes: &[Dim],
     i: usize,
+    (before, end): (Option<i64>, Option<Option<i64>>),
     axis: usize,
     grad: ValueId,
     origin: &Origin,
 ) -> Result<ValueId, String> {
-    let dtype = graph.ty(grad).dtype;
     let mut em = GraphEmit { graph, origin };
-    let mut blocks = Vec::with_capacity(sizes.len());
-    for (j, &s) in sizes.iter().enumerate() {
-        blocks.push(if j == i {
-            select::identity(&mut em, s, dtype)?
-        } else {
-            select::filled(&mut em, vec![s, sizes[i]], 0, dtype)?
-        });
+    let own = sizes[i];
+    if let Some(b) = before {
+        let slice = Op::Slice { axis: axis as u32, start: b, end: None, step: 1 };
+        let rest = if b == 0 { grad } else { em.inferred(slice, vec![grad])? };
+        return moves::prefix(&mut em, rest, axis, own);
     }
-    let matrix = em.inferred(Op::Concat { axis: 0 }, blocks)?;
-    select::apply_along(&mut em, grad, axis, matrix)
+    let upto = match end {
+        Some(None) => grad,
+        Some(end) => {
+            em.inferred(Op::Slice { axis: axis as u32, start: 0, end, step: 1 }, vec![grad])?
+        }
+        None => {
+            let sum = sizes[..=i]
+                .iter()
+                .map(|&d| DimExpr::Dim(d))
+                .reduce(|a, b| DimExpr::Add(Box::new(a), Box::new(b)))
+                .unwrap_or(DimExpr::Dim(Dim::Const(0)));
+            let keep = em.derive(sum);
+            moves::prefix(&mut em, grad, axis, keep)?
+        }
+    };
+    moves::suffix(&mut em, upto, axis, own)
 }
 
-/// A finished graph as a graph under construction for the [`select`] builders.
+/// A finished graph as a graph under construction for the [`moves`] builders.
 struct GraphEmit<'a> {
     graph: &'a mut Graph,
     origin: &'a Origin,
@@ -109,14 +122,6 @@ impl Emit for GraphEmit<'_> {
 
     fn derive(&mut self, e: DimExpr) -> Dim {
         derive_sym(self.graph, e)
-    }
-
-    fn same_size(&mut self, a: Dim, b: Dim) -> Result<(), String> {
-        if tfn_ir::verify::checked_equal(self.graph, a, b) {
-            Ok(())
-        } else {
-            Err(format!("internal error: sizes {a} and {b} differ"))
-        }
     }
 }
 

@@ -28,6 +28,10 @@ pub fn vjp_graph(
     forward: &Graph,
     regions: &[CallRegion],
 ) -> Result<Vjp, AutodiffError> {
+    if !forward.params.iter().any(|p| p.ty.dtype.is_float()) {
+        let function = forward.name.clone();
+        return Err(AutodiffError::NothingToDifferentiate { function });
+    }
     let mut graph = forward.clone();
     graph.name = format!("{}_vjp", forward.name);
     let forward_len = forward.nodes.len();

@@ -184,6 +184,10 @@ impl SymMapper<'_> {
                 let (a, b) = bin(a, b, self)?;
                 DimExpr::Div(a, b)
             }
+            DimExpr::CeilDiv(a, b) => {
+                let (a, b) = bin(a, b, self)?;
+                DimExpr::CeilDiv(a, b)
+            }
             DimExpr::SliceLen { size, start, end, step } => DimExpr::SliceLen {
                 size: Box::new(self.expr(graph, size, depth)?),
                 start: *start,
