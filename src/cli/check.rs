@@ -13,11 +13,11 @@ pub(super) fn check(files: &[PathBuf]) -> Outcome {
             Ok(warnings) => {
                 if !warnings.is_empty() {
                     let lib = session.library();
-                    eprint!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
+                    err!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
                 }
             }
             Err(e) => {
-                eprintln!("{}", e.to_string().trim_end());
+                err!("{}\n", e.to_string().trim_end());
                 failed = true;
             }
         }

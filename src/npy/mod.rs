@@ -179,7 +179,7 @@ fn read_data<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::Dimension;
+    use ndarray::{Dimension, ShapeBuilder};
 
     fn scratch() -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("tfn-npy-{}", std::process::id()));
@@ -217,6 +217,13 @@ mod tests {
                 let back = read(&p).unwrap_or_else(|e| panic!("{shape:?} {}: {e}", t.dtype()));
                 assert_eq!(back, t, "{shape:?}");
             }
+        }
+        // Zero-size arrays with the strides results can have (these made `ndarray-npy` panic).
+        for (shape, strides) in [(&[0usize, 3][..], &[1usize, 0][..]), (&[3, 0, 1], &[0, 0, 0])] {
+            let dims = IxDyn(shape).strides(IxDyn(strides));
+            let t = Tensor::F32(ArrayD::from_shape_vec(dims, vec![]).unwrap());
+            write(&dir.join("z.npy"), &t).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+            assert_eq!(read(&dir.join("z.npy")).unwrap().shape(), shape);
         }
         // Any strides: a transposed view is written in C order of its logical shape.
         let a = ArrayD::from_shape_vec(IxDyn(&[2, 3]), (0..6).map(|v| v as f32).collect());
