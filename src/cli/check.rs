@@ -17,7 +17,10 @@ pub(super) fn check(files: &[PathBuf]) -> Outcome {
                 }
             }
             Err(e) => {
-                err!("{}\n", e.to_string().trim_end());
+                // Diagnostics arrive rendered; other errors (an unreadable file) get `error: `.
+                if let super::Outcome::UserError(message) = super::Outcome::from(e) {
+                    err!("{}\n", message.trim_end());
+                }
                 failed = true;
             }
         }
