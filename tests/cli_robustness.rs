@@ -272,6 +272,13 @@ fn bad_environment_and_literals_are_usage_errors() {
         .output()
         .expect("run");
     expect_exit(&o, 0, "a valid limit");
+    // `bench` generates its random inputs within the limit too.
+    let o = tfnc_cmd(&dir, &["bench", "f.tfn", "id", "--arg", "x=f32[1000]", "--millis", "1"])
+        .env("TFN_MAX_TENSOR_BYTES", "1000")
+        .output()
+        .expect("run");
+    let err = expect_exit(&o, 2, "bench input over the limit");
+    assert!(err.contains("TFN_MAX_TENSOR_BYTES"), "{err}");
     let cases: &[(&[&str], &str)] = &[
         (&["run", "f.tfn", "id", "--arg", "x=1e999"], "1e999"),
         (&["run", "f.tfn", "id", "--arg", "x=[1.0, -1e999]"], "-1e999"),
