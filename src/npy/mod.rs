@@ -264,6 +264,24 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn replacing_keeps_permissions_and_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch();
+        let (target, link) = (dir.join("target.npy"), dir.join("link.npy"));
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let t = every_dtype(&[2])[1].clone();
+        write(&link, &t).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(read(&target).unwrap(), t);
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
     #[test]
     fn a_huge_header_over_little_data_is_truncated_not_an_allocation() {
         let dir = scratch();

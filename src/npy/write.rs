@@ -52,8 +52,8 @@ pub fn write_all(outputs: &[(&Path, &Tensor)]) -> Result<(), NpyError> {
     for (path, t) in outputs {
         let err = |reason: String| NpyError::Write { path: path.display().to_string(), reason };
         let step = match destination(path).map_err(err)? {
-            Dest::Replace(dest) => {
-                let tmp = temp_file(&dest, t).map_err(err)?;
+            Dest::Replace(dest, permissions) => {
+                let tmp = temp_file(&dest, t, permissions).map_err(err)?;
                 Step::Rename { tmp, dest }
             }
             Dest::InPlace => Step::InPlace,
@@ -82,8 +82,9 @@ pub fn write_all(outputs: &[(&Path, &Tensor)]) -> Result<(), NpyError> {
 }
 
 enum Dest {
-    /// Write a temporary file and rename it to this path.
-    Replace(PathBuf),
+    /// Write a temporary file and rename it to this path (keeping an existing file's
+    /// permissions).
+    Replace(PathBuf, Option<std::fs::Permissions>),
     /// Write the existing special file in place.
     InPlace,
 }
@@ -112,17 +113,24 @@ fn destination(path: &Path) -> Result<Dest, String> {
     }
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => Err("it is a directory".into()),
-        Ok(m) if m.is_file() => {
-            std::fs::canonicalize(path).map(Dest::Replace).map_err(|e| e.to_string())
-        }
+        Ok(m) if m.is_file() => match std::fs::canonicalize(path) {
+            Ok(dest) => Ok(Dest::Replace(dest, Some(m.permissions()))),
+            Err(e) => Err(e.to_string()),
+        },
         Ok(_) => Ok(Dest::InPlace),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Dest::Replace(path.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Dest::Replace(path.to_path_buf(), None))
+        }
         Err(e) => Err(e.to_string()),
     }
 }
 
 /// Writes `t` to a new temporary file in `dest`'s directory; removes it on failure.
-fn temp_file(dest: &Path, t: &Tensor) -> Result<PathBuf, String> {
+fn temp_file(
+    dest: &Path,
+    t: &Tensor,
+    permissions: Option<std::fs::Permissions>,
+) -> Result<PathBuf, String> {
     let dir = match dest.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -143,6 +151,9 @@ fn temp_file(dest: &Path, t: &Tensor) -> Result<PathBuf, String> {
         let mut w = BufWriter::new(file);
         encode(t, &mut w)?;
         let file: File = w.into_inner().map_err(|e| e.into_error())?;
+        if let Some(p) = permissions {
+            file.set_permissions(p)?;
+        }
         file.sync_all()
     })();
     match written {
