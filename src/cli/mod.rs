@@ -87,7 +87,7 @@ pub enum Command {
         threads: Option<usize>,
         /// Instead of the results: the gradients of <results, cotangents> w.r.t. each tensor
         /// argument. One cotangent (.npy) per result of the function, in order
-        #[arg(long = "vjp")]
+        #[arg(long = "vjp", value_name = "COTANGENT")]
         vjps: Vec<PathBuf>,
         /// Skip the egg optimiser
         #[arg(long)]
