@@ -27,6 +27,9 @@ pub enum Error {
     /// An output buffer passed to `call_into` does not fit the result.
     #[error("output {index}: {message}")]
     Output { index: usize, message: String },
+    /// The environment configures tfn wrongly (e.g. `TFN_MAX_TENSOR_BYTES=abc`).
+    #[error("{0}")]
+    Config(String),
     /// Running the function failed (e.g. an extern kernel reported an error).
     #[error("{0}")]
     Runtime(String),

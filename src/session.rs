@@ -188,8 +188,8 @@ impl Session {
     ) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Io { path: shown.clone(), message: e.to_string() })?;
+        let text = tfn_frontend::read_source_file(path)
+            .map_err(|message| Error::Io { path: shown.clone(), message })?;
         self.load_with(&shown, &text, &FsLoader::default())
     }
 

@@ -317,7 +317,7 @@ fn backend_view_mut<'a>(o: &'a mut OutputMut) -> TensorViewMut<'a> {
 
 fn run_error(e: RunError) -> Error {
     match e {
-        RunError::Bind(b) => Error::Shape(b.to_string()),
+        RunError::Bind(b) => bind_error(b),
         RunError::Interp(i) => interp_error(i),
         RunError::OutputCount { expected, got } => Error::Output {
             index: got.min(expected),
@@ -332,10 +332,17 @@ fn run_error(e: RunError) -> Error {
     }
 }
 
+fn bind_error(b: tfn_ir::BindError) -> Error {
+    match b {
+        tfn_ir::BindError::Limit(e) => Error::Config(e.to_string()),
+        b => Error::Shape(b.to_string()),
+    }
+}
+
 fn interp_error(e: tfn_ir::interp::InterpError) -> Error {
     use tfn_ir::interp::InterpError as E;
     match e {
-        E::Bind(b) => Error::Shape(b.to_string()),
+        E::Bind(b) => bind_error(b),
         E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => {
             Error::Shape(e.to_string())
         }

@@ -74,7 +74,7 @@ fn scratch(test: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     std::fs::write(dir.join("gelu.tfn"), SRC).expect("write source");
-    ndarray_npy::write_npy(dir.join("x.npy"), &input()).expect("write x.npy");
+    tfn::npy::write(&dir.join("x.npy"), &Tensor::F32(input())).expect("write x.npy");
     dir
 }
 

@@ -3,6 +3,7 @@
 //! `use "std:<name>"` is served from the standard library embedded in the binary (`std:nn`,
 //! see `prelude/nn.tfn`) whatever the loader. Other paths are resolved lexically relative to the
 //! importing file's display name (`models/a.tfn` using `"b.tfn"` loads `models/b.tfn`).
+//! Files on disk are read by [`read_source_file`]: regular files of at most 16 MiB only.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -46,6 +47,36 @@ pub fn resolve_path(path: &str, from: Option<&str>) -> String {
     normal.to_string_lossy().into_owned()
 }
 
+/// The largest source file read from disk: 16 MiB.
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
+/// Reads a source file from disk: a regular file (not a device, FIFO or directory such as
+/// `/dev/zero`, which would be read forever) of at most [`MAX_SOURCE_BYTES`], in UTF-8.
+/// `Err` is a one-line reason.
+pub fn read_source_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
+        return Err(format!("it is {what}"));
+    }
+    let too_large =
+        || format!("it is larger than the {} MiB limit for a source file", MAX_SOURCE_BYTES >> 20);
+    if meta.len() > MAX_SOURCE_BYTES {
+        return Err(too_large());
+    }
+    // The file may grow while it is read: never read more than the limit.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!("it is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())
+    })
+}
+
 /// Reads files from disk, relative to the importing file (and to `root`, if set).
 #[derive(Clone, Debug, Default)]
 pub struct FsLoader {
@@ -74,7 +105,7 @@ impl SourceLoader for FsLoader {
             Some(root) => root.join(&display),
             None => PathBuf::from(&display),
         };
-        let text = std::fs::read_to_string(&on_disk).map_err(|e| e.to_string())?;
+        let text = read_source_file(&on_disk)?;
         Ok((display, text))
     }
 }

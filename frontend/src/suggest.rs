@@ -1,12 +1,26 @@
 //! "Did you mean" suggestions: the closest known name by edit distance.
 
+/// Names longer than this get no suggestion: a typo of a 200-character name is implausible,
+/// and the edit distance is quadratic in the length.
+const MAX_NAME_CHARS: usize = 64;
+
 /// The candidate closest to `name`, if it is close enough to be a plausible typo
-/// (distance at most a third of the name's length, and at least 1).
+/// (distance at most a third of the name's length, and at least 1). Bounded: names longer than
+/// [`MAX_NAME_CHARS`] get none, and a candidate whose length alone rules it out costs nothing.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(1);
+    // Bytes bound characters from above: a quick refusal before counting anything.
+    if name.len() > 4 * MAX_NAME_CHARS {
+        return None;
+    }
+    let chars = name.chars().count();
+    if chars > MAX_NAME_CHARS {
+        return None;
+    }
+    let limit = (chars / 3).max(1);
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
-        if c == name {
+        // The distance is at least the difference in length.
+        if c == name || c.len() > 4 * (chars + limit) || c.chars().count().abs_diff(chars) > limit {
             continue;
         }
         let d = distance(name, c);
@@ -48,5 +62,9 @@ mod tests {
         assert_eq!(closest("mena", ["mean", "max"]), Some("mean"));
         assert_eq!(closest("foo", ["tanh", "exp"]), None);
         assert_eq!(distance("abc", "acb"), 1);
+        let long = "x".repeat(65);
+        assert_eq!(closest(&long, [&long[1..]]), None, "no suggestion for very long names");
+        let huge = "y".repeat(1 << 20);
+        assert_eq!(closest("yyy", [huge.as_str(), "yyyy"]), Some("yyyy"));
     }
 }

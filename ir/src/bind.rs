@@ -48,24 +48,55 @@ pub enum BindError {
     /// program cannot abort the process.
     #[error("value {value} of the function would have shape {shape:?}: {bytes} bytes is more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)")]
     TooLarge { value: u32, shape: Vec<usize>, bytes: u64, limit: u64 },
+    /// [`MAX_TENSOR_BYTES_VAR`] is invalid.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// The graph itself is malformed (a bug in whoever built it, not in the call).
     #[error("malformed graph: {0}")]
     Malformed(String),
 }
 
-/// The largest tensor a call may create: `TFN_MAX_TENSOR_BYTES`, by default 16 GiB (read
-/// once per process).
-fn max_tensor_bytes() -> u64 {
-    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var("TFN_MAX_TENSOR_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(16 << 30)
-    })
+/// The environment variable holding the largest tensor a call may create, in bytes.
+pub const MAX_TENSOR_BYTES_VAR: &str = "TFN_MAX_TENSOR_BYTES";
+
+/// The limit when [`MAX_TENSOR_BYTES_VAR`] is not set: 16 GiB.
+pub const DEFAULT_MAX_TENSOR_BYTES: u64 = 16 << 30;
+
+/// [`MAX_TENSOR_BYTES_VAR`] is set to something that is not a whole number of bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{MAX_TENSOR_BYTES_VAR}=`{value}` is not a number of bytes (a whole number such as 17179869184; unset it for the default of 16 GiB)")]
+pub struct LimitError {
+    /// The variable's value (its first 64 characters).
+    pub value: String,
+}
+
+/// The largest tensor a call may create: [`MAX_TENSOR_BYTES_VAR`], by default
+/// [`DEFAULT_MAX_TENSOR_BYTES`] (read once per process). An invalid value is an error, never
+/// silently the default.
+pub fn max_tensor_bytes() -> Result<u64, LimitError> {
+    static LIMIT: std::sync::OnceLock<Result<u64, LimitError>> = std::sync::OnceLock::new();
+    LIMIT.get_or_init(|| parse_max_tensor_bytes(std::env::var_os(MAX_TENSOR_BYTES_VAR))).clone()
+}
+
+/// The limit a value of [`MAX_TENSOR_BYTES_VAR`] sets: decimal digits only (no sign, exponent
+/// or unit); unset or empty means the default.
+pub fn parse_max_tensor_bytes(value: Option<std::ffi::OsString>) -> Result<u64, LimitError> {
+    let Some(value) = value else { return Ok(DEFAULT_MAX_TENSOR_BYTES) };
+    let text = value.to_string_lossy();
+    if text.is_empty() {
+        return Ok(DEFAULT_MAX_TENSOR_BYTES);
+    }
+    let invalid = || LimitError { value: text.chars().take(64).collect() };
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    text.parse::<u64>().map_err(|_| invalid())
 }
 
 /// Refuses sizes that would make any value of `graph` larger than [`max_tensor_bytes`].
 /// Allocation-free unless it fails: this runs on every call.
 fn check_value_sizes(graph: &Graph, sizes: &[usize]) -> Result<(), BindError> {
-    let limit = max_tensor_bytes();
+    let limit = max_tensor_bytes()?;
     for (i, node) in graph.nodes.iter().enumerate() {
         let mut bytes = Some(node.ty.dtype.size_bytes() as u64);
         for d in node.ty.shape.dims() {

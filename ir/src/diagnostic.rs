@@ -96,14 +96,16 @@ impl Diagnostic {
         Some(format!("{}:{}:{}", file.name, line, col))
     }
 
-    /// Renders rustc-style, without colour, ending in a newline.
+    /// Renders rustc-style, without colour, ending in a newline. The output is bounded
+    /// whatever the input: messages longer than [`MAX_MESSAGE_CHARS`] and source lines longer
+    /// than [`MAX_SNIPPET_CHARS`] are shortened around what matters.
     pub fn render(&self, sources: &SourceMap) -> String {
         let mut out = String::new();
         let kind = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        let _ = writeln!(out, "{kind}[{}]: {}", self.code, self.message);
+        let _ = writeln!(out, "{kind}[{}]: {}", self.code, clip(&self.message));
         let mut labels: Vec<(&Label, char)> = Vec::new();
         if let Some(p) = &self.primary {
             labels.push((p, '^'));
@@ -116,7 +118,7 @@ impl Diagnostic {
         let mut first = true;
         for (label, marker) in &labels {
             let Some(file) = sources.get(label.span.file) else { continue };
-            let (line, col) = sources.line_col(label.span.file, label.span.start);
+            let (line, col) = file.line_col(label.span.start as usize);
             if first {
                 let _ = writeln!(out, "{pad}--> {}:{}:{}", file.name, line, col);
                 first = false;
@@ -127,19 +129,19 @@ impl Diagnostic {
             {
                 let _ = writeln!(out, "{pad}::: {}:{}:{}", file.name, line, col);
             }
-            let text = file.text.lines().nth(line - 1).unwrap_or("");
-            let _ = writeln!(out, "{pad} |");
-            let _ = writeln!(out, "{:>width$} | {}", line, text.replace('\t', " "));
+            let text = file.line(line);
             // Marker under the span, clipped to the first line of a multi-line span.
-            let line_chars = text.chars().count();
-            let (end_line, end_col) = sources.line_col(label.span.file, label.span.end);
-            let end_col = if end_line == line { end_col } else { line_chars + 1 };
+            let (end_line, end_col) = file.line_col(label.span.end as usize);
+            let end_col = if end_line == line { end_col } else { text.chars().count() + 1 };
             let len = end_col.saturating_sub(col).max(1);
+            let (shown, col, len) = snippet(text, col, len);
+            let _ = writeln!(out, "{pad} |");
+            let _ = writeln!(out, "{:>width$} | {}", line, shown.replace('\t', " "));
             let marks: String = std::iter::repeat_n(*marker, len).collect();
             let msg = if label.message.is_empty() {
                 String::new()
             } else {
-                format!(" {}", label.message)
+                format!(" {}", clip(&label.message))
             };
             let _ = writeln!(out, "{pad} | {}{}{}", " ".repeat(col - 1), marks, msg);
         }
@@ -147,22 +149,84 @@ impl Diagnostic {
             let _ = writeln!(out, "{pad} |");
         }
         for note in &self.notes {
-            let _ = writeln!(out, "{pad} = note: {note}");
+            let _ = writeln!(out, "{pad} = note: {}", clip(note));
         }
         if let Some(help) = &self.help {
-            let _ = writeln!(out, "{pad} = help: {help}");
+            let _ = writeln!(out, "{pad} = help: {}", clip(help));
         }
         out
     }
 }
 
+/// Longest message, label, note or help rendered in full, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 480;
+/// Longest source line shown in full, in characters; longer ones show a window around the span.
+pub const MAX_SNIPPET_CHARS: usize = 160;
+/// Most diagnostics of one code rendered by [`render_all`]; the rest are counted.
+pub const MAX_PER_CODE: usize = 50;
+
+/// `s`, or its start and end around `…` and the number of characters left out.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    let count = s.chars().count();
+    if count <= MAX_MESSAGE_CHARS {
+        return s.into();
+    }
+    let keep = MAX_MESSAGE_CHARS / 2;
+    let head: String = s.chars().take(keep).collect();
+    let tail: String = s.chars().skip(count - keep).collect();
+    format!("{head}…[{} characters]…{tail}", count - 2 * keep).into()
+}
+
+/// The part of a source line to show for a marker at 1-based column `col` of `len`
+/// characters: the whole line, or a window of [`MAX_SNIPPET_CHARS`] starting a little before
+/// the marker, with `...` where text is cut. Returns the text, the marker's column in it and
+/// its length (cut at the window's end).
+fn snippet(text: &str, col: usize, len: usize) -> (std::borrow::Cow<'_, str>, usize, usize) {
+    let count = text.chars().count();
+    if count <= MAX_SNIPPET_CHARS {
+        return (text.into(), col, len);
+    }
+    let start = (col - 1).saturating_sub(MAX_SNIPPET_CHARS / 4).min(count - MAX_SNIPPET_CHARS);
+    let end = start + MAX_SNIPPET_CHARS;
+    let mut shown = String::new();
+    let mut offset = 0;
+    if start > 0 {
+        shown.push_str("...");
+        offset = 3;
+    }
+    shown.extend(text.chars().skip(start).take(MAX_SNIPPET_CHARS));
+    if end < count {
+        shown.push_str("...");
+    }
+    let col = col.clamp(start + 1, end);
+    let len = len.min(end + 1 - col).max(1);
+    (shown.into(), col - start + offset, len)
+}
+
 /// Renders several diagnostics followed by rustc's summary line
-/// (`error: could not compile due to 2 previous errors; 1 warning emitted`).
+/// (`error: could not compile due to 2 previous errors; 1 warning emitted`). At most
+/// [`MAX_PER_CODE`] diagnostics of each code are rendered (like rustc's cap on repeated
+/// errors), so that hostile input cannot produce unbounded output; the rest are counted.
 pub fn render_all(diags: &[Diagnostic], sources: &SourceMap) -> String {
     let mut out = String::new();
+    let mut per_code: std::collections::BTreeMap<(Severity, &str), usize> = Default::default();
     for d in diags {
-        out.push_str(&d.render(sources));
-        out.push('\n');
+        let seen = per_code.entry((d.severity, d.code)).or_default();
+        *seen += 1;
+        if *seen <= MAX_PER_CODE {
+            out.push_str(&d.render(sources));
+            out.push('\n');
+        }
+    }
+    for ((severity, code), n) in &per_code {
+        if *n > MAX_PER_CODE {
+            let kind = if *severity == Severity::Error { "error" } else { "warning" };
+            let _ = writeln!(
+                out,
+                "note: {} more {kind}[{code}] not shown (only the first {MAX_PER_CODE} of each kind are)\n",
+                n - MAX_PER_CODE
+            );
+        }
     }
     let errors = diags.iter().filter(|d| d.is_error()).count();
     let warnings = diags.len() - errors;
@@ -192,5 +256,46 @@ mod tests {
             .with_help("a function with a similar name exists: `tanh`");
         let expected = "error[E0201]: unknown function `tanhh`\n --> m.tfn:2:12\n  |\n2 |     return tanhh(x)\n  |            ^^^^^ not found\n  |\n  = help: a function with a similar name exists: `tanh`\n";
         assert_eq!(d.render(&sm), expected);
+    }
+
+    #[test]
+    fn long_lines_and_messages_are_shortened_around_the_span() {
+        let mut sm = SourceMap::new();
+        let name = "n".repeat(100_000);
+        let text = format!("let {} = {name} + 1\n", "y".repeat(5000));
+        let f = sm.add("long.tfn", text.as_str());
+        let start = 5000 + 7;
+        let d = Diagnostic::error("E0202", format!("unknown variable `{name}`"))
+            .at(Span::new(f, start, start + name.len()), "not found")
+            .with_help(format!("did you mean `{name}`?"));
+        let out = d.render(&sm);
+        assert!(out.len() < 2000, "bounded: {} bytes\n{out}", out.len());
+        assert!(out.contains(" --> long.tfn:1:5008"), "{out}");
+        let lines: Vec<&str> = out.lines().collect();
+        let (src, marks) = (lines[3], lines[4]);
+        assert!(src.starts_with("1 | ...y") && src.ends_with("..."), "{src}");
+        // The caret sits under the name's first character.
+        let caret = marks.find('^').unwrap();
+        assert_eq!(&src[caret..caret + 4], "nnnn", "{src}\n{marks}");
+        assert!(out.contains("…[99"), "clipped message:\n{out}");
+    }
+
+    #[test]
+    fn render_all_caps_each_code() {
+        let mut sm = SourceMap::new();
+        let text = "x\n".repeat(200);
+        let f = sm.add("m.tfn", text.as_str());
+        let mut diags: Vec<Diagnostic> = (0..200)
+            .map(|i| {
+                Diagnostic::warning("W0301", "unused binding `x`")
+                    .at(Span::new(f, 2 * i, 2 * i + 1), "")
+            })
+            .collect();
+        diags.push(Diagnostic::error("E0202", "unknown variable `x`").at(Span::new(f, 0, 1), ""));
+        let out = render_all(&diags, &sm);
+        assert_eq!(out.matches("warning[W0301]").count(), MAX_PER_CODE + 1, "{out}");
+        assert!(out.contains("note: 150 more warning[W0301] not shown"), "{out}");
+        assert!(out.contains("error[E0202]"), "{out}");
+        assert!(out.ends_with("error: aborting due to 1 error; 200 warnings emitted\n"), "{out}");
     }
 }

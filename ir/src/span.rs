@@ -39,6 +39,40 @@ pub struct SourceFile {
     /// The name shown in diagnostics (a path as the user gave it, or e.g. `<prelude>`).
     pub name: String,
     pub text: String,
+    /// Byte offset of the start of each line (the first is 0): line lookups are a binary
+    /// search, so rendering many diagnostics is not quadratic in the file's size.
+    line_starts: Vec<usize>,
+    /// The text is ASCII: a column is a byte difference, no character counting.
+    ascii: bool,
+}
+
+impl SourceFile {
+    fn new(name: String, text: String) -> SourceFile {
+        let line_starts =
+            std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let ascii = text.is_ascii();
+        SourceFile { name, text, line_starts, ascii }
+    }
+
+    /// The text of 1-based line `line`, without its newline (empty past the end).
+    pub fn line(&self, line: usize) -> &str {
+        let Some(&start) = line.checked_sub(1).and_then(|i| self.line_starts.get(i)) else {
+            return "";
+        };
+        let end = self.line_starts.get(line).map_or(self.text.len(), |&next| next - 1);
+        let text = &self.text[start..end.max(start)];
+        text.strip_suffix('\r').unwrap_or(text)
+    }
+
+    /// 1-based (line, column) of a byte offset, columns counted in characters.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
+        let line = self.line_starts.partition_point(|&s| s <= offset);
+        let start = self.line_starts[line - 1];
+        let col =
+            if self.ascii { offset - start } else { self.text[start..offset].chars().count() };
+        (line, col + 1)
+    }
 }
 
 /// All source files of a session; [`FileId`]s index into it.
@@ -53,7 +87,7 @@ impl SourceMap {
     }
 
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
-        self.files.push(SourceFile { name: name.into(), text: text.into() });
+        self.files.push(SourceFile::new(name.into(), text.into()));
         FileId(self.files.len() as u32 - 1)
     }
 
@@ -67,13 +101,10 @@ impl SourceMap {
 
     /// 1-based (line, column) of a byte offset, columns counted in characters.
     pub fn line_col(&self, id: FileId, offset: u32) -> (usize, usize) {
-        let Some(file) = self.get(id) else { return (1, 1) };
-        let offset = (offset as usize).min(file.text.len());
-        let before = &file.text[..floor_char_boundary(&file.text, offset)];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let col = before[line_start..].chars().count() + 1;
-        (line, col)
+        match self.get(id) {
+            Some(file) => file.line_col(offset as usize),
+            None => (1, 1),
+        }
     }
 }
 
@@ -82,4 +113,34 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_columns() {
+        let mut sm = SourceMap::new();
+        let f = sm.add("a", "ab\nπx\r\n\nlast");
+        let cases = [
+            (0, (1, 1)),
+            (2, (1, 3)),
+            (3, (2, 1)),
+            (5, (2, 2)),
+            (4, (2, 1)),
+            (8, (3, 1)),
+            (9, (4, 1)),
+        ];
+        for (offset, expected) in cases {
+            assert_eq!(sm.line_col(f, offset), expected, "offset {offset}");
+        }
+        assert_eq!(sm.line_col(f, 10), (4, 2));
+        assert_eq!(sm.line_col(f, 1000), (4, 5));
+        let file = sm.get(f).unwrap();
+        let lines: Vec<&str> = (0..6).map(|l| file.line(l)).collect();
+        assert_eq!(lines, ["", "ab", "πx", "", "last", ""]);
+        let g = sm.add("b", "");
+        assert_eq!((sm.line_col(g, 0), sm.get(g).unwrap().line(1)), ((1, 1), ""));
+    }
 }

@@ -49,6 +49,8 @@ pub fn parse_value(s: &str) -> Result<ArgValue, ArgParseError> {
                 .strip_suffix(']')
                 .ok_or_else(|| ArgParseError(format!("missing `]` in tensor type `{s}`")))?;
             let dims = split_list(dims)
+                .map_err(|e| ArgParseError(format!("{e} in tensor type `{s}`")))?
+                .into_iter()
                 .map(|d| {
                     d.parse::<usize>()
                         .map_err(|_| ArgParseError(format!("`{d}` is not a size in `{s}`")))
@@ -66,8 +68,36 @@ pub fn parse_value(s: &str) -> Result<ArgValue, ArgParseError> {
     Ok(ArgValue::NpyPath(s.to_string()))
 }
 
-fn split_list(s: &str) -> impl Iterator<Item = &str> {
-    s.split(',').map(str::trim).filter(|x| !x.is_empty())
+/// The comma-separated items of a list's inside: none for an empty (or blank) list, and an
+/// error for an empty item (`[,]`, `[1,,2]`, `[1,]`).
+fn split_list(s: &str) -> Result<Vec<&str>, String> {
+    if s.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let items: Vec<&str> = s.split(',').map(str::trim).collect();
+    match items.iter().position(|x| x.is_empty()) {
+        Some(i) => Err(format!("item {i} is empty")),
+        None => Ok(items),
+    }
+}
+
+/// A float literal; one that overflows a 64-bit float (`1e999`) is an error, not infinity.
+fn parse_float(text: &str, whole: &str) -> Result<Option<f64>, ArgParseError> {
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() || !looks_numeric(text) => Ok(Some(f)),
+        Ok(_) => {
+            let within = if text == whole { String::new() } else { format!(" in `{whole}`") };
+            Err(ArgParseError(format!(
+                "`{text}`{within} is out of range: not a finite 64-bit float"
+            )))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// Digits with an optional sign, point and exponent (not a word such as `inf` or `nan`).
+fn looks_numeric(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'))
 }
 
 /// A literal attribute, `None` when `s` does not look like one (then it is a path).
@@ -84,15 +114,16 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
         let inner = inner
             .strip_suffix(']')
             .ok_or_else(|| ArgParseError(format!("missing `]` in list `{s}`")))?;
-        let items: Vec<&str> = split_list(inner).collect();
+        let items = split_list(inner).map_err(|e| ArgParseError(format!("{e} in list `{s}`")))?;
         if let Ok(ints) = items.iter().map(|i| i.parse::<i64>()).collect::<Result<Vec<_>, _>>() {
             return Ok(Some(Attr::IntList(ints)));
         }
-        let floats = items
-            .iter()
-            .map(|i| i.parse::<f64>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| ArgParseError(format!("`{s}` is not a list of numbers")))?;
+        let mut floats = Vec::new();
+        for item in items {
+            let f = parse_float(item, s)?
+                .ok_or_else(|| ArgParseError(format!("`{s}` is not a list of numbers")))?;
+            floats.push(f);
+        }
         return Ok(Some(Attr::FloatList(floats)));
     }
     if let Ok(i) = s.parse::<i64>() {
@@ -100,7 +131,7 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
     }
     let numeric = s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
     if numeric && !s.ends_with(".npy") {
-        if let Ok(f) = s.parse::<f64>() {
+        if let Some(f) = parse_float(s, s)? {
             return Ok(Some(Attr::Float(f)));
         }
     }
@@ -131,6 +162,15 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(&parse_value(text).unwrap(), expected, "{text}");
         }
+        for malformed in ["f32[,]", "f32[1,,2]", "f32[2,]", "f32[,2]", "[1,,2]", "[,]", "[1e999]"] {
+            assert!(parse_value(malformed).is_err(), "{malformed} must be rejected");
+        }
+        for overflow in ["1e999", "-1e999", "1e309", "[0.5, 1e400]"] {
+            let e = parse_value(overflow).expect_err(overflow);
+            assert!(e.0.contains("out of range"), "{overflow}: {e}");
+        }
+        assert_eq!(parse_value("f32[ ]").unwrap(), ArgValue::TensorType(DType::F32, vec![]));
+        assert_eq!(parse_value("1.7e308").unwrap(), ArgValue::Literal(Attr::Float(1.7e308)));
         assert!(parse_value("f32[3").is_err());
         assert!(parse_value("f32[a]").is_err());
         assert!(parse_value("[1, x]").is_err());

@@ -22,27 +22,27 @@ pub(super) struct BenchRequest {
     pub millis: u64,
 }
 
-/// The largest random input `bench` generates (4 GiB of f32).
+/// The largest random input `bench` generates (4 GiB of f32), and never more bytes than
+/// `TFN_MAX_TENSOR_BYTES`.
 const MAX_ELEMENTS: usize = 1 << 30;
 
-fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Tensor {
-    fn array<T>(shape: &[usize], values: Vec<T>) -> ArrayD<T> {
+/// Random data of `shape` (same sequence for every dtype); an allocation failure is an error.
+fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Result<Tensor, String> {
+    fn array<T>(shape: &[usize], mut value: impl FnMut() -> T) -> Result<ArrayD<T>, String> {
+        let n: usize = shape.iter().product();
+        let mut values = Vec::new();
+        values.try_reserve_exact(n).map_err(|_| format!("not enough memory for {n} elements"))?;
+        values.extend((0..n).map(|_| value()));
         // The element count is the product of the shape by construction.
-        ArrayD::from_shape_vec(IxDyn(shape), values).unwrap_or_else(|_| unreachable!())
+        ArrayD::from_shape_vec(IxDyn(shape), values).map_err(|e| e.to_string())
     }
-    let n: usize = shape.iter().product();
-    let floats: Vec<f64> = (0..n).map(|_| rng.normal()).collect();
-    match dtype {
-        DType::F32 => Tensor::F32(array(shape, floats.iter().map(|&x| x as f32).collect())),
-        DType::F64 => Tensor::F64(array(shape, floats)),
-        DType::I32 => {
-            Tensor::I32(array(shape, floats.iter().map(|&x| (x * 10.0) as i32).collect()))
-        }
-        DType::I64 => {
-            Tensor::I64(array(shape, floats.iter().map(|&x| (x * 10.0) as i64).collect()))
-        }
-        DType::Bool => Tensor::Bool(array(shape, floats.iter().map(|&x| x > 0.0).collect())),
-    }
+    Ok(match dtype {
+        DType::F32 => Tensor::F32(array(shape, || rng.normal() as f32)?),
+        DType::F64 => Tensor::F64(array(shape, || rng.normal())?),
+        DType::I32 => Tensor::I32(array(shape, || (rng.normal() * 10.0) as i32)?),
+        DType::I64 => Tensor::I64(array(shape, || (rng.normal() * 10.0) as i64)?),
+        DType::Bool => Tensor::Bool(array(shape, || rng.normal() > 0.0)?),
+    })
 }
 
 fn bytes(t: &Tensor) -> usize {
@@ -74,16 +74,21 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
         let value = match parse_value(text) {
             Ok(ArgValue::TensorType(dtype, shape)) => {
                 // Random data is generated in memory: refuse shapes that cannot fit.
+                let limit = tfn_ir::bind::max_tensor_bytes().unwrap_or(0);
                 let fits = shape
                     .iter()
                     .try_fold(1usize, |n, &d| n.checked_mul(d))
-                    .is_some_and(|n| n <= MAX_ELEMENTS);
+                    .is_some_and(|n| n <= MAX_ELEMENTS && (n * dtype.size_bytes()) as u64 <= limit);
                 if !fits {
                     return Outcome::UsageError(format!(
-                        "--arg {name}: {dtype}{shape:?} has more than {MAX_ELEMENTS} elements"
+                        "--arg {name}: {dtype}{shape:?} has more than {MAX_ELEMENTS} elements \
+                         or {limit} bytes (TFN_MAX_TENSOR_BYTES)"
                     ));
                 }
-                let t = random_tensor(&mut rng, dtype, &shape);
+                let t = match random_tensor(&mut rng, dtype, &shape) {
+                    Ok(t) => t,
+                    Err(e) => return Outcome::UserError(format!("error: --arg {name}: {e}")),
+                };
                 bytes_in += bytes(&t);
                 Value::from(t)
             }

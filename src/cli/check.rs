@@ -13,11 +13,14 @@ pub(super) fn check(files: &[PathBuf]) -> Outcome {
             Ok(warnings) => {
                 if !warnings.is_empty() {
                     let lib = session.library();
-                    eprint!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
+                    err!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
                 }
             }
             Err(e) => {
-                eprintln!("{}", e.to_string().trim_end());
+                // Diagnostics arrive rendered; other errors (an unreadable file) get `error: `.
+                if let super::Outcome::UserError(message) = super::Outcome::from(e) {
+                    err!("{}\n", message.trim_end());
+                }
                 failed = true;
             }
         }

@@ -1,19 +1,24 @@
 //! The `tfnc` command-line driver: the argument model (clap) and one module per subcommand.
 
-/// `print!` to stdout, ignoring a closed pipe (`tfnc run ... | head` must not panic).
+/// `print!` to stdout without panicking; a failure makes the exit code 1 ([`output`]).
 macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::cli::output::stdout_fmt(format_args!($($arg)*))
+    };
 }
 
-/// `println!` to stdout, ignoring a closed pipe.
+/// `println!` to stdout without panicking.
 macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::cli::output::stdout_fmt(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` ignoring write errors (a closed stderr must not turn into a panic).
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::cli::output::stderr_fmt(format_args!($($arg)*))
+    };
 }
 
 pub mod args;
@@ -21,6 +26,7 @@ mod bench;
 mod check;
 mod gradcheck;
 mod ir;
+pub mod output;
 mod run;
 mod summary;
 
@@ -79,10 +85,10 @@ pub enum Command {
         backend: BackendArg,
         #[arg(long)]
         threads: Option<usize>,
-        /// Instead of the results: the gradients of <results, cotangent> w.r.t. each tensor
-        /// argument
-        #[arg(long)]
-        vjp: Option<PathBuf>,
+        /// Instead of the results: the gradients of <results, cotangents> w.r.t. each tensor
+        /// argument. One cotangent (.npy) per result of the function, in order
+        #[arg(long = "vjp", value_name = "COTANGENT")]
+        vjps: Vec<PathBuf>,
         /// Skip the egg optimiser
         #[arg(long)]
         no_optimize: bool,
@@ -134,9 +140,14 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Outcome {
+    // The environment is part of the command line: a limit that is not a number is refused
+    // up front, not silently replaced by the default.
+    if let Err(e) = tfn_ir::bind::max_tensor_bytes() {
+        return Outcome::UsageError(e.to_string());
+    }
     match cli.command {
         Command::Check { files } => check::check(&files),
-        Command::Run { file, function, args, outs, backend, threads, vjp, no_optimize } => {
+        Command::Run { file, function, args, outs, backend, threads, vjps, no_optimize } => {
             run::run(run::RunRequest {
                 file,
                 function,
@@ -144,7 +155,7 @@ pub fn run(cli: Cli) -> Outcome {
                 outs,
                 backend,
                 threads,
-                vjp,
+                vjps,
                 optimize: !no_optimize,
             })
         }
@@ -209,7 +220,7 @@ fn session_for(
         Ok(warnings) => {
             if !warnings.is_empty() {
                 let lib = session.library();
-                eprint!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
+                err!("{}", tfn_ir::diagnostic::render_all(&warnings, &lib.sources));
             }
             Ok(session)
         }

@@ -1,5 +1,6 @@
-//! `tfnc run FILE FN --arg NAME=VALUE... [--out PATH]...`: call a function on `.npy` files
-//! and literals, write or summarise its results.
+//! `tfnc run FILE FN --arg NAME=VALUE... [--vjp COTANGENT]... [--out PATH]...`: call a function
+//! (or its vector-Jacobian product, one `--vjp` per result) on `.npy` files and literals, write
+//! or summarise its results. The `--out` files are written atomically, all or none.
 
 use super::args::{parse_value, ArgValue};
 use super::{session_for, BackendArg, Outcome};
@@ -13,7 +14,8 @@ pub(super) struct RunRequest {
     pub outs: Vec<PathBuf>,
     pub backend: BackendArg,
     pub threads: Option<usize>,
-    pub vjp: Option<PathBuf>,
+    /// Cotangents, one per result of the function; empty for a plain call.
+    pub vjps: Vec<PathBuf>,
     pub optimize: bool,
 }
 
@@ -46,6 +48,9 @@ pub(super) fn load_args(
 }
 
 pub(super) fn run(req: RunRequest) -> Outcome {
+    if let Some(path) = first_duplicate(&req.outs) {
+        return Outcome::UsageError(format!("--out `{}` is given twice", path.display()));
+    }
     let session = match session_for(&req.file, req.backend, req.threads, req.optimize) {
         Ok(s) => s,
         Err(o) => return o,
@@ -55,12 +60,17 @@ pub(super) fn run(req: RunRequest) -> Outcome {
         Err(o) => return o,
     };
     let kwargs: Vec<(&str, Value)> = args.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    let results = match &req.vjp {
-        Some(path) => match crate::npy::read(path) {
-            Ok(ct) => session.vjp_kw(&req.function, &[], &kwargs, &[Value::from(ct)]),
-            Err(e) => return Outcome::UserError(format!("error: --vjp: {e}")),
-        },
-        None => session.call_kw(&req.function, &[], &kwargs),
+    let results = if req.vjps.is_empty() {
+        session.call_kw(&req.function, &[], &kwargs)
+    } else {
+        let mut cotangents = Vec::new();
+        for (i, path) in req.vjps.iter().enumerate() {
+            match crate::npy::read(path) {
+                Ok(ct) => cotangents.push(Value::from(ct)),
+                Err(e) => return Outcome::UserError(format!("error: --vjp (cotangent {i}): {e}")),
+            }
+        }
+        session.vjp_kw(&req.function, &[], &kwargs, &cotangents)
     };
     let results: Vec<Tensor> = match results {
         Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
@@ -80,10 +90,15 @@ pub(super) fn run(req: RunRequest) -> Outcome {
             req.outs.len()
         ));
     }
-    for (path, t) in req.outs.iter().zip(&results) {
-        if let Err(e) = crate::npy::write(path, t) {
-            return Outcome::UserError(format!("error: {e}"));
-        }
+    let outputs: Vec<(&std::path::Path, &Tensor)> =
+        req.outs.iter().map(PathBuf::as_path).zip(&results).collect();
+    match crate::npy::write_all(&outputs) {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::UserError(format!("error: {e}")),
     }
-    Outcome::Ok
+}
+
+/// The first path given twice (both outputs would go to one file).
+fn first_duplicate(paths: &[PathBuf]) -> Option<&PathBuf> {
+    paths.iter().enumerate().find(|(i, p)| paths[..*i].contains(p)).map(|(_, p)| p)
 }

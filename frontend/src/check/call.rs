@@ -108,10 +108,9 @@ impl Walker<'_> {
             let mut d =
                 Diagnostic::error("E0201", format!("unknown function `{}`", name.base.name))
                     .at(name.base.span, "not found");
-            let locals: Vec<&str> = self.locals.iter().map(|l| l.name.as_str()).collect();
             if let Some(s) = suggest::closest(&name.base.name, env.names()) {
                 d = d.with_help(format!("a function with a similar name exists: `{s}`"));
-            } else if locals.contains(&name.base.name.as_str()) {
+            } else if self.is_local(&name.base.name) {
                 d = d.with_note(format!("`{}` is a variable, not a function", name.base.name));
             }
             self.diags.push(d);

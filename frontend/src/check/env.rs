@@ -64,40 +64,55 @@ impl Env {
             return false;
         }
         if !meta.broken {
+            // Each new overload is reported once, against the first earlier one it cannot be
+            // told apart from (else the first that masks it): N copies of one overload give N
+            // diagnostics, not N²/2.
             let metas = self.metas(&def.name);
+            let mut masked_by = None;
+            let mut identical_to = None;
             for (earlier, m) in existing.iter().zip(metas) {
                 if m.broken {
                     continue;
                 }
                 match overlap(earlier, &def) {
-                    Overlap::Identical => diags.push(
-                        Diagnostic::error(
-                            "E0116",
-                            format!(
-                                "overloads `{}` and `{}` cannot be told apart",
-                                earlier.full_name(),
-                                def.full_name()
-                            ),
-                        )
-                        .at(def.name_span, "accepts exactly the same calls")
-                        .with_secondary(earlier.name_span, "as this overload")
-                        .with_note(format!("`{}`", signature_text(earlier)))
-                        .with_help("change a parameter's kind or dtype so calls can choose"),
-                    ),
-                    Overlap::Masks => diags.push(
-                        Diagnostic::warning(
-                            "W0101",
-                            format!("overload `{}` is never chosen", def.full_name()),
-                        )
-                        .at(def.name_span, "masked")
-                        .with_secondary(
-                            earlier.name_span,
-                            "this earlier overload accepts every call it does",
-                        )
-                        .with_help("declare the more specific overload first"),
-                    ),
+                    Overlap::Identical => {
+                        identical_to = Some(earlier);
+                        break;
+                    }
+                    Overlap::Masks => {
+                        masked_by = masked_by.or(Some(earlier));
+                    }
                     Overlap::Distinct => {}
                 }
+            }
+            if let Some(earlier) = identical_to {
+                diags.push(
+                    Diagnostic::error(
+                        "E0116",
+                        format!(
+                            "overloads `{}` and `{}` cannot be told apart",
+                            earlier.full_name(),
+                            def.full_name()
+                        ),
+                    )
+                    .at(def.name_span, "accepts exactly the same calls")
+                    .with_secondary(earlier.name_span, "as this overload")
+                    .with_note(format!("`{}`", signature_text(earlier)))
+                    .with_help("change a parameter's kind or dtype so calls can choose"),
+                );
+            } else if let Some(earlier) = masked_by {
+                diags.push(
+                    Diagnostic::warning(
+                        "W0101",
+                        format!("overload `{}` is never chosen", def.full_name()),
+                    )
+                    .at(def.name_span, "masked")
+                    .with_secondary(
+                        earlier.name_span,
+                        "this earlier overload accepts every call it does",
+                    )
+                    .with_help("declare the more specific overload first"),
+                );
             }
         }
         self.defs.entry(def.name.clone()).or_default().push(def.clone());

@@ -8,6 +8,7 @@
 use super::env::Env;
 use super::types::{DtypeVars, Ty};
 use crate::suggest;
+use std::collections::HashMap;
 use tfn_ir::{Diagnostic, Span};
 
 /// What a walk is checking: decides what `?x`, `result` and `grad` mean.
@@ -50,7 +51,11 @@ pub struct Walker<'a> {
     pub mode: Mode,
     /// Dtype variables of the function being checked.
     pub vars: DtypeVars,
-    pub locals: Vec<Local>,
+    /// Every visible local, innermost last. Private: [`Walker::bind`] keeps `index` in step.
+    locals: Vec<Local>,
+    /// Per name, its positions in `locals` (the last is the visible one): lookups are not
+    /// linear in the number of locals.
+    index: HashMap<String, Vec<usize>>,
     /// Per open scope: where its locals start, and how many errors existed when it opened.
     scopes: Vec<(usize, usize)>,
     /// The new function being checked, for call edges.
@@ -73,6 +78,7 @@ impl<'a> Walker<'a> {
             mode,
             vars: DtypeVars::default(),
             locals: Vec::new(),
+            index: HashMap::new(),
             scopes: Vec::new(),
             caller: None,
             edges,
@@ -94,6 +100,14 @@ impl<'a> Walker<'a> {
     pub fn pop_scope(&mut self) {
         let (start, errors) = self.scopes.pop().unwrap_or((0, 0));
         let gone: Vec<Local> = self.locals.drain(start.min(self.locals.len())..).collect();
+        for local in gone.iter().rev() {
+            if let Some(positions) = self.index.get_mut(&local.name) {
+                positions.pop();
+                if positions.is_empty() {
+                    self.index.remove(&local.name);
+                }
+            }
+        }
         if self.error_count() > errors {
             return;
         }
@@ -117,12 +131,32 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// The visible local called `name`.
+    fn find(&self, name: &str) -> Option<usize> {
+        self.index.get(name).and_then(|positions| positions.last().copied())
+    }
+
+    /// Whether a local called `name` is visible.
+    pub fn is_local(&self, name: &str) -> bool {
+        self.find(name).is_some()
+    }
+
+    /// The names of the visible locals (for suggestions).
+    pub fn local_names(&self) -> impl Iterator<Item = &str> {
+        self.locals.iter().map(|l| l.name.as_str()).filter(|n| !n.is_empty())
+    }
+
+    fn push_local(&mut self, local: Local) {
+        self.index.entry(local.name.clone()).or_default().push(self.locals.len());
+        self.locals.push(local);
+    }
+
     /// Binds a name, reporting a rebinding of a visible name.
     pub fn bind(&mut self, name: &str, ty: Ty, span: Span, kind: LocalKind) {
-        if let Some(prev) = self.locals.iter().rev().find(|l| l.name == name) {
+        if let Some(prev) = self.find(name).map(|i| &self.locals[i]) {
             if prev.kind == LocalKind::Param && kind == LocalKind::Param {
                 // A duplicate parameter, already reported with the signature (E0103).
-                self.locals.push(Local { name: String::new(), ty, span, used: true, kind });
+                self.push_local(Local { name: String::new(), ty, span, used: true, kind });
                 return;
             }
             let what = if prev.kind == LocalKind::Param { "parameter" } else { "binding" };
@@ -134,15 +168,16 @@ impl<'a> Walker<'a> {
             );
             // Keep the first binding (the later uses most likely mean it); the new one is
             // marked used so it is not also reported as unused.
-            self.locals.push(Local { name: String::new(), ty, span, used: true, kind });
+            self.push_local(Local { name: String::new(), ty, span, used: true, kind });
             return;
         }
-        self.locals.push(Local { name: name.to_string(), ty, span, used: false, kind });
+        self.push_local(Local { name: name.to_string(), ty, span, used: false, kind });
     }
 
     /// Looks a name up (marking it used), reporting an unknown variable.
     pub fn lookup(&mut self, name: &str, span: Span) -> Ty {
-        if let Some(local) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+        if let Some(i) = self.find(name) {
+            let local = &mut self.locals[i];
             local.used = true;
             return local.ty.clone();
         }
@@ -151,8 +186,7 @@ impl<'a> Walker<'a> {
         if matches!(self.mode, Mode::RewriteLhs | Mode::RewriteRhs) {
             d = d.with_help(format!("rewrite rules match patterns: write `?{name}`"));
         } else {
-            let visible: Vec<&str> = self.locals.iter().map(|l| l.name.as_str()).collect();
-            if let Some(s) = suggest::closest(name, visible) {
+            if let Some(s) = suggest::closest(name, self.local_names()) {
                 d = d.with_help(format!("a variable with a similar name exists: `{s}`"));
             } else if !self.env.overloads(name).is_empty() {
                 d = d.with_help(format!("`{name}` is a function: call it with `{name}(...)`"));

@@ -150,6 +150,10 @@ pub fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
         (Attr::Int(i), d) if d.is_float() => Ok(Scalar::Float(*i as f64)),
         (Attr::Int(i), d) if d.is_int() && fits_i32(*i) => Ok(Scalar::Int(*i)),
         (Attr::Int(i @ (0 | 1)), DType::Bool) => Ok(Scalar::Bool(*i == 1)),
+        // A finite literal that rounds to infinity in f32 overflows it (spec section 7).
+        (Attr::Float(f), DType::F32) if f.is_finite() && (*f as f32).is_infinite() => {
+            Err(format!("literal `{value}` overflows f32 (largest finite: {:e})", f32::MAX))
+        }
         (Attr::Float(f), d) if d.is_float() => Ok(Scalar::Float(*f)),
         (Attr::Float(f), d) if d.is_int() && f.fract() != 0.0 => {
             Err(format!("literal `{value}` has a fractional part and cannot be {d}"))

@@ -1,0 +1,109 @@
+//! Hostile sources: inputs generated to make loading or reporting slow or unbounded. Each test
+//! asserts that the work and the rendered output stay bounded by counting diagnostics, lines
+//! and bytes (never by timing): `use` of a device or of a huge file, many copies of one
+//! overload, many warnings, huge identifiers, thousands of parameters on one line.
+
+use tfn_frontend::{load_source, prelude, FsLoader, MemLoader, MAX_SOURCE_BYTES};
+use tfn_ir::diagnostic::{render_all, MAX_PER_CODE};
+use tfn_ir::{Diagnostic, Library};
+
+/// Loads `text` into a fresh library with the prelude; every diagnostic, and their rendering.
+fn load(text: &str) -> (Vec<Diagnostic>, String) {
+    let mut lib = prelude().expect("prelude");
+    let diags = match load_source(&mut lib, "hostile.tfn", text, &MemLoader::new()) {
+        Ok(d) | Err(d) => d,
+    };
+    let rendered = render_all(&diags, &lib.sources);
+    (diags, rendered)
+}
+
+fn count(diags: &[Diagnostic], code: &str) -> usize {
+    diags.iter().filter(|d| d.code == code).count()
+}
+
+#[test]
+fn use_of_a_device_or_a_huge_file_is_refused_at_the_use() {
+    let dir = std::env::temp_dir().join(format!("tfn-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let huge = dir.join("huge.tfn");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(MAX_SOURCE_BYTES + 1).unwrap();
+    let mut cases = vec![(huge.display().to_string(), "larger than the 16 MiB limit")];
+    for device in ["/dev/zero", "/dev/urandom"] {
+        if std::path::Path::new(device).exists() {
+            cases.push((device.to_string(), "not a regular file"));
+        }
+    }
+    cases.push((dir.display().to_string(), "a directory"));
+    for (path, reason) in cases {
+        let text = format!("use \"{path}\"\n");
+        let mut lib = Library::default();
+        let diags = load_source(&mut lib, "main.tfn", &text, &FsLoader::new()).expect_err(&path);
+        assert_eq!(diags.len(), 1, "{path}: {diags:?}");
+        let d = &diags[0];
+        assert_eq!(d.code, "E0461");
+        assert!(d.message.contains(reason), "{path}: {}", d.message);
+        let span = d.primary.as_ref().expect("at the use").span;
+        assert_eq!(&text[span.range()], format!("\"{path}\""));
+    }
+    let _ = std::fs::remove_file(&huge);
+}
+
+#[test]
+fn copies_of_one_overload_are_each_reported_once() {
+    let n = 400;
+    let text: String =
+        (0..n).map(|i| format!("fn g.o{i}(Tensor x) -> Tensor {{\n    return x\n}}\n")).collect();
+    let (diags, rendered) = load(&text);
+    assert_eq!(count(&diags, "E0116"), n - 1, "one E0116 per copy, not one per pair");
+    let first = diags[0].secondary[0].span;
+    assert!(diags.iter().all(|d| d.secondary[0].span == first), "each against the first");
+    assert!(rendered.lines().count() < 2000, "{} lines", rendered.lines().count());
+}
+
+#[test]
+fn many_warnings_render_a_bounded_report_with_a_count() {
+    let n = 10_000;
+    let mut text = String::from("fn f(Tensor x) -> Tensor {\n");
+    for i in 0..n {
+        text.push_str(&format!("    let u{i} = x\n"));
+    }
+    text.push_str("    return x\n}\n");
+    let (diags, rendered) = load(&text);
+    assert_eq!(count(&diags, "W0301"), n);
+    assert_eq!(rendered.matches("warning[W0301]").count(), MAX_PER_CODE + 1, "shown + counted");
+    assert!(rendered.contains(&format!("note: {} more warning[W0301] not shown", n - MAX_PER_CODE)));
+    assert!(rendered.ends_with(&format!("warning: {n} warnings emitted\n")), "{rendered}");
+    // The last shown warning points at the right line (line numbers come from a line index).
+    assert!(rendered.contains(&format!("hostile.tfn:{}:9", MAX_PER_CODE + 1)), "{rendered}");
+}
+
+#[test]
+fn huge_unknown_names_give_short_diagnostics_without_suggestions() {
+    let name = "a".repeat(1 << 20);
+    let text = format!(
+        "fn f(Tensor x) -> Tensor {{\n    let y = {name}(x)\n    let z = {name} + y\n    return z\n}}\n"
+    );
+    let (diags, rendered) = load(&text);
+    assert_eq!((count(&diags, "E0201"), count(&diags, "E0202")), (1, 1), "{diags:?}");
+    assert!(diags.iter().all(|d| d.help.is_none()), "no did-you-mean for a 1 MiB name");
+    assert!(rendered.len() < 8 << 10, "rendered {} bytes", rendered.len());
+}
+
+#[test]
+fn thousands_of_unused_parameters_on_one_line_render_bounded() {
+    let n = 10_000;
+    let params: Vec<String> = (0..n).map(|i| format!("Tensor p{i}")).collect();
+    let text = format!("fn f({}) -> Tensor {{\n    return p0\n}}\n", params.join(", "));
+    let (diags, rendered) = load(&text);
+    assert_eq!(count(&diags, "W0302"), n - 1);
+    assert!(rendered.len() < 64 << 10, "rendered {} bytes", rendered.len());
+    assert!(rendered.lines().all(|l| l.chars().count() < 600), "no line is the whole source line");
+    // A shown snippet still has its caret under the parameter's name.
+    let lines: Vec<&str> = rendered.lines().collect();
+    let at = lines.iter().position(|l| l.contains("unused parameter `p50`")).expect("p50 shown");
+    let (src, marks) = (lines[at + 3], lines[at + 4]);
+    assert!(src.contains("...") && src.len() < 200, "a window of the line: {src}");
+    let caret = marks.find('^').expect("caret");
+    assert_eq!(&src[caret..caret + 4], "p50,", "{src}\n{marks}");
+}

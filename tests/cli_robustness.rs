@@ -1,0 +1,294 @@
+//! `tfnc` against hostile input and hostile surroundings: corrupt `.npy` files, zero-size
+//! results, closed or full standard streams, failing output writes, a bad environment and
+//! malformed literals. Every case must exit 1 or 2 naming the culprit, never panic or abort,
+//! and leave existing files intact when it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use tfn::Tensor;
+
+const SRC: &str = r#"
+fn id(Tensor x) -> Tensor {
+    return x
+}
+
+fn rowsum(Tensor x) -> Tensor {
+    return sum(x, dims=[1], keepdim=true)
+}
+
+fn two(Tensor x) -> (Tensor, Tensor) {
+    return (x, x * 2.0)
+}
+
+fn noisy(Tensor x) -> Tensor {
+    let unused = x
+    return x
+}
+"#;
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tfn-clirob-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    std::fs::write(dir.join("f.tfn"), SRC).expect("write source");
+    dir
+}
+
+fn tfnc_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tfnc"));
+    c.args(args).current_dir(dir).env_remove("TFN_MAX_TENSOR_BYTES");
+    c
+}
+
+fn tfnc(dir: &Path, args: &[&str]) -> Output {
+    tfnc_cmd(dir, args).output().expect("run tfnc")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts the exit code and that nothing panicked; returns stderr.
+fn expect_exit(o: &Output, code: i32, what: &str) -> String {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{what}: stdout:\n{}\nstderr:\n{err}", text(&o.stdout));
+    assert!(!err.contains("panicked"), "{what} panicked:\n{err}");
+    err
+}
+
+fn write_f32(path: &Path, shape: &[usize], values: Vec<f32>) {
+    let a = ndarray::ArrayD::from_shape_vec(shape.to_vec(), values).expect("shape");
+    tfn::npy::write(path, &Tensor::F32(a)).expect("write npy");
+}
+
+/// A `.npy` header (version 1.0, padded to 64 bytes) followed by `data`.
+fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut dict = dict.to_string();
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn corrupt_npy_inputs_exit_1_naming_the_file() {
+    let dir = scratch("npy");
+    let f = |descr: &str, fortran: &str, shape: &str| {
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
+    };
+    let files: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("huge.npy", npy_bytes(&f("<f8", "False", "(10000000000,)"), &[0; 24]), "truncated"),
+        ("short.npy", npy_bytes(&f("<f4", "False", "(2, 3)"), &[0; 20]), "truncated"),
+        ("overflow.npy", npy_bytes(&f("<f4", "False", "(99999999999, 99999999999)"), &[]), "large"),
+        ("be.npy", npy_bytes(&f(">f4", "False", "(2,)"), &[0; 8]), ">f4"),
+        ("c8.npy", npy_bytes(&f("<c8", "False", "(2,)"), &[0; 16]), "<c8"),
+        ("nodict.npy", npy_bytes("nonsense", &[]), "header"),
+        ("noshape.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False}", &[]), "shape"),
+        ("bool.npy", npy_bytes(&f("|b1", "False", "(2,)"), &[1, 9]), "bool"),
+        ("trailing.npy", npy_bytes(&f("<f4", "False", "(1,)"), &[0; 5]), "after"),
+        ("version.npy", b"\x93NUMPY\x07\x00\x10\x00{}".to_vec(), "version"),
+        ("garbage.npy", b"not numpy at all".to_vec(), "garbage.npy"),
+        ("empty.npy", Vec::new(), "empty.npy"),
+    ];
+    for (name, bytes, needle) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+        let o = tfnc(&dir, &["run", "f.tfn", "id", "--arg", &format!("x={name}")]);
+        let err = expect_exit(&o, 1, name);
+        assert!(err.contains(name) && err.contains(needle), "{name}: names `{needle}`:\n{err}");
+    }
+    // A stream that is not a file is read no further than a header.
+    if Path::new("/dev/zero").exists() {
+        let err =
+            expect_exit(&tfnc(&dir, &["run", "f.tfn", "id", "--arg", "x=/dev/zero"]), 1, "zero");
+        assert!(err.contains("/dev/zero"), "{err}");
+    }
+    // Fortran order is read as the logical array.
+    let fortran: Vec<u8> =
+        [0f32, 3.0, 1.0, 4.0, 2.0, 5.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("fortran.npy"), npy_bytes(&f("<f4", "True", "(2, 3)"), &fortran))
+        .unwrap();
+    let o = tfnc(&dir, &["run", "f.tfn", "id", "--arg", "x=fortran.npy", "--out", "y.npy"]);
+    expect_exit(&o, 0, "fortran order");
+    let expected = ndarray::ArrayD::from_shape_vec(vec![2, 3], (0..6).map(|v| v as f32).collect());
+    assert_eq!(tfn::npy::read(&dir.join("y.npy")).unwrap(), Tensor::F32(expected.unwrap()));
+}
+
+#[test]
+fn zero_size_results_are_written_and_read_back() {
+    let dir = scratch("zero");
+    write_f32(&dir.join("x.npy"), &[0, 3], vec![]);
+    write_f32(&dir.join("ct.npy"), &[0, 1], vec![]);
+    for backend in ["interp", "jit"] {
+        let o = tfnc(
+            &dir,
+            &["run", "f.tfn", "rowsum", "--arg", "x=x.npy", "--backend", backend, "--out", "s.npy"],
+        );
+        expect_exit(&o, 0, backend);
+        assert_eq!(tfn::npy::read(&dir.join("s.npy")).unwrap().shape(), [0, 1]);
+        let o = tfnc(
+            &dir,
+            &[
+                "run",
+                "f.tfn",
+                "rowsum",
+                "--arg",
+                "x=x.npy",
+                "--vjp",
+                "ct.npy",
+                "--backend",
+                backend,
+                "--out",
+                "g.npy",
+            ],
+        );
+        expect_exit(&o, 0, &format!("vjp {backend}"));
+        assert_eq!(tfn::npy::read(&dir.join("g.npy")).unwrap().shape(), [0, 3]);
+    }
+}
+
+#[test]
+fn closed_or_full_standard_streams_do_not_panic() {
+    let dir = scratch("streams");
+    write_f32(&dir.join("x.npy"), &[2], vec![1.0, 2.0]);
+    // stderr is a pipe nobody reads: the warning cannot be written.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let o = tfnc_cmd(&dir, &["check", "f.tfn"]).stderr(writer).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "unwritable warnings: exit 1, no panic (101)");
+    // stdout likewise, for a run's summary.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let o = tfnc_cmd(&dir, &["run", "f.tfn", "id", "--arg", "x=x.npy"])
+        .stdout(writer)
+        .output()
+        .expect("run");
+    let err = expect_exit(&o, 1, "closed stdout");
+    assert!(!err.contains("standard output"), "a reader going away is not reported:\n{err}");
+    // stderr closed altogether: the output file must not receive the warnings.
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" 2>&-")
+        .args([
+            env!("CARGO_BIN_EXE_tfnc"),
+            "run",
+            "f.tfn",
+            "noisy",
+            "--arg",
+            "x=x.npy",
+            "--out",
+            "y.npy",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("run sh");
+    expect_exit(&o, 0, "closed stderr");
+    assert_eq!(tfn::npy::read(&dir.join("y.npy")).unwrap().shape(), [2]);
+    // A full disk behind stdout.
+    if Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+        let o = tfnc_cmd(&dir, &["run", "f.tfn", "id", "--arg", "x=x.npy"])
+            .stdout(Stdio::from(full))
+            .output()
+            .expect("run");
+        let err = expect_exit(&o, 1, "stdout on /dev/full");
+        assert!(err.contains("standard output"), "{err}");
+    }
+}
+
+#[test]
+fn outputs_are_written_all_or_none() {
+    let dir = scratch("atomic");
+    write_f32(&dir.join("x.npy"), &[2], vec![1.0, 2.0]);
+    let before = b"the good file that stood here".to_vec();
+    std::fs::write(dir.join("a.npy"), &before).unwrap();
+    let o = tfnc(
+        &dir,
+        &["run", "f.tfn", "two", "--arg", "x=x.npy", "--out", "a.npy", "--out", "missing/b.npy"],
+    );
+    let err = expect_exit(&o, 1, "second output unwritable");
+    assert!(err.contains("missing/b.npy"), "{err}");
+    assert_eq!(std::fs::read(dir.join("a.npy")).unwrap(), before, "the first output is untouched");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    let o = tfnc(
+        &dir,
+        &["run", "f.tfn", "two", "--arg", "x=x.npy", "--out", "a.npy", "--out", "b.npy"],
+    );
+    expect_exit(&o, 0, "both writable");
+    assert_eq!(tfn::npy::read(&dir.join("b.npy")).unwrap().shape(), [2]);
+    let o = tfnc(
+        &dir,
+        &["run", "f.tfn", "two", "--arg", "x=x.npy", "--out", "a.npy", "--out", "a.npy"],
+    );
+    let err = expect_exit(&o, 2, "one path twice");
+    assert!(err.contains("a.npy"), "{err}");
+}
+
+#[test]
+fn one_vjp_cotangent_per_result() {
+    let dir = scratch("vjp");
+    write_f32(&dir.join("x.npy"), &[3], vec![1.0, 2.0, 3.0]);
+    write_f32(&dir.join("c.npy"), &[3], vec![1.0, 1.0, 1.0]);
+    let o = tfnc(
+        &dir,
+        &[
+            "run", "f.tfn", "two", "--arg", "x=x.npy", "--vjp", "c.npy", "--vjp", "c.npy", "--out",
+            "g.npy",
+        ],
+    );
+    expect_exit(&o, 0, "two cotangents");
+    let g = tfn::npy::read(&dir.join("g.npy")).unwrap();
+    let expected = ndarray::ArrayD::from_shape_vec(vec![3], vec![3f32; 3]).unwrap();
+    assert_eq!(g, Tensor::F32(expected), "d/dx <(x, 2x), (1, 1)> = 3");
+    let o = tfnc(&dir, &["run", "f.tfn", "two", "--arg", "x=x.npy", "--vjp", "c.npy"]);
+    let err = expect_exit(&o, 1, "one cotangent for two results");
+    assert!(err.contains("2 cotangent(s), got 1"), "{err}");
+}
+
+#[test]
+fn bad_environment_and_literals_are_usage_errors() {
+    let dir = scratch("usage");
+    write_f32(&dir.join("x.npy"), &[2], vec![1.0, 2.0]);
+    for value in ["abc", "-1", "1e23", "12 GB"] {
+        let o = tfnc_cmd(&dir, &["run", "f.tfn", "id", "--arg", "x=x.npy"])
+            .env("TFN_MAX_TENSOR_BYTES", value)
+            .output()
+            .expect("run");
+        let err = expect_exit(&o, 2, value);
+        assert!(err.contains("TFN_MAX_TENSOR_BYTES") && err.contains(value), "{err}");
+    }
+    let o = tfnc_cmd(&dir, &["run", "f.tfn", "id", "--arg", "x=x.npy"])
+        .env("TFN_MAX_TENSOR_BYTES", "1024")
+        .output()
+        .expect("run");
+    expect_exit(&o, 0, "a valid limit");
+    // `bench` generates its random inputs within the limit too.
+    let o = tfnc_cmd(&dir, &["bench", "f.tfn", "id", "--arg", "x=f32[1000]", "--millis", "1"])
+        .env("TFN_MAX_TENSOR_BYTES", "1000")
+        .output()
+        .expect("run");
+    let err = expect_exit(&o, 2, "bench input over the limit");
+    assert!(err.contains("TFN_MAX_TENSOR_BYTES"), "{err}");
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "f.tfn", "id", "--arg", "x=1e999"], "1e999"),
+        (&["run", "f.tfn", "id", "--arg", "x=[1.0, -1e999]"], "-1e999"),
+        (&["ir", "f.tfn", "--fn", "id", "--arg", "x=f32[,]"], "f32[,]"),
+        (&["ir", "f.tfn", "--fn", "id", "--arg", "x=f32[2,,3]"], "f32[2,,3]"),
+    ];
+    for (args, needle) in cases {
+        let err = expect_exit(&tfnc(&dir, args), 2, needle);
+        assert!(err.contains(needle), "{args:?}:\n{err}");
+    }
+    let o = tfnc(&dir, &["ir", "f.tfn", "--fn", "id", "--arg", "x=f32[]"]);
+    expect_exit(&o, 0, "f32[] is rank 0");
+}
