@@ -443,7 +443,7 @@ impl Session {
         if !prepared.guards.is_empty()
             && std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0")
         {
-            eprintln!("tfn:   specialised on derived sizes: {}", prepared.guards.describe());
+            tfn_ir::tfn_log!("tfn:   specialised on derived sizes: {}", prepared.guards.describe());
         }
         let prepared = Arc::new(prepared);
         self.compiles.fetch_add(1, Ordering::Relaxed);

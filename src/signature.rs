@@ -199,14 +199,16 @@ impl Prepared {
         let mut fallbacks = Fallbacks::default();
         if let Some(why) = &planned.optimizer_fallback {
             if log {
-                eprintln!("tfn: FALLBACK {key}: the optimiser failed, running unoptimised: {why}");
+                tfn_ir::tfn_log!(
+                    "tfn: FALLBACK {key}: the optimiser failed, running unoptimised: {why}"
+                );
             }
             fallbacks.optimizer = Some(why.clone());
         }
         let executor = match (options.backend, jit) {
             (Backend::Interp, _) => {
                 if log {
-                    eprintln!("tfn: compiled {key} for the interpreter");
+                    tfn_ir::tfn_log!("tfn: compiled {key} for the interpreter");
                 }
                 Executor::Interp
             }
@@ -229,7 +231,7 @@ impl Prepared {
                 }
                 if log {
                     let reference = compiled.reference_kernels();
-                    eprintln!(
+                    tfn_ir::tfn_log!(
                         "tfn: compiled {key}: {} kernel(s), {} reference, {} FALLBACK to the interpreter{}",
                         compiled.fused().kernels.len(),
                         reference.len(),

@@ -159,7 +159,7 @@ impl KernelCache {
         let elapsed = start.elapsed();
         let loops = compiled.fused().kernels.len() - compiled.interpreted_kernels().len();
         if self.log {
-            eprintln!(
+            tfn_ir::tfn_log!(
                 "tfn: compiled {sig} in {:.3} ms ({} kernels, {} interpreted)",
                 elapsed.as_secs_f64() * 1e3,
                 compiled.fused().kernels.len(),

@@ -62,7 +62,7 @@ impl Jit {
             Some(_) => match inner.compile_with(plan, lane) {
                 Err(CodegenError::Unsupported(why)) | Err(CodegenError::Cranelift(why)) => {
                     if std::env::var_os("TFN_LOG_COMPILES").is_some() {
-                        eprintln!("tfn: scalar loops for a kernel: {why}");
+                        tfn_ir::tfn_log!("tfn: scalar loops for a kernel: {why}");
                     }
                     inner.compile_with(plan, None)
                 }
@@ -94,7 +94,7 @@ impl JitInner {
             return Err(e);
         }
         if std::env::var_os("TFN_DUMP_CLIF").is_some() {
-            eprintln!("{}", self.ctx.func.display());
+            tfn_ir::tfn_log!("{}", self.ctx.func.display());
         }
         let sig = self.ctx.func.signature.clone();
         let id = self
@@ -105,9 +105,9 @@ impl JitInner {
         self.ctx.set_disasm(dump_asm);
         let defined = self.module.define_function(id, &mut self.ctx);
         if dump_asm {
-            eprintln!("{}", self.ctx.func.display());
+            tfn_ir::tfn_log!("{}", self.ctx.func.display());
             if let Some(text) = self.ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
-                eprintln!("{text}");
+                tfn_ir::tfn_log!("{text}");
             }
         }
         self.module.clear_context(&mut self.ctx);

@@ -299,3 +299,14 @@ mod tests {
         assert!(out.ends_with("error: aborting due to 1 error; 200 warnings emitted\n"), "{out}");
     }
 }
+
+/// Writes one line to standard error for the library's opt-in logs (`TFN_LOG_COMPILES`,
+/// `TFN_DUMP_CLIF`, ...), ignoring write errors: unlike `eprintln!`, a closed or full stderr
+/// never panics the caller.
+#[macro_export]
+macro_rules! tfn_log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}

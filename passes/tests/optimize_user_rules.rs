@@ -76,7 +76,8 @@ fn sound_user_rules_compile_and_fire() {
     let out = optimize(&graph, &rules, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
     tfn_ir::verify(&out.graph).unwrap_or_else(|e| panic!("{e}"));
     let fired: Vec<&str> = out.report.rules_fired.iter().map(|(n, _)| n.as_str()).collect();
-    assert!(fired.contains(&"exp-mul") && fired.contains(&"twice"), "{fired:?}");
+    // User rules run in their own namespace.
+    assert!(fired.contains(&"user:exp-mul") && fired.contains(&"user:twice"), "{fired:?}");
     let exps = out.graph.nodes.iter().filter(|n| n.op.name() == "exp").count();
     assert_eq!(exps, 1, "{}", tfn_ir::print_graph(&out.graph));
     assert_same_results(&graph, &out.graph, 5);
