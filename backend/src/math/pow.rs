@@ -1,10 +1,8 @@
-//! `pow`, as `exp(y·log|x|)` plus the C99 special cases.
-//!
-//! `f32` `pow` is computed in `f64` (each `f32x4` is split into two `f64x2` halves and the
-//! results narrowed back), so `y·log x` carries ~29 spare bits and the result is within 1 ULP.
-//! `f64` `pow` has no extra precision: the rounding error of `y·log x` is amplified by `|y·log x|`,
-//! so the relative error grows to about `|y·ln x|·2⁻⁵³` (up to ~2¹⁰ ULP near overflow, a few
-//! ULP for `|y·ln x| ≲ 4`) — a documented deviation from C's correctly-rounded-ish `pow`.
+//! `pow`. `f64` `pow` is fdlibm's algorithm with the logarithm in extended precision
+//! ([`super::pow_f64`]: under 1 ULP, exact powers exact). `f32` `pow` is `exp(y·log|x|)` plus
+//! the C99 special cases, computed in `f64` (each `f32x4` is split into two `f64x2` halves and
+//! the results narrowed back), so `y·log x` carries ~29 spare bits and the result is within
+//! 1 ULP. The special cases below are those of the `f32` path; `pow_f64` has the same.
 //!
 //! Special cases (all of C99 Annex F): `pow(x, ±0) = 1` and `pow(1, y) = 1` even for NaN;
 //! `pow(−1, ±inf) = 1`; negative finite `x` with non-integer `y` is NaN; an odd integer `y`
@@ -16,6 +14,7 @@ use cranelift::codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value
 use super::exp::exp;
 use super::log::log;
 use super::ops::{Ctx, FloatCC, IntCC, LaneFormat};
+use super::pow_f64::pow_f64;
 
 /// `xʸ` for the context's type.
 pub(crate) fn pow(cx: &mut Ctx, x: Value, y: Value) -> Value {
@@ -35,7 +34,7 @@ pub(crate) fn pow(cx: &mut Ctx, x: Value, y: Value) -> Value {
             let r_hi = pow_same_precision(&mut wide, x_hi, y_hi);
             join_f32x4(cx, r_lo, r_hi)
         }
-        _ => pow_same_precision(cx, x, y),
+        _ => pow_f64(cx, x, y),
     }
 }
 
@@ -68,7 +67,7 @@ fn join_f32x4(cx: &mut Ctx, lo: Value, hi: Value) -> Value {
     cx.b.ins().bitcast(types::F32X4, lane_change_flags(), packed)
 }
 
-/// `xʸ` computed in the context's own precision.
+/// `xʸ` as `exp(y·log|x|)` in the context's own precision (`f64` lanes: used for `f32` `pow`).
 fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let ax = cx.abs(x);
     let log_ax = log(cx, ax);
