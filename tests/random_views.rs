@@ -24,7 +24,7 @@ enum Step {
 }
 
 /// What reads the last value of the chain.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Reader {
     Neg,
     Twice,
@@ -33,7 +33,19 @@ enum Reader {
     ToF64,
     Above,
     Select,
-    Max { dim: usize, keepdim: bool },
+    Max {
+        dim: usize,
+        keepdim: bool,
+    },
+    /// `sum` over a non-empty set of axes (exact: the inputs are small multiples of 0.5).
+    Sum {
+        dims: Vec<usize>,
+        keepdim: bool,
+    },
+    /// `v - max(v, dims=[dim], keepdim=true)`: a broadcast row value in the view's kernel.
+    Centered {
+        dim: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -87,7 +99,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
     let dim = prop_oneof![3 => Just(1usize), 2 => 2usize..4, 1 => 4usize..7];
     let shape = prop::collection::vec(dim, 1..=4);
     let dtype = prop_oneof![Just("f32"), Just("f64"), Just("i32")];
-    (shape, dtype, any::<bool>(), prop::collection::vec(0..1000usize, 1..4), 0..8usize, 0..4usize)
+    (shape, dtype, any::<bool>(), prop::collection::vec(0..1000usize, 1..4), 0..10usize, 0..16usize)
         .prop_flat_map(|(shape, dtype, strided, seeds, reader, rdim)| {
             // Steps are drawn per rank; each is re-drawn until it applies to the current shape.
             let rank = shape.len();
@@ -131,7 +143,14 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 4 => Reader::ToF64,
                 5 => Reader::Above,
                 6 => Reader::Select,
-                _ => Reader::Max { dim: rdim % cur.len(), keepdim },
+                7 => Reader::Max { dim: rdim % cur.len(), keepdim },
+                8 => Reader::Centered { dim: rdim % cur.len() },
+                _ => {
+                    let dims: Vec<usize> =
+                        (0..cur.len()).filter(|a| (rdim + 1) & (1 << a) != 0).collect();
+                    let dims = if dims.is_empty() { vec![cur.len() - 1] } else { dims };
+                    Reader::Sum { dims, keepdim }
+                }
             };
             Case { shape, dtype, strided, steps, reader }
         })
@@ -159,7 +178,7 @@ fn source(case: &Case) -> String {
     // Literals of the input's kind: `2` for integers, `2.0` for floats.
     let (zero, one, two) =
         if case.dtype == "i32" { ("0", "1", "2") } else { ("0.0", "1.0", "2.0") };
-    let ret = match case.reader {
+    let ret = match &case.reader {
         Reader::Neg => format!("-{last}"),
         Reader::Twice => format!("{last} * {two}"),
         Reader::SelfAdd => format!("{last} + {last}"),
@@ -168,6 +187,8 @@ fn source(case: &Case) -> String {
         Reader::Above => format!("{last} > {one}"),
         Reader::Select => format!("where({last} > {zero}, {last}, -{last})"),
         Reader::Max { dim, keepdim } => format!("max({last}, dims=[{dim}], keepdim={keepdim})"),
+        Reader::Sum { dims, keepdim } => format!("sum({last}, dims={dims:?}, keepdim={keepdim})"),
+        Reader::Centered { dim } => format!("{last} - max({last}, dims=[{dim}], keepdim=true)"),
     };
     format!("fn f(Tensor x) -> Tensor {{\n{body}    return {ret}\n}}\n")
 }
