@@ -74,27 +74,9 @@ fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let p = cx.mul(y, log_ax);
     let magnitude = exp(cx, p);
 
-    // Classify y: integer? odd?  Floats ≥ 2^mant are integers; below, adding 2^mant rounds to an
-    // integer whose parity is the last mantissa bit.
-    let mant = f64::from(cx.fmt.mantissa_bits);
     let ay = cx.abs(y);
-    let big = cx.fcmp_c(FloatCC::GreaterThanOrEqual, ay, mant.exp2());
-    let shift = cx.c(mant.exp2());
-    let t = cx.add(ay, shift);
-    let rounded = cx.sub(t, shift);
-    let integral_small = cx.fcmp(FloatCC::Equal, rounded, ay);
-    let is_int = cx.mask_or(big, integral_small);
-    let t_bits = cx.bits_of(t);
-    let parity_small = cx.band_c(t_bits, 1);
-    let ay_bits = cx.bits_of(ay);
-    let parity_big = cx.band_c(ay_bits, 1);
-    // Above 2^(mant+1) the spacing is ≥ 2: even.
-    let below_even_only = cx.fcmp_c(FloatCC::LessThan, ay, (mant + 1.0).exp2());
+    let (is_int, odd) = integer_and_odd(cx, ay);
     let zero_i = cx.ci(0);
-    let parity_big = cx.select(below_even_only, parity_big, zero_i);
-    let parity = cx.select(big, parity_big, parity_small);
-    let odd_bit = cx.icmp(IntCC::NotEqual, parity, zero_i);
-    let odd = cx.mask_and(is_int, odd_bit);
 
     // Sign: an odd integer power keeps the sign of x.
     let x_bits = cx.bits_of(x);
@@ -120,4 +102,28 @@ fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let one_case = cx.mask_or(y_zero, x_one);
     let one_case = cx.mask_or(one_case, minus_one_inf);
     cx.select_c(one_case, 1.0, r)
+}
+
+/// Lane masks `(y is an integer, y is an odd integer)` for `ay = |y|`: floats ≥ 2^mant are
+/// integers; below, adding 2^mant rounds to an integer whose parity is the last mantissa bit.
+pub(crate) fn integer_and_odd(cx: &mut Ctx, ay: Value) -> (Value, Value) {
+    let mant = f64::from(cx.fmt.mantissa_bits);
+    let big = cx.fcmp_c(FloatCC::GreaterThanOrEqual, ay, mant.exp2());
+    let shift = cx.c(mant.exp2());
+    let t = cx.add(ay, shift);
+    let rounded = cx.sub(t, shift);
+    let integral_small = cx.fcmp(FloatCC::Equal, rounded, ay);
+    let is_int = cx.mask_or(big, integral_small);
+    let t_bits = cx.bits_of(t);
+    let parity_small = cx.band_c(t_bits, 1);
+    let ay_bits = cx.bits_of(ay);
+    let parity_big = cx.band_c(ay_bits, 1);
+    // Above 2^(mant+1) the spacing is ≥ 2: even.
+    let below_even_only = cx.fcmp_c(FloatCC::LessThan, ay, (mant + 1.0).exp2());
+    let zero_i = cx.ci(0);
+    let parity_big = cx.select(below_even_only, parity_big, zero_i);
+    let parity = cx.select(big, parity_big, parity_small);
+    let odd_bit = cx.icmp(IntCC::NotEqual, parity, zero_i);
+    let odd = cx.mask_and(is_int, odd_bit);
+    (is_int, odd)
 }

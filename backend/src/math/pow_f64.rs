@@ -19,7 +19,8 @@
 use cranelift::codegen::ir::{InstBuilder, Value};
 
 use super::exp::split_scale;
-use super::ops::{Ctx, FloatCC};
+use super::ops::{Ctx, FloatCC, IntCC};
+use super::pow::integer_and_odd;
 
 const DP_H1: f64 = 5.849_624_872_207_641_601_56e-1; // 0x3fe2b803_40000000: log2(1.5) head
 const DP_L1: f64 = 1.350_039_202_129_748_971_28e-8; // 0x3e4cfdeb_43cfd006: its tail
@@ -306,7 +307,6 @@ pub(crate) fn pow_f64(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let r = cx.select_c(over, f64::INFINITY, magnitude);
     let r = cx.select_c(under, 0.0, r);
 
-    // y integer? odd? (floats ≥ 2⁵² are integers; below, adding 2⁵² exposes the parity).
     let (is_int, odd) = integer_and_odd(cx, ay);
     let x_negative = cx.fcmp_c(FloatCC::LessThan, x, 0.0);
     let x_sign_set = sign_set(cx, x);
@@ -370,33 +370,10 @@ pub(crate) fn pow_f64(cx: &mut Ctx, x: Value, y: Value) -> Value {
     cx.select_c(unit, 1.0, r)
 }
 
-/// Lane masks `(y is an integer, y is an odd integer)` for `ay = |y|`.
-fn integer_and_odd(cx: &mut Ctx, ay: Value) -> (Value, Value) {
-    let two52 = 2f64.powi(52);
-    let big = cx.fcmp_c(FloatCC::GreaterThanOrEqual, ay, two52);
-    let shift = cx.c(two52);
-    let t = cx.add(ay, shift);
-    let rounded = cx.sub(t, shift);
-    let integral_small = cx.fcmp(FloatCC::Equal, rounded, ay);
-    let is_int = cx.mask_or(big, integral_small);
-    let t_bits = cx.bits_of(t);
-    let parity_small = cx.band_c(t_bits, 1);
-    let ay_bits = cx.bits_of(ay);
-    let parity_big = cx.band_c(ay_bits, 1);
-    // From 2⁵³ on the spacing is ≥ 2: even.
-    let below_even_only = cx.fcmp_c(FloatCC::LessThan, ay, 2.0 * two52);
-    let zero_i = cx.ci(0);
-    let parity_big = cx.select(below_even_only, parity_big, zero_i);
-    let parity = cx.select(big, parity_big, parity_small);
-    let odd_bit = cx.icmp(super::ops::IntCC::NotEqual, parity, zero_i);
-    let odd = cx.mask_and(is_int, odd_bit);
-    (is_int, odd)
-}
-
 /// Lane mask: the sign bit of `x` is set (`−0` and negative NaNs included).
 fn sign_set(cx: &mut Ctx, x: Value) -> Value {
     let bits = cx.bits_of(x);
     let sign = cx.band_c(bits, cx.fmt.sign_mask());
     let zero_i = cx.ci(0);
-    cx.icmp(super::ops::IntCC::NotEqual, sign, zero_i)
+    cx.icmp(IntCC::NotEqual, sign, zero_i)
 }
