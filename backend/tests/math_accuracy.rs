@@ -452,7 +452,13 @@ fn f64_specials(f: MathFn) -> Vec<f64> {
             1075.0 * LN_2,
         ]),
         MathFn::Log | MathFn::Log1p => {
-            v.extend([0.999_999_999, 1.000_000_001, std::f64::consts::SQRT_2, 0.7071, 1e300]);
+            v.extend([
+                0.999_999_999,
+                1.000_000_001,
+                std::f64::consts::SQRT_2,
+                std::f64::consts::FRAC_1_SQRT_2,
+                1e300,
+            ]);
             v.extend((1..40).map(|k| 1.0 + f64::from(k) * f64::EPSILON));
             v.extend((1..40).map(|k| 1.0 - f64::from(k) * f64::EPSILON / 2.0));
         }

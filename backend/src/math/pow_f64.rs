@@ -39,14 +39,14 @@ const P: [f64; 5] = [
     -1.653_390_220_546_525_153_90e-6,
     4.138_136_797_057_238_460_39e-8,
 ];
-const LG2: f64 = 6.931_471_805_599_452_862_27e-1;
+const LG2: f64 = std::f64::consts::LN_2; // 0x3fe62e42_fefa39ef, fdlibm's lg2
 const LG2_H: f64 = 6.931_471_824_645_996_093_75e-1; // 0x3fe62e43_00000000
 const LG2_L: f64 = -1.904_654_299_957_768_045_25e-9;
 const OVT: f64 = 8.008_566_259_537_294_437_2e-17; // -(1024 - log2(ovfl + .5ulp))
 const CP: f64 = 9.617_966_939_259_755_543_29e-1; // 2/(3 ln2)
 const CP_H: f64 = 9.617_967_009_544_372_558_59e-1; // (float)cp
 const CP_L: f64 = -7.028_461_650_952_758_265_16e-9;
-const IVLN2: f64 = 1.442_695_040_888_963_387_00e0;
+const IVLN2: f64 = std::f64::consts::LOG2_E; // 0x3ff71547_652b82fe, fdlibm's ivln2
 const IVLN2_H: f64 = 1.442_695_021_629_333_496_09e0; // 24-bit 1/ln2
 const IVLN2_L: f64 = 1.925_962_991_126_617_468_87e-8;
 /// `m` at or above this (high word `0x3ff3988f`, ≈ √(3/2)) is reduced around `bp = 1.5`.
