@@ -6,8 +6,13 @@
 //!   exponents, plus ±0, ±inf, NaN, denormals and the extremes), compared with the correctly
 //!   rounded result (libm's `f64` function rounded to `f32`): at most 4 ULP, and the same
 //!   NaN/infinity classification as libm;
-//! - `f64`: a random-bit-pattern and in-range sample compared with libm's `f64` functions;
-//! - `pow`: a grid of `x` values against a set of `y` values covering every C99 special case.
+//! - `f64`: random bit patterns, in-range and per-binade samples and each function's
+//!   regime boundaries (with neighbours) compared with libm's `f64` functions: at most 4 ULP
+//!   (0 for `sqrt`, `1/x`), with and without `fma`;
+//! - `pow`: a grid of `x` values against a set of `y` values covering every C99 special case;
+//!   for `f64` also every special against every special, `(x, y)` pairs spread over the whole
+//!   result range (overflow, denormals, `x` near 1 against huge `y`) within 1 ULP of libm, and
+//!   exactly representable powers (`pow(2, 3) = 8`) bit-exact.
 //!
 //! Set `TFN_MATH_STRIDE=1` for the exhaustive `f32` run (all 2³² inputs per function and
 //! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the
@@ -381,8 +386,10 @@ impl Rng {
     }
 }
 
-/// `f64` inputs: specials, random bit patterns, and uniform samples of `[-range, range]`.
-fn f64_inputs(range: f64, n: usize) -> Vec<f64> {
+/// `f64` inputs: specials, random bit patterns, uniform samples of `[-range, range]`,
+/// log-uniform samples over every binade (denormals included), and the function's
+/// [`f64_specials`] with their neighbours a few ULP away.
+fn f64_inputs(f: Option<MathFn>, range: f64, n: usize) -> Vec<f64> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut xs = vec![
         0.0,
@@ -390,10 +397,13 @@ fn f64_inputs(range: f64, n: usize) -> Vec<f64> {
         f64::INFINITY,
         f64::NEG_INFINITY,
         f64::NAN,
+        -f64::NAN,
         f64::MIN_POSITIVE,
         f64::from_bits(1),
+        f64::from_bits(0x000f_ffff_ffff_ffff),
         f64::MAX,
         f64::MIN,
+        f64::EPSILON,
         1.0,
         -1.0,
         709.78,
@@ -401,52 +411,118 @@ fn f64_inputs(range: f64, n: usize) -> Vec<f64> {
         -745.2,
         -708.4,
     ];
+    for x in f.map(f64_specials).unwrap_or_default() {
+        for d in -3i64..=3 {
+            let near = f64::from_bits(x.to_bits().wrapping_add_signed(d));
+            xs.extend([near, -near]);
+        }
+    }
     for _ in 0..n {
         xs.push(f64::from_bits(rng.next()));
         xs.push(rng.uniform(-range, range));
         xs.push(rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 60) as i32 - 50));
+        let binade = (rng.next() % 2098) as i32 - 1074;
+        xs.push(
+            rng.uniform(-2.0, 2.0)
+                * 2f64.powi(binade.max(-1022))
+                * 2f64.powi(binade.min(-1022) + 1022),
+        );
     }
     xs
 }
 
-/// Per-function ULP bounds for `f64` against libm (which is itself within 1 ULP).
+/// Inputs where `f`'s approximation changes regime: thresholds of overflow, underflow and
+/// denormal results, clamps, polynomial interval ends, multiples of π/2, the neighbourhood of
+/// 0 and 1.
+fn f64_specials(f: MathFn) -> Vec<f64> {
+    use std::f64::consts::{FRAC_PI_2, LN_2};
+    let mut v = vec![1e-300, 1e-100, 1e-20, 1e-10, 1e-5, 0.5, 1.0, 2.0, 10.0, LN_2, 0.5 * LN_2];
+    match f {
+        MathFn::Exp | MathFn::ExpNonPositive | MathFn::Expm1 | MathFn::Sigmoid => v.extend([
+            709.782_712_893_384,
+            709.9,
+            -708.396_418_532_264_1,
+            -744.440_072_232_192_3,
+            -745.133_219_101_941_1,
+            -746.0,
+            40.0,
+            36.7,
+            18.0,
+            37.0 * LN_2,
+            1075.0 * LN_2,
+        ]),
+        MathFn::Log | MathFn::Log1p => {
+            v.extend([
+                0.999_999_999,
+                1.000_000_001,
+                std::f64::consts::SQRT_2,
+                std::f64::consts::FRAC_1_SQRT_2,
+                1e300,
+            ]);
+            v.extend((1..40).map(|k| 1.0 + f64::from(k) * f64::EPSILON));
+            v.extend((1..40).map(|k| 1.0 - f64::from(k) * f64::EPSILON / 2.0));
+        }
+        MathFn::Tanh => v.extend([0.55, 0.625, 1.0, 19.06, 22.0, 0.0001]),
+        MathFn::Erf => v.extend([0.84375, 1.25, 2.857_142_857_142_857, 5.9, 6.0, 1e-8]),
+        MathFn::Sin | MathFn::Cos => {
+            v.extend((1..4000).map(|k| f64::from(k) * FRAC_PI_2));
+            v.extend((0..40).map(|k| 2f64.powi(k) * std::f64::consts::PI));
+        }
+        MathFn::Rsqrt | MathFn::Sqrt | MathFn::Reciprocal => v.extend([4.0, 0.25, 1e300, 1e-310]),
+        MathFn::Pow => {}
+    }
+    v
+}
+
+/// Per-function ULP bounds for `f64` against libm (which is itself within 1 ULP): the `f32`
+/// functions' standard of 4 ULP, 0 for the correctly rounded `sqrt` and `1/x`.
 fn f64_bound(f: MathFn) -> u64 {
     match f {
         MathFn::Sqrt | MathFn::Reciprocal => 0,
-        _ => 4,
+        _ => F32_MAX_ULP,
+    }
+}
+
+/// The feature sets to test: native, and without `fma` when the host has it.
+fn variants(native: MathFeatures) -> Vec<MathFeatures> {
+    if native.fma {
+        vec![native, MathFeatures { fma: false }]
+    } else {
+        vec![native]
     }
 }
 
 #[test]
-fn f64_functions_are_within_a_few_ulp_of_libm() {
+fn f64_functions_are_within_4_ulp_of_libm() {
     let mut jit = Jit::new();
-    let features = jit.features();
     let mut failures = Vec::new();
-    for f in UNARY {
-        let kernel = jit.kernel(f, types::F64, features);
-        let range = match f {
-            MathFn::Exp | MathFn::ExpNonPositive | MathFn::Expm1 | MathFn::Sigmoid => 750.0,
-            MathFn::Sin | MathFn::Cos => 1e5,
-            _ => 20.0,
-        };
-        let xs = f64_inputs(range, 100_000);
-        let got = run(kernel, &xs, &xs);
-        let limit = trig_limit(f, false, features.fma);
-        let mut w = Worst::default();
-        for (&x, &g) in xs.iter().zip(&got) {
-            if !in_domain(f, x) {
-                continue;
-            }
-            let want = match limit {
-                Some(l) if x.abs() > l => f64::NAN,
-                _ => reference(f, x),
+    for features in variants(jit.features()) {
+        for f in UNARY {
+            let kernel = jit.kernel(f, types::F64, features);
+            let range = match f {
+                MathFn::Exp | MathFn::ExpNonPositive | MathFn::Expm1 | MathFn::Sigmoid => 750.0,
+                MathFn::Sin | MathFn::Cos => 1e5,
+                _ => 20.0,
             };
-            w.note(ulp64(g, want), x, g, want);
-        }
-        let label = format!("{}/f64", f.name());
-        report(&label, &w);
-        if w.ulp > f64_bound(f) || !w.mismatches.is_empty() {
-            failures.push(format!("{label}: {} ULP at {:e}; {:?}", w.ulp, w.at, w.mismatches));
+            let xs = f64_inputs(Some(f), range, 100_000);
+            let got = run(kernel, &xs, &xs);
+            let limit = trig_limit(f, false, features.fma);
+            let mut w = Worst::default();
+            for (&x, &g) in xs.iter().zip(&got) {
+                if !in_domain(f, x) {
+                    continue;
+                }
+                let want = match limit {
+                    Some(l) if x.abs() > l => f64::NAN,
+                    _ => reference(f, x),
+                };
+                w.note(ulp64(g, want), x, g, want);
+            }
+            let label = format!("{}/f64{}", f.name(), if features.fma { "+fma" } else { "" });
+            report(&label, &w);
+            if w.ulp > f64_bound(f) || !w.mismatches.is_empty() {
+                failures.push(format!("{label}: {} ULP at {:e}; {:?}", w.ulp, w.at, w.mismatches));
+            }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
@@ -456,22 +532,90 @@ fn f64_functions_are_within_a_few_ulp_of_libm() {
 fn pow_exponents() -> Vec<f64> {
     let mut ys = vec![0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, -3.0, 1e10, -1e10, 16777217.0];
     ys.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 2.5, -2.5, 7.0, -7.0, 1e-7]);
+    ys.extend([2f64.powi(31) + 1.0, -(2f64.powi(31) + 1.0), 2f64.powi(64) * 1.5, 1e300, -1e300]);
+    ys.extend([9007199254740993.0, 9007199254740991.0, -9007199254740991.0, 1e-300, 1075.0]);
     let mut rng = Rng(42);
     for _ in 0..24 {
         ys.push((rng.uniform(-40.0, 40.0) as f32).into());
     }
+    for _ in 0..12 {
+        ys.push(rng.uniform(-1.0, 1.0) * 10f64.powf(rng.uniform(-8.0, 8.0)));
+    }
     ys
+}
+
+/// `(x, y)` pairs whose `xʸ` is spread over the whole exponent range, overflow and
+/// gradual underflow included: `y` log-uniform, `x = 2^(z/y)` for a target `z ∈ [−1080, 1030]`,
+/// with negative `x` for integer `y`; plus `x` within a few ULP of 1 against huge `y`.
+fn pow_pairs(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = Rng(0x5eed);
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let mut y = rng.uniform(-1.0, 1.0) * 10f64.powf(rng.uniform(-3.0, 3.0));
+        if i % 4 == 0 {
+            y = y.round();
+        }
+        let z = rng.uniform(-1080.0, 1030.0);
+        let mut x = (z / y).exp2();
+        if i % 8 == 0 && y.fract() == 0.0 {
+            x = -x;
+        }
+        xs.push(x);
+        ys.push(y);
+        let near =
+            f64::from_bits(1f64.to_bits().wrapping_add_signed((rng.next() % 64) as i64 - 32));
+        xs.push(near);
+        ys.push(rng.uniform(-1.0, 1.0) * 10f64.powf(rng.uniform(9.0, 20.0)));
+    }
+    (xs, ys)
+}
+
+/// Powers that are exactly representable, which `pow` must return exactly: integer bases to
+/// non-negative integer powers below 2⁵³, powers of two (positive and negative exponents,
+/// denormal results included), and small dyadic bases.
+fn exact_powers() -> Vec<(f64, f64, f64)> {
+    let mut out = Vec::new();
+    for base in -30i64..=30 {
+        let mut acc: i128 = 1;
+        for e in 0..=60u32 {
+            if acc.abs() >= 1 << 53 {
+                break;
+            }
+            out.push((base as f64, f64::from(e), acc as f64));
+            acc *= i128::from(base);
+        }
+    }
+    for k in [-3i32, -2, -1, 1, 2, 5] {
+        for e in -400..=400 {
+            let p = k * e;
+            if (-1074..=1023).contains(&p) {
+                let value = 2f64.powi(p.max(-1000)) * 2f64.powi(p.min(-1000) + 1000);
+                out.push((2f64.powi(k), f64::from(e), value));
+                if e % 2 != 0 {
+                    out.push((-(2f64.powi(k)), f64::from(e), -value));
+                }
+            }
+        }
+    }
+    for (base, value) in [(1.5f64, 1.5f64), (0.75, 0.75), (-2.5, -2.5)] {
+        let mut acc = 1.0f64;
+        for e in 0..=20 {
+            out.push((base, f64::from(e), acc));
+            acc *= value;
+        }
+    }
+    out
 }
 
 #[test]
 fn pow_matches_c99_and_is_accurate() {
     let mut jit = Jit::new();
-    let features = jit.features();
+    let native = jit.features();
     let stride = f32_stride(F32_STRIDE) * 64 + 1;
     let ys = pow_exponents();
     let mut failures = Vec::new();
     // f32: x sweeps all bit patterns with a stride, against each y.
-    let kernel = jit.kernel(MathFn::Pow, types::F32, features);
+    let kernel = jit.kernel(MathFn::Pow, types::F32, native);
     let mut xs32: Vec<f32> = (0..=u64::from(u32::MAX))
         .step_by(stride as usize)
         .map(|b| f32::from_bits(b as u32))
@@ -496,26 +640,64 @@ fn pow_matches_c99_and_is_accurate() {
     if w.ulp > F32_MAX_ULP || !w.mismatches.is_empty() {
         failures.push(format!("pow/f32: {} ULP; {:?}", w.ulp, w.mismatches));
     }
-    // f64: exact special cases everywhere, accuracy bounded where |y·ln x| ≤ 4.
-    let kernel = jit.kernel(MathFn::Pow, types::F64, features);
-    let xs64 = f64_inputs(10.0, 20_000);
-    let (mut w_small, mut w_all) = (Worst::default(), Worst::default());
-    for &y in &ys {
-        let yv = vec![y; xs64.len()];
-        let got = run(kernel, &xs64, &yv);
-        for (&x, &g) in xs64.iter().zip(&got) {
-            let want = libm::pow(x, y);
-            let ulp = ulp64(g, want);
-            w_all.note(ulp, x, g, want);
-            if (y * libm::log(x.abs())).abs() <= 4.0 {
-                w_small.note(ulp, x, g, want);
+    // f64: within 1 ULP of libm's (fdlibm's, itself under 1 ULP) everywhere, special cases
+    // and exactly representable powers exact.
+    let mut specials: Vec<f64> = f64_inputs(None, 10.0, 0);
+    specials.extend([
+        0.5,
+        2.0,
+        -2.0,
+        -0.5,
+        1.5,
+        3.0,
+        10.0,
+        1.0 + f64::EPSILON,
+        1.0 - f64::EPSILON / 2.0,
+    ]);
+    let grid = f64_inputs(None, 10.0, 20_000);
+    let (pair_x, pair_y) = pow_pairs(100_000);
+    let exact = exact_powers();
+    for features in variants(native) {
+        let kernel = jit.kernel(MathFn::Pow, types::F64, features);
+        let suffix = if features.fma { "+fma" } else { "" };
+        let mut w = Worst::default();
+        let check = |xs: &[f64], ys: &[f64], w: &mut Worst| {
+            let got = run(kernel, xs, ys);
+            for ((&x, &y), &g) in xs.iter().zip(ys).zip(&got) {
+                let want = libm::pow(x, y);
+                let ulp = ulp64(g, want);
+                if ulp.is_none() && w.mismatches.len() < 8 {
+                    w.mismatches.push(format!("pow({x:e}, {y:e}) = {g:e}, want {want:e}"));
+                }
+                w.note(ulp.or(Some(0)), x, g, want);
             }
+        };
+        for &y in &ys {
+            check(&grid, &vec![y; grid.len()], &mut w);
         }
-    }
-    report("pow/f64 |y ln x|<=4", &w_small);
-    report("pow/f64 all", &w_all);
-    if w_small.ulp > 8 || !w_all.mismatches.is_empty() {
-        failures.push(format!("pow/f64: {} ULP; {:?}", w_small.ulp, w_all.mismatches));
+        // Every special against every special (C99 Annex F).
+        for &y in specials.iter().chain(&ys) {
+            check(&specials, &vec![y; specials.len()], &mut w);
+        }
+        check(&pair_x, &pair_y, &mut w);
+        report(&format!("pow/f64{suffix}"), &w);
+        if w.ulp > 1 || !w.mismatches.is_empty() {
+            failures
+                .push(format!("pow/f64{suffix}: {} ULP at {:e}; {:?}", w.ulp, w.at, w.mismatches));
+        }
+        let (bx, by): (Vec<f64>, Vec<f64>) = exact.iter().map(|&(x, y, _)| (x, y)).unzip();
+        let got = run(kernel, &bx, &by);
+        let inexact: Vec<String> = exact
+            .iter()
+            .zip(&got)
+            .filter(|((_, _, want), g)| g.to_bits() != want.to_bits())
+            .take(8)
+            .map(|((x, y, want), g)| format!("pow({x}, {y}) = {g:e}, want {want:e}"))
+            .collect();
+        eprintln!("pow/f64{suffix} exact powers: {} checked", exact.len());
+        if !inexact.is_empty() {
+            failures.push(format!("pow/f64{suffix}: inexact powers {inexact:?}"));
+        }
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }

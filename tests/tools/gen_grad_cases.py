@@ -367,8 +367,28 @@ fn first_col_times(Tensor y) -> Tensor {
     return c
 
 
+def view_grads():
+    c = Case("grad", "view_grads", "Gradients that slice the cotangent along an axis of size 1 behind another:\n"
+             "the slices are read in place by the fused kernels (fusion's views).", """
+fn tripled(Tensor x) -> Tensor {
+    return concat([x, x, x], dim=1)
+}
+
+fn reversed(Tensor x) -> Tensor {
+    return slice(x, dim=0, start=-1, step=-1) * 2.0
+}
+""")
+    x = np.arange(6, dtype=F32).reshape(6, 1)
+    g = np.arange(18, dtype=F32).reshape(6, 3)
+    c.vjp("tripled", "concat_6x1", {"x": x}, [g], [g.sum(1, keepdims=True)])
+    x12 = np.arange(12, dtype=F32).reshape(12, 1)
+    g12 = np.arange(12, dtype=F32).reshape(12, 1) - 5
+    c.vjp("reversed", "reversed_12x1", {"x": x12}, [g12], [2 * g12[::-1]])
+    return c
+
+
 if __name__ == "__main__":
     ref.self_check()  # the hand-derived gradients agree with finite differences
     write_all([spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
-               shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads()],
-              "gen_grad_cases.py")
+               shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads(),
+               view_grads()], "gen_grad_cases.py")

@@ -768,6 +768,65 @@ fn to_empty(Tensor x) -> Tensor {
     return c
 
 
+def views():
+    r = rng(11)
+    c = Case("run", "views", "Transposes and slices read in place by fused kernels (fusion's views) when\n"
+             "size-1 axes sit behind the axis the loop walks: the JIT once walked the last\n"
+             "non-size-1 axis with unit stride although its source stride was not 1.", """
+fn neg_swapped(Tensor x) -> Tensor {
+    return neg(transpose(x, 0, 1))
+}
+
+fn neg_permuted(Tensor x, *, Int[] perm) -> Tensor {
+    return -transpose(x, perm)
+}
+
+fn cast_swapped(Tensor x) -> Tensor {
+    return cast(transpose(x, 0, 1), f64)
+}
+
+fn above_swapped(Tensor x) -> Tensor {
+    return transpose(x, 0, 1) > 1.5
+}
+
+fn twice_sliced(Tensor x, *, Int dim, Int start = 0, Int end = 9223372036854775807, Int step = 1) -> Tensor {
+    return slice(x, dim=dim, start=start, end=end, step=step) * 2.0
+}
+
+fn sum_sliced(Tensor x, *, Int dim, Int start = 0, Int end = 9223372036854775807, Int step = 1) -> Tensor {
+    return sum(exp(slice(x, dim=dim, start=start, end=end, step=step)), dims=[0])
+}
+""")
+    x = np.arange(6, dtype=F32).reshape(2, 3, 1)
+    c.run("neg_swapped", "neg_swapped_2x3x1", {"x": x}, [-x.transpose(1, 0, 2)])
+    c.run("cast_swapped", "cast_swapped_2x3x1", {"x": x}, [x.transpose(1, 0, 2).astype(F64)])
+    c.run("above_swapped", "above_swapped_2x3x1", {"x": x}, [x.transpose(1, 0, 2) > 1.5])
+    for label, shape, perm in [
+        ("perm_2x1x3x1", [2, 1, 3, 1], [2, 1, 0, 3]),
+        ("perm_1x2x3x1", [1, 2, 3, 1], [0, 2, 1, 3]),
+        ("perm_2x3x1_last_to_front", [2, 3, 1], [2, 0, 1]),
+        ("perm_3x1x2_reversed", [3, 1, 2], [2, 1, 0]),
+        ("perm_2x3x1x1", [2, 3, 1, 1], [1, 0, 3, 2]),
+        ("perm_4x1x3x2", [4, 1, 3, 2], [2, 1, 0, 3]),
+        ("perm_1x3x1x2_i32", [1, 3, 1, 2], [3, 1, 2, 0]),
+    ]:
+        xp = np.arange(np.prod(shape)).reshape(shape)
+        xp = xp.astype(I32) if label.endswith("i32") else xp.astype(F32)
+        c.run("neg_permuted", label, {"x": xp, "perm": perm}, [-xp.transpose(perm)])
+    x12 = normal(r, [12, 1])
+    c.run("twice_sliced", "reversed_12x1", {"x": x12, "dim": 0, "start": -1, "step": -1}, [x12[::-1] * 2])
+    x5 = normal(r, [5, 1, 1])
+    c.run("twice_sliced", "reversed_step2_5x1x1", {"x": x5, "dim": 0, "start": -1, "step": -2}, [x5[::-2] * 2])
+    x3 = normal(r, [3, 4, 1])
+    c.run("twice_sliced", "reversed_mid_3x4x1", {"x": x3, "dim": 1, "start": -1, "step": -1},
+          [x3[:, ::-1] * 2])
+    c.run("twice_sliced", "column_4x3", {"x": x3[:, :3, 0].copy(), "dim": 1, "start": 1, "end": 2},
+          [x3[:, 1:2, 0] * 2])
+    c.run("sum_sliced", "sum_reversed_6x2x1", {"x": x12.reshape(6, 2, 1), "dim": 1, "start": -1, "step": -1},
+          [np.exp(f64(x12.reshape(6, 2, 1)[:, ::-1])).sum(0).astype(F32)])
+    return c
+
+
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
-               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math()], "gen_run_cases.py")
+               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views()], "gen_run_cases.py")

@@ -407,7 +407,7 @@ impl CompiledFunction {
                 kept *= s;
             }
         }
-        if checks_empty && reduced == 0 && kept > 0 {
+        if checks_empty && reduced == 0 {
             return Err(RunError::ZeroSizeReduction);
         }
         let operands = plan.inputs.len() + plan.outputs.len();

@@ -83,7 +83,7 @@ pub(crate) fn expm1_poly(cx: &mut Ctx, r: Value) -> Value {
 }
 
 /// `(2^⌊n/2⌋, 2^(n−⌊n/2⌋))` from the round bits of `n`; both normal for the clamped inputs.
-fn split_scale(cx: &mut Ctx, bits: Value) -> (Value, Value) {
+pub(crate) fn split_scale(cx: &mut Ctx, bits: Value) -> (Value, Value) {
     let mant = cx.fmt.mantissa_bits;
     let one_bits = cx.fmt.bias << mant;
     // `bits = M + n` with the magic `M` even and `M/2 << mant ≡ 0`, so the unsigned shift halves n.

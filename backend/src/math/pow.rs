@@ -1,10 +1,8 @@
-//! `pow`, as `exp(y·log|x|)` plus the C99 special cases.
-//!
-//! `f32` `pow` is computed in `f64` (each `f32x4` is split into two `f64x2` halves and the
-//! results narrowed back), so `y·log x` carries ~29 spare bits and the result is within 1 ULP.
-//! `f64` `pow` has no extra precision: the rounding error of `y·log x` is amplified by `|y·log x|`,
-//! so the relative error grows to about `|y·ln x|·2⁻⁵³` (up to ~2¹⁰ ULP near overflow, a few
-//! ULP for `|y·ln x| ≲ 4`) — a documented deviation from C's correctly-rounded-ish `pow`.
+//! `pow`. `f64` `pow` is fdlibm's algorithm with the logarithm in extended precision
+//! ([`super::pow_f64`]: under 1 ULP, exact powers exact). `f32` `pow` is `exp(y·log|x|)` plus
+//! the C99 special cases, computed in `f64` (each `f32x4` is split into two `f64x2` halves and
+//! the results narrowed back), so `y·log x` carries ~29 spare bits and the result is within
+//! 1 ULP. The special cases below are those of the `f32` path; `pow_f64` has the same.
 //!
 //! Special cases (all of C99 Annex F): `pow(x, ±0) = 1` and `pow(1, y) = 1` even for NaN;
 //! `pow(−1, ±inf) = 1`; negative finite `x` with non-integer `y` is NaN; an odd integer `y`
@@ -16,6 +14,7 @@ use cranelift::codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value
 use super::exp::exp;
 use super::log::log;
 use super::ops::{Ctx, FloatCC, IntCC, LaneFormat};
+use super::pow_f64::pow_f64;
 
 /// `xʸ` for the context's type.
 pub(crate) fn pow(cx: &mut Ctx, x: Value, y: Value) -> Value {
@@ -35,7 +34,7 @@ pub(crate) fn pow(cx: &mut Ctx, x: Value, y: Value) -> Value {
             let r_hi = pow_same_precision(&mut wide, x_hi, y_hi);
             join_f32x4(cx, r_lo, r_hi)
         }
-        _ => pow_same_precision(cx, x, y),
+        _ => pow_f64(cx, x, y),
     }
 }
 
@@ -68,34 +67,16 @@ fn join_f32x4(cx: &mut Ctx, lo: Value, hi: Value) -> Value {
     cx.b.ins().bitcast(types::F32X4, lane_change_flags(), packed)
 }
 
-/// `xʸ` computed in the context's own precision.
+/// `xʸ` as `exp(y·log|x|)` in the context's own precision (`f64` lanes: used for `f32` `pow`).
 fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let ax = cx.abs(x);
     let log_ax = log(cx, ax);
     let p = cx.mul(y, log_ax);
     let magnitude = exp(cx, p);
 
-    // Classify y: integer? odd?  Floats ≥ 2^mant are integers; below, adding 2^mant rounds to an
-    // integer whose parity is the last mantissa bit.
-    let mant = f64::from(cx.fmt.mantissa_bits);
     let ay = cx.abs(y);
-    let big = cx.fcmp_c(FloatCC::GreaterThanOrEqual, ay, mant.exp2());
-    let shift = cx.c(mant.exp2());
-    let t = cx.add(ay, shift);
-    let rounded = cx.sub(t, shift);
-    let integral_small = cx.fcmp(FloatCC::Equal, rounded, ay);
-    let is_int = cx.mask_or(big, integral_small);
-    let t_bits = cx.bits_of(t);
-    let parity_small = cx.band_c(t_bits, 1);
-    let ay_bits = cx.bits_of(ay);
-    let parity_big = cx.band_c(ay_bits, 1);
-    // Above 2^(mant+1) the spacing is ≥ 2: even.
-    let below_even_only = cx.fcmp_c(FloatCC::LessThan, ay, (mant + 1.0).exp2());
+    let (is_int, odd) = integer_and_odd(cx, ay);
     let zero_i = cx.ci(0);
-    let parity_big = cx.select(below_even_only, parity_big, zero_i);
-    let parity = cx.select(big, parity_big, parity_small);
-    let odd_bit = cx.icmp(IntCC::NotEqual, parity, zero_i);
-    let odd = cx.mask_and(is_int, odd_bit);
 
     // Sign: an odd integer power keeps the sign of x.
     let x_bits = cx.bits_of(x);
@@ -121,4 +102,28 @@ fn pow_same_precision(cx: &mut Ctx, x: Value, y: Value) -> Value {
     let one_case = cx.mask_or(y_zero, x_one);
     let one_case = cx.mask_or(one_case, minus_one_inf);
     cx.select_c(one_case, 1.0, r)
+}
+
+/// Lane masks `(y is an integer, y is an odd integer)` for `ay = |y|`: floats ≥ 2^mant are
+/// integers; below, adding 2^mant rounds to an integer whose parity is the last mantissa bit.
+pub(crate) fn integer_and_odd(cx: &mut Ctx, ay: Value) -> (Value, Value) {
+    let mant = f64::from(cx.fmt.mantissa_bits);
+    let big = cx.fcmp_c(FloatCC::GreaterThanOrEqual, ay, mant.exp2());
+    let shift = cx.c(mant.exp2());
+    let t = cx.add(ay, shift);
+    let rounded = cx.sub(t, shift);
+    let integral_small = cx.fcmp(FloatCC::Equal, rounded, ay);
+    let is_int = cx.mask_or(big, integral_small);
+    let t_bits = cx.bits_of(t);
+    let parity_small = cx.band_c(t_bits, 1);
+    let ay_bits = cx.bits_of(ay);
+    let parity_big = cx.band_c(ay_bits, 1);
+    // Above 2^(mant+1) the spacing is ≥ 2: even.
+    let below_even_only = cx.fcmp_c(FloatCC::LessThan, ay, (mant + 1.0).exp2());
+    let zero_i = cx.ci(0);
+    let parity_big = cx.select(below_even_only, parity_big, zero_i);
+    let parity = cx.select(big, parity_big, parity_small);
+    let odd_bit = cx.icmp(IntCC::NotEqual, parity, zero_i);
+    let odd = cx.mask_and(is_int, odd_bit);
+    (is_int, odd)
 }

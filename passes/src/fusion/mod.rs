@@ -27,8 +27,9 @@
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
 //!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`]; `Extern` cuts the graph;
-//! - shape ops become index arithmetic where they can: a `Slice` or a last-axis-keeping
-//!   `Transpose` ([`ViewOp`]) read only by elementwise/reduction kernels, or a last-two-axes
+//! - shape ops become index arithmetic where they can: a `Slice` or `Transpose` whose
+//!   innermost non-size-1 axis is unit-stride in its source ([`ViewOp`]; e.g. a transpose
+//!   keeping the last axis) read only by elementwise/reduction kernels, or a last-two-axes
 //!   `Transpose` read only as matmul operands, and not returned, has no kernel of its own;
 //!   each consuming kernel lists the view node and reads the source with the view's offset
 //!   and strides.

@@ -1,10 +1,14 @@
 //! Shape ops read in place: which `Slice`s and `Transpose`s a loop kernel can read as strided
 //! views of their source, and the layout (base offset and strides) of such a view.
 //!
-//! A loop kernel's inner axis is walked with unit stride, so a view qualifies when its last
-//! axis is unit-stride in the source: a `Transpose` that keeps the last axis in place, or a
-//! `Slice` of any axis but the last, or of the last with step 1. Every other axis may have any
-//! stride (negative for reversed slices). Instead of copying, the consumer kernel gets the
+//! A loop kernel's inner axis is walked with unit stride, so a view qualifies when its
+//! *innermost axis not statically of size 1* is unit-stride in the source for every source
+//! shape ([`ViewOp::of_node`]). Not simply its last axis: the loop planner drops the axes whose
+//! size is the constant 1, so for a view `[3, 2, 1]` of `transpose(x, 0, 1)`, `x: [2, 3, 1]`,
+//! the walked axis is the one of size 2, whose source stride is 3. Typically: a `Transpose` that
+//! keeps the last axis in place, or a `Slice` of any axis but the last, or of the last with step
+//! 1 — when no size-1 axes sit behind them. Every other axis may have any stride (negative for
+//! reversed slices). Instead of copying, the consumer kernel gets the
 //! source buffer, a base offset and the view's strides; fusion ([`super::fuse`]) lists the view
 //! node in each consuming kernel, the code generator maps it to a strided input operand.
 //!
@@ -15,14 +19,14 @@
 //! for every source shape; only those may be collapsed into one loop axis ([`ViewOp::breaks`]).
 
 use tfn_ir::bind::slice_range;
-use tfn_ir::{Graph, Op, ValueId};
+use tfn_ir::{Dim, Graph, Op, ValueId};
 
 /// A shape op a kernel can read as a strided view of its source.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ViewOp {
-    /// `Transpose` keeping the last axis: view axis `a` is source axis `perm[a]`.
+    /// `Transpose`: view axis `a` is source axis `perm[a]`.
     Transpose { perm: Vec<u32> },
-    /// `Slice` of `axis` (not the last one unless `step == 1`).
+    /// `Slice` of `axis`, every `step`-th element from `start` (negative: from the end).
     Slice { axis: u32, start: i64, end: Option<i64>, step: i64 },
 }
 
@@ -37,27 +41,44 @@ impl ViewOp {
         }
     }
 
-    /// The view form of node `v` if a loop kernel can read it in place: a `Transpose` that
-    /// keeps the last axis, or a `Slice` (of the last axis only with step 1) of a rank ≥ 1
-    /// value.
+    /// The view form of node `v` if a loop kernel can read it in place: a `Transpose` or a
+    /// `Slice` (step ≠ 0) of a rank ≥ 1 value whose innermost axis not statically of size 1
+    /// is unit-stride in the source ([`Self::walks_unit_stride`]).
     pub fn of_node(graph: &Graph, v: ValueId) -> Option<ViewOp> {
         let node = graph.nodes.get(v.index())?;
         let source = *node.inputs.first()?;
-        let rank = graph.ty(source).shape.rank();
-        if rank == 0 {
+        let source_shape = &graph.ty(source).shape;
+        let rank = source_shape.rank();
+        if rank == 0 || node.ty.shape.rank() != rank {
             return None;
         }
         let view = Self::of_op(&node.op)?;
-        let eligible = match &view {
-            ViewOp::Transpose { perm } => {
-                perm.len() == rank && perm.last() == Some(&(rank as u32 - 1))
-            }
-            &ViewOp::Slice { axis, step, .. } => {
-                let inner = axis as usize + 1 == rank;
-                (axis as usize) < rank && step != 0 && (!inner || step == 1)
-            }
+        let valid = match &view {
+            ViewOp::Transpose { perm } => perm.len() == rank,
+            &ViewOp::Slice { axis, step, .. } => (axis as usize) < rank && step != 0,
         };
-        eligible.then_some(view)
+        (valid && view.walks_unit_stride(source_shape.dims(), node.ty.shape.dims())).then_some(view)
+    }
+
+    /// Whether the innermost view axis that is not the constant 1 — the axis a loop kernel
+    /// walks with unit stride once the planner has dropped size-1 axes — has unit stride in
+    /// a contiguous source of shape `source` whatever its symbols (every source axis behind it
+    /// has size 1, and a slice does not step it). True when every view axis has size 1.
+    pub fn walks_unit_stride(&self, source: &[Dim], view: &[Dim]) -> bool {
+        let Some(a) = view.iter().rposition(|d| *d != Dim::Const(1)) else {
+            return true;
+        };
+        let (source_axis, stepped) = match self {
+            ViewOp::Transpose { perm } => match perm.get(a) {
+                Some(&p) => (p as usize, false),
+                None => return false,
+            },
+            &ViewOp::Slice { axis, step, .. } => (a, axis as usize == a && step != 1),
+        };
+        !stepped
+            && source
+                .get(source_axis + 1..)
+                .is_some_and(|behind| behind.iter().all(|d| *d == Dim::Const(1)))
     }
 
     /// Per view axis `a`: whether it must not be collapsed with axis `a − 1` (their strides
@@ -157,6 +178,26 @@ mod tests {
         let cols = ViewOp::Slice { axis: 1, start: 2, end: None, step: 1 };
         assert_eq!(cols.layout(&[3, 5]), Some((2, vec![5, 1])));
         assert_eq!(cols.breaks(2), vec![false, true]);
+    }
+
+    #[test]
+    fn the_walked_axis_must_be_unit_stride_behind_size_one_axes() {
+        let (one, s0, s1) = (Dim::Const(1), Dim::Sym(tfn_ir::Sym(0)), Dim::Sym(tfn_ir::Sym(1)));
+        // transpose(x, 0, 1) of [s0, s1, 1]: the loop walks the view axis of size s0 (stride s1).
+        let swap = ViewOp::Transpose { perm: vec![1, 0, 2] };
+        assert!(!swap.walks_unit_stride(&[s0, s1, one], &[s1, s0, one]));
+        assert!(swap.walks_unit_stride(&[s0, s1, s1], &[s1, s0, s1]));
+        // Moving a size-1 last axis to the front keeps the walked axis in place.
+        let rotate = ViewOp::Transpose { perm: vec![2, 0, 1] };
+        assert!(rotate.walks_unit_stride(&[s0, s1, one], &[one, s0, s1]));
+        // x[::-1] of [s0, 1] walks the reversed axis; x[:, 0:1] of [s0, 3] walks stride 3.
+        let rev = ViewOp::Slice { axis: 0, start: -1, end: None, step: -1 };
+        assert!(!rev.walks_unit_stride(&[s0, one], &[s0, one]));
+        assert!(rev.walks_unit_stride(&[s0, s1], &[s0, s1]));
+        let col = ViewOp::Slice { axis: 1, start: 0, end: Some(1), step: 1 };
+        assert!(!col.walks_unit_stride(&[s0, Dim::Const(3)], &[s0, one]));
+        // Nothing to walk: every view axis has size 1.
+        assert!(rev.walks_unit_stride(&[one, one], &[one, one]));
     }
 
     #[test]
