@@ -10,10 +10,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        let mut g = tfn_ir::rng::SplitMix(self.0);
+        let next = g.next_u64();
+        self.0 = g.0;
+        next
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize

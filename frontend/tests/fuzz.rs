@@ -10,15 +10,15 @@ use std::path::Path;
 use tfn_frontend::{load_source, prelude, print_library, MemLoader, PRELUDE, STD_NN};
 use tfn_ir::Library;
 
-/// xorshift64*: small, seeded, reproducible.
+/// The project's one generator (`tfn_ir::rng::SplitMix`), over a bare `u64` state.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        let mut g = tfn_ir::rng::SplitMix(self.0);
+        let next = g.next_u64();
+        self.0 = g.0;
+        next
     }
 
     fn below(&mut self, n: usize) -> usize {

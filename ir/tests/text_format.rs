@@ -117,15 +117,15 @@ fn parse_errors_carry_line_and_column() {
     }
 }
 
-/// A tiny deterministic generator (xorshift), so one `u64` seed describes a whole graph.
+/// The project's one generator (`tfn_ir::rng::SplitMix`), so one `u64` seed describes a whole graph.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        let mut g = tfn_ir::rng::SplitMix(self.0);
+        let next = g.next_u64();
+        self.0 = g.0;
+        next
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize

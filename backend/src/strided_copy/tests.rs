@@ -19,15 +19,15 @@ fn normalisation_drops_unit_axes_and_merges_contiguous_neighbours() {
     assert_eq!(copy_axes(&[], &[], &[]), Some(vec![]));
 }
 
-/// xorshift64*, deterministic.
+/// The project's one generator (`tfn_ir::rng::SplitMix`), over a bare `u64` state.
 struct Rng(u64);
 
 impl Rng {
     fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as usize % n
+        let mut g = tfn_ir::rng::SplitMix(self.0);
+        let next = g.next_u64();
+        self.0 = g.0;
+        (next >> 32) as usize % n
     }
 }
 

@@ -7,15 +7,15 @@ use ndarray::{ArrayD, IxDyn};
 use tfn_backend::{CompileOptions, CompiledFunction, TensorView};
 use tfn_ir::{DType, Dim, Graph, SymDef, Tensor};
 
-/// xorshift64*: deterministic, dependency-free.
+/// The project's one generator (`tfn_ir::rng::SplitMix`), over a bare `u64` state.
 pub struct Rng(pub u64);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        let mut g = tfn_ir::rng::SplitMix(self.0);
+        let next = g.next_u64();
+        self.0 = g.0;
+        next
     }
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
