@@ -88,7 +88,11 @@ fn math_fn(op: &Op) -> Option<MathFn> {
             | U::Round
             | U::Sign
             | U::Reciprocal
-            | U::LogicalNot => None,
+            | U::LogicalNot
+            | U::IsNan
+            | U::IsInf
+            | U::IsFinite
+            | U::BitwiseNot => None,
         },
         Op::Binary(b) => match b {
             B::Pow => Some(MathFn::Pow),
@@ -105,7 +109,14 @@ fn math_fn(op: &Op) -> Option<MathFn> {
             | B::Gt
             | B::Ge
             | B::LogicalAnd
-            | B::LogicalOr => None,
+            | B::LogicalOr
+            | B::FloorDiv
+            | B::Remainder
+            | B::BitwiseAnd
+            | B::BitwiseOr
+            | B::BitwiseXor
+            | B::ShiftLeft
+            | B::ShiftRight => None,
         },
         // Not elementwise arithmetic.
         _ => None,

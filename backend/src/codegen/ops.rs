@@ -204,15 +204,27 @@ pub(crate) fn emit_unary(
                 let neg = blend(b, lt, minus, same);
                 blend(b, gt, one, neg)
             }
-            // Computed by `math` (see `codegen::math_fn`), or outside the op table.
-            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot => {
-                return not_here(op, d)
+            IsNan => float_cmp(b, FloatCC::Unordered, x, x),
+            IsInf | IsFinite => {
+                let inf = float_const(b, width, d, f64::INFINITY)?;
+                let a = b.ins().fabs(x);
+                let cc = if op == IsInf { FloatCC::Equal } else { FloatCC::LessThan };
+                float_cmp(b, cc, a, inf)
             }
+            // Computed by `math` (see `codegen::math_fn`), or outside the op table.
+            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot
+            | BitwiseNot => return not_here(op, d),
         });
+    }
+    if op.is_predicate() {
+        // Integers and bools are never NaN or infinite.
+        let v = b.ins().iconst(types::I8, (op == IsFinite) as i64);
+        return splat(b, width, DType::Bool, v);
     }
     if d.is_int() {
         return Ok(match op {
             Neg => b.ins().ineg(x),
+            BitwiseNot => b.ins().bnot(x),
             Abs => b.ins().iabs(x),
             Sign => {
                 let zero = int_const(b, width, d, 0)?;
@@ -225,15 +237,17 @@ pub(crate) fn emit_unary(
             }
             // Outside the op table for integers.
             Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
-            | Reciprocal | Log1p | Expm1 | LogicalNot => return not_here(op, d),
+            | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite => {
+                return not_here(op, d)
+            }
         });
     }
     match (op, width) {
-        (LogicalNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
-        (LogicalNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
+        (LogicalNot | BitwiseNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
+        (LogicalNot | BitwiseNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
         (
             Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-            | Round | Sign | Reciprocal | Log1p | Expm1,
+            | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite,
             _,
         ) => not_here(op, d),
     }
@@ -272,8 +286,9 @@ pub(crate) fn emit_binary(
     if d == DType::Bool {
         // Scalars are 0/1 bytes; in vector kernels, lane masks (all ones or all zeros).
         return Ok(match (op, width) {
-            (LogicalAnd, _) => b.ins().band(x, y),
-            (LogicalOr, _) => b.ins().bor(x, y),
+            (LogicalAnd | BitwiseAnd, _) => b.ins().band(x, y),
+            (LogicalOr | BitwiseOr, _) => b.ins().bor(x, y),
+            (BitwiseXor, _) => b.ins().bxor(x, y),
             (Eq, Width::Scalar) => b.ins().icmp(IntCC::Equal, x, y),
             (Ne, Width::Scalar) => b.ins().icmp(IntCC::NotEqual, x, y),
             (Ne, Width::Vector(_)) => b.ins().bxor(x, y),
@@ -282,9 +297,11 @@ pub(crate) fn emit_binary(
                 b.ins().bnot(ne)
             }
             // Outside the op table for bools.
-            (Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge, _) => {
-                return not_here(op, d)
-            }
+            (
+                Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | FloorDiv
+                | Remainder | ShiftLeft | ShiftRight,
+                _,
+            ) => return not_here(op, d),
         });
     }
     if d.is_float() {
@@ -302,7 +319,8 @@ pub(crate) fn emit_binary(
             Maximum => float_max_min(b, true, x, y, y_not_nan),
             Minimum => float_max_min(b, false, x, y, y_not_nan),
             // Computed by `math`, or outside the op table.
-            Pow | LogicalAnd | LogicalOr => return not_here(op, d),
+            Pow | LogicalAnd | LogicalOr | FloorDiv | Remainder | BitwiseAnd | BitwiseOr
+            | BitwiseXor | ShiftLeft | ShiftRight => return not_here(op, d),
         });
     }
     Ok(match op {
@@ -317,8 +335,91 @@ pub(crate) fn emit_binary(
         Mul => b.ins().imul(x, y),
         Maximum => b.ins().smax(x, y),
         Minimum => b.ins().smin(x, y),
+        BitwiseAnd => b.ins().band(x, y),
+        BitwiseOr => b.ins().bor(x, y),
+        BitwiseXor => b.ins().bxor(x, y),
+        // No vector instruction: one lane at a time.
+        FloorDiv | Remainder | ShiftLeft | ShiftRight => {
+            per_lane(b, x, y, |b, x, y| int_lane_op(b, op, d, x, y))?
+        }
         // Outside the op table for integers.
         Div | Pow | LogicalAnd | LogicalOr => return not_here(op, d),
+    })
+}
+
+/// `f` applied to each lane of `x` and `y` (or once, to scalars): for integer ops without a
+/// vector instruction.
+fn per_lane(
+    b: &mut FunctionBuilder,
+    x: Value,
+    y: Value,
+    f: impl Fn(&mut FunctionBuilder, Value, Value) -> Result<Value, CodegenError>,
+) -> Result<Value, CodegenError> {
+    let ty = b.func.dfg.value_type(x);
+    if !ty.is_vector() {
+        return f(b, x, y);
+    }
+    let mut acc = x;
+    for lane in 0..ty.lane_count() as u8 {
+        let xl = b.ins().extractlane(x, lane);
+        let yl = b.ins().extractlane(y, lane);
+        let r = f(b, xl, yl)?;
+        acc = b.ins().insertlane(acc, r, lane);
+    }
+    Ok(acc)
+}
+
+/// Integer `floor_div`, `remainder` and shifts on scalars of dtype `d`, with the op table's
+/// meaning (`ir::interp::scalar`): no input traps. The divisor is replaced by 1 where it is 0
+/// or -1 (`sdiv`/`srem` trap on both `x / 0` and `MIN / -1`); those quotients are then
+/// selected: `x // 0 == x % 0 == 0`, `x // -1 == -x` (wrapping), `x % -1 == 0`.
+fn int_lane_op(
+    b: &mut FunctionBuilder,
+    op: BinaryOp,
+    d: DType,
+    x: Value,
+    y: Value,
+) -> Result<Value, CodegenError> {
+    let ty = scalar_type(d);
+    let bits = ty.bits() as i64;
+    let zero = b.ins().iconst(ty, 0);
+    Ok(match op {
+        BinaryOp::ShiftLeft | BinaryOp::ShiftRight => {
+            // A count outside [0, bits) (negative included, as unsigned) is out of range.
+            let in_range = b.ins().icmp_imm_u(IntCC::UnsignedLessThan, y, bits);
+            let (shifted, out) = if op == BinaryOp::ShiftLeft {
+                (b.ins().ishl(x, y), zero)
+            } else {
+                (b.ins().sshr(x, y), b.ins().sshr_imm_u(x, bits - 1))
+            };
+            b.ins().select(in_range, shifted, out)
+        }
+        BinaryOp::FloorDiv | BinaryOp::Remainder => {
+            let one = b.ins().iconst(ty, 1);
+            let y_zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+            let y_minus = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+            let bad = b.ins().bor(y_zero, y_minus);
+            let ys = b.ins().select(bad, one, y);
+            let r = b.ins().srem(x, ys);
+            // Truncated remainder nonzero with the sign opposite to the divisor's: one less.
+            let r_nonzero = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+            let sign_differs = b.ins().bxor(r, ys);
+            let sign_differs = b.ins().icmp_imm_s(IntCC::SignedLessThan, sign_differs, 0);
+            let adjust = b.ins().band(r_nonzero, sign_differs);
+            if op == BinaryOp::Remainder {
+                let moved = b.ins().iadd(r, ys);
+                // `bad` divisors leave `r == 0`, the right answer for both.
+                b.ins().select(adjust, moved, r)
+            } else {
+                let q = b.ins().sdiv(x, ys);
+                let q_less = b.ins().iadd_imm_s(q, -1);
+                let q = b.ins().select(adjust, q_less, q);
+                let neg = b.ins().ineg(x);
+                let q = b.ins().select(y_minus, neg, q);
+                b.ins().select(y_zero, zero, q)
+            }
+        }
+        _ => return not_here(op, d),
     })
 }
 
