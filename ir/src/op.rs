@@ -114,7 +114,7 @@ impl BinaryOp {
             Div | Pow => DTypeSet::FLOAT,
             Eq | Ne => DTypeSet::ALL,
             LogicalAnd | LogicalOr => DTypeSet::BOOL,
-            FloorDiv | Remainder => DTypeSet::INT,
+            FloorDiv | Remainder => DTypeSet::NUMERIC,
             BitwiseAnd | BitwiseOr | BitwiseXor => DTypeSet::INT_BOOL,
             ShiftLeft | ShiftRight => DTypeSet::INT,
         }

@@ -830,8 +830,9 @@ fn sum_sliced(Tensor x, *, Int dim, Int start = 0, Int end = 9223372036854775807
 def int_ops():
     r = rng(21)
     c = Case("run", "int_ops", "Predicates, Python's `//` and `%` (NumPy's floor_divide/remainder:\n"
-             "zero divisors give 0, MIN // -1 wraps), bitwise ops and shifts (counts outside\n"
-             "[0, bits) shift everything out), with literals and broadcasting.", """
+             "integer zero divisors give 0, MIN // -1 wraps; floats with NaN, inf, signed zeros),\n"
+             "bitwise ops and shifts (counts outside [0, bits) shift everything out), with\n"
+             "literals and broadcasting.", """
 fn div_mod(Tensor x, Tensor y) -> (Tensor, Tensor, Tensor, Tensor) {
     return (floor_div(x, y), x % y, x % 3 - floor_div(x, -4), -7 % y)
 }
@@ -881,6 +882,12 @@ fn never_nan(Tensor x) -> (Tensor, Tensor, Tensor) {
     c.run("bits", "bits_bool", {"x": bools, "y": np.array([True, False])},
           [bools & [True, False], bools | [True, False], bools ^ ~np.array([True, False]), ~bools])
     for dt, name in [(F32, "f32"), (F64, "f64")]:
+        x = np.array([[-5.3], [-1.0], [-0.0], [1.0], [7.5], [np.inf], [np.nan]], dtype=dt)
+        y = np.array([-2.0, -0.1, 0.0, 0.1, 3.0, np.inf], dtype=dt)
+        with np.errstate(all="ignore"):
+            c.run("div_mod", f"div_mod_{name}", {"x": x, "y": y},
+                  [np.floor_divide(x, y), np.remainder(x, y),
+                   np.remainder(x, dt(3)) - np.floor_divide(x, dt(-4)), np.remainder(dt(-7), y)])
         x = np.array([[1.5, np.nan, -np.inf], [np.inf, -0.0, -2.0]], dtype=dt)
         ok = np.isfinite(x)
         c.run("classify", f"classify_{name}", {"x": x},

@@ -25,6 +25,7 @@
 //! output buffer by the first and read back by the second instead of being recomputed.
 
 mod columns;
+mod lane_ops;
 pub(crate) mod ops;
 mod rows;
 

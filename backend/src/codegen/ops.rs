@@ -4,6 +4,7 @@
 //! path (one lane dtype `T` per kernel) a vector of `T` or, for `bool`, a lane mask (all ones
 //! or all zeros) of the same lane width. Scalar `bool`s are `i8` 0/1, as stored in memory.
 
+use super::lane_ops;
 use crate::error::CodegenError;
 use cranelift::codegen::ir::{
     condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, Type, Value,
@@ -25,7 +26,7 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, CodegenError>
 
 /// An (op, dtype) pair the op table rules out, or an op `math` computes, reaching the plain
 /// instruction emitter: a bug in the caller, not a reason to fall back.
-fn not_here<T>(op: impl std::fmt::Display, d: DType) -> Result<T, CodegenError> {
+pub(crate) fn not_here<T>(op: impl std::fmt::Display, d: DType) -> Result<T, CodegenError> {
     Err(CodegenError::Internal(format!("`{op}` on {d} reached the instruction emitter")))
 }
 
@@ -112,7 +113,7 @@ pub(crate) fn scalar_const(b: &mut FunctionBuilder, d: DType, s: Scalar) -> Valu
     }
 }
 
-fn float_const(
+pub(crate) fn float_const(
     b: &mut FunctionBuilder,
     width: Width,
     d: DType,
@@ -318,9 +319,10 @@ pub(crate) fn emit_binary(
             Div => b.ins().fdiv(x, y),
             Maximum => float_max_min(b, true, x, y, y_not_nan),
             Minimum => float_max_min(b, false, x, y, y_not_nan),
+            FloorDiv | Remainder => lane_ops::float_divmod(b, width, op, d, x, y)?,
             // Computed by `math`, or outside the op table.
-            Pow | LogicalAnd | LogicalOr | FloorDiv | Remainder | BitwiseAnd | BitwiseOr
-            | BitwiseXor | ShiftLeft | ShiftRight => return not_here(op, d),
+            Pow | LogicalAnd | LogicalOr | BitwiseAnd | BitwiseOr | BitwiseXor | ShiftLeft
+            | ShiftRight => return not_here(op, d),
         });
     }
     Ok(match op {
@@ -340,86 +342,10 @@ pub(crate) fn emit_binary(
         BitwiseXor => b.ins().bxor(x, y),
         // No vector instruction: one lane at a time.
         FloorDiv | Remainder | ShiftLeft | ShiftRight => {
-            per_lane(b, x, y, |b, x, y| int_lane_op(b, op, d, x, y))?
+            lane_ops::per_lane(b, x, y, |b, x, y| lane_ops::int_op(b, op, d, x, y))?
         }
         // Outside the op table for integers.
         Div | Pow | LogicalAnd | LogicalOr => return not_here(op, d),
-    })
-}
-
-/// `f` applied to each lane of `x` and `y` (or once, to scalars): for integer ops without a
-/// vector instruction.
-fn per_lane(
-    b: &mut FunctionBuilder,
-    x: Value,
-    y: Value,
-    f: impl Fn(&mut FunctionBuilder, Value, Value) -> Result<Value, CodegenError>,
-) -> Result<Value, CodegenError> {
-    let ty = b.func.dfg.value_type(x);
-    if !ty.is_vector() {
-        return f(b, x, y);
-    }
-    let mut acc = x;
-    for lane in 0..ty.lane_count() as u8 {
-        let xl = b.ins().extractlane(x, lane);
-        let yl = b.ins().extractlane(y, lane);
-        let r = f(b, xl, yl)?;
-        acc = b.ins().insertlane(acc, r, lane);
-    }
-    Ok(acc)
-}
-
-/// Integer `floor_div`, `remainder` and shifts on scalars of dtype `d`, with the op table's
-/// meaning (`ir::interp::scalar`): no input traps. The divisor is replaced by 1 where it is 0
-/// or -1 (`sdiv`/`srem` trap on both `x / 0` and `MIN / -1`); those quotients are then
-/// selected: `x // 0 == x % 0 == 0`, `x // -1 == -x` (wrapping), `x % -1 == 0`.
-fn int_lane_op(
-    b: &mut FunctionBuilder,
-    op: BinaryOp,
-    d: DType,
-    x: Value,
-    y: Value,
-) -> Result<Value, CodegenError> {
-    let ty = scalar_type(d);
-    let bits = ty.bits() as i64;
-    let zero = b.ins().iconst(ty, 0);
-    Ok(match op {
-        BinaryOp::ShiftLeft | BinaryOp::ShiftRight => {
-            // A count outside [0, bits) (negative included, as unsigned) is out of range.
-            let in_range = b.ins().icmp_imm_u(IntCC::UnsignedLessThan, y, bits);
-            let (shifted, out) = if op == BinaryOp::ShiftLeft {
-                (b.ins().ishl(x, y), zero)
-            } else {
-                (b.ins().sshr(x, y), b.ins().sshr_imm_u(x, bits - 1))
-            };
-            b.ins().select(in_range, shifted, out)
-        }
-        BinaryOp::FloorDiv | BinaryOp::Remainder => {
-            let one = b.ins().iconst(ty, 1);
-            let y_zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-            let y_minus = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
-            let bad = b.ins().bor(y_zero, y_minus);
-            let ys = b.ins().select(bad, one, y);
-            let r = b.ins().srem(x, ys);
-            // Truncated remainder nonzero with the sign opposite to the divisor's: one less.
-            let r_nonzero = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
-            let sign_differs = b.ins().bxor(r, ys);
-            let sign_differs = b.ins().icmp_imm_s(IntCC::SignedLessThan, sign_differs, 0);
-            let adjust = b.ins().band(r_nonzero, sign_differs);
-            if op == BinaryOp::Remainder {
-                let moved = b.ins().iadd(r, ys);
-                // `bad` divisors leave `r == 0`, the right answer for both.
-                b.ins().select(adjust, moved, r)
-            } else {
-                let q = b.ins().sdiv(x, ys);
-                let q_less = b.ins().iadd_imm_s(q, -1);
-                let q = b.ins().select(adjust, q_less, q);
-                let neg = b.ins().ineg(x);
-                let q = b.ins().select(y_minus, neg, q);
-                b.ins().select(y_zero, zero, q)
-            }
-        }
-        _ => return not_here(op, d),
     })
 }
 

@@ -294,8 +294,10 @@ pub fn float_binary<T: FloatElem>(op: BinaryOp, x: T, y: T) -> Option<T> {
                 y
             }
         }
+        FloorDiv => float_divmod(x, y).0,
+        Remainder => float_divmod(x, y).1,
         Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | BitwiseAnd | BitwiseOr
-        | BitwiseXor | ShiftLeft | ShiftRight | FloorDiv | Remainder => return None,
+        | BitwiseXor | ShiftLeft | ShiftRight => return None,
     })
 }
 

@@ -66,8 +66,7 @@ round_i64 logical_not_i64 logical_and_f32 logical_or_f32 logical_and_f64 logical
 logical_and_i32 logical_or_i32 pow_i32 pow_i32_wraps logical_and_i64 logical_or_i64 pow_i64
 pow_i64_wraps lt_bool le_bool gt_bool ge_bool maximum_bool minimum_bool max_bool min_bool
 argmax_bool
-bitwise_not_f32 bitwise_not_f64 floor_div_f32 floor_div_f64 remainder_f32
-remainder_f64 bitwise_and_f32 bitwise_and_f64 shift_left_f32 shift_left_f64 shift_left_bool
+bitwise_not_f32 bitwise_not_f64 bitwise_and_f32 bitwise_and_f64 shift_left_f32 shift_left_f64 shift_left_bool
 shift_right_bool floor_div_bool remainder_bool""".split())
 
 
@@ -205,11 +204,18 @@ for dt in ["f32", "f64"]:
     x = np.array(special, dtype=DT[dt]).reshape(3, 6)
     for op, f in {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}.items():
         unary_case(f"{op}_{dt}", op, dt, x, f(x), "bool")
-    for op in ["bitwise_not", "floor_div", "remainder", "bitwise_and", "shift_left"]:
+    for op in ["bitwise_not", "bitwise_and", "shift_left"]:
         if op == "bitwise_not":
             unary_case(f"{op}_{dt}", op, dt, x, x)
         else:
             binary_case(f"{op}_{dt}", op, dt, x, x, x)
+    # NumPy's divmod: exact fmod moved to the divisor's sign, signed zeros, x // 0 == x / 0.
+    fa = np.array([-7.5, -5.3, -1.0, -0.0, 0.0, 0.1, 1.0, 5.3, 1e30, math.inf, math.nan, 3e-41],
+                  dtype=DT[dt]).reshape(-1, 1)
+    fb = np.array([-2.0, -0.1, -0.0, 0.0, 0.1, 0.3, 2.5, 1e-30, math.inf, -math.inf, math.nan, 1e-44],
+                  dtype=DT[dt])
+    binary_case(f"floor_div_{dt}", "floor_div", dt, fa, fb, np.floor_divide(fa, fb))
+    binary_case(f"remainder_{dt}", "remainder", dt, fa, fb, np.remainder(fa, fb))
 for dt in ["i32", "i64", "bool"]:
     x = np.array([0, 1, 0, 1], dtype=DT[dt]) if dt == "bool" else \
         np.array([np.iinfo(DT[dt]).min, -7, 0, 5, np.iinfo(DT[dt]).max], dtype=DT[dt])
