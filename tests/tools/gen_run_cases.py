@@ -859,6 +859,13 @@ fn masks(Tensor x, Tensor y) -> (Tensor, Tensor) {
 fn never_nan(Tensor x) -> (Tensor, Tensor, Tensor) {
     return (isnan(x), isinf(x), isfinite(x))
 }
+
+fn attr_mod(Tensor x, *, Int n) -> Tensor {
+    if n % 2 == 1 {
+        return x * (n % 3)
+    }
+    return x * floor_div(n, -4) + 0.5 % 0.375
+}
 """)
     for dt, name in [(I32, "i32"), (I64, "i64")]:
         info, nbits = np.iinfo(dt), np.iinfo(dt).bits
@@ -892,6 +899,9 @@ fn never_nan(Tensor x) -> (Tensor, Tensor, Tensor) {
         ok = np.isfinite(x)
         c.run("classify", f"classify_{name}", {"x": x},
               [np.isnan(x), np.isinf(x), ok, np.where(ok, x, dt(0))])
+    xa = normal(r, [4])
+    c.run("attr_mod", "attr_mod_odd", {"x": xa, "n": -7}, [xa * F32(-7 % 3)])
+    c.run("attr_mod", "attr_mod_even", {"x": xa, "n": 6}, [xa * F32(6 // -4) + F32(0.5 % 0.375)])
     xm, ym = normal(r, [3, 5]), normal(r, [5])
     a, b = xm > 0, ym > xm
     c.run("masks", "masks_f32", {"x": xm, "y": ym}, [a ^ b, ~a & (a | b)])
