@@ -11,8 +11,8 @@ use cranelift::codegen::ir::{Endianness, MemFlagsData};
 use cranelift::frontend::FunctionBuilder;
 use tfn_ir::{BinaryOp, DType};
 
-/// `f` applied to each lane of `x` and `y` (or once, to scalars): for integer ops without a
-/// vector instruction.
+/// `f` applied to each lane of `x` and `y` (or once, to scalars): for the ops without a vector
+/// instruction.
 pub(crate) fn per_lane(
     b: &mut FunctionBuilder,
     x: Value,
@@ -124,7 +124,7 @@ pub(crate) fn float_divmod(
     }
     let less = b.ins().fsub(div, one);
     let div = blend(b, adjust, less, div);
-    // Snap to the nearest integer below (NumPy: floor, plus one past a half).
+    // Snap the quotient to an integer (NumPy: floor, plus one past a half).
     let half = float_const(b, width, d, 0.5)?;
     let floor = b.ins().floor(div);
     let frac = b.ins().fsub(div, floor);
