@@ -34,6 +34,11 @@ pub enum UnaryOp {
     Log1p,
     Expm1,
     LogicalNot,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,6 +58,8 @@ pub enum BinaryOp {
     Ge,
     LogicalAnd,
     LogicalOr,
+    /// `atan2(y, x)`: the angle of the point `(x, y)`, in `[-π, π]`.
+    Atan2,
 }
 
 impl UnaryOp {
@@ -65,6 +72,7 @@ impl UnaryOp {
             Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil | Round
             | Reciprocal | Log1p | Expm1 => DTypeSet::FLOAT,
             LogicalNot => DTypeSet::BOOL,
+            Asin | Acos | Atan | Sinh | Cosh => DTypeSet::FLOAT,
         }
     }
 }
@@ -78,6 +86,7 @@ impl BinaryOp {
             Div | Pow => DTypeSet::FLOAT,
             Eq | Ne => DTypeSet::ALL,
             LogicalAnd | LogicalOr => DTypeSet::BOOL,
+            Atan2 => DTypeSet::FLOAT,
         }
     }
 
@@ -227,6 +236,11 @@ pub fn unary_name(u: UnaryOp) -> &'static str {
         Log1p => "log1p",
         Expm1 => "expm1",
         LogicalNot => "logical_not",
+        Asin => "asin",
+        Acos => "acos",
+        Atan => "atan",
+        Sinh => "sinh",
+        Cosh => "cosh",
     }
 }
 
@@ -248,6 +262,7 @@ pub fn binary_name(b: BinaryOp) -> &'static str {
         Ge => "ge",
         LogicalAnd => "logical_and",
         LogicalOr => "logical_or",
+        Atan2 => "atan2",
     }
 }
 
@@ -261,17 +276,20 @@ pub fn reduce_name(r: ReduceOp) -> &'static str {
     }
 }
 
-pub const ALL_UNARY: [UnaryOp; 19] = {
+pub const ALL_UNARY: [UnaryOp; 24] = {
     use UnaryOp::*;
     [
         Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos, Erf, Floor, Ceil, Round, Sign,
-        Reciprocal, Log1p, Expm1, LogicalNot,
+        Reciprocal, Log1p, Expm1, LogicalNot, Asin, Acos, Atan, Sinh, Cosh,
     ]
 };
 
-pub const ALL_BINARY: [BinaryOp; 15] = {
+pub const ALL_BINARY: [BinaryOp; 16] = {
     use BinaryOp::*;
-    [Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr]
+    [
+        Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
+        Atan2,
+    ]
 };
 
 pub const ALL_REDUCE: [ReduceOp; 5] =

@@ -205,9 +205,8 @@ pub(crate) fn emit_unary(
                 blend(b, gt, one, neg)
             }
             // Computed by `math` (see `codegen::math_fn`), or outside the op table.
-            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot => {
-                return not_here(op, d)
-            }
+            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot | Asin
+            | Acos | Atan | Sinh | Cosh => return not_here(op, d),
         });
     }
     if d.is_int() {
@@ -225,7 +224,9 @@ pub(crate) fn emit_unary(
             }
             // Outside the op table for integers.
             Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
-            | Reciprocal | Log1p | Expm1 | LogicalNot => return not_here(op, d),
+            | Reciprocal | Log1p | Expm1 | LogicalNot | Asin | Acos | Atan | Sinh | Cosh => {
+                return not_here(op, d)
+            }
         });
     }
     match (op, width) {
@@ -233,7 +234,7 @@ pub(crate) fn emit_unary(
         (LogicalNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
         (
             Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-            | Round | Sign | Reciprocal | Log1p | Expm1,
+            | Round | Sign | Reciprocal | Log1p | Expm1 | Asin | Acos | Atan | Sinh | Cosh,
             _,
         ) => not_here(op, d),
     }
@@ -282,7 +283,7 @@ pub(crate) fn emit_binary(
                 b.ins().bnot(ne)
             }
             // Outside the op table for bools.
-            (Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge, _) => {
+            (Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Atan2, _) => {
                 return not_here(op, d)
             }
         });
@@ -302,7 +303,7 @@ pub(crate) fn emit_binary(
             Maximum => float_max_min(b, true, x, y, y_not_nan),
             Minimum => float_max_min(b, false, x, y, y_not_nan),
             // Computed by `math`, or outside the op table.
-            Pow | LogicalAnd | LogicalOr => return not_here(op, d),
+            Pow | LogicalAnd | LogicalOr | Atan2 => return not_here(op, d),
         });
     }
     Ok(match op {
@@ -318,7 +319,7 @@ pub(crate) fn emit_binary(
         Maximum => b.ins().smax(x, y),
         Minimum => b.ins().smin(x, y),
         // Outside the op table for integers.
-        Div | Pow | LogicalAnd | LogicalOr => return not_here(op, d),
+        Div | Pow | LogicalAnd | LogicalOr | Atan2 => return not_here(op, d),
     })
 }
 

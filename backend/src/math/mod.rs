@@ -47,9 +47,11 @@
 // can be checked against their sources; Rust rounds them to the nearest f64 either way.
 #![allow(clippy::excessive_precision)]
 
+mod atan;
 mod consts;
 mod erf;
 mod exp;
+mod hyperbolic;
 mod log;
 mod ops;
 mod pow;
@@ -98,11 +100,23 @@ pub enum MathFn {
     Sqrt,
     /// `1 / x` (a single hardware division).
     Reciprocal,
+    /// Arcsine; NaN outside `[−1, 1]`.
+    Asin,
+    /// Arccosine; NaN outside `[−1, 1]`.
+    Acos,
+    /// Arctangent; `atan(±inf) = ±π/2`.
+    Atan,
+    /// Hyperbolic sine; overflows to `±inf`.
+    Sinh,
+    /// Hyperbolic cosine; overflows to `+inf`.
+    Cosh,
+    /// `atan2(y, x)` with C99 special cases (binary: `args = [y, x]`).
+    Atan2,
 }
 
 impl MathFn {
     /// Every function, in declaration order.
-    pub const ALL: [MathFn; 14] = [
+    pub const ALL: [MathFn; 20] = [
         MathFn::Exp,
         MathFn::ExpNonPositive,
         MathFn::Expm1,
@@ -117,12 +131,18 @@ impl MathFn {
         MathFn::Rsqrt,
         MathFn::Sqrt,
         MathFn::Reciprocal,
+        MathFn::Asin,
+        MathFn::Acos,
+        MathFn::Atan,
+        MathFn::Sinh,
+        MathFn::Cosh,
+        MathFn::Atan2,
     ];
 
     /// Number of arguments `emit` expects.
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow => 2,
+            MathFn::Pow | MathFn::Atan2 => 2,
             _ => 1,
         }
     }
@@ -144,6 +164,12 @@ impl MathFn {
             MathFn::Rsqrt => "rsqrt",
             MathFn::Sqrt => "sqrt",
             MathFn::Reciprocal => "reciprocal",
+            MathFn::Asin => "asin",
+            MathFn::Acos => "acos",
+            MathFn::Atan => "atan",
+            MathFn::Sinh => "sinh",
+            MathFn::Cosh => "cosh",
+            MathFn::Atan2 => "atan2",
         }
     }
 }
@@ -205,5 +231,11 @@ pub fn emit(
         MathFn::Rsqrt => rsqrt::rsqrt(cx, x),
         MathFn::Sqrt => cx.sqrt(x),
         MathFn::Reciprocal => rsqrt::reciprocal(cx, x),
+        MathFn::Asin => atan::asin(cx, x),
+        MathFn::Acos => atan::acos(cx, x),
+        MathFn::Atan => atan::atan(cx, x),
+        MathFn::Sinh => hyperbolic::sinh(cx, x),
+        MathFn::Cosh => hyperbolic::cosh(cx, x),
+        MathFn::Atan2 => atan::atan2(cx, x, rest.first().copied().unwrap_or(x)),
     })
 }

@@ -27,14 +27,16 @@ macro_rules! per_variant {
 macro_rules! per_unary {
     ($op:expr, $o:ident => $body:expr) => {
         per_variant!($op, UnaryOp, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos,
-            Erf, Floor, Ceil, Round, Sign, Reciprocal, Log1p, Expm1, LogicalNot], $o => $body)
+            Erf, Floor, Ceil, Round, Sign, Reciprocal, Log1p, Expm1, LogicalNot,
+            Asin, Acos, Atan, Sinh, Cosh], $o => $body)
     };
 }
 
 macro_rules! per_binary {
     ($op:expr, $o:ident => $body:expr) => {
         per_variant!($op, BinaryOp, [Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le,
-            Gt, Ge, LogicalAnd, LogicalOr], $o => $body)
+            Gt, Ge, LogicalAnd, LogicalOr,
+            Atan2], $o => $body)
     };
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Floats: `f32` math uses libm's single-precision functions, `f64` libm; `maximum`/`minimum`
 //! propagate NaN (the first NaN operand); `sign` of ±0 is +0 and of NaN is NaN; `round` is
-//! half to even; `sigmoid` is evaluated in the form that does not overflow. Integers wrap;
+//! half to even; `sigmoid` is evaluated in the form that does not overflow; `atan2(y, x)` is
+//! libm's (quadrants and signed zeros as C's `atan2`). Integers wrap;
 //! `sign` is `signum`.
 //! by squaring (negative exponents give `0` except for bases `±1`). Casts follow Rust's `as`.
 //!
@@ -37,11 +38,18 @@ pub trait FloatElem: Copy + PartialOrd + std::ops::Neg<Output = Self> {
     fn log1p(self) -> Self;
     fn expm1(self) -> Self;
     fn pow(self, y: Self) -> Self;
+    fn asin(self) -> Self;
+    fn acos(self) -> Self;
+    fn atan(self) -> Self;
+    fn sinh(self) -> Self;
+    fn cosh(self) -> Self;
+    fn atan2(self, x: Self) -> Self;
 }
 
 macro_rules! float_elem {
     ($t:ty, $exp:path, $log:path, $tanh:path, $sin:path, $cos:path, $erf:path, $log1p:path,
-     $expm1:path, $pow:path) => {
+     $expm1:path, $pow:path, $asin:path, $acos:path, $atan:path, $sinh:path, $cosh:path,
+     $atan2:path) => {
         impl FloatElem for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -121,6 +129,30 @@ macro_rules! float_elem {
             fn pow(self, y: $t) -> $t {
                 $pow(self, y)
             }
+            #[inline(always)]
+            fn asin(self) -> $t {
+                $asin(self)
+            }
+            #[inline(always)]
+            fn acos(self) -> $t {
+                $acos(self)
+            }
+            #[inline(always)]
+            fn atan(self) -> $t {
+                $atan(self)
+            }
+            #[inline(always)]
+            fn sinh(self) -> $t {
+                $sinh(self)
+            }
+            #[inline(always)]
+            fn cosh(self) -> $t {
+                $cosh(self)
+            }
+            #[inline(always)]
+            fn atan2(self, x: $t) -> $t {
+                $atan2(self, x)
+            }
         }
     };
 }
@@ -135,7 +167,13 @@ float_elem!(
     libm::erff,
     libm::log1pf,
     libm::expm1f,
-    libm::powf
+    libm::powf,
+    libm::asinf,
+    libm::acosf,
+    libm::atanf,
+    libm::sinhf,
+    libm::coshf,
+    libm::atan2f
 );
 float_elem!(
     f64,
@@ -147,7 +185,13 @@ float_elem!(
     libm::erf,
     libm::log1p,
     libm::expm1,
-    libm::pow
+    libm::pow,
+    libm::asin,
+    libm::acos,
+    libm::atan,
+    libm::sinh,
+    libm::cosh,
+    libm::atan2
 );
 
 /// A unary op on a float; `None` for `logical_not`.
@@ -191,6 +235,11 @@ pub fn float_unary<T: FloatElem>(op: UnaryOp, x: T) -> Option<T> {
         Log1p => x.log1p(),
         Expm1 => x.expm1(),
         LogicalNot => return None,
+        Asin => x.asin(),
+        Acos => x.acos(),
+        Atan => x.atan(),
+        Sinh => x.sinh(),
+        Cosh => x.cosh(),
     })
 }
 
@@ -219,6 +268,7 @@ pub fn float_binary<T: FloatElem>(op: BinaryOp, x: T, y: T) -> Option<T> {
             }
         }
         Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr => return None,
+        Atan2 => x.atan2(y),
     })
 }
 
@@ -280,6 +330,7 @@ pub fn int_unary<T: IntElem>(op: UnaryOp, x: T) -> Option<T> {
         Sign => Some(x.signum()),
         Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
         | Reciprocal | Log1p | Expm1 | LogicalNot => None,
+        Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
 
@@ -295,6 +346,7 @@ pub fn int_binary<T: IntElem>(op: BinaryOp, x: T, y: T) -> Option<T> {
         Maximum => x.max(y),
         Minimum => x.min(y),
         Div | Pow | Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr => return None,
+        Atan2 => return None,
     })
 }
 
@@ -310,6 +362,7 @@ pub fn compare<T: PartialOrd>(op: BinaryOp, x: T, y: T) -> Option<bool> {
         Gt => x > y,
         Ge => x >= y,
         Add | Sub | Mul | Div | Pow | Maximum | Minimum | LogicalAnd | LogicalOr => return None,
+        Atan2 => return None,
     })
 }
 
@@ -322,6 +375,7 @@ pub fn bool_binary(op: BinaryOp, x: bool, y: bool) -> Option<bool> {
         LogicalOr => Some(x | y),
         Eq | Ne => compare(op, x, y),
         Lt | Le | Gt | Ge | Maximum | Minimum | Add | Sub | Mul | Div | Pow => None,
+        Atan2 => None,
     }
 }
 

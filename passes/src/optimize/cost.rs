@@ -31,6 +31,7 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
         Neg | Abs | Floor | Ceil | Round | Sign | LogicalNot => 1.0,
         Sqrt | Rsqrt | Reciprocal => 4.0,
         Exp | Log | Tanh | Sigmoid | Sin | Cos | Erf | Log1p | Expm1 => 16.0,
+        Asin | Acos | Atan | Sinh | Cosh => 16.0,
     }
 }
 
@@ -39,6 +40,7 @@ pub fn binary_weight(b: BinaryOp) -> f64 {
     match b {
         BinaryOp::Div => 4.0,
         BinaryOp::Pow => 24.0,
+        BinaryOp::Atan2 => 24.0,
         _ => 1.0,
     }
 }
