@@ -831,7 +831,8 @@ def trig():
     r = rng(21)
     c = Case("run", "trig", "asin acos atan sinh cosh atan2 (spec section 7), f32 and f64: random\n"
              "inputs, domain edges (NaN outside [-1, 1], +-inf, signed zeros, overflow), atan2's\n"
-             "quadrants with broadcasting, keyword arguments by the declared names, and a fused chain.", """
+             "quadrants with broadcasting, keyword arguments by the declared names, a fused chain,\n"
+             "and literal-only calls evaluated at compile time.", """
 fn inverse(Tensor x) -> (Tensor, Tensor, Tensor) {
     return (asin(x), acos(x), atan(x))
 }
@@ -850,6 +851,11 @@ fn angle_by_name(Tensor a, Tensor b) -> Tensor {
 
 fn chain(Tensor x, Tensor y) -> Tensor {
     return cosh(x) * cosh(x) - sinh(x) * sinh(x) + atan2(sinh(y), cosh(x)) * atan(y) + acos(tanh(x))
+}
+
+fn literal_angles(Tensor x) -> Tensor {
+    let k = atan2(1.0, -1.0) + asin(1.0) - cosh(0)
+    return x * k + atan2(x, 2.0)
 }
 """)
     edges = [-1.0, 1.0, -0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 0.5, -0.99, 1e-6, 3.0, -30.0]
@@ -886,6 +892,8 @@ fn chain(Tensor x, Tensor y) -> Tensor {
         out = (np.cosh(xd) ** 2 - np.sinh(xd) ** 2 + np.arctan2(np.sinh(yd), np.cosh(xd)) * np.arctan(yd)
                + np.arccos(np.tanh(xd)))
         c.run("chain", f"chain_{name}", {"x": x, "y": y}, [cast(out, dt)])
+        k = np.arctan2(1.0, -1.0) + np.arcsin(1.0) - np.cosh(0.0)
+        c.run("literal_angles", f"literal_angles_{name}", {"x": x}, [cast(f64(x) * k + np.arctan2(f64(x), 2.0), dt)])
     return c
 
 

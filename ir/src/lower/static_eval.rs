@@ -35,6 +35,7 @@ pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
             | "and"
             | "or"
             | "not"
+            | "atan2"
     ) || float_math(name).is_some();
     known && matches!(overload, None | Some("scalar"))
 }
