@@ -64,7 +64,7 @@ fn write_f32(path: &Path, shape: &[usize], values: Vec<f32>) {
 /// A `.npy` header (version 1.0, padded to 64 bytes) followed by `data`.
 fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut dict = dict.to_string();
-    while (10 + dict.len() + 1) % 64 != 0 {
+    while !(10 + dict.len() + 1).is_multiple_of(64) {
         dict.push(' ');
     }
     dict.push('\n');

@@ -763,7 +763,7 @@ fn atan2_pairs(n: usize, is_f32: bool) -> (Vec<f64>, Vec<f64>) {
             2 => 2.414_213_562_373_095 * (1.0 + rng.uniform(-1e-6, 1e-6)),
             _ => rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 80) as i32 - 40),
         };
-        let sign = if rng.next() % 2 == 0 { 1.0 } else { -1.0 };
+        let sign = if rng.next().is_multiple_of(2) { 1.0 } else { -1.0 };
         ys.push(sign * x * ratio);
         xs.push(x);
         let bits = rng.next();

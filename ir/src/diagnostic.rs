@@ -243,6 +243,17 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap) -> String {
     out
 }
 
+/// Writes one line to standard error for the library's opt-in logs (`TFN_LOG_COMPILES`,
+/// `TFN_DUMP_CLIF`, ...), ignoring write errors: unlike `eprintln!`, a closed or full stderr
+/// never panics the caller.
+#[macro_export]
+macro_rules! tfn_log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,15 +309,4 @@ mod tests {
         assert!(out.contains("error[E0202]"), "{out}");
         assert!(out.ends_with("error: aborting due to 1 error; 200 warnings emitted\n"), "{out}");
     }
-}
-
-/// Writes one line to standard error for the library's opt-in logs (`TFN_LOG_COMPILES`,
-/// `TFN_DUMP_CLIF`, ...), ignoring write errors: unlike `eprintln!`, a closed or full stderr
-/// never panics the caller.
-#[macro_export]
-macro_rules! tfn_log {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
 }
