@@ -1,4 +1,4 @@
-//! Seeded random op graphs — random broadcast shapes of rank 2 or 3, dtypes, elementwise
+//! Property test (proptest, with shrinking) over random op graphs — random broadcast shapes of rank 2 or 3, dtypes, elementwise
 //! chains, reductions over any non-empty set of axes (row and column reductions, mixed axes)
 //! with and without `keepdim`, casts — fused, JIT-compiled and compared with the interpreter. Tolerance `rtol = atol = 1e-4`: chains of transcendentals (each within a
 //! few ULP) and f32 reduction sums (the interpreter accumulates in f64) compound differences.
@@ -6,6 +6,8 @@
 mod common;
 
 use common::{check_against_interp, random_inputs, Rng, Tol};
+use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use tfn_ir::{
     BinaryOp, DType, Dim, Graph, GraphParam, Op, ReduceOp, Scalar, Shape, Sym, SymDef, TensorType,
     UnaryOp, ValueId,
@@ -37,7 +39,10 @@ fn compatible(a: &Shape, b: &Shape) -> bool {
         .all(|(x, y)| x == y || *x == Dim::Const(1) || *y == Dim::Const(1))
 }
 
-fn random_graph(rng: &mut Rng, dtype: DType, rank: usize) -> Graph {
+/// A random graph of `ops` operations (after its parameters). Every choice comes from `rng`
+/// in order, so the graph of `ops - 1` operations is the same graph minus its last operation:
+/// shrinking `ops` shrinks a failing graph to its shortest failing prefix.
+fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
     let shapes: Vec<Shape> = if rank == 3 {
         vec![
             Shape(vec![S0, S1, S2]),
@@ -83,7 +88,7 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize) -> Graph {
         })
         .collect();
     let floats = dtype.is_float();
-    for _ in 0..3 + rng.below(8) {
+    for _ in 0..ops {
         let pick =
             |rng: &mut Rng, pool: &[ValueId]| pool[pool.len() - 1 - rng.below(pool.len().min(4))];
         let x = pick(rng, &pool);
@@ -196,32 +201,58 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize) -> Graph {
     g
 }
 
-#[test]
-fn random_graphs_match_the_interpreter() {
+const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
+
+/// Builds the graph of one case and checks it on several sizes, 1 or 2 threads.
+fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), String> {
     let tol = Tol { rtol: 1e-4, atol: 1e-4 };
-    let mut failures = Vec::new();
-    for seed in 1..=160u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let dtype = [DType::F32, DType::F64, DType::I32, DType::I64][rng.below(4)];
-        let rank = if seed > 100 { 3 } else { 2 };
-        let graph = random_graph(&mut rng, dtype, rank);
-        let size_sets: &[&[usize]] =
-            if rank == 3 { &[&[1], &[2, 5, 19], &[3, 1, 37]] } else { &[&[1], &[5, 9], &[3, 37]] };
-        for sizes in size_sets {
-            let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
-            let checked = check_against_interp(&graph, &inputs, tol, 1 + (seed as usize % 2))
-                .and_then(|f| match f.interpreted_kernels().as_slice() {
-                    [] => Ok(()),
-                    slow => Err(format!("kernels run by the interpreter: {slow:?}")),
-                });
-            if let Err(e) = checked {
-                failures.push(format!(
-                    "seed {seed} sizes {sizes:?}: {e}\n{}",
-                    tfn_ir::text::print_graph(&graph)
-                ));
-                break;
-            }
+    let mut rng = Rng(seed);
+    let graph = random_graph(&mut rng, dtype, rank, ops);
+    let size_sets: &[&[usize]] =
+        if rank == 3 { &[&[1], &[2, 5, 19], &[3, 1, 37]] } else { &[&[1], &[5, 9], &[3, 37]] };
+    for sizes in size_sets {
+        let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
+        let checked = check_against_interp(&graph, &inputs, tol, 1 + (seed as usize % 2)).and_then(
+            |f| match f.interpreted_kernels().as_slice() {
+                [] => Ok(()),
+                slow => Err(format!("kernels run by the interpreter: {slow:?}")),
+            },
+        );
+        checked
+            .map_err(|e| format!("sizes {sizes:?}: {e}\n{}", tfn_ir::text::print_graph(&graph)))?;
+    }
+    Ok(())
+}
+
+/// 160 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
+/// `PROPTEST_RNG_SEED` explore further. A failure shrinks to the fewest operations.
+fn config() -> ProptestConfig {
+    let default = ProptestConfig::default();
+    let rng_seed = match default.rng_seed {
+        RngSeed::Random => RngSeed::Fixed(0x9E37_79B9),
+        seed => seed,
+    };
+    ProptestConfig {
+        cases: if std::env::var_os("PROPTEST_CASES").is_some() { default.cases } else { 160 },
+        max_shrink_iters: 200,
+        failure_persistence: None,
+        rng_seed,
+        ..default
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn random_graphs_match_the_interpreter(
+        seed in any::<u64>(),
+        dtype in 0..DTYPES.len(),
+        rank in 2usize..=3,
+        ops in 1usize..=10,
+    ) {
+        if let Err(e) = check_case(seed, DTYPES[dtype], rank, ops) {
+            return Err(TestCaseError::fail(format!("seed {seed} ops {ops}: {e}")));
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

@@ -54,7 +54,9 @@ fn pratt() -> PrattParser<Rule> {
             | Op::infix(Rule::gt, Assoc::Left)
             | Op::infix(Rule::ge, Assoc::Left))
         .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
-        .op(Op::infix(Rule::mul, Assoc::Left) | Op::infix(Rule::div, Assoc::Left))
+        .op(Op::infix(Rule::mul, Assoc::Left)
+            | Op::infix(Rule::div, Assoc::Left)
+            | Op::infix(Rule::rem, Assoc::Left))
         .op(Op::prefix(Rule::neg))
         .op(Op::infix(Rule::pow, Assoc::Right))
 }
@@ -455,6 +457,7 @@ impl Builder {
                     Rule::sub => BinOp::Sub,
                     Rule::mul => BinOp::Mul,
                     Rule::div => BinOp::Div,
+                    Rule::rem => BinOp::Rem,
                     Rule::pow => BinOp::Pow,
                     Rule::eq => BinOp::Eq,
                     Rule::ne => BinOp::Ne,

@@ -92,7 +92,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         param => "a parameter",
         formula => "a gradient formula",
         expr | neg | int | float | bool_lit | list | paren | call | pat_var => EXPRESSION,
-        pow | mul | div | add | sub | eq | ne | le | ge | lt | gt => "an operator",
+        pow | mul | div | rem | add | sub | eq | ne | le | ge | lt | gt => "an operator",
         EOI => "end of file",
         _ => return None,
     })

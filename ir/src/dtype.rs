@@ -76,6 +76,8 @@ impl DTypeSet {
     /// Integers and floats.
     pub const NUMERIC: DTypeSet = DTypeSet(DTypeSet::FLOAT.0 | DTypeSet::INT.0);
     pub const ALL: DTypeSet = DTypeSet::of(&DType::ALL);
+    /// Integers and bool: the bitwise ops.
+    pub const INT_BOOL: DTypeSet = DTypeSet::of(&[DType::Bool, DType::I32, DType::I64]);
 
     pub const fn of(dtypes: &[DType]) -> DTypeSet {
         let mut bits = 0u8;

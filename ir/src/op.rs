@@ -34,6 +34,13 @@ pub enum UnaryOp {
     Log1p,
     Expm1,
     LogicalNot,
+    /// `isnan`, `isinf`, `isfinite`: predicates, `bool` results. NumPy semantics on every dtype:
+    /// an integer or bool is never NaN or infinite.
+    IsNan,
+    IsInf,
+    IsFinite,
+    /// Bitwise complement (`~x`); on `bool`, logical not.
+    BitwiseNot,
     Asin,
     Acos,
     Atan,
@@ -58,6 +65,19 @@ pub enum BinaryOp {
     Ge,
     LogicalAnd,
     LogicalOr,
+    /// Python `//` (NumPy `floor_divide`): the floor of the quotient. Integers: `x // 0 == 0`
+    /// (NumPy's value, without its warning), `MIN // -1 == MIN` (wraps).
+    FloorDiv,
+    /// Python `%` (NumPy `remainder`): the sign of the divisor, `x - floor_div(x, y) * y`.
+    /// Integers: `x % 0 == 0`.
+    Remainder,
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// `x << y`; a count outside `[0, bits)` gives 0 (NumPy).
+    ShiftLeft,
+    /// Arithmetic `x >> y`; a count outside `[0, bits)` gives the sign fill, 0 or -1 (NumPy).
+    ShiftRight,
     /// `atan2(y, x)`: the angle of the point `(x, y)`, in `[-π, π]`.
     Atan2,
 }
@@ -73,6 +93,22 @@ impl UnaryOp {
             | Reciprocal | Log1p | Expm1 => DTypeSet::FLOAT,
             LogicalNot => DTypeSet::BOOL,
             Asin | Acos | Atan | Sinh | Cosh => DTypeSet::FLOAT,
+            IsNan | IsInf | IsFinite => DTypeSet::ALL,
+            BitwiseNot => DTypeSet::INT_BOOL,
+        }
+    }
+
+    /// Predicates produce `bool` whatever their operand's dtype.
+    pub fn is_predicate(self) -> bool {
+        matches!(self, UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite)
+    }
+
+    /// The result dtype for an operand of dtype `x` (in the op table).
+    pub fn result_dtype(self, x: DType) -> DType {
+        if self.is_predicate() {
+            DType::Bool
+        } else {
+            x
         }
     }
 }
@@ -87,6 +123,18 @@ impl BinaryOp {
             Eq | Ne => DTypeSet::ALL,
             LogicalAnd | LogicalOr => DTypeSet::BOOL,
             Atan2 => DTypeSet::FLOAT,
+            FloorDiv | Remainder => DTypeSet::NUMERIC,
+            BitwiseAnd | BitwiseOr | BitwiseXor => DTypeSet::INT_BOOL,
+            ShiftLeft | ShiftRight => DTypeSet::INT,
+        }
+    }
+
+    /// The result dtype for operands of dtype `x` (in the op table).
+    pub fn result_dtype(self, x: DType) -> DType {
+        if self.is_comparison() {
+            DType::Bool
+        } else {
+            x
         }
     }
 
@@ -236,6 +284,10 @@ pub fn unary_name(u: UnaryOp) -> &'static str {
         Log1p => "log1p",
         Expm1 => "expm1",
         LogicalNot => "logical_not",
+        IsNan => "isnan",
+        IsInf => "isinf",
+        IsFinite => "isfinite",
+        BitwiseNot => "bitwise_not",
         Asin => "asin",
         Acos => "acos",
         Atan => "atan",
@@ -262,6 +314,13 @@ pub fn binary_name(b: BinaryOp) -> &'static str {
         Ge => "ge",
         LogicalAnd => "logical_and",
         LogicalOr => "logical_or",
+        FloorDiv => "floor_div",
+        Remainder => "remainder",
+        BitwiseAnd => "bitwise_and",
+        BitwiseOr => "bitwise_or",
+        BitwiseXor => "bitwise_xor",
+        ShiftLeft => "shift_left",
+        ShiftRight => "shift_right",
         Atan2 => "atan2",
     }
 }
@@ -276,19 +335,22 @@ pub fn reduce_name(r: ReduceOp) -> &'static str {
     }
 }
 
-pub const ALL_UNARY: [UnaryOp; 24] = {
+pub const ALL_UNARY: [UnaryOp; 28] = {
     use UnaryOp::*;
     [
         Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos, Erf, Floor, Ceil, Round, Sign,
-        Reciprocal, Log1p, Expm1, LogicalNot, Asin, Acos, Atan, Sinh, Cosh,
+        Reciprocal, Log1p, Expm1, LogicalNot, // Predicates and bitwise.
+        IsNan, IsInf, IsFinite, BitwiseNot, // Inverse trigonometric and hyperbolic.
+        Asin, Acos, Atan, Sinh, Cosh,
     ]
 };
 
-pub const ALL_BINARY: [BinaryOp; 16] = {
+pub const ALL_BINARY: [BinaryOp; 23] = {
     use BinaryOp::*;
     [
         Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
-        Atan2,
+        // Integer division and bitwise.
+        FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight, Atan2,
     ]
 };
 

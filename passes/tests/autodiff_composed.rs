@@ -7,48 +7,10 @@ use autodiff_common::{check, fd_error, library, run, second_order, spec, Arg, Rn
 use ndarray::{ArrayD, IxDyn};
 use tfn_passes::autodiff::vjp;
 
-const SOURCE: &str = r#"
-fn relu(Tensor x) -> Tensor {
-    return maximum(x, 0.0)
-}
-
-fn gelu(Tensor x) -> Tensor {
-    let inner = 0.7978845608 * (x + 0.044715 * x * x * x)
-    return 0.5 * x * (1.0 + tanh(inner))
-}
-
-fn linear(Tensor x, Tensor w, Tensor b, *, Bool activate = false) -> Tensor {
-    let y = matmul(x, w) + b
-    if activate {
-        return relu(y)
-    }
-    return y
-}
-
-fn softmax(Tensor x, *, Int dim = -1) -> Tensor {
-    let e = exp(x - max(x, dims=[dim], keepdim=true))
-    return e / sum(e, dims=[dim], keepdim=true)
-}
-
-fn layer_norm(Tensor x, Tensor gamma, Tensor beta, *, Float eps = 1e-5) -> Tensor {
-    let mu = mean(x, dims=[-1], keepdim=true)
-    let xc = x - mu
-    let var = mean(xc * xc, dims=[-1], keepdim=true)
-    return xc * rsqrt(var + eps) * gamma + beta
-}
-
-fn moments(Tensor x, *, Int[] dims) -> (Tensor, Tensor) {
-    let mu = mean(x, dims=dims, keepdim=true)
-    let d = x - mu
-    return (mu, mean(d * d, dims=dims, keepdim=true))
-}
-
-fn mlp(Tensor x, Tensor w1, Tensor b1, Tensor w2, Tensor b2) -> Tensor {
-    let h = gelu(linear(x, w1, b1))
-    let (m, v) = moments(h, dims=[-1])
-    return linear((h - m) * rsqrt(v + 1e-5), w2, b2)
-}
-
+/// The spec's composed functions (the one copy, `examples/nn.tfn`) and a few more.
+const SOURCE: &str = concat!(
+    include_str!("../../examples/nn.tfn"),
+    r#"
 fn softmax_loss(Tensor x) -> Tensor {
     return sum(softmax(x) * softmax(x, dim=0))
 }
@@ -101,7 +63,8 @@ fn moved_cube(Tensor x, Tensor y) -> Tensor {
     let s = slice(x, dim=0, start=1, step=2) * slice(x, dim=0, start=-1, step=-2)
     return concat([s * s, y * y * y], dim=0)
 }
-"#;
+"#
+);
 
 fn tensors(rng: &mut Rng, shapes: &[&[usize]]) -> Vec<Arg> {
     shapes.iter().map(|s| Arg::Tensor(rng.array(s, -1.5, 1.5))).collect()

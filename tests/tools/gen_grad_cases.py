@@ -387,6 +387,30 @@ fn reversed(Tensor x) -> Tensor {
     return c
 
 
+def division_grads():
+    r = rng(23)
+    c = Case("grad", "division_grads", "`remainder` (and `%`): `grad` for x, `-grad * floor_div(x, y)` for y;\n"
+             "`floor_div`: zero. Operands away from the jumps at integer quotients.", """
+fn f_rem(Tensor x, Tensor y) -> Tensor { return x % y }
+fn f_rem_scalar(Tensor x) -> Tensor { return remainder(x, 0.75) * x }
+fn f_floor_div(Tensor x, Tensor y) -> Tensor { return floor_div(x, y) * y + x }
+""")
+    x = uniform(r, [3, 4], -6, 6, F64)
+    y = np.array([-1.7, -0.9, 1.3, 2.2], dtype=F64)
+    q = np.floor_divide(x, y)
+    # keep every quotient well inside its integer interval (no jump within finite differences)
+    frac = x / y - q
+    x = np.where((frac < 0.1) | (frac > 0.9), (q + 0.5) * y, x)
+    q = np.floor_divide(x, y)
+    g = normal(r, [3, 4], F64)
+    c.vjp("f_rem", "rem", {"x": x, "y": y}, [g], [g, (-g * q).sum(0)])
+    x32, y32, g32 = x.astype(F32), y.astype(F32), g.astype(F32)
+    c.vjp("f_rem", "rem_f32", {"x": x32, "y": y32}, [g32],
+          [g32, cast((-f64(g32) * np.floor_divide(x32, y32)).sum(0), F32)])
+    c.vjp("f_rem_scalar", "rem_scalar", {"x": x}, [g], [g * x + g * np.remainder(x, 0.75)])
+    c.vjp("f_floor_div", "floor_div", {"x": x, "y": y}, [g], [g, (g * q).sum(0)])
+    return c
+
 def trig_grads():
     r = rng(23)
     c = Case("grad", "trig_grads", "Gradients of asin acos atan sinh cosh atan2 (their prelude `grad`\n"
@@ -447,4 +471,4 @@ if __name__ == "__main__":
     ref.self_check()  # the hand-derived gradients agree with finite differences
     write_all([spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
                shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads(),
-               view_grads(), trig_grads()], "gen_grad_cases.py")
+               view_grads(), division_grads(), trig_grads()], "gen_grad_cases.py")

@@ -827,6 +827,87 @@ fn sum_sliced(Tensor x, *, Int dim, Int start = 0, Int end = 9223372036854775807
     return c
 
 
+def int_ops():
+    r = rng(21)
+    c = Case("run", "int_ops", "Predicates, Python's `//` and `%` (NumPy's floor_divide/remainder:\n"
+             "integer zero divisors give 0, MIN // -1 wraps; floats with NaN, inf, signed zeros),\n"
+             "bitwise ops and shifts (counts outside [0, bits) shift everything out), with\n"
+             "literals and broadcasting.", """
+fn div_mod(Tensor x, Tensor y) -> (Tensor, Tensor, Tensor, Tensor) {
+    return (floor_div(x, y), x % y, x % 3 - floor_div(x, -4), -7 % y)
+}
+
+fn bits(Tensor x, Tensor y) -> (Tensor, Tensor, Tensor, Tensor) {
+    return (bitwise_and(x, y), bitwise_or(x, y), bitwise_xor(x, bitwise_not(y)), bitwise_not(x))
+}
+
+fn shifts(Tensor x, Tensor n) -> (Tensor, Tensor, Tensor) {
+    return (shift_left(x, n), shift_right(x, n), shift_right(x, 2) + shift_left(x, 1))
+}
+
+fn classify(Tensor x) -> (Tensor, Tensor, Tensor, Tensor) {
+    let ok = isfinite(x)
+    return (isnan(x), isinf(x), ok, where(ok, x, 0.0))
+}
+
+fn masks(Tensor x, Tensor y) -> (Tensor, Tensor) {
+    let a = x > 0.0
+    let b = y > x
+    return (bitwise_xor(a, b), bitwise_and(bitwise_not(a), bitwise_or(a, b)))
+}
+
+fn never_nan(Tensor x) -> (Tensor, Tensor, Tensor) {
+    return (isnan(x), isinf(x), isfinite(x))
+}
+
+fn attr_mod(Tensor x, *, Int n) -> Tensor {
+    if n % 2 == 1 {
+        return x * (n % 3)
+    }
+    return x * floor_div(n, -4) + 0.5 % 0.375
+}
+""")
+    for dt, name in [(I32, "i32"), (I64, "i64")]:
+        info, nbits = np.iinfo(dt), np.iinfo(dt).bits
+        x = np.array([[info.min], [-7], [-1], [0], [5], [info.max]], dtype=dt)
+        y = np.array([-3, -1, 0, 2, 7], dtype=dt)
+        with np.errstate(all="ignore"):
+            c.run("div_mod", f"div_mod_{name}", {"x": x, "y": y},
+                  [np.floor_divide(x, y), np.remainder(x, y),
+                   (np.remainder(x, dt(3)) - np.floor_divide(x, dt(-4))).astype(dt),
+                   np.remainder(dt(-7), y)])
+        a, b = r.integers(-100, 100, [3, 4]).astype(dt), r.integers(-100, 100, [4]).astype(dt)
+        c.run("bits", f"bits_{name}", {"x": a, "y": b},
+              [a & b, a | b, a ^ ~b, ~a])
+        n = np.array([-1, 0, 1, nbits - 1, nbits, nbits + 3], dtype=dt)
+        v = np.array([[info.min], [-5], [3], [info.max]], dtype=dt)
+        c.run("shifts", f"shifts_{name}", {"x": v, "n": n},
+              [np.left_shift(v, n), np.right_shift(v, n),
+               (np.right_shift(v, dt(2)) + np.left_shift(v, dt(1))).astype(dt)])
+        c.run("never_nan", f"never_nan_{name}", {"x": a}, [np.isnan(a), np.isinf(a), np.isfinite(a)])
+    bools = np.array([[True, False], [False, False]])
+    c.run("bits", "bits_bool", {"x": bools, "y": np.array([True, False])},
+          [bools & [True, False], bools | [True, False], bools ^ ~np.array([True, False]), ~bools])
+    for dt, name in [(F32, "f32"), (F64, "f64")]:
+        x = np.array([[-5.3], [-1.0], [-0.0], [1.0], [7.5], [np.inf], [np.nan]], dtype=dt)
+        y = np.array([-2.0, -0.1, 0.0, 0.1, 3.0, np.inf], dtype=dt)
+        with np.errstate(all="ignore"):
+            c.run("div_mod", f"div_mod_{name}", {"x": x, "y": y},
+                  [np.floor_divide(x, y), np.remainder(x, y),
+                   np.remainder(x, dt(3)) - np.floor_divide(x, dt(-4)), np.remainder(dt(-7), y)])
+        x = np.array([[1.5, np.nan, -np.inf], [np.inf, -0.0, -2.0]], dtype=dt)
+        ok = np.isfinite(x)
+        c.run("classify", f"classify_{name}", {"x": x},
+              [np.isnan(x), np.isinf(x), ok, np.where(ok, x, dt(0))])
+    xa = normal(r, [4])
+    c.run("attr_mod", "attr_mod_odd", {"x": xa, "n": -7}, [xa * F32(-7 % 3)])
+    c.run("attr_mod", "attr_mod_even", {"x": xa, "n": 6}, [xa * F32(6 // -4) + F32(0.5 % 0.375)])
+    xm, ym = normal(r, [3, 5]), normal(r, [5])
+    a, b = xm > 0, ym > xm
+    c.run("masks", "masks_f32", {"x": xm, "y": ym}, [a ^ b, ~a & (a | b)])
+    return c
+
+
 def trig():
     r = rng(21)
     c = Case("run", "trig", "asin acos atan sinh cosh atan2 (spec section 7), f32 and f64: random\n"
@@ -899,4 +980,5 @@ fn literal_angles(Tensor x) -> Tensor {
 
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
-               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), trig()], "gen_run_cases.py")
+               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), int_ops(),
+               trig()], "gen_run_cases.py")

@@ -25,6 +25,7 @@
 //! output buffer by the first and read back by the second instead of being recomputed.
 
 mod columns;
+mod lane_ops;
 pub(crate) mod ops;
 mod rows;
 
@@ -93,7 +94,11 @@ fn math_fn(op: &Op) -> Option<MathFn> {
             | U::Round
             | U::Sign
             | U::Reciprocal
-            | U::LogicalNot => None,
+            | U::LogicalNot
+            | U::IsNan
+            | U::IsInf
+            | U::IsFinite
+            | U::BitwiseNot => None,
         },
         Op::Binary(b) => match b {
             B::Pow => Some(MathFn::Pow),
@@ -111,7 +116,14 @@ fn math_fn(op: &Op) -> Option<MathFn> {
             | B::Gt
             | B::Ge
             | B::LogicalAnd
-            | B::LogicalOr => None,
+            | B::LogicalOr
+            | B::FloorDiv
+            | B::Remainder
+            | B::BitwiseAnd
+            | B::BitwiseOr
+            | B::BitwiseXor
+            | B::ShiftLeft
+            | B::ShiftRight => None,
         },
         // Not elementwise arithmetic.
         _ => None,

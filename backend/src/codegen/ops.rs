@@ -4,6 +4,7 @@
 //! path (one lane dtype `T` per kernel) a vector of `T` or, for `bool`, a lane mask (all ones
 //! or all zeros) of the same lane width. Scalar `bool`s are `i8` 0/1, as stored in memory.
 
+use super::lane_ops;
 use crate::error::CodegenError;
 use cranelift::codegen::ir::{
     condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, Type, Value,
@@ -25,7 +26,7 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, CodegenError>
 
 /// An (op, dtype) pair the op table rules out, or an op `math` computes, reaching the plain
 /// instruction emitter: a bug in the caller, not a reason to fall back.
-fn not_here<T>(op: impl std::fmt::Display, d: DType) -> Result<T, CodegenError> {
+pub(crate) fn not_here<T>(op: impl std::fmt::Display, d: DType) -> Result<T, CodegenError> {
     Err(CodegenError::Internal(format!("`{op}` on {d} reached the instruction emitter")))
 }
 
@@ -112,7 +113,7 @@ pub(crate) fn scalar_const(b: &mut FunctionBuilder, d: DType, s: Scalar) -> Valu
     }
 }
 
-fn float_const(
+pub(crate) fn float_const(
     b: &mut FunctionBuilder,
     width: Width,
     d: DType,
@@ -204,14 +205,27 @@ pub(crate) fn emit_unary(
                 let neg = blend(b, lt, minus, same);
                 blend(b, gt, one, neg)
             }
+            IsNan => float_cmp(b, FloatCC::Unordered, x, x),
+            IsInf | IsFinite => {
+                let inf = float_const(b, width, d, f64::INFINITY)?;
+                let a = b.ins().fabs(x);
+                let cc = if op == IsInf { FloatCC::Equal } else { FloatCC::LessThan };
+                float_cmp(b, cc, a, inf)
+            }
             // Computed by `math` (see `codegen::math_fn`), or outside the op table.
-            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot | Asin
-            | Acos | Atan | Sinh | Cosh => return not_here(op, d),
+            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot
+            | BitwiseNot | Asin | Acos | Atan | Sinh | Cosh => return not_here(op, d),
         });
+    }
+    if op.is_predicate() {
+        // Integers and bools are never NaN or infinite.
+        let v = b.ins().iconst(types::I8, (op == IsFinite) as i64);
+        return splat(b, width, DType::Bool, v);
     }
     if d.is_int() {
         return Ok(match op {
             Neg => b.ins().ineg(x),
+            BitwiseNot => b.ins().bnot(x),
             Abs => b.ins().iabs(x),
             Sign => {
                 let zero = int_const(b, width, d, 0)?;
@@ -224,17 +238,17 @@ pub(crate) fn emit_unary(
             }
             // Outside the op table for integers.
             Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
-            | Reciprocal | Log1p | Expm1 | LogicalNot | Asin | Acos | Atan | Sinh | Cosh => {
-                return not_here(op, d)
-            }
+            | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite | Asin | Acos
+            | Atan | Sinh | Cosh => return not_here(op, d),
         });
     }
     match (op, width) {
-        (LogicalNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
-        (LogicalNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
+        (LogicalNot | BitwiseNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
+        (LogicalNot | BitwiseNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
         (
             Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-            | Round | Sign | Reciprocal | Log1p | Expm1 | Asin | Acos | Atan | Sinh | Cosh,
+            | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite | Asin | Acos
+            | Atan | Sinh | Cosh,
             _,
         ) => not_here(op, d),
     }
@@ -273,8 +287,9 @@ pub(crate) fn emit_binary(
     if d == DType::Bool {
         // Scalars are 0/1 bytes; in vector kernels, lane masks (all ones or all zeros).
         return Ok(match (op, width) {
-            (LogicalAnd, _) => b.ins().band(x, y),
-            (LogicalOr, _) => b.ins().bor(x, y),
+            (LogicalAnd | BitwiseAnd, _) => b.ins().band(x, y),
+            (LogicalOr | BitwiseOr, _) => b.ins().bor(x, y),
+            (BitwiseXor, _) => b.ins().bxor(x, y),
             (Eq, Width::Scalar) => b.ins().icmp(IntCC::Equal, x, y),
             (Ne, Width::Scalar) => b.ins().icmp(IntCC::NotEqual, x, y),
             (Ne, Width::Vector(_)) => b.ins().bxor(x, y),
@@ -283,9 +298,11 @@ pub(crate) fn emit_binary(
                 b.ins().bnot(ne)
             }
             // Outside the op table for bools.
-            (Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Atan2, _) => {
-                return not_here(op, d)
-            }
+            (
+                Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | FloorDiv
+                | Remainder | ShiftLeft | ShiftRight | Atan2,
+                _,
+            ) => return not_here(op, d),
         });
     }
     if d.is_float() {
@@ -302,8 +319,10 @@ pub(crate) fn emit_binary(
             Div => b.ins().fdiv(x, y),
             Maximum => float_max_min(b, true, x, y, y_not_nan),
             Minimum => float_max_min(b, false, x, y, y_not_nan),
+            FloorDiv | Remainder => lane_ops::float_divmod(b, width, op, d, x, y)?,
             // Computed by `math`, or outside the op table.
-            Pow | LogicalAnd | LogicalOr | Atan2 => return not_here(op, d),
+            Pow | LogicalAnd | LogicalOr | BitwiseAnd | BitwiseOr | BitwiseXor | ShiftLeft
+            | ShiftRight | Atan2 => return not_here(op, d),
         });
     }
     Ok(match op {
@@ -318,6 +337,13 @@ pub(crate) fn emit_binary(
         Mul => b.ins().imul(x, y),
         Maximum => b.ins().smax(x, y),
         Minimum => b.ins().smin(x, y),
+        BitwiseAnd => b.ins().band(x, y),
+        BitwiseOr => b.ins().bor(x, y),
+        BitwiseXor => b.ins().bxor(x, y),
+        // No vector instruction: one lane at a time.
+        FloorDiv | Remainder | ShiftLeft | ShiftRight => {
+            lane_ops::per_lane(b, x, y, |b, x, y| lane_ops::int_op(b, op, d, x, y))?
+        }
         // Outside the op table for integers.
         Div | Pow | LogicalAnd | LogicalOr | Atan2 => return not_here(op, d),
     })

@@ -177,16 +177,16 @@ impl Walker<'_> {
             // `sqrt(4.0)`, `exp(0)`: literal-only math is a float literal.
             (n, [t]) if numeric(t) && tfn_ir::lower::static_float_math(n).is_some() => Float,
             ("atan2", [l, r]) if numeric(l) && numeric(r) => Float,
-            ("add" | "sub" | "mul" | "div" | "pow" | "maximum" | "minimum", [l, r])
-                if numeric(l) && numeric(r) =>
-            {
-                match (l, r, name) {
-                    (Int, Int, "div") => Float,
-                    (Int, Int, _) => Int,
-                    (Float, _, _) | (_, Float, _) => Float,
-                    _ => Scalar,
-                }
-            }
+            (
+                "add" | "sub" | "mul" | "div" | "pow" | "maximum" | "minimum" | "floor_div"
+                | "remainder",
+                [l, r],
+            ) if numeric(l) && numeric(r) => match (l, r, name) {
+                (Int, Int, "div") => Float,
+                (Int, Int, _) => Int,
+                (Float, _, _) | (_, Float, _) => Float,
+                _ => Scalar,
+            },
             (_, [_] | [_, _]) => {
                 let types: Vec<String> = args.iter().map(|t| format!("`{t}`")).collect();
                 self.diags.push(

@@ -28,7 +28,7 @@ macro_rules! per_unary {
     ($op:expr, $o:ident => $body:expr) => {
         per_variant!($op, UnaryOp, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos,
             Erf, Floor, Ceil, Round, Sign, Reciprocal, Log1p, Expm1, LogicalNot,
-            Asin, Acos, Atan, Sinh, Cosh], $o => $body)
+            IsNan, IsInf, IsFinite, BitwiseNot, Asin, Acos, Atan, Sinh, Cosh], $o => $body)
     };
 }
 
@@ -36,7 +36,8 @@ macro_rules! per_binary {
     ($op:expr, $o:ident => $body:expr) => {
         per_variant!($op, BinaryOp, [Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le,
             Gt, Ge, LogicalAnd, LogicalOr,
-            Atan2], $o => $body)
+            FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight, Atan2],
+            $o => $body)
     };
 }
 
@@ -47,12 +48,23 @@ pub(crate) fn unary(op: UnaryOp, t: &Tensor) -> OpResult {
     }
     // Past the table check every `scalar` call below is `Some` (a test in `scalar` checks
     // the table and the scalar definitions agree), so `unwrap_or` never picks its default.
+    // Predicates give `bool` whatever the operand; integers and bools are never NaN or inf.
+    let never = scalar::predicate(op, false, false).unwrap_or(false);
     Ok(per_unary!(op, OP => match t {
+        Tensor::F32(a) if OP.is_predicate() => {
+            Tensor::Bool(a.mapv(|x| scalar::float_predicate(OP, x).unwrap_or(false)))
+        }
+        Tensor::F64(a) if OP.is_predicate() => {
+            Tensor::Bool(a.mapv(|x| scalar::float_predicate(OP, x).unwrap_or(false)))
+        }
+        Tensor::I32(a) if OP.is_predicate() => Tensor::Bool(a.mapv(|_| never)),
+        Tensor::I64(a) if OP.is_predicate() => Tensor::Bool(a.mapv(|_| never)),
+        Tensor::Bool(a) if OP.is_predicate() => Tensor::Bool(a.mapv(|_| never)),
         Tensor::F32(a) => Tensor::F32(a.mapv(|x| scalar::float_unary(OP, x).unwrap_or(x))),
         Tensor::F64(a) => Tensor::F64(a.mapv(|x| scalar::float_unary(OP, x).unwrap_or(x))),
         Tensor::I32(a) => Tensor::I32(a.mapv(|x| scalar::int_unary(OP, x).unwrap_or(x))),
         Tensor::I64(a) => Tensor::I64(a.mapv(|x| scalar::int_unary(OP, x).unwrap_or(x))),
-        Tensor::Bool(a) => Tensor::Bool(a.mapv(|x| !x)),
+        Tensor::Bool(a) => Tensor::Bool(a.mapv(|x| scalar::bool_unary(OP, x).unwrap_or(x))),
     }))
 }
 

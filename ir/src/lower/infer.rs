@@ -120,7 +120,7 @@ pub fn infer(
     match op {
         Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::Reshape | Op::BroadcastTo => Ok(None),
         Op::Extern { .. } => Ok(None),
-        Op::Unary(_) => same(inputs[0].dtype, inputs[0].shape.clone()),
+        Op::Unary(u) => same(u.result_dtype(inputs[0].dtype), inputs[0].shape.clone()),
         Op::Binary(b) => {
             let (x, y) = (inputs[0], inputs[1]);
             if x.dtype != y.dtype {
@@ -128,7 +128,7 @@ pub fn infer(
             }
             let shape = broadcast_shapes(&x.shape, &y.shape)
                 .ok_or_else(|| format!("cannot broadcast {} with {}", x.shape, y.shape))?;
-            same(if b.is_comparison() { DType::Bool } else { x.dtype }, shape)
+            same(b.result_dtype(x.dtype), shape)
         }
         Op::Where => {
             let (c, x, y) = (inputs[0], inputs[1], inputs[2]);

@@ -6,7 +6,7 @@
 //! becomes a float, and `div` is true division like Python's `/`.
 
 use crate::attr::Attr;
-use crate::interp::scalar::float_unary;
+use crate::interp::scalar::{float_divmod, float_unary, IntElem};
 use crate::op::{BinaryOp, UnaryOp, ALL_UNARY};
 
 /// Whether a call of `name` (with optional overload) on attributes is evaluated statically.
@@ -18,6 +18,8 @@ pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
             | "mul"
             | "div"
             | "pow"
+            | "floor_div"
+            | "remainder"
             | "neg"
             | "abs"
             | "sign"
@@ -115,6 +117,12 @@ fn binary(name: &str, x: &Attr, y: &Attr) -> Result<Attr, String> {
             "sub" => int(a.checked_sub(b)),
             "mul" => int(a.checked_mul(b)),
             "pow" if b >= 0 => int(u32::try_from(b).ok().and_then(|e| a.checked_pow(e))),
+            // Python's `//` and `%`; a zero divisor is an error at compile time.
+            "floor_div" | "remainder" if b == 0 => {
+                Err(format!("integer division by zero in `{name}`"))
+            }
+            "floor_div" => int(a.checked_div(b).map(|_| IntElem::floor_div(a, b))),
+            "remainder" => Ok(Attr::Int(IntElem::remainder(a, b))),
             "maximum" => Ok(Attr::Int(a.max(b))),
             "minimum" => Ok(Attr::Int(a.min(b))),
             "lt" => Ok(Attr::Bool(a < b)),
@@ -137,6 +145,8 @@ fn float_binary(name: &str, a: f64, b: f64) -> Option<Attr> {
         "mul" => Attr::Float(a * b),
         "div" => Attr::Float(a / b),
         "pow" => Attr::Float(a.powf(b)),
+        "floor_div" => Attr::Float(float_divmod(a, b).0),
+        "remainder" => Attr::Float(float_divmod(a, b).1),
         "maximum" => Attr::Float(a.max(b)),
         "minimum" => Attr::Float(a.min(b)),
         "lt" => Attr::Bool(a < b),
@@ -171,6 +181,11 @@ mod tests {
             ("ne", &[I(2), F(2.0)], Ok(B(false))),
             ("logical_not", &[B(true)], Ok(B(false))),
             ("logical_and", &[B(true), B(false)], Ok(B(false))),
+            ("remainder", &[I(-7), I(2)], Ok(I(1))),
+            ("floor_div", &[I(-7), I(2)], Ok(I(-4))),
+            ("remainder", &[F(-1.0), I(3)], Ok(F(2.0))),
+            ("floor_div", &[I(1), I(0)], Err("integer division by zero in `floor_div`")),
+            ("floor_div", &[I(i64::MIN), I(-1)], Err("integer overflow in `floor_div`")),
             ("neg", &[I(i64::MIN)], Err("integer overflow in `neg`")),
             ("add", &[B(true), I(1)], Err("`add` cannot be applied to Bool `true` and Int `1`")),
             ("eq", &[B(true), I(1)], Err("`eq` cannot be applied to Bool `true` and Int `1`")),

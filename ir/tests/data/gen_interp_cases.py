@@ -65,7 +65,9 @@ logical_not_f32 logical_not_f64 floor_i32 ceil_i32 round_i32 logical_not_i32 flo
 round_i64 logical_not_i64 logical_and_f32 logical_or_f32 logical_and_f64 logical_or_f64
 logical_and_i32 logical_or_i32 pow_i32 pow_i32_wraps logical_and_i64 logical_or_i64 pow_i64
 pow_i64_wraps lt_bool le_bool gt_bool ge_bool maximum_bool minimum_bool max_bool min_bool
-argmax_bool""".split())
+argmax_bool
+bitwise_not_f32 bitwise_not_f64 bitwise_and_f32 bitwise_and_f64 shift_left_f32 shift_left_f64 shift_left_bool
+shift_right_bool floor_div_bool remainder_bool""".split())
 
 
 def case(name, g, outs, inputs, expected=None, error=None):
@@ -196,6 +198,49 @@ for op, f in {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_e
               "gt": np.greater, "ge": np.greater_equal, "logical_and": np.logical_and,
               "logical_or": np.logical_or, "maximum": np.maximum, "minimum": np.minimum}.items():
     binary_case(f"{op}_bool", op, "bool", ba, bbv, f(ba, bbv))
+
+# ---------------------------------------------------------------- predicates, division, bitwise
+for dt in ["f32", "f64"]:
+    x = np.array(special, dtype=DT[dt]).reshape(3, 6)
+    for op, f in {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}.items():
+        unary_case(f"{op}_{dt}", op, dt, x, f(x), "bool")
+    for op in ["bitwise_not", "bitwise_and", "shift_left"]:
+        if op == "bitwise_not":
+            unary_case(f"{op}_{dt}", op, dt, x, x)
+        else:
+            binary_case(f"{op}_{dt}", op, dt, x, x, x)
+    # NumPy's divmod: exact fmod moved to the divisor's sign, signed zeros, x // 0 == x / 0.
+    fa = np.array([-7.5, -5.3, -1.0, -0.0, 0.0, 0.1, 1.0, 5.3, 1e30, math.inf, math.nan, 3e-41],
+                  dtype=DT[dt]).reshape(-1, 1)
+    fb = np.array([-2.0, -0.1, -0.0, 0.0, 0.1, 0.3, 2.5, 1e-30, math.inf, -math.inf, math.nan, 1e-44],
+                  dtype=DT[dt])
+    binary_case(f"floor_div_{dt}", "floor_div", dt, fa, fb, np.floor_divide(fa, fb))
+    binary_case(f"remainder_{dt}", "remainder", dt, fa, fb, np.remainder(fa, fb))
+for dt in ["i32", "i64", "bool"]:
+    x = np.array([0, 1, 0, 1], dtype=DT[dt]) if dt == "bool" else \
+        np.array([np.iinfo(DT[dt]).min, -7, 0, 5, np.iinfo(DT[dt]).max], dtype=DT[dt])
+    for op, f in {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}.items():
+        unary_case(f"{op}_{dt}", op, dt, x, f(x), "bool")
+    unary_case(f"bitwise_not_{dt}", "bitwise_not", dt, x, np.invert(x))
+    a = x.reshape(-1, 1)
+    for op, f in {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+                  "bitwise_xor": np.bitwise_xor}.items():
+        binary_case(f"{op}_{dt}", op, dt, a, x, f(a, x))
+for dt in ["i32", "i64"]:
+    info, bits = np.iinfo(DT[dt]), np.iinfo(DT[dt]).bits
+    # Python's // and %; NumPy gives 0 for a zero divisor and wraps MIN // -1.
+    a = np.array([[info.min], [-7], [-1], [0], [6], [7], [info.max]], dtype=DT[dt])
+    d = np.array([-3, -2, -1, 0, 1, 2, 3, info.min, info.max], dtype=DT[dt])
+    binary_case(f"floor_div_{dt}", "floor_div", dt, a, d, np.floor_divide(a, d))
+    binary_case(f"remainder_{dt}", "remainder", dt, a, d, np.remainder(a, d))
+    # Counts outside [0, bits), negative included, shift everything out (NumPy).
+    v = np.array([[info.min], [-8], [-1], [1], [5], [info.max]], dtype=DT[dt])
+    c = np.array([-65, -1, 0, 1, 3, bits - 2, bits - 1, bits, bits + 1, 100], dtype=DT[dt])
+    binary_case(f"shift_left_{dt}", "shift_left", dt, v, c, np.left_shift(v, c))
+    binary_case(f"shift_right_{dt}", "shift_right", dt, v, c, np.right_shift(v, c))
+bb2 = np.array([True, False])
+for op in ["shift_left", "shift_right", "floor_div", "remainder"]:
+    binary_case(f"{op}_bool", op, "bool", bb2, bb2, bb2)
 
 # ---------------------------------------------------------------- where
 for dt in DT:

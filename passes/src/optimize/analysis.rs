@@ -141,7 +141,7 @@ fn fold<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassData)
     let dtype_of = |id: Id| data(id).ty.as_ref().map(|t| t.dtype);
     match node {
         Const([_, v]) | Full([_, v, _]) => literal_scalar(data(*v).attr.as_ref()?, ty.dtype),
-        Unary(u, [x]) => fold_unary(*u, ty.dtype, c(*x)?),
+        Unary(u, [x]) => fold_unary(*u, dtype_of(*x)?, c(*x)?),
         Binary(b, [x, y]) => fold_binary(*b, dtype_of(*x)?, c(*x)?, c(*y)?),
         Where([cond, a, b]) => match c(*cond)? {
             Scalar::Bool(true) => c(*a),

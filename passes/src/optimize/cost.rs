@@ -29,6 +29,7 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
     use UnaryOp::*;
     match u {
         Neg | Abs | Floor | Ceil | Round | Sign | LogicalNot => 1.0,
+        IsNan | IsInf | IsFinite | BitwiseNot => 1.0,
         Sqrt | Rsqrt | Reciprocal => 4.0,
         Exp | Log | Tanh | Sigmoid | Sin | Cos | Erf | Log1p | Expm1 => 16.0,
         Asin | Acos | Atan | Sinh | Cosh => 16.0,
@@ -40,6 +41,8 @@ pub fn binary_weight(b: BinaryOp) -> f64 {
     match b {
         BinaryOp::Div => 4.0,
         BinaryOp::Pow => 24.0,
+        // Integer division has no vector instruction; floats take `fmod`'s loop.
+        BinaryOp::FloorDiv | BinaryOp::Remainder => 8.0,
         BinaryOp::Atan2 => 24.0,
         _ => 1.0,
     }

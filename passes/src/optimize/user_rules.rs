@@ -217,6 +217,7 @@ impl TemplateApplier {
                 let (cond_dtype, operand) = match op {
                     CallOp::Where => (Some(DType::Bool), operand_dtype(true).or(dtype)),
                     CallOp::Binary(b) if b.is_comparison() => (None, operand_dtype(false)),
+                    CallOp::Unary(u) if u.is_predicate() => (None, operand_dtype(false)),
                     CallOp::Cast(_) => (None, operand_dtype(false)),
                     _ => (None, operand_dtype(false).or(dtype)),
                 };

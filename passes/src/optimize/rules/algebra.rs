@@ -33,6 +33,7 @@ pub const IDENTITIES: &[RuleDef] = &[
     rule("max-idempotent",  "(maximum (maximum ?x ?y) ?y)",  P("(maximum ?x ?y)"), &[],                                  &["(maximum (maximum ?x ?y) ?y)"]),
     rule("min-idempotent",  "(minimum (minimum ?x ?y) ?y)",  P("(minimum ?x ?y)"), &[],                                  &["(minimum (minimum ?x ?y) ?y)"]),
     rule("not-not",         "(logical_not (logical_not ?b))", P("?b"),           &[],                                    &["(logical_not (logical_not (lt ?x ?y)))"]),
+    rule("bitwise-not-not", "(bitwise_not (bitwise_not ?x))", P("?x"),           &[],                                    &["(bitwise_not (bitwise_not ?x))"]),
     rule("where-true",      "(where ?c ?a ?b)",              P("?a"),            &[ConstEq("?c", 1.0)],                  &["(where (const bool true) ?x ?y)"]),
     rule("where-false",     "(where ?c ?a ?b)",              P("?b"),            &[ConstEq("?c", 0.0)],                  &["(where (full bool false (shape 2 3)) ?x ?y)"]),
     rule("where-same",      "(where ?c ?a ?a)",              P("?a"),            &[],                                    &["(where (lt ?y ?x) ?x ?x)"]),
