@@ -13,6 +13,9 @@
 //!   for `f64` also every special against every special, `(x, y)` pairs spread over the whole
 //!   result range (overflow, denormals, `x` near 1 against huge `y`) within 1 ULP of libm, and
 //!   exactly representable powers (`pow(2, 3) = 8`) bit-exact.
+//! - `atan2`: every special against every special (C99 quadrants, signed zeros, infinities),
+//!   ratios near the reduction's boundaries in all quadrants and random bit pairs, `f32` against
+//!   the correctly rounded result and `f64` against libm, both within 4 ULP.
 //!
 //! Set `TFN_MATH_STRIDE=1` for the exhaustive `f32` run (all 2³² inputs per function and
 //! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the

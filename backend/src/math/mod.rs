@@ -18,8 +18,9 @@
 //!
 //! Accuracy, max ULP error measured by `tests/math_accuracy.rs`. `f32`: against the correctly
 //! rounded result on **all 2³² inputs** (`TFN_MATH_STRIDE=1`; without `fma` every 5th bit pattern
-//! except sin/cos/tanh, also exhaustive); `f64`: against libm on ~400K samples per function
-//! (random bits, per-binade, regime boundaries), with and without `fma` (max of both below).
+//! except sin/cos/tanh and asin…cosh, also exhaustive; `atan2` on pairs); `f64`: against libm on
+//! ~400K samples per function (random bits, per-binade, regime boundaries), with and without
+//! `fma` (max of both below).
 //!
 //! | fn      | f32 (fma) | f32 (no fma) | f64 | notes |
 //! |---------|-----------|--------------|-----|-------|
@@ -34,6 +35,11 @@
 //! | sin/cos | 2 | 2 | 2 | NaN beyond [`sin_cos_reduction_limit`] |
 //! | pow     | 1 | 1 | 0 | `f32` on a grid; `f64` (fdlibm, `math/pow_f64.rs`) against libm on ~5.5M pairs, exact powers exact |
 //! | rsqrt   | 1 | 1 | 0 | sqrt and reciprocal: 0 |
+//! | asin/acos | 3 | 3 | 3 | `atan2(x, √((1−x)(1+x)))`, NaN outside `[−1, 1]` |
+//! | atan    | 2 | 2 | 2 | one division after a two-interval reduction, fdlibm/musl polynomials |
+//! | atan2   | 2 | 2 | 2 | on ~0.9M pairs per dtype: specials × specials, ratios near the reduction's boundaries, random bits |
+//! | sinh    | 2 | 2 | 3 | one `exp` reduction shared by `expm1` (small) and `eˣ/2` (large) |
+//! | cosh    | 2 | 1 | 2 | same reduction; `1 + t²/(2(t+1))` below ln2/2 |
 //!
 //! NaN, infinity and signed-zero results match libm everywhere (checked by the same tests).
 //! Algorithms: Cody–Waite range reduction plus minimax/Taylor polynomials (Cephes, fdlibm, or
@@ -41,7 +47,8 @@
 //!
 //! Code map: `ops` type-generic helpers · `consts` hoisted constants and ISA features ·
 //! `exp` exp, expm1 · `log` log, log1p · `tanh` tanh, sigmoid · `erf` erf ·
-//! `trig` sin, cos · `pow` pow (`pow_f64` its `f64` form) · `rsqrt` sqrt, rsqrt, reciprocal.
+//! `trig` sin, cos · `pow` pow (`pow_f64` its `f64` form) · `rsqrt` sqrt, rsqrt, reciprocal ·
+//! `atan` atan, atan2, asin, acos · `hyperbolic` sinh, cosh.
 
 // Coefficients are quoted digit for digit from Cephes/fdlibm (or the fit's output) so that they
 // can be checked against their sources; Rust rounds them to the nearest f64 either way.
