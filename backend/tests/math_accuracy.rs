@@ -13,6 +13,9 @@
 //!   for `f64` also every special against every special, `(x, y)` pairs spread over the whole
 //!   result range (overflow, denormals, `x` near 1 against huge `y`) within 1 ULP of libm, and
 //!   exactly representable powers (`pow(2, 3) = 8`) bit-exact.
+//! - `atan2`: every special against every special (C99 quadrants, signed zeros, infinities),
+//!   ratios near the reduction's boundaries in all quadrants and random bit pairs, `f32` against
+//!   the correctly rounded result and `f64` against libm, both within 4 ULP.
 //!
 //! Set `TFN_MATH_STRIDE=1` for the exhaustive `f32` run (all 2³² inputs per function and
 //! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the
@@ -197,7 +200,12 @@ fn reference(f: MathFn, x: f64) -> f64 {
         MathFn::Rsqrt => 1.0 / libm::sqrt(x),
         MathFn::Sqrt => libm::sqrt(x),
         MathFn::Reciprocal => 1.0 / x,
-        MathFn::Pow => f64::NAN,
+        MathFn::Asin => libm::asin(x),
+        MathFn::Acos => libm::acos(x),
+        MathFn::Atan => libm::atan(x),
+        MathFn::Sinh => libm::sinh(x),
+        MathFn::Cosh => libm::cosh(x),
+        MathFn::Pow | MathFn::Atan2 => f64::NAN,
     }
 }
 
@@ -237,7 +245,7 @@ impl Worst {
     }
 }
 
-const UNARY: [MathFn; 13] = [
+const UNARY: [MathFn; 18] = [
     MathFn::Exp,
     MathFn::ExpNonPositive,
     MathFn::Expm1,
@@ -251,6 +259,11 @@ const UNARY: [MathFn; 13] = [
     MathFn::Rsqrt,
     MathFn::Sqrt,
     MathFn::Reciprocal,
+    MathFn::Asin,
+    MathFn::Acos,
+    MathFn::Atan,
+    MathFn::Sinh,
+    MathFn::Cosh,
 ];
 
 fn special_f32() -> Vec<f32> {
@@ -278,6 +291,10 @@ fn special_f32() -> Vec<f32> {
         0.84375,
         3.92,
         4.0,
+        0.414_213_57,
+        2.414_213_7,
+        89.415_98,
+        0.999_999_94,
     ];
     v.extend(v.clone().iter().map(|x| -x));
     v
@@ -469,6 +486,27 @@ fn f64_specials(f: MathFn) -> Vec<f64> {
             v.extend((0..40).map(|k| 2f64.powi(k) * std::f64::consts::PI));
         }
         MathFn::Rsqrt | MathFn::Sqrt | MathFn::Reciprocal => v.extend([4.0, 0.25, 1e300, 1e-310]),
+        MathFn::Asin | MathFn::Acos => {
+            v.extend([std::f64::consts::FRAC_1_SQRT_2, 0.999_999, 1e-8, 0.75, 0.25]);
+            v.extend((1..40).map(|k| 1.0 - f64::from(k) * f64::EPSILON / 2.0));
+        }
+        MathFn::Atan | MathFn::Atan2 => {
+            v.extend([0.414_213_562_373_095_03, 2.414_213_562_373_095, 0.4375, 2f64.powi(60)]);
+            v.extend([1e300, 1e20, 3.0, 1e-300]);
+        }
+        MathFn::Sinh | MathFn::Cosh => v.extend([
+            0.5 * LN_2,
+            22.0,
+            88.72,
+            89.41,
+            89.415_986_5,
+            89.5,
+            709.78,
+            710.475_860_073_943_9,
+            710.476,
+            710.6,
+            1e-8,
+        ]),
         MathFn::Pow => {}
     }
     v
@@ -501,6 +539,8 @@ fn f64_functions_are_within_4_ulp_of_libm() {
             let kernel = jit.kernel(f, types::F64, features);
             let range = match f {
                 MathFn::Exp | MathFn::ExpNonPositive | MathFn::Expm1 | MathFn::Sigmoid => 750.0,
+                MathFn::Sinh | MathFn::Cosh => 750.0,
+                MathFn::Asin | MathFn::Acos => 1.0,
                 MathFn::Sin | MathFn::Cos => 1e5,
                 _ => 20.0,
             };
@@ -697,6 +737,102 @@ fn pow_matches_c99_and_is_accurate() {
         eprintln!("pow/f64{suffix} exact powers: {} checked", exact.len());
         if !inexact.is_empty() {
             failures.push(format!("pow/f64{suffix}: inexact powers {inexact:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// `(y, x)` pairs for `atan2`: every special against every special, `y/x` ratios near the
+/// reduction's boundaries (`tan(π/8)`, 1, `tan(3π/8)`) in all four quadrants, and operands
+/// spread over the whole exponent range (ratios that overflow or underflow included).
+fn atan2_pairs(n: usize, is_f32: bool) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = Rng(0xa7a2);
+    let mut specials = f64_inputs(Some(MathFn::Atan2), 10.0, 0);
+    if is_f32 {
+        specials.extend(special_f32().into_iter().map(f64::from));
+    }
+    let (mut ys, mut xs) = (Vec::new(), Vec::new());
+    for &y in &specials {
+        for &x in &specials {
+            ys.push(y);
+            xs.push(x);
+        }
+    }
+    for i in 0..n {
+        let x = rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 120) as i32 - 60);
+        let ratio = match i % 4 {
+            0 => 0.414_213_562_373_095_03 * (1.0 + rng.uniform(-1e-6, 1e-6)),
+            1 => 1.0 + rng.uniform(-1e-6, 1e-6),
+            2 => 2.414_213_562_373_095 * (1.0 + rng.uniform(-1e-6, 1e-6)),
+            _ => rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 80) as i32 - 40),
+        };
+        let sign = if rng.next().is_multiple_of(2) { 1.0 } else { -1.0 };
+        ys.push(sign * x * ratio);
+        xs.push(x);
+        let bits = rng.next();
+        if is_f32 {
+            ys.push(f64::from(f32::from_bits(bits as u32)));
+            xs.push(f64::from(f32::from_bits((bits >> 32) as u32)));
+        } else {
+            ys.push(f64::from_bits(bits));
+            xs.push(f64::from_bits(rng.next()));
+        }
+    }
+    if is_f32 {
+        for v in ys.iter_mut().chain(xs.iter_mut()) {
+            *v = f64::from(*v as f32);
+        }
+    }
+    (ys, xs)
+}
+
+#[test]
+fn atan2_matches_c99_and_is_accurate() {
+    let mut jit = Jit::new();
+    let mut failures = Vec::new();
+    for features in variants(jit.features()) {
+        let suffix = if features.fma { "+fma" } else { "" };
+        // f32 against the correctly rounded result.
+        let kernel = jit.kernel(MathFn::Atan2, types::F32, features);
+        let (ys, xs) = atan2_pairs(400_000, true);
+        let (ys32, xs32): (Vec<f32>, Vec<f32>) =
+            ys.iter().zip(&xs).map(|(&y, &x)| (y as f32, x as f32)).unzip();
+        let got = run(kernel, &ys32, &xs32);
+        let mut w = Worst::default();
+        for ((&y, &x), &g) in ys32.iter().zip(&xs32).zip(&got) {
+            let want = libm::atan2(f64::from(y), f64::from(x)) as f32;
+            let ulp = ulp32(g, want);
+            if ulp.is_none() && w.mismatches.len() < 8 {
+                w.mismatches.push(format!("atan2({y:e}, {x:e}) = {g:e}, want {want:e}"));
+            }
+            w.note(ulp.or(Some(0)), f64::from(y), f64::from(g), f64::from(want));
+        }
+        report(&format!("atan2/f32{suffix}"), &w);
+        if w.ulp > F32_MAX_ULP || !w.mismatches.is_empty() {
+            failures.push(format!(
+                "atan2/f32{suffix}: {} ULP at y = {:e}; {:?}",
+                w.ulp, w.at, w.mismatches
+            ));
+        }
+        // f64 against libm.
+        let kernel = jit.kernel(MathFn::Atan2, types::F64, features);
+        let (ys, xs) = atan2_pairs(400_000, false);
+        let got = run(kernel, &ys, &xs);
+        let mut w = Worst::default();
+        for ((&y, &x), &g) in ys.iter().zip(&xs).zip(&got) {
+            let want = libm::atan2(y, x);
+            let ulp = ulp64(g, want);
+            if ulp.is_none() && w.mismatches.len() < 8 {
+                w.mismatches.push(format!("atan2({y:e}, {x:e}) = {g:e}, want {want:e}"));
+            }
+            w.note(ulp.or(Some(0)), y, g, want);
+        }
+        report(&format!("atan2/f64{suffix}"), &w);
+        if w.ulp > F32_MAX_ULP || !w.mismatches.is_empty() {
+            failures.push(format!(
+                "atan2/f64{suffix}: {} ULP at y = {:e}; {:?}",
+                w.ulp, w.at, w.mismatches
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

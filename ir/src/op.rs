@@ -41,6 +41,11 @@ pub enum UnaryOp {
     IsFinite,
     /// Bitwise complement (`~x`); on `bool`, logical not.
     BitwiseNot,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,6 +78,8 @@ pub enum BinaryOp {
     ShiftLeft,
     /// Arithmetic `x >> y`; a count outside `[0, bits)` gives the sign fill, 0 or -1 (NumPy).
     ShiftRight,
+    /// `atan2(y, x)`: the angle of the point `(x, y)`, in `[-π, π]`.
+    Atan2,
 }
 
 impl UnaryOp {
@@ -85,6 +92,7 @@ impl UnaryOp {
             Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil | Round
             | Reciprocal | Log1p | Expm1 => DTypeSet::FLOAT,
             LogicalNot => DTypeSet::BOOL,
+            Asin | Acos | Atan | Sinh | Cosh => DTypeSet::FLOAT,
             IsNan | IsInf | IsFinite => DTypeSet::ALL,
             BitwiseNot => DTypeSet::INT_BOOL,
         }
@@ -114,6 +122,7 @@ impl BinaryOp {
             Div | Pow => DTypeSet::FLOAT,
             Eq | Ne => DTypeSet::ALL,
             LogicalAnd | LogicalOr => DTypeSet::BOOL,
+            Atan2 => DTypeSet::FLOAT,
             FloorDiv | Remainder => DTypeSet::NUMERIC,
             BitwiseAnd | BitwiseOr | BitwiseXor => DTypeSet::INT_BOOL,
             ShiftLeft | ShiftRight => DTypeSet::INT,
@@ -279,6 +288,11 @@ pub fn unary_name(u: UnaryOp) -> &'static str {
         IsInf => "isinf",
         IsFinite => "isfinite",
         BitwiseNot => "bitwise_not",
+        Asin => "asin",
+        Acos => "acos",
+        Atan => "atan",
+        Sinh => "sinh",
+        Cosh => "cosh",
     }
 }
 
@@ -307,6 +321,7 @@ pub fn binary_name(b: BinaryOp) -> &'static str {
         BitwiseXor => "bitwise_xor",
         ShiftLeft => "shift_left",
         ShiftRight => "shift_right",
+        Atan2 => "atan2",
     }
 }
 
@@ -320,21 +335,22 @@ pub fn reduce_name(r: ReduceOp) -> &'static str {
     }
 }
 
-pub const ALL_UNARY: [UnaryOp; 23] = {
+pub const ALL_UNARY: [UnaryOp; 28] = {
     use UnaryOp::*;
     [
         Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos, Erf, Floor, Ceil, Round, Sign,
         Reciprocal, Log1p, Expm1, LogicalNot, // Predicates and bitwise.
-        IsNan, IsInf, IsFinite, BitwiseNot,
+        IsNan, IsInf, IsFinite, BitwiseNot, // Inverse trigonometric and hyperbolic.
+        Asin, Acos, Atan, Sinh, Cosh,
     ]
 };
 
-pub const ALL_BINARY: [BinaryOp; 22] = {
+pub const ALL_BINARY: [BinaryOp; 23] = {
     use BinaryOp::*;
     [
         Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
         // Integer division and bitwise.
-        FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight,
+        FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight, Atan2,
     ]
 };
 

@@ -427,8 +427,64 @@ fn f_floor_div(Tensor x, Tensor y) -> Tensor { return floor_div(x, y) * y + x }
     c.vjp("f_floor_div", "floor_div", {"x": x, "y": y}, [g], [g, (g * q).sum(0)])
     return c
 
+def trig_grads():
+    r = rng(23)
+    c = Case("grad", "trig_grads", "Gradients of asin acos atan sinh cosh atan2 (their prelude `grad`\n"
+             "blocks), against derivatives checked by central differences; atan2 with broadcasting\n"
+             "(y's gradient summed back over the broadcast axis).", """
+fn f_asin(Tensor x) -> Tensor { return asin(x) }
+fn f_acos(Tensor x) -> Tensor { return acos(x) }
+fn f_atan(Tensor x) -> Tensor { return atan(x) }
+fn f_sinh(Tensor x) -> Tensor { return sinh(x) }
+fn f_cosh(Tensor x) -> Tensor { return cosh(x) }
+fn f_atan2(Tensor y, Tensor x) -> Tensor { return atan2(y, x) }
+fn f_chain(Tensor x) -> Tensor { return atan(sinh(x)) * acos(0.5 * x) }
+""")
+
+    def checked(f, args, index, g, analytic, what):
+        numeric = ref.numeric_vjp(f, [a.copy() for a in args], index, g)
+        assert np.allclose(analytic, numeric, rtol=1e-5, atol=1e-6), (what, analytic, numeric)
+        return analytic
+
+    x = uniform(r, [2, 5], -0.9, 0.9, F64)
+    g = normal(r, [2, 5], F64)
+    w = uniform(r, [2, 5], -3, 3, F64)
+    for fn, f, arg, d in [("f_asin", np.arcsin, x, 1 / np.sqrt(1 - x * x)),
+                          ("f_acos", np.arccos, x, -1 / np.sqrt(1 - x * x)),
+                          ("f_atan", np.arctan, w, 1 / (1 + w * w)),
+                          ("f_sinh", np.sinh, w, np.cosh(w)),
+                          ("f_cosh", np.cosh, w, np.sinh(w))]:
+        c.vjp(fn, fn[2:], {"x": arg}, [g], [checked(f, [arg], 0, g, g * d, fn)])
+        a32, g32 = arg.astype(F32), g.astype(F32)
+        d32 = {"f_asin": lambda v: 1 / np.sqrt(1 - v * v), "f_acos": lambda v: -1 / np.sqrt(1 - v * v),
+               "f_atan": lambda v: 1 / (1 + v * v), "f_sinh": np.cosh, "f_cosh": np.sinh}[fn]
+        c.vjp(fn, f"{fn[2:]}_f32", {"x": a32}, [g32], [cast(f64(g32) * d32(f64(a32)), F32)])
+    # atan2: y [2, 1] broadcast against x [2, 5], every quadrant
+    y = np.array([[1.3], [-0.7]])
+    xa = uniform(r, [2, 5], -2, 2, F64)
+    den = xa * xa + y * y
+    gy = checked(np.arctan2, [np.broadcast_to(y, xa.shape).copy(), xa], 0, g, g * xa / den, "atan2 y")
+    gx = checked(np.arctan2, [y, xa], 1, g, -g * y / den, "atan2 x")
+    c.vjp("f_atan2", "atan2", {"y": y, "x": xa}, [g], [gy.sum(1, keepdims=True), gx])
+    y32, x32, g32 = y.astype(F32), xa.astype(F32), g.astype(F32)
+    den32 = f64(x32) ** 2 + f64(y32) ** 2
+    c.vjp("f_atan2", "atan2_f32", {"y": y32, "x": x32}, [g32],
+          [cast((f64(g32) * f64(x32) / den32).sum(1, keepdims=True), F32),
+           cast(-f64(g32) * f64(y32) / den32, F32)])
+    # a chain: the product and chain rules through three of them
+    v = uniform(r, [2, 5], -1.5, 1.5, F64)
+
+    def chain(a):
+        return np.arctan(np.sinh(a)) * np.arccos(0.5 * a)
+
+    d = (np.cosh(v) / (1 + np.sinh(v) ** 2) * np.arccos(0.5 * v)
+         - np.arctan(np.sinh(v)) * 0.5 / np.sqrt(1 - 0.25 * v * v))
+    c.vjp("f_chain", "chain", {"x": v}, [g], [checked(chain, [v], 0, g, g * d, "chain")])
+    return c
+
+
 if __name__ == "__main__":
     ref.self_check()  # the hand-derived gradients agree with finite differences
     write_all([spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
                shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads(),
-               view_grads(), division_grads()], "gen_grad_cases.py")
+               view_grads(), division_grads(), trig_grads()], "gen_grad_cases.py")

@@ -916,7 +916,78 @@ fn attr_mod(Tensor x, *, Int n) -> Tensor {
     c.run("masks", "masks_f32", {"x": xm, "y": ym}, [a ^ b, ~a & (a | b)])
     return c
 
+
+def trig():
+    r = rng(21)
+    c = Case("run", "trig", "asin acos atan sinh cosh atan2 (spec section 7), f32 and f64: random\n"
+             "inputs, domain edges (NaN outside [-1, 1], +-inf, signed zeros, overflow), atan2's\n"
+             "quadrants with broadcasting, keyword arguments by the declared names, a fused chain,\n"
+             "and literal-only calls evaluated at compile time.", """
+fn inverse(Tensor x) -> (Tensor, Tensor, Tensor) {
+    return (asin(x), acos(x), atan(x))
+}
+
+fn hyperbolic(Tensor x) -> (Tensor, Tensor) {
+    return (sinh(x), cosh(x))
+}
+
+fn angle(Tensor y, Tensor x) -> Tensor {
+    return atan2(y, x)
+}
+
+fn angle_by_name(Tensor a, Tensor b) -> Tensor {
+    return atan2(x=a, y=b)
+}
+
+fn chain(Tensor x, Tensor y) -> Tensor {
+    return cosh(x) * cosh(x) - sinh(x) * sinh(x) + atan2(sinh(y), cosh(x)) * atan(y) + acos(tanh(x))
+}
+
+fn literal_angles(Tensor x) -> Tensor {
+    let k = atan2(1.0, -1.0) + asin(1.0) - cosh(0)
+    return x * k + atan2(x, 2.0)
+}
+""")
+    edges = [-1.0, 1.0, -0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 0.5, -0.99, 1e-6, 3.0, -30.0]
+    hyper_edges = [-0.0, 0.0, 1e-6, -0.2, 0.9, 1.1, -5.0, 30.0, 88.5, -89.3, 89.6, 709.0, 711.0,
+                   np.inf, -np.inf, np.nan]
+    for dt, name in [(F32, "f32"), (F64, "f64")]:
+        # 3 x 7: vector bodies and scalar tails
+        x = uniform(r, [3, 7], -1, 1, dt)
+        xd = f64(x)
+        c.run("inverse", f"inverse_{name}", {"x": x},
+              [cast(o, dt) for o in (np.arcsin(xd), np.arccos(xd), np.arctan(xd))])
+        x = np.asarray(edges, dtype=dt)
+        xd = f64(x)
+        with np.errstate(invalid="ignore"):
+            outs = (np.arcsin(xd), np.arccos(xd), np.arctan(xd))
+        c.run("inverse", f"inverse_edges_{name}", {"x": x}, [cast(o, dt) for o in outs])
+        x = uniform(r, [2, 9], -6, 6, dt)
+        xd = f64(x)
+        c.run("hyperbolic", f"hyperbolic_{name}", {"x": x}, [cast(np.sinh(xd), dt), cast(np.cosh(xd), dt)])
+        x = np.asarray(hyper_edges, dtype=dt)
+        xd = f64(x)
+        with np.errstate(over="ignore"):
+            outs = (cast(np.sinh(xd), dt), cast(np.cosh(xd), dt))
+        c.run("hyperbolic", f"hyperbolic_edges_{name}", {"x": x}, list(outs))
+        # every quadrant, both axes, signed zeros and infinities: y [9, 1] against x [9]
+        axis = [-np.inf, -2.5, -1.0, -0.0, 0.0, 0.75, 4.0, np.inf, np.nan]
+        y, x = np.asarray(axis, dtype=dt).reshape(9, 1), np.asarray(axis, dtype=dt)
+        c.run("angle", f"angle_quadrants_{name}", {"y": y, "x": x}, [np.arctan2(y, x)])
+        y, x = normal(r, [2, 5], dt), normal(r, [5], dt)
+        c.run("angle", f"angle_random_{name}", {"y": y, "x": x}, [cast(np.arctan2(f64(y), f64(x)), dt)])
+        c.run("angle_by_name", f"angle_by_name_{name}", {"a": x, "b": y}, [cast(np.arctan2(f64(y), f64(x)), dt)])
+        x, y = uniform(r, [4, 3], -2, 2, dt), uniform(r, [3], -2, 2, dt)
+        xd, yd = f64(x), f64(y)
+        out = (np.cosh(xd) ** 2 - np.sinh(xd) ** 2 + np.arctan2(np.sinh(yd), np.cosh(xd)) * np.arctan(yd)
+               + np.arccos(np.tanh(xd)))
+        c.run("chain", f"chain_{name}", {"x": x, "y": y}, [cast(out, dt)])
+        k = np.arctan2(1.0, -1.0) + np.arcsin(1.0) - np.cosh(0.0)
+        c.run("literal_angles", f"literal_angles_{name}", {"x": x}, [cast(f64(x) * k + np.arctan2(f64(x), 2.0), dt)])
+    return c
+
+
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
-               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), int_ops()],
-              "gen_run_cases.py")
+               elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), int_ops(),
+               trig()], "gen_run_cases.py")

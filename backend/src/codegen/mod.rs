@@ -80,6 +80,11 @@ fn math_fn(op: &Op) -> Option<MathFn> {
             U::Erf => Some(MathFn::Erf),
             U::Sin => Some(MathFn::Sin),
             U::Cos => Some(MathFn::Cos),
+            U::Asin => Some(MathFn::Asin),
+            U::Acos => Some(MathFn::Acos),
+            U::Atan => Some(MathFn::Atan),
+            U::Sinh => Some(MathFn::Sinh),
+            U::Cosh => Some(MathFn::Cosh),
             U::Neg
             | U::Abs
             | U::Sqrt
@@ -97,6 +102,7 @@ fn math_fn(op: &Op) -> Option<MathFn> {
         },
         Op::Binary(b) => match b {
             B::Pow => Some(MathFn::Pow),
+            B::Atan2 => Some(MathFn::Atan2),
             B::Add
             | B::Sub
             | B::Mul

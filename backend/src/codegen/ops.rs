@@ -214,7 +214,7 @@ pub(crate) fn emit_unary(
             }
             // Computed by `math` (see `codegen::math_fn`), or outside the op table.
             Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot
-            | BitwiseNot => return not_here(op, d),
+            | BitwiseNot | Asin | Acos | Atan | Sinh | Cosh => return not_here(op, d),
         });
     }
     if op.is_predicate() {
@@ -238,9 +238,8 @@ pub(crate) fn emit_unary(
             }
             // Outside the op table for integers.
             Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
-            | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite => {
-                return not_here(op, d)
-            }
+            | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite | Asin | Acos
+            | Atan | Sinh | Cosh => return not_here(op, d),
         });
     }
     match (op, width) {
@@ -248,7 +247,8 @@ pub(crate) fn emit_unary(
         (LogicalNot | BitwiseNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
         (
             Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-            | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite,
+            | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite | Asin | Acos
+            | Atan | Sinh | Cosh,
             _,
         ) => not_here(op, d),
     }
@@ -300,7 +300,7 @@ pub(crate) fn emit_binary(
             // Outside the op table for bools.
             (
                 Add | Sub | Mul | Div | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | FloorDiv
-                | Remainder | ShiftLeft | ShiftRight,
+                | Remainder | ShiftLeft | ShiftRight | Atan2,
                 _,
             ) => return not_here(op, d),
         });
@@ -322,7 +322,7 @@ pub(crate) fn emit_binary(
             FloorDiv | Remainder => lane_ops::float_divmod(b, width, op, d, x, y)?,
             // Computed by `math`, or outside the op table.
             Pow | LogicalAnd | LogicalOr | BitwiseAnd | BitwiseOr | BitwiseXor | ShiftLeft
-            | ShiftRight => return not_here(op, d),
+            | ShiftRight | Atan2 => return not_here(op, d),
         });
     }
     Ok(match op {
@@ -345,7 +345,7 @@ pub(crate) fn emit_binary(
             lane_ops::per_lane(b, x, y, |b, x, y| lane_ops::int_op(b, op, d, x, y))?
         }
         // Outside the op table for integers.
-        Div | Pow | LogicalAnd | LogicalOr => return not_here(op, d),
+        Div | Pow | LogicalAnd | LogicalOr | Atan2 => return not_here(op, d),
     })
 }
 

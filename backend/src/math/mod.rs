@@ -18,8 +18,9 @@
 //!
 //! Accuracy, max ULP error measured by `tests/math_accuracy.rs`. `f32`: against the correctly
 //! rounded result on **all 2³² inputs** (`TFN_MATH_STRIDE=1`; without `fma` every 5th bit pattern
-//! except sin/cos/tanh, also exhaustive); `f64`: against libm on ~400K samples per function
-//! (random bits, per-binade, regime boundaries), with and without `fma` (max of both below).
+//! except sin/cos/tanh and asin…cosh, also exhaustive; `atan2` on pairs); `f64`: against libm on
+//! ~400K samples per function (random bits, per-binade, regime boundaries), with and without
+//! `fma` (max of both below).
 //!
 //! | fn      | f32 (fma) | f32 (no fma) | f64 | notes |
 //! |---------|-----------|--------------|-----|-------|
@@ -34,6 +35,11 @@
 //! | sin/cos | 2 | 2 | 2 | NaN beyond [`sin_cos_reduction_limit`] |
 //! | pow     | 1 | 1 | 0 | `f32` on a grid; `f64` (fdlibm, `math/pow_f64.rs`) against libm on ~5.5M pairs, exact powers exact |
 //! | rsqrt   | 1 | 1 | 0 | sqrt and reciprocal: 0 |
+//! | asin/acos | 3 | 3 | 3 | `atan2(x, √((1−x)(1+x)))`, NaN outside `[−1, 1]` |
+//! | atan    | 2 | 2 | 2 | one division after a two-interval reduction, fdlibm/musl polynomials |
+//! | atan2   | 2 | 2 | 2 | on ~0.9M pairs per dtype: specials × specials, ratios near the reduction's boundaries, random bits |
+//! | sinh    | 2 | 2 | 3 | one `exp` reduction shared by `expm1` (small) and `eˣ/2` (large) |
+//! | cosh    | 2 | 1 | 2 | same reduction; `1 + t²/(2(t+1))` below ln2/2 |
 //!
 //! NaN, infinity and signed-zero results match libm everywhere (checked by the same tests).
 //! Algorithms: Cody–Waite range reduction plus minimax/Taylor polynomials (Cephes, fdlibm, or
@@ -41,15 +47,18 @@
 //!
 //! Code map: `ops` type-generic helpers · `consts` hoisted constants and ISA features ·
 //! `exp` exp, expm1 · `log` log, log1p · `tanh` tanh, sigmoid · `erf` erf ·
-//! `trig` sin, cos · `pow` pow (`pow_f64` its `f64` form) · `rsqrt` sqrt, rsqrt, reciprocal.
+//! `trig` sin, cos · `pow` pow (`pow_f64` its `f64` form) · `rsqrt` sqrt, rsqrt, reciprocal ·
+//! `atan` atan, atan2, asin, acos · `hyperbolic` sinh, cosh.
 
 // Coefficients are quoted digit for digit from Cephes/fdlibm (or the fit's output) so that they
 // can be checked against their sources; Rust rounds them to the nearest f64 either way.
 #![allow(clippy::excessive_precision)]
 
+mod atan;
 mod consts;
 mod erf;
 mod exp;
+mod hyperbolic;
 mod log;
 mod ops;
 mod pow;
@@ -98,11 +107,23 @@ pub enum MathFn {
     Sqrt,
     /// `1 / x` (a single hardware division).
     Reciprocal,
+    /// Arcsine; NaN outside `[−1, 1]`.
+    Asin,
+    /// Arccosine; NaN outside `[−1, 1]`.
+    Acos,
+    /// Arctangent; `atan(±inf) = ±π/2`.
+    Atan,
+    /// Hyperbolic sine; overflows to `±inf`.
+    Sinh,
+    /// Hyperbolic cosine; overflows to `+inf`.
+    Cosh,
+    /// `atan2(y, x)` with C99 special cases (binary: `args = [y, x]`).
+    Atan2,
 }
 
 impl MathFn {
     /// Every function, in declaration order.
-    pub const ALL: [MathFn; 14] = [
+    pub const ALL: [MathFn; 20] = [
         MathFn::Exp,
         MathFn::ExpNonPositive,
         MathFn::Expm1,
@@ -117,12 +138,18 @@ impl MathFn {
         MathFn::Rsqrt,
         MathFn::Sqrt,
         MathFn::Reciprocal,
+        MathFn::Asin,
+        MathFn::Acos,
+        MathFn::Atan,
+        MathFn::Sinh,
+        MathFn::Cosh,
+        MathFn::Atan2,
     ];
 
     /// Number of arguments `emit` expects.
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow => 2,
+            MathFn::Pow | MathFn::Atan2 => 2,
             _ => 1,
         }
     }
@@ -144,6 +171,12 @@ impl MathFn {
             MathFn::Rsqrt => "rsqrt",
             MathFn::Sqrt => "sqrt",
             MathFn::Reciprocal => "reciprocal",
+            MathFn::Asin => "asin",
+            MathFn::Acos => "acos",
+            MathFn::Atan => "atan",
+            MathFn::Sinh => "sinh",
+            MathFn::Cosh => "cosh",
+            MathFn::Atan2 => "atan2",
         }
     }
 }
@@ -205,5 +238,11 @@ pub fn emit(
         MathFn::Rsqrt => rsqrt::rsqrt(cx, x),
         MathFn::Sqrt => cx.sqrt(x),
         MathFn::Reciprocal => rsqrt::reciprocal(cx, x),
+        MathFn::Asin => atan::asin(cx, x),
+        MathFn::Acos => atan::acos(cx, x),
+        MathFn::Atan => atan::atan(cx, x),
+        MathFn::Sinh => hyperbolic::sinh(cx, x),
+        MathFn::Cosh => hyperbolic::cosh(cx, x),
+        MathFn::Atan2 => atan::atan2(cx, x, rest.first().copied().unwrap_or(x)),
     })
 }

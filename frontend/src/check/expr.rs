@@ -176,6 +176,7 @@ impl Walker<'_> {
             ("neg" | "abs" | "sign", [t]) if numeric(t) => t.clone(),
             // `sqrt(4.0)`, `exp(0)`: literal-only math is a float literal.
             (n, [t]) if numeric(t) && tfn_ir::lower::static_float_math(n).is_some() => Float,
+            ("atan2", [l, r]) if numeric(l) && numeric(r) => Float,
             (
                 "add" | "sub" | "mul" | "div" | "pow" | "maximum" | "minimum" | "floor_div"
                 | "remainder",

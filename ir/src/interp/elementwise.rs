@@ -28,7 +28,7 @@ macro_rules! per_unary {
     ($op:expr, $o:ident => $body:expr) => {
         per_variant!($op, UnaryOp, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos,
             Erf, Floor, Ceil, Round, Sign, Reciprocal, Log1p, Expm1, LogicalNot,
-            IsNan, IsInf, IsFinite, BitwiseNot], $o => $body)
+            IsNan, IsInf, IsFinite, BitwiseNot, Asin, Acos, Atan, Sinh, Cosh], $o => $body)
     };
 }
 
@@ -36,7 +36,7 @@ macro_rules! per_binary {
     ($op:expr, $o:ident => $body:expr) => {
         per_variant!($op, BinaryOp, [Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le,
             Gt, Ge, LogicalAnd, LogicalOr,
-            FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight],
+            FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight, Atan2],
             $o => $body)
     };
 }

@@ -4,7 +4,8 @@
 //!
 //! Floats: `f32` math uses libm's single-precision functions, `f64` libm; `maximum`/`minimum`
 //! propagate NaN (the first NaN operand); `sign` of ±0 is +0 and of NaN is NaN; `round` is
-//! half to even; `sigmoid` is evaluated in the form that does not overflow. Integers wrap;
+//! half to even; `sigmoid` is evaluated in the form that does not overflow; `atan2(y, x)` is
+//! libm's (quadrants and signed zeros as C's `atan2`). Integers wrap;
 //! `sign` is `signum`.
 //!
 //! Predicates, division and bitwise ops follow NumPy: `isnan`/`isinf` are false and `isfinite`
@@ -46,11 +47,18 @@ pub trait FloatElem: Copy + PartialOrd + std::ops::Neg<Output = Self> {
     fn is_infinite(self) -> bool;
     fn fmod(self, y: Self) -> Self;
     fn copysign(self, sign: Self) -> Self;
+    fn asin(self) -> Self;
+    fn acos(self) -> Self;
+    fn atan(self) -> Self;
+    fn sinh(self) -> Self;
+    fn cosh(self) -> Self;
+    fn atan2(self, x: Self) -> Self;
 }
 
 macro_rules! float_elem {
     ($t:ty, $exp:path, $log:path, $tanh:path, $sin:path, $cos:path, $erf:path, $log1p:path,
-     $expm1:path, $pow:path, $fmod:path) => {
+     $expm1:path, $pow:path, $fmod:path, $asin:path, $acos:path, $atan:path, $sinh:path,
+     $cosh:path, $atan2:path) => {
         impl FloatElem for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -142,6 +150,30 @@ macro_rules! float_elem {
             fn copysign(self, sign: $t) -> $t {
                 <$t>::copysign(self, sign)
             }
+            #[inline(always)]
+            fn asin(self) -> $t {
+                $asin(self)
+            }
+            #[inline(always)]
+            fn acos(self) -> $t {
+                $acos(self)
+            }
+            #[inline(always)]
+            fn atan(self) -> $t {
+                $atan(self)
+            }
+            #[inline(always)]
+            fn sinh(self) -> $t {
+                $sinh(self)
+            }
+            #[inline(always)]
+            fn cosh(self) -> $t {
+                $cosh(self)
+            }
+            #[inline(always)]
+            fn atan2(self, x: $t) -> $t {
+                $atan2(self, x)
+            }
         }
     };
 }
@@ -157,7 +189,13 @@ float_elem!(
     libm::log1pf,
     libm::expm1f,
     libm::powf,
-    libm::fmodf
+    libm::fmodf,
+    libm::asinf,
+    libm::acosf,
+    libm::atanf,
+    libm::sinhf,
+    libm::coshf,
+    libm::atan2f
 );
 float_elem!(
     f64,
@@ -170,7 +208,13 @@ float_elem!(
     libm::log1p,
     libm::expm1,
     libm::pow,
-    libm::fmod
+    libm::fmod,
+    libm::asin,
+    libm::acos,
+    libm::atan,
+    libm::sinh,
+    libm::cosh,
+    libm::atan2
 );
 
 /// A unary op on a float; `None` for `logical_not`, `bitwise_not` and the predicates (see
@@ -215,6 +259,11 @@ pub fn float_unary<T: FloatElem>(op: UnaryOp, x: T) -> Option<T> {
         Log1p => x.log1p(),
         Expm1 => x.expm1(),
         LogicalNot | IsNan | IsInf | IsFinite | BitwiseNot => return None,
+        Asin => x.asin(),
+        Acos => x.acos(),
+        Atan => x.atan(),
+        Sinh => x.sinh(),
+        Cosh => x.cosh(),
     })
 }
 
@@ -229,6 +278,7 @@ pub fn predicate(op: UnaryOp, nan: bool, inf: bool) -> Option<bool> {
         IsFinite => Some(!nan && !inf),
         Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
         | Round | Sign | Reciprocal | Log1p | Expm1 | LogicalNot | BitwiseNot => None,
+        Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
 
@@ -298,6 +348,7 @@ pub fn float_binary<T: FloatElem>(op: BinaryOp, x: T, y: T) -> Option<T> {
         Remainder => float_divmod(x, y).1,
         Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | BitwiseAnd | BitwiseOr
         | BitwiseXor | ShiftLeft | ShiftRight => return None,
+        Atan2 => x.atan2(y),
     })
 }
 
@@ -428,6 +479,7 @@ pub fn int_unary<T: IntElem>(op: UnaryOp, x: T) -> Option<T> {
         BitwiseNot => Some(x.not()),
         Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
         | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite => None,
+        Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
 
@@ -440,6 +492,7 @@ pub fn bool_unary(op: UnaryOp, x: bool) -> Option<bool> {
         LogicalNot | BitwiseNot => Some(!x),
         Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
         | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite => None,
+        Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
 
@@ -462,6 +515,7 @@ pub fn int_binary<T: IntElem>(op: BinaryOp, x: T, y: T) -> Option<T> {
         ShiftLeft => x.shift_left(y),
         ShiftRight => x.shift_right(y),
         Div | Pow | Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr => return None,
+        Atan2 => return None,
     })
 }
 
@@ -478,6 +532,7 @@ pub fn compare<T: PartialOrd>(op: BinaryOp, x: T, y: T) -> Option<bool> {
         Ge => x >= y,
         Add | Sub | Mul | Div | Pow | Maximum | Minimum | LogicalAnd | LogicalOr | FloorDiv
         | Remainder | BitwiseAnd | BitwiseOr | BitwiseXor | ShiftLeft | ShiftRight => return None,
+        Atan2 => return None,
     })
 }
 
@@ -492,6 +547,7 @@ pub fn bool_binary(op: BinaryOp, x: bool, y: bool) -> Option<bool> {
         Eq | Ne => compare(op, x, y),
         Lt | Le | Gt | Ge | Maximum | Minimum | Add | Sub | Mul | Div | Pow | FloorDiv
         | Remainder | ShiftLeft | ShiftRight => None,
+        Atan2 => None,
     }
 }
 

@@ -7,6 +7,7 @@ use super::instantiate::Lowerer;
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
+use crate::library::ParamType;
 use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
 use crate::shape::{Dim, Shape};
 
@@ -89,7 +90,17 @@ impl Lowerer<'_> {
                 let x = call.tensor("x")?;
                 self.emit_inferred(Op::Unary(u), vec![x], span).map_err(infer_err)
             }
-            Prim::Binary(b) => self.elementwise(Op::Binary(b), call, &["x", "y"]),
+            Prim::Binary(b) => {
+                // The operands in declaration order, whatever their names (`atan2(y, x)`).
+                let names: Vec<&str> = call
+                    .fdef
+                    .params
+                    .iter()
+                    .filter(|p| matches!(p.ty, ParamType::Tensor(_)))
+                    .map(|p| p.name.as_str())
+                    .collect();
+                self.elementwise(Op::Binary(b), call, &names)
+            }
             Prim::Where => self.elementwise(Op::Where, call, &["cond", "x", "y"]),
             Prim::BinaryScalar(b) => {
                 let x = call.tensor("x")?;

@@ -7,7 +7,7 @@
 
 use crate::attr::Attr;
 use crate::interp::scalar::{float_divmod, float_unary, IntElem};
-use crate::op::{UnaryOp, ALL_UNARY};
+use crate::op::{BinaryOp, UnaryOp, ALL_UNARY};
 
 /// Whether a call of `name` (with optional overload) on attributes is evaluated statically.
 pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
@@ -37,6 +37,7 @@ pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
             | "and"
             | "or"
             | "not"
+            | "atan2"
     ) || float_math(name).is_some();
     known && matches!(overload, None | Some("scalar"))
 }
@@ -152,6 +153,7 @@ fn float_binary(name: &str, a: f64, b: f64) -> Option<Attr> {
         "le" => Attr::Bool(a <= b),
         "gt" => Attr::Bool(a > b),
         "ge" => Attr::Bool(a >= b),
+        "atan2" => Attr::Float(crate::interp::scalar::float_binary(BinaryOp::Atan2, a, b)?),
         _ => return None,
     })
 }
@@ -168,6 +170,8 @@ mod tests {
             ("mul", &[I(2), F(0.5)], Ok(F(1.0))),
             ("div", &[I(3), I(2)], Ok(F(1.5))),
             ("pow", &[I(2), I(10)], Ok(I(1024))),
+            ("atan2", &[F(1.0), I(-1)], Ok(F(0.75 * std::f64::consts::PI))),
+            ("asin", &[F(1.0)], Ok(F(std::f64::consts::FRAC_PI_2))),
             ("pow", &[I(2), I(-1)], Ok(F(0.5))),
             ("sqrt", &[F(4.0)], Ok(F(2.0))),
             ("exp", &[I(0)], Ok(F(1.0))),

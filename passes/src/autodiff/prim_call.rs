@@ -67,10 +67,12 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
     };
     match &n.op {
         Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } => None,
-        Op::Unary(u) => plain(unary_name(*u), vec![one("x", input(0)?)], vec![]),
-        Op::Binary(b) => {
+        // Inputs by the names the prelude declares (`atan2(y, x)`), else `x` and `y`.
+        Op::Unary(u) => extern_call(lib, unary_name(*u), ins, &[])
+            .or_else(|| plain(unary_name(*u), vec![one("x", input(0)?)], vec![])),
+        Op::Binary(b) => extern_call(lib, binary_name(*b), ins, &[]).or_else(|| {
             plain(binary_name(*b), vec![one("x", input(0)?), one("y", input(1)?)], vec![])
-        }
+        }),
         Op::Where => plain(
             "where",
             vec![one("cond", input(0)?), one("x", input(1)?), one("y", input(2)?)],
@@ -109,8 +111,9 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
     }
 }
 
-/// An extern op's call: inputs and attributes are matched to its declaration in order (a
-/// `Tensor[]` parameter takes the inputs the other tensor parameters leave over).
+/// An extern op's (or an elementwise primitive's) call: inputs and attributes are matched to its
+/// declaration in order (a `Tensor[]` parameter takes the inputs the other tensor parameters
+/// leave over).
 fn extern_call(
     lib: &Library,
     full_name: &str,

@@ -32,6 +32,7 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
         IsNan | IsInf | IsFinite | BitwiseNot => 1.0,
         Sqrt | Rsqrt | Reciprocal => 4.0,
         Exp | Log | Tanh | Sigmoid | Sin | Cos | Erf | Log1p | Expm1 => 16.0,
+        Asin | Acos | Atan | Sinh | Cosh => 16.0,
     }
 }
 
@@ -42,6 +43,7 @@ pub fn binary_weight(b: BinaryOp) -> f64 {
         BinaryOp::Pow => 24.0,
         // Integer division has no vector instruction; floats take `fmod`'s loop.
         BinaryOp::FloorDiv | BinaryOp::Remainder => 8.0,
+        BinaryOp::Atan2 => 24.0,
         _ => 1.0,
     }
 }

@@ -325,6 +325,20 @@ mod tests {
         }
     }
 
+    /// Every elementwise op of the op table parses and prints under its IR name.
+    #[test]
+    fn every_elementwise_op_round_trips() {
+        let x = "(param 0 f64 (shape 3))";
+        let texts = ALL_UNARY
+            .iter()
+            .map(|u| format!("({} {x})", tfn_ir::op::unary_name(*u)))
+            .chain(ALL_BINARY.iter().map(|b| format!("({} {x} {x})", tfn_ir::op::binary_name(*b))));
+        for text in texts {
+            let expr: RecExpr<TfnNode> = text.parse().expect("parses");
+            assert_eq!(expr.to_string(), text);
+        }
+    }
+
     #[test]
     fn leaves_distinguish_ints_floats_and_signed_zero() {
         assert_eq!(parse_leaf("6"), Some(TfnNode::Int(6)));

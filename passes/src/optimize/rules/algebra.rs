@@ -28,6 +28,8 @@ pub const IDENTITIES: &[RuleDef] = &[
     rule("mul-neg-neg",     "(mul (neg ?x) (neg ?y))",       P("(mul ?x ?y)"),   &[],                                    &["(mul (neg ?x) (neg ?y))"]),
     rule("abs-neg",         "(abs (neg ?x))",                P("(abs ?x)"),      &[],                                    &["(abs (neg ?x))"]),
     rule("abs-abs",         "(abs (abs ?x))",                P("(abs ?x)"),      &[],                                    &["(abs (abs ?x))"]),
+    rule("cosh-neg",        "(cosh (neg ?x))",               P("(cosh ?x)"),     &[],                                    &["(cosh (neg ?x))"]),
+    rule("cosh-abs",        "(cosh (abs ?x))",               P("(cosh ?x)"),     &[],                                    &["(cosh (abs ?x))"]),
     rule("max-idempotent",  "(maximum (maximum ?x ?y) ?y)",  P("(maximum ?x ?y)"), &[],                                  &["(maximum (maximum ?x ?y) ?y)"]),
     rule("min-idempotent",  "(minimum (minimum ?x ?y) ?y)",  P("(minimum ?x ?y)"), &[],                                  &["(minimum (minimum ?x ?y) ?y)"]),
     rule("not-not",         "(logical_not (logical_not ?b))", P("?b"),           &[],                                    &["(logical_not (logical_not (lt ?x ?y)))"]),
