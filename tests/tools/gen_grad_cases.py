@@ -351,6 +351,14 @@ fn reshaped_plus(Tensor x, Tensor y) -> Tensor {
 fn first_col_times(Tensor y) -> Tensor {
     return slice(y, dim=1, start=0, end=1) * y
 }
+
+fn joined_twice(Tensor y, Tensor z) -> Tensor {
+    return concat([y, z], dim=1) * full([2, 3], 2.0)
+}
+
+fn ones_joined(Tensor y) -> Tensor {
+    return concat([full([3], 1.0), y]) * full([3], 2.0)
+}
 """)
     for label, n, m in [("to_1", 4, 3), ("to_3", 12, 3)]:
         x, y = normal(r, [n]), normal(r, [4, m])
@@ -364,6 +372,14 @@ fn first_col_times(Tensor y) -> Tensor {
         gy = gd * yd[:, 0:1]
         gy[:, 0:1] += (gd * yd).sum(1, keepdims=True)
         c.vjp("first_col_times", f"first_col_{label}", {"y": y}, [g], [cast(gy, F32)])
+    # A concat whose derived size the call decides equal to a static one (the `full`): each
+    # item's part of the cotangent must still take the item's own (runtime) size.
+    for label, ny in [("1_2", 1), ("2_1", 2), ("0_3", 0)]:
+        y, z, g = normal(r, [2, ny]), normal(r, [2, 3 - ny]), normal(r, [2, 3])
+        c.vjp("joined_twice", f"concat_decided_{label}", {"y": y, "z": z}, [g],
+              [2 * g[:, :ny], 2 * g[:, ny:]])
+    g = normal(r, [3])
+    c.vjp("ones_joined", "concat_decided_empty", {"y": np.zeros(0, F32)}, [g], [np.zeros(0, F32)])
     return c
 
 

@@ -714,6 +714,11 @@ fn cols_auto(Tensor x) -> Tensor {
 fn to_empty(Tensor x) -> Tensor {
     return reshape(x, [0, 3])
 }
+
+fn emptied(Tensor x, *, Int[] shape) -> Tensor {
+    let e = slice(unsqueeze(x, 0), dim=0, start=1)
+    return reshape(e, shape)
+}
 """)
     # A cached instance for a derived size of 3 must not serve a call where it is 1, and back.
     x4, y43, x12 = normal(r, [4]), normal(r, [4, 3]), normal(r, [12])
@@ -765,6 +770,10 @@ fn to_empty(Tensor x) -> Tensor {
     c.run("flat3", "zero_cols", {"x": np.zeros((3, 0), F32)}, [np.zeros((3, 0), F32).reshape(-1, 3)])
     c.run("cols_auto", "zero_to_3x0", {"x": np.zeros((0, 5), F32)}, [np.zeros((0, 5), F32).reshape(3, -1)])
     c.run("to_empty", "zero_to_0x3", {"x": np.zeros((0, 5), F32)}, [np.zeros((0, 5), F32).reshape(0, 3)])
+    # A constant 0 size beside one symbolic size: no element, whatever the symbolic size is.
+    x4 = np.arange(4, dtype=F32)
+    for label, shape in [("emptied_to_0", [0]), ("emptied_to_5x0", [5, 0]), ("emptied_to_0x2x3", [0, 2, 3])]:
+        c.run("emptied", label, {"x": x4, "shape": shape}, [x4[None][1:].reshape(shape)])
     return c
 
 

@@ -157,6 +157,12 @@ impl Lowerer<'_> {
             }
             None => match syms.as_slice() {
                 [] if konst != known => return Err(fail(String::new())),
+                // A constant 0 size: no element whatever the symbolic sizes are (NumPy).
+                _ if konst == 0 => {
+                    if known != 0 {
+                        return Err(fail(String::new()));
+                    }
+                }
                 [one] => {
                     if konst == 0 || known % konst != 0 {
                         return Err(fail(String::new()));

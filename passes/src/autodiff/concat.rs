@@ -12,6 +12,11 @@
 //! [`moves::prefix`]/[`moves::suffix`] keep a runtime number of elements at either end (zeros
 //! padding the axis to whole rows, read back as a matrix whose first or last row is the part).
 //! Only copies: exact, and linear in `grad`'s size for each such item.
+//!
+//! Each part has its item's size by construction, but its type may say it differently: a
+//! derived size that the call decided (`check 3 == 3 + s0`, when `concat([ones3, y])` meets a
+//! size 3) types `grad` as `[3]`, so `y`'s part reads `[0]` while `y` is `[s0]`. Such a part
+//! is re-typed to the item's shape (a `reshape`, checked at run time).
 
 use super::splice::{derive_sym, emit, emit_typed};
 use super::AutodiffError;
@@ -59,6 +64,14 @@ pub(crate) fn concat_grads(
             }
             _ => cut_item(graph, &sizes, i, (before, end), axis as usize, grad, origin)
                 .map_err(unsupported)?,
+        };
+        let item = graph.ty(xs[i]).shape.clone();
+        let part = graph.ty(g).clone();
+        let g = if part.shape != item && part.shape.rank() == item.rank() {
+            let ty = TensorType { dtype: part.dtype, shape: item };
+            emit_typed(graph, Op::Reshape, vec![g], ty, origin)
+        } else {
+            g
         };
         grads.push(g);
     }
