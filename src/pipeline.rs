@@ -90,10 +90,11 @@ pub fn print_fused(planned: &Planned) -> String {
     text
 }
 
-/// What running `graph` as fused kernels costs in memory traffic, for inputs of the given
+/// What running a planned graph's kernels costs in memory traffic, for inputs of the given
 /// shapes: the number of kernels and the bytes they move (each kernel reads each of its inputs
 /// once and writes each of its outputs once; views move nothing).
-pub fn traffic(graph: &Graph, input_shapes: &[Vec<usize>]) -> Option<(usize, u64)> {
+pub fn traffic(planned: &Planned, input_shapes: &[Vec<usize>]) -> Option<(usize, u64)> {
+    let graph = &planned.graph;
     let shapes: Vec<&[usize]> = input_shapes.iter().map(Vec::as_slice).collect();
     let sizes = tfn_ir::bind::bind_sizes(graph, &shapes).ok()?;
     let bytes_of = |v: tfn_ir::ValueId| -> u64 {
@@ -101,8 +102,8 @@ pub fn traffic(graph: &Graph, input_shapes: &[Vec<usize>]) -> Option<(usize, u64
         let n: usize = tfn_ir::bind::concrete_shape(&ty.shape, &sizes).iter().product();
         (n * ty.dtype.size_bytes()) as u64
     };
-    let fused = tfn_passes::fusion::fuse(graph);
-    let moving = fused.kernels.iter().filter(|k| k.kind != tfn_passes::fusion::KernelKind::View);
+    let moving =
+        planned.fused.kernels.iter().filter(|k| k.kind != tfn_passes::fusion::KernelKind::View);
     let (mut kernels, mut bytes) = (0, 0);
     for k in moving {
         kernels += 1;

@@ -106,7 +106,7 @@ pub(super) fn ir(
             } else {
                 let mut text = crate::pipeline::print_fused(&planned);
                 let traffic = concrete_shapes(args, &instance.params)
-                    .and_then(|shapes| crate::pipeline::traffic(&planned.graph, &shapes));
+                    .and_then(|shapes| crate::pipeline::traffic(&planned, &shapes));
                 if let Some((kernels, bytes)) = traffic {
                     text.push_str(&format!(
                         "\n// {kernels} kernel(s) moving {bytes} bytes for the given shapes\n"
