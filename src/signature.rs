@@ -74,6 +74,8 @@ pub(crate) enum CallKind {
     Call,
     /// The vector-Jacobian product: gradients of `<results, cotangents>`.
     Vjp,
+    /// The results, then the vector-Jacobian product, from one graph.
+    ValueAndVjp,
 }
 
 /// The cache key of a call.
@@ -118,7 +120,11 @@ impl CallKey {
 
 impl std::fmt::Display for CallKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let prefix = if self.kind == CallKind::Vjp { "vjp " } else { "" };
+        let prefix = match self.kind {
+            CallKind::Call => "",
+            CallKind::Vjp => "vjp ",
+            CallKind::ValueAndVjp => "value_and_vjp ",
+        };
         write!(f, "{prefix}{}(", self.name)?;
         let show = |k: &ArgKey| -> String {
             match k {
