@@ -200,8 +200,10 @@ impl Prepared {
             strict: options.strict,
             ..PipelineOptions::default()
         };
+        let started = std::time::Instant::now();
         let planned = plan(graph, rules, &pipeline)
             .map_err(|e| Error::Internal(format!("compiling {key}: {e}")))?;
+        let planned_at = started.elapsed();
         let mut fallbacks = Fallbacks::default();
         if let Some(why) = &planned.optimizer_fallback {
             if log {
@@ -247,6 +249,11 @@ impl Prepared {
                             .iter()
                             .map(|(i, why)| format!("\n  FALLBACK kernel {i}: {why}"))
                             .collect::<String>()
+                    );
+                    tfn_ir::tfn_log!(
+                        "tfn:   optimise + fuse {:.1} ms, code generation {:.1} ms",
+                        planned_at.as_secs_f64() * 1e3,
+                        (started.elapsed() - planned_at).as_secs_f64() * 1e3
                     );
                 }
                 Executor::Jit(Box::new(compiled))
