@@ -109,10 +109,8 @@ fn indexed_shapes(
     let (source, index_shape) = if kind.elementwise_index() {
         let mut src = out.clone();
         src.0[a] = one;
-        for k in 0..rank {
-            if k == a || x.0[k] != out.0[k] {
-                breaks[k] = true;
-            }
+        for (k, b) in breaks.iter_mut().enumerate() {
+            *b = k == a || x.0.get(k) != out.0.get(k);
         }
         (src, out.clone())
     } else {
