@@ -342,7 +342,10 @@ fn run_error(e: RunError) -> Error {
             index,
             message: format!("the result is {expected_dtype}{expected_shape:?} but the buffer is {got_dtype}{got_shape:?}"),
         },
-        RunError::InputDType { .. } | RunError::ZeroSizeReduction => Error::Shape(e.to_string()),
+        RunError::InputDType { .. } | RunError::ZeroSizeReduction | RunError::Shape { .. } => {
+            Error::Shape(e.to_string())
+        }
+        RunError::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),
         RunError::InputCount { .. } | RunError::Internal(_) => Error::Internal(e.to_string()),
     }
 }
@@ -361,7 +364,7 @@ fn interp_error(e: tfn_ir::interp::InterpError) -> Error {
         E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => {
             Error::Shape(e.to_string())
         }
-        E::Extern { .. } => Error::Runtime(e.to_string()),
+        E::Extern { .. } | E::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),
         E::Unsupported { .. } | E::Internal { .. } => Error::Internal(e.to_string()),
     }
 }

@@ -28,6 +28,7 @@ fn prelude_constraints_match_the_op_table() {
                 Prim::Reduce(r) => Op::Reduce { op: r, axes: vec![], keepdim: false },
                 Prim::ArgMax => Op::ArgMax { axis: 0, keepdim: false },
                 Prim::MatMul => Op::MatMul,
+                Prim::Index(kind) => Op::Index { kind, axis: 0 },
                 _ => continue,
             };
             // The dtype variable of the first tensor parameter.

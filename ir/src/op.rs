@@ -207,7 +207,14 @@ pub enum Op {
     /// A kernel registered from Rust (`Session::register_extern`). Fusion cuts the graph around
     /// it. `attrs` are the op's non-tensor arguments in parameter order.
     Extern { name: String, attrs: Vec<crate::attr::Attr> },
+    /// Indexed reads and writes along `axis` (`ir/src/op_index.rs` documents the semantics):
+    /// `gather(x, index)` (torch.gather), `index_select(x, index)` (np.take), and the
+    /// out-of-place accumulations `scatter_add(x, index, src)` and `index_add(x, index, src)`.
+    /// The index is `i32` or `i64`; negative indices count from the end.
+    Index { kind: IndexKind, axis: u32 },
 }
+
+pub use crate::op_index::IndexKind;
 
 impl Op {
     /// The op-table row for dtypes: what the op's data operands may be (for `where`, the two
@@ -219,6 +226,7 @@ impl Op {
             Op::Binary(b) => b.dtypes(),
             Op::Reduce { op, .. } => op.dtypes(),
             Op::ArgMax { .. } | Op::MatMul => DTypeSet::NUMERIC,
+            Op::Index { kind, .. } => kind.dtypes(),
             Op::Param(_)
             | Op::Const(_)
             | Op::Where
@@ -258,6 +266,7 @@ impl Op {
             Op::Slice { .. } => "slice".into(),
             Op::Full { .. } => "full".into(),
             Op::Extern { name, .. } => format!("extern.{name}"),
+            Op::Index { kind, .. } => kind.name().into(),
         }
     }
 }

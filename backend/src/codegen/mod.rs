@@ -25,6 +25,8 @@
 //! output buffer by the first and read back by the second instead of being recomputed.
 
 mod columns;
+mod indexed;
+pub(crate) use indexed::STATUS_INDEX;
 mod lane_ops;
 pub(crate) mod ops;
 mod rows;
@@ -50,6 +52,23 @@ const UNROLL: i64 = 4;
 pub(crate) struct Abi {
     pub operands: usize,
     pub rank: usize,
+}
+
+/// Slots after `begin`/`end` in kernels with indexed reads (see `indexed.rs`): the error
+/// record pointer, then per source its axis size and stride.
+impl Abi {
+    pub fn error_record(&self) -> usize {
+        self.begin() + 2
+    }
+    pub fn index_size(&self, q: usize) -> usize {
+        self.begin() + 3 + 3 * q
+    }
+    pub fn index_stride(&self, q: usize) -> usize {
+        self.begin() + 4 + 3 * q
+    }
+    pub fn index_inner(&self, q: usize) -> usize {
+        self.begin() + 5 + 3 * q
+    }
 }
 
 impl Abi {
@@ -133,8 +152,10 @@ fn math_fn(op: &Op) -> Option<MathFn> {
 /// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
 /// mixed-dtype operands, casts between number types).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    let lane = plan.operands().map(|o| o.dtype).next()?;
-    if lane == DType::Bool || plan.operands().any(|o| o.dtype != lane) {
+    // Index operands of indexed reads are only ever loaded as scalars.
+    let data = || plan.operands().filter(|o| o.indexed != Some(crate::plan::IndexedRole::Index));
+    let lane = data().map(|o| o.dtype).next()?;
+    if lane == DType::Bool || data().any(|o| o.dtype != lane) {
         return None;
     }
     for n in &plan.nodes {
@@ -198,6 +219,11 @@ struct Emitter<'p> {
     /// softmax stores `exp(x - max)` while summing it and scales it in place afterwards.
     stash: HashMap<usize, usize>,
     ptr_ty: Type,
+    /// Per indexed-read source: its axis size and stride, and its inner-axis stride (see
+    /// `indexed.rs`).
+    index_slots: Vec<(Value, Value, Value)>,
+    /// The error record (a null pointer in kernels without indexed reads, never written).
+    err_record: Value,
 }
 
 /// Pins `v` to the current block by a round trip through a stack slot, so the optimiser
@@ -250,6 +276,19 @@ pub(crate) fn build(
         .collect();
     let begin = load_slot(&mut b, abi.begin());
     let end = load_slot(&mut b, abi.begin() + 1);
+    let sources = plan.index_sources();
+    let err_record = if sources > 0 {
+        load_slot(&mut b, abi.error_record())
+    } else {
+        b.ins().iconst(types::I64, 0)
+    };
+    let index_slots: Vec<(Value, Value, Value)> = (0..sources)
+        .map(|q| {
+            let n = load_slot(&mut b, abi.index_size(q));
+            let sd = load_slot(&mut b, abi.index_stride(q));
+            (n, sd, load_slot(&mut b, abi.index_inner(q)))
+        })
+        .collect();
 
     let reduced_outer: Vec<usize> =
         (0..abi.rank - 1).filter(|&j| plan.reduced.get(j) == Some(&true)).collect();
@@ -272,6 +311,8 @@ pub(crate) fn build(
         reduced_outer_count,
         stash: HashMap::new(),
         ptr_ty,
+        index_slots,
+        err_record,
     };
     em.stash = em.plan_stash();
     em.hoist_constants(&mut b, features)?;
@@ -404,6 +445,11 @@ impl Emitter<'_> {
         }
     }
 
+    /// Input `j` is the source of an indexed read (read only at computed addresses).
+    fn is_source(&self, j: usize) -> bool {
+        matches!(self.plan.inputs[j].indexed, Some(crate::plan::IndexedRole::Source { .. }))
+    }
+
     /// Input `j` is loaded once per row: constant along the inner and every reduced axis.
     fn is_row_input(&self, j: usize) -> bool {
         if self.columns {
@@ -532,6 +578,7 @@ impl Emitter<'_> {
                         }
                     }
                     Ref::Node(m) => stack.push(m),
+                    Ref::Input(j) if self.is_source(j) => {}
                     Ref::Input(j) if self.is_row_input(j) => {
                         if !row_inputs.contains(&j) {
                             row_inputs.push(j)
@@ -639,6 +686,9 @@ impl Emitter<'_> {
                 continue;
             }
             let s = self.row_input(b, offs, vals, j)?;
+            if self.plan.inputs[j].indexed.is_some() {
+                continue;
+            }
             if let Some(t) = self.vector {
                 let v = ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?;
                 vals.input_splat.insert(j, self.pin(b, v));
@@ -702,6 +752,9 @@ impl Emitter<'_> {
         }
         if let Some(v) = memo.get(&Ref::Node(k)) {
             return Ok(*v);
+        }
+        if matches!(node.op, Op::Index { .. }) {
+            return self.indexed_read(b, vals, k, at, memo);
         }
         let v = match self.stash.get(&k) {
             Some(&o) if vals.stashed.contains(&k) => {
@@ -841,6 +894,11 @@ impl Emitter<'_> {
         if matches!(node.op, Op::Reduce { .. }) {
             return Err(CodegenError::Internal(format!("reduction {k} used before its pass")));
         }
+        if matches!(node.op, Op::Index { .. }) {
+            let v = self.indexed_read_row(b, offs, vals, k)?;
+            vals.node_scalar.insert(k, v);
+            return Ok(v);
+        }
         let mut args = Vec::with_capacity(node.args.len());
         for &a in &node.args {
             args.push(match a {
@@ -919,6 +977,7 @@ impl Emitter<'_> {
             | Op::Transpose { .. }
             | Op::Concat { .. }
             | Op::Slice { .. }
+            | Op::Index { .. }
             | Op::Extern { .. } => {
                 unsupported(format!("`{}` inside a loop kernel", node.op.name()))
             }

@@ -2,9 +2,11 @@
 //! call, run over its whole split range (across threads when large) or over a sub-range (a
 //! matmul epilogue on the rows that just became final).
 
+use crate::codegen;
+use crate::error::RunError;
 use crate::jit::KernelFn;
 use crate::parallel;
-use crate::plan::LoopPlan;
+use crate::plan::{IndexedRole, LoopPlan};
 
 /// A loop kernel's bound arguments, ready to call on its whole split range or a part of it.
 pub(super) struct LoopCall {
@@ -17,6 +19,8 @@ pub(super) struct LoopCall {
     /// Elements touched (for the threading decision).
     pub(super) total: usize,
     pub(super) align: usize,
+    /// The kernel's error record (see `crate::codegen`'s indexed reads), when it has one.
+    pub(super) record: Option<Box<[i64; 4]>>,
 }
 
 impl LoopCall {
@@ -40,6 +44,35 @@ impl LoopCall {
                 self.align,
             )
         };
+    }
+
+    /// The error the kernel recorded, if any (status 1: an index out of range).
+    pub(super) fn recorded_error(&self, plan: &LoopPlan) -> Result<(), RunError> {
+        let Some(record) = &self.record else { return Ok(()) };
+        // SAFETY: kernels write the record through a raw pointer; read it back volatile.
+        let [status, slot, index, size] =
+            unsafe { std::ptr::read_volatile(&**record as *const [i64; 4]) };
+        if status == 0 {
+            return Ok(());
+        }
+        let q = slot as usize;
+        let source = plan.inputs.iter().find_map(|o| match &o.indexed {
+            Some(IndexedRole::Source { kind, axis, slot, .. }) if *slot == q => {
+                Some((*kind, *axis))
+            }
+            _ => None,
+        });
+        match (source, plan.reads.get(q)) {
+            (Some((kind, axis)), Some(&node)) if status == codegen::STATUS_INDEX => {
+                Err(RunError::IndexOutOfRange {
+                    node,
+                    op: kind.name().into(),
+                    axis: axis as u32,
+                    error: tfn_ir::IndexError { index, size: size as usize },
+                })
+            }
+            _ => Err(RunError::Internal(format!("kernel error record {status} {slot}"))),
+        }
     }
 
     /// Output elements one step of the split axis covers, when the kernel is elementwise and

@@ -16,8 +16,9 @@ use crate::copy;
 use crate::error::{CodegenError, RunError};
 use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
-use crate::plan::LoopPlan;
+use crate::plan::{IndexedRole, LoopPlan};
 use crate::pool::BufferPool;
+use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
 use std::collections::HashMap;
 use tfn_ir::bind::bind_sizes;
@@ -368,6 +369,21 @@ impl CompiledFunction {
                 // buffer of the node's bound shape; shapes are the graph's (checked in `copy`).
                 unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
             }
+            Step::Scatter { node } => {
+                let n = self.graph.node(*node);
+                let Op::Index { kind, axis } = n.op else {
+                    return Err(RunError::Internal("scatter step of another op".into()));
+                };
+                let mut inputs = Vec::with_capacity(n.inputs.len());
+                for v in &n.inputs {
+                    inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
+                }
+                let shape = st.shape(&n.ty.shape)?;
+                let out = st.alloc(*node, n.ty.dtype, &shape);
+                // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller
+                // buffer of the node's bound shape (never an input's).
+                unsafe { scatter::run_scatter(*node, kind, axis, &inputs, out) }
+            }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
         }
     }
@@ -383,6 +399,7 @@ impl CompiledFunction {
         if let Some(mut call) = self.prepare_loop(st, plan, domain, checks_empty)? {
             // SAFETY: see `prepare_loop`.
             unsafe { call.call_all(func, self.threads) };
+            call.recorded_error(plan)?;
         }
         Ok(())
     }
@@ -416,8 +433,31 @@ impl CompiledFunction {
         // from the source's bound shape.
         // (operand index, strides) of the view inputs; empty (no allocation) without views.
         let mut view_strides: Vec<(usize, Vec<isize>)> = Vec::new();
+        // Indexed-read sources: (axis size, axis stride) per slot.
+        let mut index_slots: Vec<(i64, i64, i64)> = Vec::new();
         for (k, op) in plan.inputs.iter().enumerate() {
             let buf = st.buf(op.value)?;
+            if let Some(role) = &op.indexed {
+                if let (IndexedRole::Source { kind, axis, .. }, Some(&node)) =
+                    (role, plan.reads.get(index_slots.len()))
+                {
+                    let x = st.shape(&self.graph.ty(op.value).shape)?;
+                    let index = self.graph.node(node).inputs.get(1).copied();
+                    let index = index.ok_or_else(|| RunError::Internal("read index".into()))?;
+                    let is = st.shape(&self.graph.ty(index).shape)?;
+                    kind.check_sizes(*axis, &x, &is).map_err(|message| RunError::Shape {
+                        node,
+                        op: kind.name().into(),
+                        message,
+                    })?;
+                    let (strides, n, sd) = role
+                        .source_strides(&x)
+                        .ok_or_else(|| RunError::Internal("indexed source".into()))?;
+                    let inner = plan.inner_stride(&strides) as i64;
+                    index_slots.push((n as i64, sd as i64, inner));
+                    view_strides.push((k, strides));
+                }
+            }
             match &op.view {
                 None => args.push(buf.ptr as i64),
                 Some((view, _)) => {
@@ -450,13 +490,23 @@ impl CompiledFunction {
         }
         let begin_slot = args.len();
         args.extend([0, 0]);
+        let record = if index_slots.is_empty() {
+            None
+        } else {
+            let record = Box::new([0i64; 4]);
+            args.push(&*record as *const [i64; 4] as i64);
+            for (n, sd, inner) in index_slots {
+                args.extend([n, sd, inner]);
+            }
+            Some(record)
+        };
         let total = kept * reduced;
         if kept == 0 || (total == 0 && !plan.reduces) {
             return Ok(None);
         }
         // Splitting the inner axis keeps whole 4-vector blocks per chunk.
         let align = if split + 1 == rank { 16 } else { 1 };
-        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align }))
+        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align, record }))
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.

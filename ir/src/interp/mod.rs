@@ -33,11 +33,13 @@ mod broadcast;
 mod cast;
 mod elementwise;
 mod fold;
+mod index;
 mod matmul;
 mod reduce;
 pub mod scalar;
 mod shape_ops;
 
+pub use crate::op_index::row_major_strides;
 pub use fold::{fold_binary, fold_cast, fold_unary};
 
 use crate::attr::Attr;
@@ -94,6 +96,10 @@ pub enum InterpError {
     /// number of elements).
     #[error("`{op}` ({node}): {message}")]
     Shape { node: ValueId, op: String, message: String },
+    /// An indexed op (`gather`, `index_select`, `scatter_add`, `index_add`) met an index
+    /// outside its axis.
+    #[error("`{op}` ({node}) along axis {axis}: {error}")]
+    IndexOutOfRange { node: ValueId, op: String, axis: u32, error: crate::op_index::IndexError },
     /// An extern kernel failed or returned the wrong dtype or shape.
     #[error("extern op `{name}` ({node}): {message}")]
     Extern { node: ValueId, name: String, message: String },
@@ -112,6 +118,7 @@ pub(crate) enum OpError {
     ZeroSizeReduction,
     Shape(String),
     Extern(String),
+    Index(crate::op_index::IndexError),
     Internal(String),
 }
 
@@ -128,6 +135,13 @@ impl OpError {
                     _ => op_name,
                 };
                 InterpError::Extern { node, name, message }
+            }
+            OpError::Index(error) => {
+                let axis = match op {
+                    Op::Index { axis, .. } => *axis,
+                    _ => 0,
+                };
+                InterpError::IndexOutOfRange { node, op: op_name, axis, error }
             }
             OpError::Internal(message) => InterpError::Internal { node, op: op_name, message },
         }
@@ -274,7 +288,10 @@ fn eval_node(
     // The op table's dtype row (`Op::operand_dtypes`), for every op in one place.
     let allowed = node.op.operand_dtypes();
     let data = if matches!(node.op, Op::Where) { args.get(1..).unwrap_or(&[]) } else { args };
-    if let Some(bad) = data.iter().find(|t| !allowed.contains(t.dtype())) {
+    // An indexed op's index (operand 1) is i32/i64 whatever the data's dtype.
+    let is_data = |i: usize| !(matches!(node.op, Op::Index { .. }) && i == 1);
+    let bad = data.iter().enumerate().find(|(i, t)| is_data(*i) && !allowed.contains(t.dtype()));
+    if let Some((_, bad)) = bad {
         return Err(OpError::Unsupported(bad.dtype()));
     }
     match &node.op {
@@ -341,6 +358,10 @@ fn eval_node(
         Op::Slice { axis, start, end, step } => {
             arity(args, 1)?;
             shape_ops::slice(args[0], *axis, *start, *end, *step)
+        }
+        Op::Index { kind, axis } => {
+            arity(args, kind.arity())?;
+            index::eval(*kind, *axis, args)
         }
         Op::Extern { name, attrs } => {
             let owned: Vec<Tensor> = args.iter().map(|t| (*t).clone()).collect();

@@ -89,6 +89,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Binary(_) | Op::MatMul => (2, 2),
         Op::Where => (3, 3),
         Op::Concat { .. } => (1, usize::MAX),
+        Op::Index { kind, .. } => (kind.arity(), kind.arity()),
         Op::Full { .. } => (0, 1),
         Op::Extern { .. } => (0, usize::MAX),
     }
@@ -110,7 +111,11 @@ pub fn infer(
     // The op table's dtype row, checked on every data operand.
     let allowed = op.operand_dtypes();
     let data_operands = if matches!(op, Op::Where) { &inputs[1..] } else { inputs };
-    if let Some(bad) = data_operands.iter().find(|t| !allowed.contains(t.dtype)) {
+    // An indexed op's index (input 1) is i32/i64 whatever the data's dtype.
+    let is_data = |i: usize| !(matches!(op, Op::Index { .. }) && i == 1);
+    let bad =
+        data_operands.iter().enumerate().find(|(i, t)| is_data(*i) && !allowed.contains(t.dtype));
+    if let Some((_, bad)) = bad {
         return Err(format!(
             "`{}` does not take {} operands (only {allowed})",
             op.name(),
@@ -212,6 +217,7 @@ pub fn infer(
             });
             same(x.dtype, Shape(dims))
         }
+        Op::Index { kind, axis } => kind.infer(*axis, inputs).map(Some),
     }
 }
 

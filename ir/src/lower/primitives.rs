@@ -22,6 +22,8 @@ pub enum Prim {
     Cast,
     Reduce(ReduceOp),
     ArgMax,
+    /// `gather`, `index_select`, `scatter_add`, `index_add` (`crate::op_index`).
+    Index(crate::op_index::IndexKind),
     MatMul,
     Reshape,
     Transpose,
@@ -53,6 +55,9 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "where" => Prim::Where,
                     "cast" => Prim::Cast,
                     "argmax" => Prim::ArgMax,
+                    _ if crate::op_index::IndexKind::from_name(name).is_some() => {
+                        Prim::Index(crate::op_index::IndexKind::from_name(name)?)
+                    }
                     "matmul" => Prim::MatMul,
                     "reshape" => Prim::Reshape,
                     "transpose" => Prim::Transpose,
@@ -148,6 +153,7 @@ impl Lowerer<'_> {
                 let op = Op::ArgMax { axis, keepdim: call.bool("keepdim")? };
                 self.emit_inferred(op, vec![x], span).map_err(infer_err)
             }
+            Prim::Index(kind) => self.index_op(kind, call),
             Prim::MatMul => self.matmul(call),
             Prim::Reshape => self.reshape_op(call),
             Prim::Transpose | Prim::TransposeSwap => {
@@ -258,6 +264,62 @@ impl Lowerer<'_> {
                 Ok(self.emit(Op::Full { value }, vec![x], ty, span))
             }
         }
+    }
+
+    /// `gather`, `index_select`, `scatter_add`, `index_add`: `src` takes the shape the op
+    /// says (the index's, or `index_select`'s result), sizes unified like broadcasting's.
+    fn index_op(
+        &mut self,
+        kind: crate::op_index::IndexKind,
+        call: &BoundCall,
+    ) -> Result<crate::ValueId, Diagnostic> {
+        let x = call.tensor("x")?;
+        let index = call.tensor("index")?;
+        let xt = self.ty(x);
+        let it = self.ty(index);
+        let rank = xt.shape.rank();
+        if rank == 0 {
+            let msg = format!("`{}` needs x of rank >= 1, got {}", kind.name(), call.label("x"));
+            return Err(call.error("E0503", "x", msg));
+        }
+        let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)?;
+        if !crate::op_index::is_index_dtype(it.dtype) {
+            let msg = format!("the index must be i32 or i64, got {}", it.dtype);
+            return Err(call.error("E0504", "index", msg));
+        }
+        if kind.elementwise_index() && it.shape.rank() != rank {
+            let msg = format!(
+                "`{}`: the index must have the rank of x ({rank}), got rank {}",
+                kind.name(),
+                it.shape.rank()
+            );
+            return Err(call.error("E0503", "index", msg));
+        }
+        let mut inputs = vec![x, index];
+        if !kind.is_read() {
+            let src = call.tensor("src")?;
+            let want = match kind {
+                crate::op_index::IndexKind::IndexAdd => {
+                    crate::op_index::IndexKind::select_shape(&xt.shape, &it.shape, axis)
+                }
+                _ => it.shape.clone(),
+            };
+            let st = self.ty(src);
+            let fits = st.shape.rank() == want.rank()
+                && st.shape.0.iter().zip(&want.0).all(|(a, b)| self.syms.unify(*a, *b).is_ok());
+            if !fits {
+                let msg = format!(
+                    "`{}`: src must have shape {}, got {}",
+                    kind.name(),
+                    self.syms.shown(&want),
+                    self.syms.shown(&st.shape)
+                );
+                return Err(call.error("E0503", "src", msg));
+            }
+            inputs.push(src);
+        }
+        let op = Op::Index { kind, axis: axis as u32 };
+        self.emit_inferred(op, inputs, call.span).map_err(|m| diag("E0503", m, call.span))
     }
 
     /// Normalises axis argument `param` of tensor argument `tensor`.

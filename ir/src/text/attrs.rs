@@ -102,6 +102,9 @@ impl Attrs<'_> {
             let axes = self.u32_list("axes", op_at)?;
             return Ok(Op::Reduce { op: r, axes, keepdim: self.bool("keepdim", op_at)? });
         }
+        if let Some(kind) = crate::op_index::IndexKind::from_name(name) {
+            return Ok(Op::Index { kind, axis: self.u32("axis", op_at)? });
+        }
         Ok(match name {
             "where" => Op::Where,
             "matmul" => Op::MatMul,

@@ -147,6 +147,7 @@ fn node_text(node: &Node) -> String {
         }
         Op::Transpose { perm } => ("transpose".into(), format!("perm={}", int_list(perm))),
         Op::Concat { axis } => ("concat".into(), format!("axis={axis}")),
+        Op::Index { kind, axis } => (kind.name().into(), format!("axis={axis}")),
         Op::Slice { axis, start, end, step } => (
             "slice".into(),
             format!("axis={axis}, start={start}, end={}, step={step}", opt_int(*end)),

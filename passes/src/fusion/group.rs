@@ -30,6 +30,11 @@ pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
     }
 }
 
+/// `gather` and `index_select`: loop nodes reading their `x` at computed addresses.
+pub(crate) fn is_indexed_read(op: &Op) -> bool {
+    matches!(op, Op::Index { kind, .. } if kind.is_read())
+}
+
 /// The shape with the reduced `axes` set to 1 (what `keepdim` gives).
 pub(crate) fn keepdim_shape(domain: &Shape, axes: &[u32]) -> Shape {
     let dims = domain.dims().iter().enumerate();
@@ -95,6 +100,12 @@ impl Walk<'_> {
             }
             Op::Extern { .. } => self.new_group(index, KernelKind::Extern, Vec::new(), true),
             Op::ArgMax { .. } => self.new_group(index, KernelKind::ArgMax, Vec::new(), true),
+            // An indexed read starts a loop of its result's shape that consumers join; it
+            // never joins the groups computing its operands (see `indexed_conflict`).
+            Op::Index { kind, .. } if kind.is_read() => {
+                self.new_group(index, KernelKind::Elementwise, Vec::new(), false)
+            }
+            Op::Index { .. } => self.new_group(index, KernelKind::Scatter, Vec::new(), true),
         }
     }
 
@@ -146,7 +157,7 @@ impl Walk<'_> {
             elementwise.retain(|&g| {
                 let d = &self.groups[g].domain;
                 match self.groups[t].kind {
-                    KernelKind::MatMul => !self.reaches(g, t),
+                    KernelKind::MatMul => !self.reaches(g, t) && !self.has_indexed_read(g),
                     _ => *d == domain || is_row_shape(d, &row),
                 }
             });
@@ -158,7 +169,7 @@ impl Walk<'_> {
         }
         candidates.extend(all.iter().map(|&g| vec![g]));
         for set in candidates {
-            if self.acyclic_after_merge(&set, index) {
+            if !self.indexed_conflict(&set) && self.acyclic_after_merge(&set, index) {
                 let keep = self.merge(&set);
                 self.groups[keep].nodes.push(index);
                 self.group_of[index] = Some(keep);
@@ -166,6 +177,29 @@ impl Walk<'_> {
             }
         }
         self.new_group(index, KernelKind::Elementwise, Vec::new(), false);
+    }
+
+    /// Whether group `g` computes an indexed read (`gather`, `index_select`).
+    fn has_indexed_read(&self, g: usize) -> bool {
+        self.groups[g].nodes.iter().any(|&n| is_indexed_read(&self.graph.nodes[n].op))
+    }
+
+    /// Whether merging `set` would put an indexed read and the producer of its `x` or index
+    /// in one kernel (the read addresses any element, so its operands must be complete).
+    fn indexed_conflict(&self, set: &[usize]) -> bool {
+        set.iter().any(|&g| {
+            self.groups[g].nodes.iter().any(|&n| {
+                let node = &self.graph.nodes[n];
+                is_indexed_read(&node.op)
+                    && node.inputs.iter().any(|v| {
+                        self.group_of
+                            .get(v.index())
+                            .copied()
+                            .flatten()
+                            .is_some_and(|h| h != g && set.contains(&h))
+                    })
+            })
+        })
     }
 
     /// Whether elementwise node `index` can join reduction group `g` (element or row level).
@@ -321,6 +355,7 @@ impl Walk<'_> {
                         self.groups[g].kind,
                         KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
                     ) && !matches!(node.op, Op::MatMul)
+                        && !is_indexed_read(&node.op)
                 }
                 None => false,
             };
@@ -366,6 +401,7 @@ impl Walk<'_> {
             }
             let source_group = self.group_of[source.index()];
             let in_place = consumers[index].iter().all(|&c| match self.group_of[c] {
+                _ if is_indexed_read(&graph.nodes[c].op) => false,
                 Some(h) if Some(h) != source_group => match self.groups[h].kind {
                     KernelKind::Elementwise | KernelKind::Reduction => loop_view,
                     KernelKind::MatMul => operand_view && matches!(graph.nodes[c].op, Op::MatMul),
@@ -393,8 +429,9 @@ impl Walk<'_> {
             let mut inputs: BTreeSet<ValueId> = BTreeSet::new();
             for &index in &group.nodes {
                 nodes.insert(ValueId(index as u32));
-                let inlines = group.kind != KernelKind::MatMul
-                    || !matches!(graph.nodes[index].op, Op::MatMul);
+                let inlines = (group.kind != KernelKind::MatMul
+                    || !matches!(graph.nodes[index].op, Op::MatMul))
+                    && !is_indexed_read(&graph.nodes[index].op);
                 for v in data_inputs(graph, index) {
                     if self.group_of[v.index()] == Some(g) {
                         continue;

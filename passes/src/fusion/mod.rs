@@ -27,6 +27,11 @@
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
 //!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`]; `Extern` cuts the graph;
+//! - indexed reads (`gather`, `index_select`) are elementwise over their result: the read of
+//!   `x` at the computed address happens inside the consuming loop, so a kernel never
+//!   contains the producer of an indexed read's `x` or index (both are kernel inputs: the
+//!   address of any element of `x` may be needed at any step), and indexed reads do not
+//!   join matmul epilogues; `scatter_add`/`index_add` are [`KernelKind::Scatter`];
 //! - shape ops become index arithmetic where they can: a `Slice` or `Transpose` whose
 //!   innermost non-size-1 axis is unit-stride in its source ([`ViewOp`]; e.g. a transpose
 //!   keeping the last axis) read only by elementwise/reduction kernels, or a last-two-axes
@@ -67,6 +72,9 @@ pub enum KernelKind {
     Extern,
     /// `ArgMax`, on its own.
     ArgMax,
+    /// `scatter_add` / `index_add`, on its own: a copy of `x` then accumulation of `src` in
+    /// row-major order (deterministic).
+    Scatter,
 }
 
 impl KernelKind {
@@ -79,6 +87,7 @@ impl KernelKind {
             KernelKind::Copy => "copy",
             KernelKind::Extern => "extern",
             KernelKind::ArgMax => "argmax",
+            KernelKind::Scatter => "scatter",
         }
     }
 }

@@ -140,6 +140,12 @@ pub fn add_graph(
             Op::Full { value } => {
                 TfnNode::Full([dtype, leaf(egraph, *value), add_shape(egraph, &ty.shape)])
             }
+            Op::Index { kind, axis } => {
+                arity(kind.arity())?;
+                let mut children = inputs.clone();
+                children.push(egraph.add(TfnNode::Int(i64::from(*axis))));
+                TfnNode::Index(*kind, children)
+            }
             Op::Extern { name, attrs } => {
                 let key = egraph.add(TfnNode::Int(externs.key(name, attrs)));
                 let mut children = vec![key, dtype, add_shape(egraph, &ty.shape)];

@@ -92,5 +92,13 @@ pub fn node_cost<'a>(
         Slice([x, ..]) => boundary(&[*x], 0.0),
         Concat(c) => boundary(&c[2..], 0.0),
         Extern(c) => KERNEL_BOUNDARY + boundary(&c[3..], 0.0),
+        // Reads are an address computation and a load inside the consuming loop; the
+        // accumulations are kernels of their own over `src`.
+        Index(kind, _) if kind.is_read() => elementwise(4.0),
+        Index(_, c) => {
+            let inputs = &c[..c.len().saturating_sub(1)];
+            let work = inputs.last().map_or(1.0, |s| elements(child(*s).ty.as_ref()));
+            boundary(inputs, work)
+        }
     }
 }

@@ -78,6 +78,10 @@ pub fn inferred_op(
             let axis = u32_of(int(*axis)?)?;
             (Op::Slice { axis, start: int(*start)?, end, step: int(*step)? }, one(x))
         }
+        N::Index(kind, c) => match c.split_last() {
+            Some((axis, inputs)) => (Op::Index { kind: *kind, axis: u32_of(int(*axis)?)? }, inputs),
+            None => return Err("an indexed op without children".into()),
+        },
         N::Param(_)
         | N::Const(_)
         | N::Full(_)

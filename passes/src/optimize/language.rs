@@ -32,7 +32,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use tfn_ir::op::{ALL_BINARY, ALL_REDUCE, ALL_UNARY};
-use tfn_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
+use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, UnaryOp};
 
 /// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +113,9 @@ pub enum TfnNode {
     Full([Id; 3]),
     /// `(extern key dtype shape x...)`; `key` indexes the optimiser's table of extern ops.
     Extern(Vec<Id>),
+    /// `(gather x index axis)`, `(index_select x index axis)`, `(scatter_add x index src
+    /// axis)`, `(index_add x index src axis)`.
+    Index(IndexKind, Vec<Id>),
 }
 
 impl Language for TfnNode {
@@ -133,6 +136,7 @@ impl Language for TfnNode {
             (Unary(a, _), Unary(b, _)) => a == b,
             (Binary(a, _), Binary(b, _)) => a == b,
             (Reduce(a, _), Reduce(b, _)) => a == b,
+            (Index(a, c), Index(b, d)) => a == b && c.len() == d.len(),
             (List(a), List(b))
             | (Shape(a), Shape(b))
             | (Concat(a), Concat(b))
@@ -145,7 +149,7 @@ impl Language for TfnNode {
         use TfnNode::*;
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
-            List(c) | Shape(c) | Concat(c) | Extern(c) => c,
+            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
             Const(c)
             | Binary(_, c)
@@ -163,7 +167,7 @@ impl Language for TfnNode {
         use TfnNode::*;
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
-            List(c) | Shape(c) | Concat(c) | Extern(c) => c,
+            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
             Const(c)
             | Binary(_, c)
@@ -206,6 +210,7 @@ impl TfnNode {
             Slice(_) => "slice".into(),
             Full(_) => "full".into(),
             Extern(_) => "extern".into(),
+            Index(k, _) => k.name().into(),
         }
     }
 
@@ -280,6 +285,13 @@ impl egg::FromOp for TfnNode {
         }
         if let Some(r) = ALL_REDUCE.iter().find(|r| tfn_ir::op::reduce_name(**r) == op) {
             return fixed(&children).map(|c| Reduce(*r, c)).ok_or_else(err);
+        }
+        if let Some(k) = IndexKind::from_name(op) {
+            return if children.len() == k.arity() + 1 {
+                Ok(Index(k, children))
+            } else {
+                Err(err())
+            };
         }
         let node = match op {
             "list" => Some(List(children.clone())),
