@@ -26,6 +26,7 @@ use tfn_ir::interp::{self, ExternKernels, NoExterns};
 use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
 use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
 
+mod liveness;
 mod loop_call;
 mod state;
 mod steps;
@@ -54,8 +55,10 @@ pub struct CompiledFunction {
     graph: Graph,
     fused: FusedGraph,
     steps: Vec<Step>,
+    /// Per step, the intermediates that are dead once it has run ([`liveness`]).
+    release: Vec<Vec<ValueId>>,
     threads: usize,
-    /// Intermediates of earlier calls, reused by later ones.
+    /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
     /// Keeps the kernels' machine code alive.
     _jit: Jit,
@@ -101,10 +104,12 @@ impl CompiledFunction {
             };
             steps.push(step);
         }
+        let release = liveness::release_points(graph, &fused, &steps);
         Ok(CompiledFunction {
             graph: graph.clone(),
             fused,
             steps,
+            release,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
             _jit: jit.clone(),
@@ -246,8 +251,10 @@ impl CompiledFunction {
                 }
             }
         }
-        for (kernel, step) in self.fused.kernels.iter().zip(&self.steps) {
+        for ((kernel, step), dead) in self.fused.kernels.iter().zip(&self.steps).zip(&self.release)
+        {
             self.run_step(&mut st, kernel, step, externs)?;
+            st.release(dead);
         }
         match outputs {
             Some(outs) => {
