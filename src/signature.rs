@@ -221,6 +221,7 @@ impl Prepared {
                 Executor::Interp
             }
             (Backend::Jit, Some(jit)) => {
+                let code_before = jit.code_stats();
                 let compiled = jit
                     .compile_fused(&planned.graph, planned.fused)
                     .map_err(|e| Error::Internal(format!("code generation failed: {e}")))?;
@@ -250,10 +251,14 @@ impl Prepared {
                             .map(|(i, why)| format!("\n  FALLBACK kernel {i}: {why}"))
                             .collect::<String>()
                     );
+                    let code_after = jit.code_stats();
                     tfn_ir::tfn_log!(
-                        "tfn:   optimise + fuse {:.1} ms, code generation {:.1} ms",
+                        "tfn:   optimise + fuse {:.1} ms, code generation {:.1} ms \
+                         ({} loop kernels compiled, {} identical ones reused)",
                         planned_at.as_secs_f64() * 1e3,
-                        (started.elapsed() - planned_at).as_secs_f64() * 1e3
+                        (started.elapsed() - planned_at).as_secs_f64() * 1e3,
+                        code_after.0 - code_before.0,
+                        code_after.1 - code_before.1
                     );
                 }
                 Executor::Jit(Box::new(compiled))
