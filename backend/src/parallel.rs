@@ -10,7 +10,10 @@ pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 20;
 
 /// Calls `func` on `args` (whose `begin`/`end` slots are at `begin_slot`) over `0..range`,
 /// split into up to `threads` chunks when `work` (elements touched) is large enough. `align`
-/// rounds chunk boundaries (keeps vector loops whole).
+/// rounds chunk boundaries (keeps vector loops whole). `record`: the argument slot of the
+/// kernel's error record (`[i64; 4]`, status first), if it has one: each chunk then writes
+/// a record of its own, and the lowest chunk's error (in split order) is copied into the
+/// caller's, so chunks never write one record concurrently.
 ///
 /// # Safety
 /// `args` must be valid kernel arguments for `func`, for any sub-range of `0..range`.
@@ -22,6 +25,7 @@ pub(crate) unsafe fn call_split(
     work: usize,
     threads: usize,
     align: usize,
+    record: Option<usize>,
 ) {
     let chunks = if threads > 1 && work >= MIN_PARALLEL_ELEMENTS { threads.min(range) } else { 1 };
     if chunks <= 1 {
@@ -38,9 +42,16 @@ pub(crate) unsafe fn call_split(
         .filter(|(lo, hi)| lo < hi)
         .collect();
     let base: Vec<i64> = args.to_vec();
+    // One error record per chunk after the first (which keeps the caller's).
+    let mut records = vec![[0i64; 4]; if record.is_some() { bounds.len() } else { 0 }];
+    let records_ptr = records.as_mut_ptr();
     std::thread::scope(|scope| {
-        for &(lo, hi) in bounds.iter().skip(1) {
+        for (c, &(lo, hi)) in bounds.iter().enumerate().skip(1) {
             let mut mine = base.clone();
+            if let Some(slot) = record {
+                // In bounds: `records` has one entry per chunk.
+                mine[slot] = records_ptr.wrapping_add(c) as i64;
+            }
             scope.spawn(move || {
                 mine[begin_slot] = lo as i64;
                 mine[begin_slot + 1] = hi as i64;
@@ -55,4 +66,16 @@ pub(crate) unsafe fn call_split(
             unsafe { func(args.as_ptr()) };
         }
     });
+    // The first chunk wrote the caller's record; otherwise the lowest chunk with an error.
+    if let Some(slot) = record {
+        let caller = args[slot] as *mut [i64; 4];
+        // SAFETY: `args[slot]` is the caller's live record; the threads have finished.
+        unsafe {
+            if (*caller)[0] == 0 {
+                if let Some(r) = records.iter().find(|r| r[0] != 0) {
+                    *caller = *r;
+                }
+            }
+        }
+    }
 }
