@@ -308,3 +308,19 @@ fn tfnc_run_exits_1_on_an_index_out_of_range() {
         );
     }
 }
+
+#[test]
+fn tfnc_gradcheck_passes_on_the_index_grad_cases() {
+    // Finite differences at random inputs (integer tensors from 0..3: duplicates are likely).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/grad");
+    let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(["gradcheck", "index_grads.tfn"])
+        .current_dir(&dir)
+        .output()
+        .expect("run tfnc");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["g_last", "g_first", "embed", "take_cols", "scatter", "add_rows"] {
+        assert!(stdout.contains(&format!("ok     {f} ")), "`{f}` checked:\n{stdout}");
+    }
+}
