@@ -324,3 +324,29 @@ fn tfnc_gradcheck_passes_on_the_index_grad_cases() {
         assert!(stdout.contains(&format!("ok     {f} ")), "`{f}` checked:\n{stdout}");
     }
 }
+
+#[test]
+fn an_index_of_x_sizes_then_a_smaller_one_both_run() {
+    // The first call's index has x's sizes: the instance assumes it (a guarded equality,
+    // which lets the gather move onto z); the second call's smaller index must not reuse it.
+    for backend in BACKENDS {
+        let s = session(backend);
+        let z = floats(&[4, 6], 0.0);
+        let reference = session(Backend::Interp);
+        for t in [ints(&[4], &[0, 5, -1, 2]), ints(&[2], &[3, -6]), ints(&[4], &[1, 1, 1, 1])] {
+            let args = [Value::from(z.view()), Value::from(t.view())];
+            let got = only(s.call("cross_entropy", &args).expect("call"));
+            let want = only(reference.call("cross_entropy", &args).expect("reference"));
+            let (Tensor::F32(a), Tensor::F32(b)) = (&got, &want) else { panic!("f32 results") };
+            let close = a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs().max(1.0));
+            assert!(close, "{backend:?} t={t}: {got:?} vs {want:?}");
+        }
+        let x = floats(&[3, 4], 0.0);
+        for rows in [3usize, 2, 3] {
+            let i = ints(&[rows, 2], &vec![1; rows * 2]);
+            let args = [Value::from(x.view()), Value::from(i.view())];
+            let got = only(s.call("scaled_gather", &args).expect("gather"));
+            assert_eq!(got.shape(), &[rows, 2], "{backend:?}");
+        }
+    }
+}
