@@ -8,9 +8,17 @@ use crate::jit::KernelFn;
 /// Below this many elements a kernel runs on the calling thread.
 pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 20;
 
-/// Calls `func` on `args` (whose `begin`/`end` slots are at `begin_slot`) over `0..range`,
+/// Where the split-dependent arguments are: the `begin`/`end` pair, and the error record's
+/// pointer if the kernel has one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArgSlots {
+    pub begin: usize,
+    pub record: Option<usize>,
+}
+
+/// Calls `func` on `args` (whose `begin`/`end` slots are at `slots.begin`) over `0..range`,
 /// split into up to `threads` chunks when `work` (elements touched) is large enough. `align`
-/// rounds chunk boundaries (keeps vector loops whole). `record`: the argument slot of the
+/// rounds chunk boundaries (keeps vector loops whole). `slots.record`: the argument slot of the
 /// kernel's error record (`[i64; 4]`, status first), if it has one: each chunk then writes
 /// a record of its own, and the lowest chunk's error (in split order) is copied into the
 /// caller's, so chunks never write one record concurrently.
@@ -20,13 +28,13 @@ pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 20;
 pub(crate) unsafe fn call_split(
     func: KernelFn,
     args: &mut [i64],
-    begin_slot: usize,
+    slots: ArgSlots,
     range: usize,
     work: usize,
     threads: usize,
     align: usize,
-    record: Option<usize>,
 ) {
+    let (begin_slot, record) = (slots.begin, slots.record);
     let chunks = if threads > 1 && work >= MIN_PARALLEL_ELEMENTS { threads.min(range) } else { 1 };
     if chunks <= 1 {
         args[begin_slot] = 0;

@@ -83,12 +83,11 @@ impl LoopCall {
             parallel::call_split(
                 func,
                 args,
-                self.begin_slot,
+                parallel::ArgSlots { begin: self.begin_slot, record },
                 range,
                 self.total,
                 threads,
                 self.align,
-                record,
             )
         };
     }
