@@ -244,47 +244,63 @@ pub fn addresses(
     index_shape: &[usize],
     index: &[i64],
 ) -> Result<(Vec<usize>, Vec<usize>), AddressError> {
-    kind.check_sizes(axis, x, index_shape).map_err(AddressError::Shape)?;
-    let xs = row_major_strides(x);
-    let space: Vec<usize> = if kind.elementwise_index() {
+    let space = index_space(kind, axis, x, index_shape);
+    let mut out = Vec::with_capacity(space.iter().product());
+    for_each_address(kind, axis, x, index_shape, |q| index[q], |_, off| out.push(off))?;
+    Ok((space, out))
+}
+
+/// The shape of the positions an indexed op visits (see [`addresses`]).
+pub fn index_space(kind: IndexKind, axis: usize, x: &[usize], index_shape: &[usize]) -> Vec<usize> {
+    if kind.elementwise_index() {
         index_shape.to_vec()
     } else {
         let mut s = x[..axis].to_vec();
         s.extend_from_slice(index_shape);
         s.extend_from_slice(&x[axis + 1..]);
         s
-    };
+    }
+}
+
+/// [`addresses`] without the allocation: calls `f(position, offset)` for each position of
+/// the index space in row-major order, reading index element `q` (row-major) as `index(q)`;
+/// stops at the first index out of range.
+pub fn for_each_address(
+    kind: IndexKind,
+    axis: usize,
+    x: &[usize],
+    index_shape: &[usize],
+    index: impl Fn(usize) -> i64,
+    mut f: impl FnMut(usize, usize),
+) -> Result<(), AddressError> {
+    kind.check_sizes(axis, x, index_shape).map_err(AddressError::Shape)?;
+    let xs = row_major_strides(x);
+    let space = index_space(kind, axis, x, index_shape);
     let r = index_shape.len();
     let istrides = row_major_strides(index_shape);
-    let mut out = Vec::with_capacity(space.iter().product());
     for_each_position(&space, |flat, pos| {
-        let (i, rest) = if kind.elementwise_index() {
-            (index[flat], None)
+        let i = if kind.elementwise_index() {
+            index(flat)
         } else {
-            let q: usize = pos[axis..axis + r].iter().zip(&istrides).map(|(p, s)| p * s).sum();
-            (index[q], Some(()))
+            index(pos[axis..axis + r].iter().zip(&istrides).map(|(p, s)| p * s).sum())
         };
         let slot = resolve_index(i, x[axis]).map_err(AddressError::Index)?;
         let mut off = slot * xs[axis];
-        match rest {
-            None => {
-                for (k, &p) in pos.iter().enumerate() {
-                    if k != axis {
-                        off += p * xs[k];
-                    }
+        if kind.elementwise_index() {
+            for (k, &p) in pos.iter().enumerate() {
+                if k != axis {
+                    off += p * xs[k];
                 }
             }
-            Some(()) => {
-                for k in 0..axis {
-                    off += pos[k] * xs[k];
-                }
-                for k in axis + 1..x.len() {
-                    off += pos[k - 1 + r] * xs[k];
-                }
+        } else {
+            for k in 0..axis {
+                off += pos[k] * xs[k];
+            }
+            for k in axis + 1..x.len() {
+                off += pos[k - 1 + r] * xs[k];
             }
         }
-        out.push(off);
+        f(flat, off);
         Ok(())
-    })?;
-    Ok((space, out))
+    })
 }

@@ -19,7 +19,9 @@
 //! pointer to the call's error record (`[i64; 4]`: status, source slot, index value, axis
 //! size) and per source its axis size and stride. An index out of range stores the record
 //! (status 1) and reads slot 0 instead — never outside `x` — and the executor turns a set
-//! record into a typed error naming the op, the index and the size. A record, not an early
+//! record into a typed error naming the op, the index and the size: the first bad index in
+//! row-major order, found again on the host, so neither the loop order nor the thread count
+//! (each thread has its own record) changes which one (`executor::loop_call::ErrorRecord`). A record, not an early
 //! exit: every kernel keeps straight-line loops, and any later check (another op, another
 //! kind of failure) can use the same record with another status.
 

@@ -31,7 +31,7 @@ mod loop_call;
 mod state;
 mod steps;
 
-use loop_call::LoopCall;
+use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 use state::{with_input_shapes, Direct, State};
 use steps::{compile_kernel, Step};
 
@@ -442,6 +442,8 @@ impl CompiledFunction {
         let mut view_strides: Vec<(usize, Vec<isize>)> = Vec::new();
         // Indexed-read sources: (axis size, axis stride) per slot.
         let mut index_slots: Vec<(i64, i64, i64)> = Vec::new();
+        // Per slot, the index buffer and its element count (to name the first bad index).
+        let mut index_bufs: Vec<(crate::buffers::RawBuf, usize)> = Vec::new();
         for (k, op) in plan.inputs.iter().enumerate() {
             let buf = st.buf(op.value)?;
             if let Some(role) = &op.indexed {
@@ -462,6 +464,7 @@ impl CompiledFunction {
                         .ok_or_else(|| RunError::Internal("indexed source".into()))?;
                     let inner = plan.inner_stride(&strides) as i64;
                     index_slots.push((n as i64, sd as i64, inner));
+                    index_bufs.push((st.buf(index)?, is.iter().product()));
                     view_strides.push((k, strides));
                 }
             }
@@ -501,11 +504,23 @@ impl CompiledFunction {
             None
         } else {
             let record = Box::new([0i64; 4]);
+            let slot = args.len();
             args.push(&*record as *const [i64; 4] as i64);
+            let sizes = index_slots.iter().map(|(n, _, _)| *n as usize);
+            let reads: Vec<ReadIndex> = index_bufs
+                .into_iter()
+                .zip(sizes)
+                .map(|((buf, count), size)| ReadIndex {
+                    ptr: buf.ptr as usize,
+                    dtype: buf.dtype,
+                    count,
+                    size,
+                })
+                .collect();
             for (n, sd, inner) in index_slots {
                 args.extend([n, sd, inner]);
             }
-            Some(record)
+            Some(ErrorRecord { record, slot, reads })
         };
         let total = kept * reduced;
         if kept == 0 || (total == 0 && !plan.reduces) {

@@ -295,6 +295,14 @@ impl Lowerer<'_> {
             );
             return Err(call.error("E0503", "index", msg));
         }
+        if kind.elementwise_index() {
+            // The index may be smaller than x on the other axes; when the call's sizes are
+            // equal, say so (guarded), so that rules may move the op through elementwise ops.
+            for k in (0..rank).filter(|&k| k != axis) {
+                self.syms.decide_equal(xt.shape.0[k], it.shape.0[k]);
+            }
+        }
+        let (xt, it) = (self.ty(x), self.ty(index));
         let mut inputs = vec![x, index];
         if !kind.is_read() {
             let src = call.tensor("src")?;

@@ -32,6 +32,7 @@
 pub mod algebra;
 pub mod apply;
 pub mod custom;
+pub mod indexed;
 pub mod layout;
 
 use super::analysis::TfnAnalysis;
@@ -62,6 +63,9 @@ pub enum Custom {
     ReduceOfBroadcast,
     /// A reduction of a splat constant -> a splat (`c * n` for `sum`).
     ReduceOfSplat,
+    /// An indexed read of an elementwise op -> the op of the reads of its operands (see
+    /// [`indexed`]).
+    IndexOfElementwise,
 }
 
 /// A side condition, checked on the analysis data of a pattern variable's e-class.
@@ -114,7 +118,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
-        .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS])
+        .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
         .flat_map(|table| table.iter())
         .collect()
 }
