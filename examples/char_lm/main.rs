@@ -92,7 +92,7 @@ fn main() {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    if args.heads == 0 || args.channels % args.heads != 0 {
+    if args.heads == 0 || !args.channels.is_multiple_of(args.heads) {
         return Err(format!("--heads {} must divide --channels {}", args.heads, args.channels));
     }
     if !(0.0..1.0).contains(&args.dropout) {
@@ -149,7 +149,7 @@ fn run(args: Args) -> Result<(), String> {
                 stats.compiles
             );
         }
-        let valid = if step % args.eval_every == 0 || step == args.steps {
+        let valid = if step.is_multiple_of(args.eval_every.max(1)) || step == args.steps {
             let v = trainer.validate(&params, &corpus)?;
             last_valid = Some(v);
             Some(v)

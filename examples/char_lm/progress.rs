@@ -27,7 +27,7 @@ impl Bar {
         // An exponential average: one batch's loss is noisy.
         let s = self.smoothed.map_or(f64::from(loss), |s| 0.95 * s + 0.05 * f64::from(loss));
         self.smoothed = Some(s);
-        if !self.terminal && step % 100 != 0 && step != self.total {
+        if !self.terminal && !step.is_multiple_of(100) && step != self.total {
             return;
         }
         let width = 24;
