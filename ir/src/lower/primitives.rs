@@ -39,6 +39,8 @@ pub enum Prim {
     FullLike,
     /// `rand_like`, `randn_like`.
     Random(RandomDist),
+    /// `std:nn`'s `dropout`: `rand_like` and elementwise ops, after checking `p`.
+    Dropout,
 }
 
 /// The primitive a prelude `op` declaration names, if the compiler implements it.
@@ -71,6 +73,7 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "zeros_like" => Prim::ZerosLike,
                     "ones_like" => Prim::OnesLike,
                     "full_like" => Prim::FullLike,
+                    "dropout" => Prim::Dropout,
                     _ => return None,
                 })
             })
@@ -252,6 +255,7 @@ impl Lowerer<'_> {
                 Ok(self.emit(Op::Full { value }, Vec::new(), ty, span))
             }
             Prim::Random(dist) => self.random(dist, call),
+            Prim::Dropout => self.dropout(call),
             Prim::ZerosLike | Prim::OnesLike | Prim::FullLike => {
                 let x = call.tensor("x")?;
                 let ty = self.graph.ty(x).clone();
