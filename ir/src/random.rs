@@ -28,7 +28,7 @@
 //! `ln u = e·ln 2 + 2s(1 + s²/3 + … + s^2K/(2K+1))` with `u = m·2^e`, `m ∈ [√½, √2)`,
 //! `s = (m−1)/(m+1)` (`K` = 5 for `f32`, 10 for `f64`). The turn is split exactly into the nearest
 //! quarter `q` and a remainder `θ ∈ [−π/4, π/4)`: `cos(2πt) = ±cos θ` or `±sin θ` by `q`, each
-//! by its Taylor polynomial (to `θ^10`/`θ^9` for `f32`, `θ^18`/`θ^17` for `f64`). The
+//! by its Taylor polynomial (to `θ^10`/`θ^11` for `f32`, `θ^18`/`θ^19` for `f64`). The
 //! polynomials' truncation errors are below half an ULP, so `z` is within a few ULP of the
 //! exact Box–Muller value of these bits (tested against libm below).
 
@@ -125,8 +125,7 @@ fn poly<O: FloatOps>(o: &mut O, z: O::Float, c: &[f64]) -> O::Float {
 
 /// Natural log of `u ∈ (0, 1]` (normal floats only).
 fn ln<O: FloatOps>(o: &mut O, u: O::Float) -> O::Float {
-    let terms = if o.double() { 11 } else { 6 };
-    let coefs: Vec<f64> = (0..terms).map(|k| 1.0 / (2 * k + 1) as f64).collect();
+    let coefs = if o.double() { &LN_SERIES[..] } else { &LN_SERIES[..6] };
     let (e, m) = o.frexp(u);
     let sqrt2 = o.constant(std::f64::consts::SQRT_2);
     let (half, one) = (o.constant(0.5), o.constant(1.0));
@@ -160,8 +159,9 @@ fn cos_turn<O: FloatOps>(o: &mut O, v: O::Word, bits: u32) -> O::Float {
     let step = o.constant(std::f64::consts::FRAC_PI_2 * 2f64.powi(-(bits as i32 - 2)));
     let theta = o.fmul(d, step);
     let z = o.fmul(theta, theta);
-    let cos = poly(o, z, &taylor(!o.double(), 0));
-    let sin_over = poly(o, z, &taylor(!o.double(), 1));
+    let terms = if o.double() { COS_SERIES.len() } else { 6 };
+    let cos = poly(o, z, &COS_SERIES[..terms]);
+    let sin_over = poly(o, z, &SIN_SERIES[..terms]);
     let sin = o.fmul(theta, sin_over);
     // q = 0: cos θ, 1: −sin θ, 2: −cos θ, 3: sin θ.
     let odd = o.and(q, 1);
@@ -178,24 +178,48 @@ fn cos_turn<O: FloatOps>(o: &mut O, v: O::Word, bits: u32) -> O::Float {
     o.select_gt(flip, half, neg, pick)
 }
 
-/// Taylor coefficients in `θ²` of `cos θ` (`from = 0`) or `sin θ / θ` (`from = 1`).
-fn taylor(single: bool, from: u32) -> Vec<f64> {
-    let terms = if single { 6 } else { 10 };
-    let mut out = Vec::with_capacity(terms);
-    let mut fact = 1.0f64;
-    for n in 1..=from {
-        fact *= f64::from(n);
-    }
-    for k in 0..terms as u32 {
-        let n = 2 * k + from;
-        if k > 0 {
-            fact *= f64::from(n - 1) * f64::from(n);
-        }
-        let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
-        out.push(sign / fact);
-    }
-    out
-}
+/// `1/(2k+1)`: `ln m = 2s·Σ s^2k/(2k+1)` (the first 6 for `f32`).
+const LN_SERIES: [f64; 11] = [
+    1.0,
+    1.0 / 3.0,
+    1.0 / 5.0,
+    1.0 / 7.0,
+    1.0 / 9.0,
+    1.0 / 11.0,
+    1.0 / 13.0,
+    1.0 / 15.0,
+    1.0 / 17.0,
+    1.0 / 19.0,
+    1.0 / 21.0,
+];
+
+/// Taylor coefficients of `cos θ` in `θ²`: `(−1)^k/(2k)!` (the first 6 for `f32`).
+const COS_SERIES: [f64; 10] = [
+    1.0,
+    -1.0 / 2.0,
+    1.0 / 24.0,
+    -1.0 / 720.0,
+    1.0 / 40_320.0,
+    -1.0 / 3_628_800.0,
+    1.0 / 479_001_600.0,
+    -1.0 / 87_178_291_200.0,
+    1.0 / 20_922_789_888_000.0,
+    -1.0 / 6_402_373_705_728_000.0,
+];
+
+/// Taylor coefficients of `sin θ / θ` in `θ²`: `(−1)^k/(2k+1)!` (the first 6 for `f32`).
+const SIN_SERIES: [f64; 10] = [
+    1.0,
+    -1.0 / 6.0,
+    1.0 / 120.0,
+    -1.0 / 5_040.0,
+    1.0 / 362_880.0,
+    -1.0 / 39_916_800.0,
+    1.0 / 6_227_020_800.0,
+    -1.0 / 1_307_674_368_000.0,
+    1.0 / 355_687_428_096_000.0,
+    -1.0 / 121_645_100_408_832_000.0,
+];
 
 /// [`FloatOps`] on plain `f32`/`f64` values: the interpreter's instantiation.
 #[derive(Clone, Copy, Debug, Default)]
