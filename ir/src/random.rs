@@ -300,3 +300,65 @@ macro_rules! scalar_float_ops {
 
 scalar_float_ops!(f32, false, 23, 127, 0x3f80_0000);
 scalar_float_ops!(f64, true, 52, 1023, 0x3ff0_0000_0000_0000);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix;
+
+    fn words(r: &mut SplitMix) -> [u32; 4] {
+        let (a, b) = (r.next_u64(), r.next_u64());
+        [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]
+    }
+
+    /// The exact Box–Muller value of the words (f64 libm), and the radius.
+    fn exact(w: [u32; 4], double: bool) -> (f64, f64) {
+        let (u, t) = if double {
+            let bits = f64::from(w[0] >> 5) * 2f64.powi(26) + f64::from(w[1] >> 6);
+            ((bits + 1.0) * 2f64.powi(-53), f64::from(w[2]) * 2f64.powi(-32))
+        } else {
+            (f64::from((w[0] >> 8) + 1) * 2f64.powi(-24), f64::from(w[1] >> 8) * 2f64.powi(-24))
+        };
+        let r = (-2.0 * libm::log(u)).sqrt();
+        (r * libm::cos(2.0 * std::f64::consts::PI * t), r)
+    }
+
+    /// The polynomial log and cosine keep `randn` within a few units of the last place of
+    /// the exact Box–Muller value (relative to the radius, since `cos` crosses zero).
+    #[test]
+    fn normal_is_box_muller_within_a_few_ulp() {
+        let mut r = SplitMix(5);
+        let (mut worst32, mut worst64) = (0f64, 0f64);
+        for _ in 0..200_000 {
+            let w = words(&mut r);
+            let (z, radius) = exact(w, false);
+            let got = f64::from(normal(&mut Scalar::<f32>::new(), w));
+            worst32 = worst32.max((got - z).abs() / (radius.max(1e-3) * f64::from(f32::EPSILON)));
+            let (z, radius) = exact(w, true);
+            let got = normal(&mut Scalar::<f64>::new(), w);
+            worst64 = worst64.max((got - z).abs() / (radius.max(1e-3) * f64::EPSILON));
+        }
+        assert!(worst32 < 4.0 && worst64 < 4.0, "f32 {worst32} ulp, f64 {worst64} ulp");
+    }
+
+    /// Edges: the smallest and largest `u`, every quarter of the turn, and the uniform range.
+    #[test]
+    fn edges() {
+        let single = |w: [u32; 4]| normal(&mut Scalar::<f32>::new(), w);
+        let double = |w: [u32; 4]| normal(&mut Scalar::<f64>::new(), w);
+        // u = 1 (all ones in w0): radius 0, a zero of either sign, never NaN.
+        assert_eq!(single([u32::MAX, 0, 0, 0]).abs(), 0.0);
+        assert_eq!(double([u32::MAX, u32::MAX, 0, 0]).abs(), 0.0);
+        // u = 2^-24 / 2^-53 at turn 0: the largest values.
+        assert_eq!(single([0, 0, 0, 0]), (48.0 * std::f32::consts::LN_2).sqrt());
+        assert!((double([0, 0, 0, 0]) - (106.0 * std::f64::consts::LN_2).sqrt()).abs() < 1e-14);
+        // Quarter turns: cos = 0, -1, 0 (to rounding of θ = 0).
+        let q = |k: u32| single([0, k << 30, 0, 0]) / single([0, 0, 0, 0]);
+        assert_eq!([q(1), q(2), q(3)].map(|v| (v * 1e6).round() / 1e6), [0.0, -1.0, 0.0]);
+        let lo = uniform(&mut Scalar::<f32>::new(), [0; 4]);
+        let hi = uniform(&mut Scalar::<f32>::new(), [u32::MAX; 4]);
+        assert_eq!((lo, hi), (0.0, 1.0 - f32::EPSILON / 2.0));
+        let hi = uniform(&mut Scalar::<f64>::new(), [u32::MAX; 4]);
+        assert_eq!(hi, 1.0 - f64::EPSILON / 2.0);
+    }
+}
