@@ -137,7 +137,7 @@ fn ln<O: FloatOps>(o: &mut O, u: O::Float) -> O::Float {
     let den = o.fadd(m, one);
     let s = o.fdiv(num, den);
     let z = o.fmul(s, s);
-    let p = poly(o, z, &coefs);
+    let p = poly(o, z, coefs);
     let two_s = o.fadd(s, s);
     let tail = o.fmul(two_s, p);
     let ln2 = o.constant(std::f64::consts::LN_2);
