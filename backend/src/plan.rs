@@ -53,6 +53,9 @@ pub(crate) struct Operand {
     /// For an operand of an indexed read (`gather`, `index_select`; see `crate::codegen`'s
     /// indexed reads): which one it is.
     pub indexed: Option<IndexedRole>,
+    /// An input only read as a `rand_like` key (two words at its base pointer, never an
+    /// element per step): it takes no part in the lane dtype or the axis patterns.
+    pub key_only: bool,
 }
 
 /// The two operands of an indexed read node.
@@ -131,6 +134,21 @@ fn indexed_shapes(
     Some((kind, index.rank(), source, index_shape, breaks))
 }
 
+/// A `rand_like`/`randn_like` node of the plan and what its code reads.
+#[derive(Clone, Debug)]
+pub(crate) struct RandomNode {
+    /// The plan node.
+    pub node: usize,
+    /// The input operand holding its key.
+    pub key: usize,
+    /// The key has two elements (shape `[2]`), else one.
+    pub pair: bool,
+    /// The *counter operand*: no buffer (a null pointer in the ABI), but offsets and strides of
+    /// a contiguous row-major buffer of the node's shape, so its offset at any loop position
+    /// is the element's flat index there — across threads, tiles and row passes alike.
+    pub counter: Operand,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct LoopPlan {
     /// Rank of the kernel's domain (before collapsing).
@@ -148,6 +166,8 @@ pub(crate) struct LoopPlan {
     pub nodes: Vec<PlanNode>,
     /// The indexed read nodes, by source slot (for error messages).
     pub reads: Vec<ValueId>,
+    /// Random nodes; their counter operands follow the outputs in the ABI.
+    pub randoms: Vec<RandomNode>,
 }
 
 /// Pattern of `shape`, right-aligned into `domain`: true = full, false = broadcast.
@@ -238,9 +258,18 @@ impl LoopPlan {
                 .collect(),
         );
         // Per-domain-axis patterns of inputs and nodes.
+        // Inputs read only as random keys: no per-element pattern (all broadcast).
+        let key_only = |u: &ValueId| {
+            let mut uses = nodes.iter().map(|n| graph.node(*n)).filter(|n| n.inputs.contains(u));
+            uses.all(|n| matches!(n.op, Op::Random { .. }) && n.inputs.first() == Some(u))
+        };
         let mut input_pat = Vec::new();
         for v in inputs {
-            input_pat.push(pattern(&graph.ty(*v).shape, domain)?);
+            input_pat.push(if key_only(v) {
+                vec![false; rank]
+            } else {
+                pattern(&graph.ty(*v).shape, domain)?
+            });
         }
         // Domain axes a view operand forbids merging with the previous axis.
         let mut breaks = vec![false; rank];
@@ -341,8 +370,9 @@ impl LoopPlan {
         for (i, v) in nodes.iter().enumerate() {
             let node = graph.node(*v);
             let mut args = Vec::new();
+            // A random node's key is not an element argument: its code loads it whole.
             let data: &[ValueId] = match node.op {
-                Op::Full { .. } => &[],
+                Op::Full { .. } | Op::Random { .. } => &[],
                 _ => &node.inputs,
             };
             if let Some(q) = reads.iter().position(|r| r == v) {
@@ -407,10 +437,34 @@ impl LoopPlan {
                 dtype: graph.ty(v).dtype,
                 full: collapse(p),
                 node: None,
+                key_only: view.is_none() && key_only(&v),
                 view,
                 indexed,
             })
             .collect();
+        let mut randoms = Vec::new();
+        for (i, v) in nodes.iter().enumerate() {
+            let node = graph.node(*v);
+            if !matches!(node.op, Op::Random { .. }) {
+                continue;
+            }
+            let key_value = node.inputs.first().copied();
+            let key = inputs
+                .iter()
+                .position(|o| Some(o.value) == key_value && o.view.is_none())
+                .ok_or_else(|| CodegenError::Internal(format!("the key of {v} is not an input")))?;
+            let pair = key_value.is_some_and(|k| graph.ty(k).shape.rank() == 1);
+            let counter = Operand {
+                value: *v,
+                dtype: DType::I64,
+                full: collapse(&node_pat[i]),
+                node: Some(i),
+                view: None,
+                indexed: None,
+                key_only: false,
+            };
+            randoms.push(RandomNode { node: i, key, pair, counter });
+        }
         let mut outs = Vec::new();
         for v in outputs {
             let j = index_of(v)
@@ -422,6 +476,7 @@ impl LoopPlan {
                 node: Some(j),
                 view: None,
                 indexed: None,
+                key_only: false,
             });
         }
         Ok(LoopPlan {
@@ -433,6 +488,7 @@ impl LoopPlan {
             outputs: outs,
             nodes: plan_nodes,
             reads,
+            randoms,
         })
     }
 
@@ -468,9 +524,19 @@ impl LoopPlan {
         self.reduced.iter().position(|&r| !r).unwrap_or(0)
     }
 
-    /// All operands: inputs then outputs (the order of pointers in the kernel arguments).
+    /// All operands: inputs, outputs, then the random nodes' counters (the order of pointers
+    /// in the kernel arguments).
     pub fn operands(&self) -> impl Iterator<Item = &Operand> {
-        self.inputs.iter().chain(self.outputs.iter())
+        self.inputs.iter().chain(self.outputs.iter()).chain(self.randoms.iter().map(|r| &r.counter))
+    }
+
+    /// The operands holding element data: every operand but key-only inputs and counters.
+    pub fn data_operands(&self) -> impl Iterator<Item = &Operand> {
+        // Index operands of indexed reads are only ever loaded as scalars.
+        self.inputs
+            .iter()
+            .filter(|o| !o.key_only && o.indexed != Some(IndexedRole::Index))
+            .chain(self.outputs.iter())
     }
 
     /// Collapsed sizes for a concrete domain shape.

@@ -166,6 +166,27 @@ impl ReduceOp {
     }
 }
 
+/// The distribution of [`Op::Random`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RandomDist {
+    /// `rand_like`: uniform on `[0, 1)`.
+    Uniform,
+    /// `randn_like`: standard normal.
+    Normal,
+}
+
+impl RandomDist {
+    /// The primitive's name (prelude and IR text format).
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomDist::Uniform => "rand_like",
+            RandomDist::Normal => "randn_like",
+        }
+    }
+}
+
+pub const ALL_RANDOM: [RandomDist; 2] = [RandomDist::Uniform, RandomDist::Normal];
+
 /// A primitive operation. Each node of a [`crate::Graph`] holds one.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -204,6 +225,11 @@ pub enum Op {
     /// A tensor of the node's shape and dtype filled with `value`. No inputs, or 1 input whose
     /// shape it copies (`zeros_like`, `ones_like`; the input is then only read for its shape).
     Full { value: Scalar },
+    /// Counter-based random numbers of the node's (float) dtype and shape (`rand_like`,
+    /// `randn_like`): element `i` (flat, row-major) is a function of the key and `i` only
+    /// ([`crate::philox`]). Inputs: the key (`i64`, shape `[]` or `[2]`, read at run time),
+    /// then optionally the tensor whose shape it copies (only read for its shape, like `full`).
+    Random { dist: RandomDist },
     /// A kernel registered from Rust (`Session::register_extern`). Fusion cuts the graph around
     /// it. `attrs` are the op's non-tensor arguments in parameter order.
     Extern { name: String, attrs: Vec<crate::attr::Attr> },
@@ -237,6 +263,7 @@ impl Op {
             | Op::Concat { .. }
             | Op::Slice { .. }
             | Op::Full { .. }
+            | Op::Random { .. }
             | Op::Extern { .. } => DTypeSet::ALL,
         }
     }
@@ -265,6 +292,7 @@ impl Op {
             Op::Concat { .. } => "concat".into(),
             Op::Slice { .. } => "slice".into(),
             Op::Full { .. } => "full".into(),
+            Op::Random { dist } => dist.name().into(),
             Op::Extern { name, .. } => format!("extern.{name}"),
             Op::Index { kind, .. } => kind.name().into(),
         }

@@ -11,6 +11,7 @@ after changing a case here, and check the diff of `tests/cases/run/`.
 import numpy as np
 
 import nnref as ref
+from random_cases import random_run
 from casegen import DT, Case, f32, f64, normal, rng, uniform, write_all
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
@@ -1100,4 +1101,4 @@ fn gather_strided(Tensor x, Tensor i) -> Tensor {
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
                elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), int_ops(),
-               trig(), index_ops()], "gen_run_cases.py")
+               trig(), index_ops(), random_run()], "gen_run_cases.py")

@@ -29,6 +29,7 @@ mod indexed;
 pub(crate) use indexed::STATUS_INDEX;
 mod lane_ops;
 pub(crate) mod ops;
+mod random;
 mod rows;
 
 use crate::error::CodegenError;
@@ -152,10 +153,8 @@ fn math_fn(op: &Op) -> Option<MathFn> {
 /// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
 /// mixed-dtype operands, casts between number types).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    // Index operands of indexed reads are only ever loaded as scalars.
-    let data = || plan.operands().filter(|o| o.indexed != Some(crate::plan::IndexedRole::Index));
-    let lane = data().map(|o| o.dtype).next()?;
-    if lane == DType::Bool || data().any(|o| o.dtype != lane) {
+    let lane = plan.data_operands().map(|o| o.dtype).next()?;
+    if lane == DType::Bool || plan.data_operands().any(|o| o.dtype != lane) {
         return None;
     }
     for n in &plan.nodes {
@@ -218,6 +217,8 @@ struct Emitter<'p> {
     /// mapped to the (fully covering, same-dtype) output whose buffer keeps them in between:
     /// softmax stores `exp(x - max)` while summing it and scales it in place afterwards.
     stash: HashMap<usize, usize>,
+    /// Per random node: its key's round keys, loaded once per call.
+    random: HashMap<usize, random::RandomKeys>,
     ptr_ty: Type,
     /// Per indexed-read source: its axis size and stride, and its inner-axis stride (see
     /// `indexed.rs`).
@@ -265,7 +266,7 @@ pub(crate) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let args = b.block_params(entry)[0];
-    let abi = Abi { operands: plan.inputs.len() + plan.outputs.len(), rank: plan.rank() };
+    let abi = Abi { operands: plan.operands().count(), rank: plan.rank() };
     let load_slot = |b: &mut FunctionBuilder, slot: usize| {
         b.ins().load(types::I64, MemFlagsData::trusted(), args, (slot * 8) as i32)
     };
@@ -310,12 +311,14 @@ pub(crate) fn build(
         reduced_outer,
         reduced_outer_count,
         stash: HashMap::new(),
+        random: HashMap::new(),
         ptr_ty,
         index_slots,
         err_record,
     };
     em.stash = em.plan_stash();
     em.hoist_constants(&mut b, features)?;
+    em.hoist_random(&mut b)?;
     let zero = b.ins().iconst(types::I64, 0);
     let offs = vec![zero; abi.operands];
     em.outer(&mut b, 0, offs, begin, end)?;
@@ -756,6 +759,11 @@ impl Emitter<'_> {
         if matches!(node.op, Op::Index { .. }) {
             return self.indexed_read(b, vals, k, at, memo);
         }
+        if matches!(node.op, Op::Random { .. }) {
+            let v = self.random_value(b, k, at)?;
+            memo.insert(Ref::Node(k), v);
+            return Ok(v);
+        }
         let v = match self.stash.get(&k) {
             Some(&o) if vals.stashed.contains(&k) => {
                 let out = &self.plan.outputs[o];
@@ -899,6 +907,14 @@ impl Emitter<'_> {
             vals.node_scalar.insert(k, v);
             return Ok(v);
         }
+        if matches!(node.op, Op::Random { .. }) {
+            // Constant along the inner axis: its index is the counter's offset at the row.
+            let zero = b.ins().iconst(types::I64, 0);
+            let at = At { offs, i: zero, delta: 0, width: Width::Scalar };
+            let v = self.random_value(b, k, at)?;
+            vals.node_scalar.insert(k, v);
+            return Ok(v);
+        }
         let mut args = Vec::with_capacity(node.args.len());
         for &a in &node.args {
             args.push(match a {
@@ -966,6 +982,10 @@ impl Emitter<'_> {
             Op::Where => Ok(ops::blend(b, arg(0)?, arg(1)?, arg(2)?)),
             Op::Cast(to) => ops::emit_cast(b, width, arg_dtype, *to, arg(0)?),
             Op::BroadcastTo => arg(0),
+            // Evaluated with its position by `eval_elem`/`eval_row` (`random.rs`).
+            Op::Random { .. } => {
+                Err(CodegenError::Internal("`rand_like` reached the instruction emitter".into()))
+            }
             // Reductions and views are emitted by the row/column passes and the operand
             // addressing, never as a plain instruction; the rest never joins a loop kernel.
             // Reaching here is a planner bug: the kernel falls back, loudly.

@@ -434,7 +434,7 @@ impl CompiledFunction {
         if checks_empty && reduced == 0 {
             return Err(RunError::ZeroSizeReduction);
         }
-        let operands = plan.inputs.len() + plan.outputs.len();
+        let operands = plan.operands().count();
         let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
         // Inputs read through a view: the source buffer at the view's base offset, strides
         // from the source's bound shape.
@@ -491,6 +491,8 @@ impl CompiledFunction {
             };
             args.push(buf.ptr as i64);
         }
+        // Random nodes' counter operands have no buffer.
+        args.extend(plan.randoms.iter().map(|_| 0));
         args.extend(sizes.iter().map(|&s| s as i64));
         for (k, op) in plan.operands().enumerate() {
             match view_strides.iter().find(|(j, _)| *j == k) {
@@ -561,7 +563,9 @@ impl CompiledFunction {
             let node: &Node = self.graph.node(*v);
             let inputs: Vec<ValueId> =
                 node.inputs.iter().filter_map(|u| map.get(u).copied()).collect();
-            if inputs.len() != node.inputs.len() && !matches!(node.op, Op::Full { .. }) {
+            // (`full` and `rand_like` only read their shape operand's shape.)
+            let shape_only = matches!(node.op, Op::Full { .. } | Op::Random { .. });
+            if inputs.len() != node.inputs.len() && !shape_only {
                 return Err(RunError::Internal(format!("kernel input of {v} missing")));
             }
             let ty = concrete(st, &node.ty)?;

@@ -25,6 +25,8 @@
 //! - `cast`: float → int truncates toward zero, saturates, NaN → 0 (Rust `as`); int → int wraps;
 //!   bool → number is 0/1; number → bool is `!= 0` (NaN → true).
 //! - `slice` is Python slicing (negative indices, clamping, negative steps).
+//! - `rand_like`/`randn_like`: [`crate::random`] on [`crate::philox`]'s words of each flat
+//!   index; a key that is not `i64` of shape `[]` or `[2]` is an [`InterpError::Shape`].
 //! - Results of every node are checked against the node's type (dtype, and the shape that
 //!   [`crate::bind::concrete_shape`] gives after [`bind_sizes`]); a difference is an
 //!   [`InterpError::Internal`], never a panic.
@@ -35,6 +37,7 @@ mod elementwise;
 mod fold;
 mod index;
 mod matmul;
+pub mod random;
 mod reduce;
 pub mod scalar;
 mod shape_ops;
@@ -313,6 +316,19 @@ fn eval_node(
                 }
             }
             Ok(cast::full(*value, dtype, expected))
+        }
+        Op::Random { dist } => {
+            let (Some(key), true) = (args.first(), args.len() <= 2) else {
+                return Err(OpError::Internal("`random` takes a key and a shape operand".into()));
+            };
+            if let Some(like) = args.get(1).filter(|l| l.shape() != expected) {
+                return Err(OpError::Internal(format!(
+                    "`{}` copies the shape {:?} of its operand, but its type says {expected:?}",
+                    node.op.name(),
+                    like.shape()
+                )));
+            }
+            random::random(*dist, dtype, key, expected)
         }
         Op::Unary(op) => {
             arity(args, 1)?;

@@ -8,7 +8,9 @@ use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
 use crate::library::ParamType;
-use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use crate::op::{
+    BinaryOp, Op, RandomDist, ReduceOp, UnaryOp, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY,
+};
 use crate::shape::{Dim, Shape};
 
 /// How a primitive of the prelude lowers.
@@ -37,6 +39,10 @@ pub enum Prim {
     ZerosLike,
     OnesLike,
     FullLike,
+    /// `rand_like`, `randn_like`.
+    Random(RandomDist),
+    /// `std:nn`'s `dropout`: `rand_like` and elementwise ops, after checking `p`.
+    Dropout,
 }
 
 /// The primitive a prelude `op` declaration names, if the compiler implements it.
@@ -50,6 +56,8 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
         Some(_) => None,
         None => {
             let elementwise = unary.map(Prim::Unary).or(binary.map(Prim::Binary));
+            let random = ALL_RANDOM.iter().find(|r| r.name() == name).copied();
+            let elementwise = elementwise.or(random.map(Prim::Random));
             elementwise.or(reduce.map(Prim::Reduce)).or_else(|| {
                 Some(match name {
                     "where" => Prim::Where,
@@ -70,6 +78,7 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "zeros_like" => Prim::ZerosLike,
                     "ones_like" => Prim::OnesLike,
                     "full_like" => Prim::FullLike,
+                    "dropout" => Prim::Dropout,
                     _ => return None,
                 })
             })
@@ -251,6 +260,8 @@ impl Lowerer<'_> {
                 let ty = TensorType { dtype, shape: Shape(dims) };
                 Ok(self.emit(Op::Full { value }, Vec::new(), ty, span))
             }
+            Prim::Random(dist) => self.random(dist, call),
+            Prim::Dropout => self.dropout(call),
             Prim::ZerosLike | Prim::OnesLike | Prim::FullLike => {
                 let x = call.tensor("x")?;
                 let ty = self.graph.ty(x).clone();

@@ -136,6 +136,8 @@ impl Attrs<'_> {
                 Op::Slice { axis, start, end, step: self.int("step", op_at)? }
             }
             "full" => Op::Full { value: self.scalar("value", op_at)? },
+            "rand_like" => Op::Random { dist: crate::op::RandomDist::Uniform },
+            "randn_like" => Op::Random { dist: crate::op::RandomDist::Normal },
             _ => match name.strip_prefix("extern.") {
                 Some(ext) => {
                     let name = ext.to_string();

@@ -157,9 +157,13 @@ fn node_text(node: &Node) -> String {
             format!("extern.{}", name(ext)),
             format!("attrs=[{}]", attrs.iter().map(attr).collect::<Vec<_>>().join(", ")),
         ),
-        Op::Unary(_) | Op::Binary(_) | Op::Where | Op::MatMul | Op::Reshape | Op::BroadcastTo => {
-            (node.op.name(), String::new())
-        }
+        Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Where
+        | Op::MatMul
+        | Op::Reshape
+        | Op::BroadcastTo
+        | Op::Random { .. } => (node.op.name(), String::new()),
     };
     let mut text = head;
     if !operands.is_empty() {

@@ -66,7 +66,10 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
         Some(PrimCall { name: name.to_string(), overload: None, tensors, attrs })
     };
     match &n.op {
-        Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } => None,
+        // `rand_like`: constant in its shape operand, not differentiable in its (integer) key.
+        Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } | Op::Random { .. } => {
+            None
+        }
         // Inputs by the names the prelude declares (`atan2(y, x)`), else `x` and `y`.
         Op::Unary(u) => extern_call(lib, unary_name(*u), ins, &[])
             .or_else(|| plain(unary_name(*u), vec![one("x", input(0)?)], vec![])),

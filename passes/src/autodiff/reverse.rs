@@ -198,7 +198,7 @@ fn needs_gradient(graph: &Graph) -> Vec<bool> {
         needs[i] = float
             && match node.op {
                 Op::Param(_) => true,
-                Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } => false,
+                Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } | Op::Random { .. } => false,
                 _ => node.inputs.iter().any(|v| needs.get(v.index()).copied().unwrap_or(false)),
             };
     }

@@ -22,11 +22,26 @@ pub fn fuse(graph: &Graph) -> FusedGraph {
     walk.into_fused()
 }
 
-/// Data inputs of a node: `Full` only reads its input's shape, which the sizes already give.
+/// Data inputs of a node: `Full` only reads its input's shape, which the sizes already give;
+/// `rand_like` reads its key and the shape of its second operand.
 pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
     match graph.nodes.get(index) {
-        Some(node) if !matches!(node.op, Op::Full { .. }) => &node.inputs,
-        _ => &[],
+        Some(node) => match node.op {
+            Op::Full { .. } => &[],
+            Op::Random { .. } => node.inputs.get(..1).unwrap_or(&[]),
+            _ => &node.inputs,
+        },
+        None => &[],
+    }
+}
+
+/// The key of a `rand_like` node, which its kernel reads as a whole (two words loaded once per
+/// call, not an element per loop step): it is always an input of the kernel, never computed
+/// in it, copied into it as a constant, or read through a view.
+pub(crate) fn random_key(graph: &Graph, index: usize) -> Option<ValueId> {
+    match graph.nodes.get(index) {
+        Some(node) if matches!(node.op, Op::Random { .. }) => node.inputs.first().copied(),
+        _ => None,
     }
 }
 
@@ -92,6 +107,8 @@ impl Walk<'_> {
             | Op::Cast(_)
             | Op::BroadcastTo
             | Op::Full { .. } => self.place_elementwise(index),
+            // An elementwise loop of its own that consumers join; never its key's group.
+            Op::Random { .. } => self.new_group(index, KernelKind::Elementwise, Vec::new(), false),
             Op::Reduce { axes, .. } => self.place_reduce(index, axes.clone()),
             Op::MatMul => self.new_group(index, KernelKind::MatMul, Vec::new(), false),
             Op::Reshape => self.new_group(index, KernelKind::View, Vec::new(), true),
@@ -169,7 +186,10 @@ impl Walk<'_> {
         }
         candidates.extend(all.iter().map(|&g| vec![g]));
         for set in candidates {
-            if !self.indexed_conflict(&set) && self.acyclic_after_merge(&set, index) {
+            if !self.indexed_conflict(&set)
+                && self.acyclic_after_merge(&set, index)
+                && !self.joins_random_key(&set)
+            {
                 let keep = self.merge(&set);
                 self.groups[keep].nodes.push(index);
                 self.group_of[index] = Some(keep);
@@ -326,6 +346,22 @@ impl Walk<'_> {
         true
     }
 
+    /// Whether merging `set` would put a `rand_like` node and its key in one group.
+    fn joins_random_key(&self, set: &[usize]) -> bool {
+        set.len() > 1
+            && set.iter().any(|&g| {
+                self.groups[g].nodes.iter().any(|&n| {
+                    random_key(self.graph, n).is_some_and(|key| {
+                        self.group_of
+                            .get(key.index())
+                            .copied()
+                            .flatten()
+                            .is_some_and(|h| h != g && set.contains(&h))
+                    })
+                })
+            })
+    }
+
     /// Merges the groups of `set` into its first member and returns it.
     fn merge(&mut self, set: &[usize]) -> usize {
         let keep = set[0];
@@ -364,6 +400,9 @@ impl Walk<'_> {
                     needed[v.index()] = true;
                 }
             }
+            if let Some(key) = random_key(graph, index) {
+                needed[key.index()] = true;
+            }
         }
         for (index, node) in graph.nodes.iter().enumerate() {
             if matches!(node.op, Op::Const(_)) && needed[index] {
@@ -400,15 +439,19 @@ impl Walk<'_> {
                 continue;
             }
             let source_group = self.group_of[source.index()];
-            let in_place = consumers[index].iter().all(|&c| match self.group_of[c] {
-                _ if is_indexed_read(&graph.nodes[c].op) => false,
-                Some(h) if Some(h) != source_group => match self.groups[h].kind {
-                    KernelKind::Elementwise | KernelKind::Reduction => loop_view,
-                    KernelKind::MatMul => operand_view && matches!(graph.nodes[c].op, Op::MatMul),
+            let keyed = consumers[index].iter().any(|&c| random_key(graph, c) == Some(v));
+            let in_place = !keyed
+                && consumers[index].iter().all(|&c| match self.group_of[c] {
+                    _ if is_indexed_read(&graph.nodes[c].op) => false,
+                    Some(h) if Some(h) != source_group => match self.groups[h].kind {
+                        KernelKind::Elementwise | KernelKind::Reduction => loop_view,
+                        KernelKind::MatMul => {
+                            operand_view && matches!(graph.nodes[c].op, Op::MatMul)
+                        }
+                        _ => false,
+                    },
                     _ => false,
-                },
-                _ => false,
-            });
+                });
             if in_place {
                 self.groups[g].alive = false;
                 self.group_of[index] = None;
@@ -446,7 +489,8 @@ impl Walk<'_> {
                         group.kind,
                         KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
                     );
-                    if is_const(v) && inlines && fusable {
+                    let key = random_key(graph, index) == Some(*v);
+                    if is_const(v) && inlines && fusable && !key {
                         nodes.insert(*v);
                     } else {
                         inputs.insert(*v);

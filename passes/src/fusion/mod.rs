@@ -15,6 +15,9 @@
 //!
 //! Nodes are visited in topological order and either join a group of one of their producers or
 //! start a new group:
+//! - `rand_like`/`randn_like` start an elementwise group that consumers join (so dropout is
+//!   one loop with its consumer); their key is always a kernel input, read whole, never
+//!   computed in the same kernel, copied in as a constant or read through a view;
 //! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`) join producer
 //!   groups whose *domain* (loop shape) equals their shape, merging several producer groups
 //!   into one loop (so `a*x + b*z + c` is one kernel); rank-0 `Const`s are copied into every

@@ -146,6 +146,13 @@ pub fn add_graph(
                 children.push(egraph.add(TfnNode::Int(i64::from(*axis))));
                 TfnNode::Index(*kind, children)
             }
+            // Like `full`: the shape operand only gives the shape, which the type records.
+            Op::Random { dist } => {
+                let key = *inputs
+                    .first()
+                    .ok_or_else(|| malformed(format!("`{}` without a key", node.op.name())))?;
+                TfnNode::Random(*dist, [dtype, add_shape(egraph, &ty.shape), key])
+            }
             Op::Extern { name, attrs } => {
                 let key = egraph.add(TfnNode::Int(externs.key(name, attrs)));
                 let mut children = vec![key, dtype, add_shape(egraph, &ty.shape)];
@@ -240,6 +247,7 @@ pub fn expr_to_graph(
             }
             N::Const(_) => (Op::Const(constant()?), &[]),
             N::Full(_) => (Op::Full { value: constant()? }, &[]),
+            N::Random(dist, [_, _, key]) => (Op::Random { dist: *dist }, std::slice::from_ref(key)),
             N::Reshape([x, _]) => (Op::Reshape, std::slice::from_ref(x)),
             N::BroadcastTo([x, _]) => (Op::BroadcastTo, std::slice::from_ref(x)),
             N::Extern(c) => {

@@ -85,6 +85,7 @@ pub fn inferred_op(
         N::Param(_)
         | N::Const(_)
         | N::Full(_)
+        | N::Random(..)
         | N::Reshape(_)
         | N::BroadcastTo(_)
         | N::Extern(_)
@@ -164,6 +165,10 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             let dtype = dtype_attr(*d)?;
             literal(*v, dtype)?;
             (Op::Full { value: placeholder }, TensorType { dtype, shape: shape_attr(*s)? }, vec![])
+        }
+        N::Random(dist, [d, s, key]) => {
+            let declared = TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? };
+            (Op::Random { dist: *dist }, declared, vec![*key])
         }
         N::Reshape([x, s]) => {
             let t = ty(*x)?;

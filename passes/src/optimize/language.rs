@@ -20,6 +20,7 @@
 //! (concat 0 (shape 5 3) ?a ?b)      axis, result shape, inputs
 //! (slice ?x 0 1 (list) 1 (shape 2)) input, axis, start, end (empty list = none), step, shape
 //! (extern 0 f32 (shape 3) ?x)       extern table key, dtype, shape, inputs
+//! (rand_like f32 (shape s0) ?key)   random: dtype, shape, key (also `randn_like`)
 //! ```
 //!
 //! Float leaves are [`FloatBits`], compared by bit pattern rather than `NotNan<f64>`: folded
@@ -31,7 +32,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
-use tfn_ir::op::{ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use tfn_ir::op::{RandomDist, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY};
 use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, UnaryOp};
 
 /// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
@@ -116,6 +117,9 @@ pub enum TfnNode {
     /// `(gather x index axis)`, `(index_select x index axis)`, `(scatter_add x index src
     /// axis)`, `(index_add x index src axis)`.
     Index(IndexKind, Vec<Id>),
+    /// `(rand_like dtype shape key)`, `(randn_like dtype shape key)`: the shape operand of the
+    /// IR node is dropped, as for `full`.
+    Random(RandomDist, [Id; 3]),
 }
 
 impl Language for TfnNode {
@@ -137,6 +141,7 @@ impl Language for TfnNode {
             (Binary(a, _), Binary(b, _)) => a == b,
             (Reduce(a, _), Reduce(b, _)) => a == b,
             (Index(a, c), Index(b, d)) => a == b && c.len() == d.len(),
+            (Random(a, _), Random(b, _)) => a == b,
             (List(a), List(b))
             | (Shape(a), Shape(b))
             | (Concat(a), Concat(b))
@@ -150,7 +155,7 @@ impl Language for TfnNode {
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
             List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
-            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
+            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) | Random(_, c) => c,
             Const(c)
             | Binary(_, c)
             | Cast(c)
@@ -168,7 +173,7 @@ impl Language for TfnNode {
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
             List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
-            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) => c,
+            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) | Random(_, c) => c,
             Const(c)
             | Binary(_, c)
             | Cast(c)
@@ -211,6 +216,7 @@ impl TfnNode {
             Full(_) => "full".into(),
             Extern(_) => "extern".into(),
             Index(k, _) => k.name().into(),
+            Random(dist, _) => dist.name().into(),
         }
     }
 
@@ -293,6 +299,9 @@ impl egg::FromOp for TfnNode {
                 Err(err())
             };
         }
+        if let Some(r) = ALL_RANDOM.iter().find(|r| r.name() == op) {
+            return fixed(&children).map(|c| Random(*r, c)).ok_or_else(err);
+        }
         let node = match op {
             "list" => Some(List(children.clone())),
             "shape" => Some(Shape(children.clone())),
@@ -327,6 +336,7 @@ mod tests {
             "(sum (exp (param 0 f64 (shape 2 3))) (list 0 1) false)",
             "(transpose (param 0 i32 (shape 2 3)) (list 1 0))",
             "(full f32 -0.0 (shape s1))",
+            "(randn_like f64 (shape s0 3) (param 0 i64 (shape)))",
             "(const f32 nan)",
             "(slice (param 0 f32 (shape 5)) 0 1 (list) -1 (shape 2))",
         ];
