@@ -50,6 +50,10 @@ pub(crate) struct Operand {
     /// the view; `value` is then the view's source buffer, read with the view's offset and
     /// strides (`shape` is the view's shape).
     pub view: Option<(ViewOp, Shape)>,
+    /// An index operand: no buffer; `value` is an `Iota` node of the kernel, and the
+    /// operand's element offset (it spans only the iota's axis, stride 1) *is* the index
+    /// along that axis. The kernel computes it instead of loading (see `crate::codegen`).
+    pub index: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -127,9 +131,17 @@ impl LoopPlan {
         let read_directly = |u: &ValueId| {
             nodes.iter().any(|n| {
                 let node = graph.node(*n);
-                !matches!(node.op, Op::Full { .. }) && node.inputs.contains(u)
+                !matches!(node.op, Op::Full { .. } | Op::Iota { .. }) && node.inputs.contains(u)
             }) || !views.iter().any(|(_, s, _)| s == u)
         };
+        // Iota nodes: each reads an index operand spanning only its axis.
+        let iotas: Vec<(ValueId, u32)> = nodes
+            .iter()
+            .filter_map(|v| match graph.node(*v).op {
+                Op::Iota { axis } => Some((*v, axis)),
+                _ => None,
+            })
+            .collect();
         let inputs: Vec<ValueId> = inputs.iter().copied().filter(read_directly).collect();
         let inputs = &inputs[..];
         let row_shape = Shape(
@@ -157,6 +169,19 @@ impl LoopPlan {
                 }
             }
         }
+        // An iota (and its index operand) varies only along its own axis.
+        let iota_pattern = |v: ValueId, axis: u32| -> Result<Vec<bool>, CodegenError> {
+            let shape = &graph.ty(v).shape;
+            let mut p = pattern(shape, domain)?;
+            let at = rank - shape.rank() + axis as usize;
+            for (a, slot) in p.iter_mut().enumerate() {
+                *slot &= a == at;
+            }
+            Ok(p)
+        };
+        for (v, axis) in &iotas {
+            input_pat.push(iota_pattern(*v, *axis)?);
+        }
         let mut node_pat = Vec::new();
         for v in nodes {
             let node = graph.node(*v);
@@ -164,7 +189,10 @@ impl LoopPlan {
                 Op::Reduce { .. } => &row_shape,
                 _ => &node.ty.shape,
             };
-            node_pat.push(pattern(shape, domain)?);
+            node_pat.push(match node.op {
+                Op::Iota { axis } => iota_pattern(*v, axis)?,
+                _ => pattern(shape, domain)?,
+            });
         }
         // Collapse axes: drop constant-1 axes, merge neighbours with identical patterns.
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -218,6 +246,11 @@ impl LoopPlan {
             let mut args = Vec::new();
             let data: &[ValueId] = match node.op {
                 Op::Full { .. } => &[],
+                Op::Iota { .. } => {
+                    let k = iotas.iter().position(|(w, _)| w == v).unwrap_or(0);
+                    args.push(Ref::Input(inputs.len() + views.len() + k));
+                    &[]
+                }
                 _ => &node.inputs,
             };
             for u in data {
@@ -240,17 +273,24 @@ impl LoopPlan {
             let row = matches!(node.op, Op::Reduce { .. }) || !varies;
             plan_nodes.push(PlanNode { op: node.op.clone(), args, dtype: node.ty.dtype, row });
         }
-        let sources = inputs.iter().map(|v| (*v, None)).chain(
-            views.iter().map(|(v, s, op)| (*s, Some((op.clone(), graph.ty(*v).shape.clone())))),
-        );
+        let sources = inputs
+            .iter()
+            .map(|v| (*v, None, false))
+            .chain(
+                views
+                    .iter()
+                    .map(|(v, s, op)| (*s, Some((op.clone(), graph.ty(*v).shape.clone())), false)),
+            )
+            .chain(iotas.iter().map(|(v, _)| (*v, None, true)));
         let inputs: Vec<Operand> = sources
             .zip(&input_pat)
-            .map(|((v, view), p)| Operand {
+            .map(|((v, view, index), p)| Operand {
                 value: v,
                 dtype: graph.ty(v).dtype,
                 full: collapse(p),
                 node: None,
                 view,
+                index,
             })
             .collect();
         let mut outs = Vec::new();
@@ -263,6 +303,7 @@ impl LoopPlan {
                 full: collapse(&node_pat[j]),
                 node: Some(j),
                 view: None,
+                index: false,
             });
         }
         Ok(LoopPlan {

@@ -28,6 +28,7 @@ mod columns;
 mod lane_ops;
 pub(crate) mod ops;
 mod rows;
+pub(crate) mod scan;
 
 use crate::error::CodegenError;
 use crate::math::{self, MathConsts, MathFeatures, MathFn};
@@ -43,7 +44,7 @@ use std::collections::HashMap;
 use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
 /// Vectors per iteration of the main loop.
-const UNROLL: i64 = 4;
+pub(crate) const UNROLL: i64 = 4;
 
 /// Argument slots of the kernel ABI.
 #[derive(Clone, Copy, Debug)]
@@ -218,7 +219,42 @@ fn pin(b: &mut FunctionBuilder, v: Value, ptr_ty: Type) -> Value {
     b.ins().stack_load(ptr_ty, ty, slot, 0)
 }
 
-fn mem() -> MemFlagsData {
+/// An index (`i64` scalar `base`) as a value of `dtype` at `width`; with `lane_step`, lane `l`
+/// of a vector holds `base + l` (an iota along the inner axis), otherwise every lane `base`.
+/// Each lane converts its own exact integer, as the interpreter does.
+fn index_value(
+    b: &mut FunctionBuilder,
+    base: Value,
+    width: Width,
+    dtype: DType,
+    lane_step: bool,
+) -> Result<Value, CodegenError> {
+    let convert = |b: &mut FunctionBuilder, i: Value| -> Value {
+        match dtype {
+            DType::I64 => i,
+            DType::I32 => b.ins().ireduce(types::I32, i),
+            DType::F32 => b.ins().fcvt_from_sint(types::F32, i),
+            DType::F64 => b.ins().fcvt_from_sint(types::F64, i),
+            // The op table gives `iota` numeric dtypes only.
+            DType::Bool => b.ins().ireduce(types::I8, i),
+        }
+    };
+    let first = convert(b, base);
+    let v = ops::splat(b, width, dtype, first)?;
+    let Width::Vector(t) = width else { return Ok(v) };
+    if !lane_step {
+        return Ok(v);
+    }
+    let mut v = v;
+    for l in 1..lanes(t) {
+        let i = b.ins().iadd_imm_s(base, l);
+        let s = convert(b, i);
+        v = b.ins().insertlane(v, s, l as u8);
+    }
+    Ok(v)
+}
+
+pub(crate) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
@@ -303,16 +339,16 @@ fn levels(plan: &LoopPlan) -> Vec<usize> {
     level
 }
 
-struct Loop {
+pub(crate) struct Loop {
     var: Variable,
     header: Block,
     exit: Block,
-    i: Value,
+    pub i: Value,
     next: Value,
 }
 
 /// Starts `for (i = var; i + step <= limit; i += step)`; the body follows at the builder.
-fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -> Loop {
+pub(crate) fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -> Loop {
     let header = b.create_block();
     let body = b.create_block();
     let exit = b.create_block();
@@ -326,7 +362,7 @@ fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -
     Loop { var, header, exit, i, next }
 }
 
-fn loop_end(b: &mut FunctionBuilder, l: Loop) {
+pub(crate) fn loop_end(b: &mut FunctionBuilder, l: Loop) {
     b.def_var(l.var, l.next);
     b.ins().jump(l.header, &[]);
     b.switch_to_block(l.exit);
@@ -663,7 +699,18 @@ impl Emitter<'_> {
             return Ok(*v);
         }
         let input = &self.plan.inputs[j];
-        let v = if self.inner_full(&input.full) {
+        let v = if input.index {
+            // An iota: the index is the operand's offset, plus the inner position when the
+            // iota runs along the inner axis.
+            let base = if self.inner_full(&input.full) {
+                let i = b.ins().iadd(at.offs[j], at.i);
+                b.ins().iadd_imm_s(i, at.delta)
+            } else {
+                at.offs[j]
+            };
+            let lane_step = self.inner_full(&input.full);
+            index_value(b, base, at.width, input.dtype, lane_step)?
+        } else if self.inner_full(&input.full) {
             let ty = at.width.ty(input.dtype)?;
             let addr = self.address(b, j, at.offs[j], Some(at.i), input.dtype);
             let off = (at.delta * input.dtype.size_bytes() as i64) as i32;
@@ -820,8 +867,12 @@ impl Emitter<'_> {
             return Ok(*v);
         }
         let d = self.plan.inputs[j].dtype;
-        let addr = self.address(b, j, offs[j], None, d);
-        let v = b.ins().load(scalar_type(d), mem(), addr, 0);
+        let v = if self.plan.inputs[j].index {
+            index_value(b, offs[j], Width::Scalar, d, false)?
+        } else {
+            let addr = self.address(b, j, offs[j], None, d);
+            b.ins().load(scalar_type(d), mem(), addr, 0)
+        };
         vals.input_scalar.insert(j, v);
         Ok(v)
     }
@@ -908,12 +959,17 @@ impl Emitter<'_> {
             Op::Where => Ok(ops::blend(b, arg(0)?, arg(1)?, arg(2)?)),
             Op::Cast(to) => ops::emit_cast(b, width, arg_dtype, *to, arg(0)?),
             Op::BroadcastTo => arg(0),
+            // Its index operand already holds the index (see `eval_ref`).
+            Op::Iota { .. } => arg(0),
             // Reductions and views are emitted by the row/column passes and the operand
             // addressing, never as a plain instruction; the rest never joins a loop kernel.
             // Reaching here is a planner bug: the kernel falls back, loudly.
             Op::Param(_)
             | Op::Reduce { .. }
             | Op::ArgMax { .. }
+            | Op::ArgMin { .. }
+            | Op::Scan { .. }
+            | Op::CumprodGrad { .. }
             | Op::MatMul
             | Op::Reshape
             | Op::Transpose { .. }

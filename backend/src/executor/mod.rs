@@ -368,6 +368,38 @@ impl CompiledFunction {
                 // buffer of the node's bound shape; shapes are the graph's (checked in `copy`).
                 unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
             }
+            Step::Scan(scan) => {
+                let n = self.graph.node(scan.node);
+                let shape = st.shape(&n.ty.shape)?;
+                let [outer, len, inner] = crate::scan::scan_sizes(&shape, scan.axis);
+                let mut args: Vec<i64> = Vec::with_capacity(n.inputs.len() + 6);
+                for v in &n.inputs {
+                    args.push(st.buf(*v)?.ptr as i64);
+                }
+                let out = st.alloc(scan.node, n.ty.dtype, &shape);
+                args.push(out.ptr as i64);
+                args.extend([outer as i64, len as i64, inner as i64]);
+                let begin_slot = args.len();
+                args.extend([0, 0]);
+                let total = outer * len * inner;
+                if total > 0 {
+                    // SAFETY: the inputs are finished values alive in `st`, `out` a buffer of
+                    // the node's bound shape; all are contiguous `[outer, len, inner]` arrays
+                    // of the node's dtype, and each outer position is written by one call.
+                    unsafe {
+                        crate::parallel::call_split(
+                            scan.func,
+                            &mut args,
+                            begin_slot,
+                            outer,
+                            total,
+                            self.threads,
+                            1,
+                        )
+                    };
+                }
+                Ok(())
+            }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
         }
     }
@@ -417,6 +449,11 @@ impl CompiledFunction {
         // (operand index, strides) of the view inputs; empty (no allocation) without views.
         let mut view_strides: Vec<(usize, Vec<isize>)> = Vec::new();
         for (k, op) in plan.inputs.iter().enumerate() {
+            if op.index {
+                // An iota's index operand has no buffer; the kernel never dereferences it.
+                args.push(0);
+                continue;
+            }
             let buf = st.buf(op.value)?;
             match &op.view {
                 None => args.push(buf.ptr as i64),

@@ -27,6 +27,8 @@ pub(super) enum Step {
     Copy {
         node: ValueId,
     },
+    /// `Scan`, `CumprodGrad`: a generated scan kernel (`crate::codegen::scan`).
+    Scan(crate::scan::CompiledScan),
     /// The interpreter, on this kernel's nodes: by design for the kinds listed in
     /// [`compile_kernel`] (`fallback: false`), or because the code generator rejected a kernel
     /// it should handle (`fallback: true`, a bug that the session counts and strict mode
@@ -129,5 +131,9 @@ pub(super) fn compile_kernel(
         KernelKind::ArgMax => {
             Ok(Step::Interp { reason: "argmax: reference kernel".into(), fallback: false })
         }
+        KernelKind::ArgMin => {
+            Ok(Step::Interp { reason: "argmin: reference kernel".into(), fallback: false })
+        }
+        KernelKind::Scan => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
     }
 }

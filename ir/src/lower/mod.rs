@@ -36,6 +36,7 @@ mod instantiate;
 pub mod moves;
 mod primitives;
 mod region;
+mod scan_prims;
 mod shape_ops;
 mod static_eval;
 mod syms;

@@ -22,6 +22,14 @@ pub enum Prim {
     Cast,
     Reduce(ReduceOp),
     ArgMax,
+    ArgMin,
+    /// `iota_like(x, dim, dtype)`, `arange(n, dtype)`: [`Op::Iota`].
+    IotaLike,
+    Arange,
+    /// `cumsum`, `cumprod`.
+    Scan(crate::op::ScanOp),
+    /// The internal gradient op of `cumprod` (declared in `grads.tfn`).
+    CumprodGrad,
     MatMul,
     Reshape,
     Transpose,
@@ -53,6 +61,12 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "where" => Prim::Where,
                     "cast" => Prim::Cast,
                     "argmax" => Prim::ArgMax,
+                    "argmin" => Prim::ArgMin,
+                    "iota_like" => Prim::IotaLike,
+                    "arange" => Prim::Arange,
+                    "cumsum" => Prim::Scan(crate::op::ScanOp::Sum),
+                    "cumprod" => Prim::Scan(crate::op::ScanOp::Prod),
+                    "cumprod_grad" => Prim::CumprodGrad,
                     "matmul" => Prim::MatMul,
                     "reshape" => Prim::Reshape,
                     "transpose" => Prim::Transpose,
@@ -147,6 +161,9 @@ impl Lowerer<'_> {
                 let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)? as u32;
                 let op = Op::ArgMax { axis, keepdim: call.bool("keepdim")? };
                 self.emit_inferred(op, vec![x], span).map_err(infer_err)
+            }
+            Prim::ArgMin | Prim::IotaLike | Prim::Arange | Prim::Scan(_) | Prim::CumprodGrad => {
+                self.lower_scan_primitive(prim, call)
             }
             Prim::MatMul => self.matmul(call),
             Prim::Reshape => self.reshape_op(call),

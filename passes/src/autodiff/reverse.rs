@@ -182,7 +182,11 @@ fn needs_gradient(graph: &Graph) -> Vec<bool> {
         needs[i] = float
             && match node.op {
                 Op::Param(_) => true,
-                Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } => false,
+                Op::Const(_)
+                | Op::Full { .. }
+                | Op::Iota { .. }
+                | Op::ArgMax { .. }
+                | Op::ArgMin { .. } => false,
                 _ => node.inputs.iter().any(|v| needs.get(v.index()).copied().unwrap_or(false)),
             };
     }

@@ -22,10 +22,11 @@ pub fn fuse(graph: &Graph) -> FusedGraph {
     walk.into_fused()
 }
 
-/// Data inputs of a node: `Full` only reads its input's shape, which the sizes already give.
+/// Data inputs of a node: `Full` and `Iota` only read their input's shape, which the sizes
+/// already give.
 pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
     match graph.nodes.get(index) {
-        Some(node) if !matches!(node.op, Op::Full { .. }) => &node.inputs,
+        Some(node) if !matches!(node.op, Op::Full { .. } | Op::Iota { .. }) => &node.inputs,
         _ => &[],
     }
 }
@@ -86,7 +87,8 @@ impl Walk<'_> {
             | Op::Where
             | Op::Cast(_)
             | Op::BroadcastTo
-            | Op::Full { .. } => self.place_elementwise(index),
+            | Op::Full { .. }
+            | Op::Iota { .. } => self.place_elementwise(index),
             Op::Reduce { axes, .. } => self.place_reduce(index, axes.clone()),
             Op::MatMul => self.new_group(index, KernelKind::MatMul, Vec::new(), false),
             Op::Reshape => self.new_group(index, KernelKind::View, Vec::new(), true),
@@ -95,6 +97,10 @@ impl Walk<'_> {
             }
             Op::Extern { .. } => self.new_group(index, KernelKind::Extern, Vec::new(), true),
             Op::ArgMax { .. } => self.new_group(index, KernelKind::ArgMax, Vec::new(), true),
+            Op::ArgMin { .. } => self.new_group(index, KernelKind::ArgMin, Vec::new(), true),
+            Op::Scan { .. } | Op::CumprodGrad { .. } => {
+                self.new_group(index, KernelKind::Scan, Vec::new(), true)
+            }
         }
     }
 

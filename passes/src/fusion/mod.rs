@@ -15,7 +15,8 @@
 //!
 //! Nodes are visited in topological order and either join a group of one of their producers or
 //! start a new group:
-//! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`) join producer
+//! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`, `Iota`: an
+//!   index computed inside the loop, reading nothing) join producer
 //!   groups whose *domain* (loop shape) equals their shape, merging several producer groups
 //!   into one loop (so `a*x + b*z + c` is one kernel); rank-0 `Const`s are copied into every
 //!   kernel that uses them and never become kernel inputs;
@@ -26,7 +27,9 @@
 //!   several passes over each row, and a column sum absorbs its producers and epilogue;
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
-//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`]; `Extern` cuts the graph;
+//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`], `ArgMin`
+//!   [`KernelKind::ArgMin`]; `Scan` and `CumprodGrad` are [`KernelKind::Scan`]; `Extern` cuts
+//!   the graph;
 //! - shape ops become index arithmetic where they can: a `Slice` or `Transpose` whose
 //!   innermost non-size-1 axis is unit-stride in its source ([`ViewOp`]; e.g. a transpose
 //!   keeping the last axis) read only by elementwise/reduction kernels, or a last-two-axes
@@ -67,6 +70,10 @@ pub enum KernelKind {
     Extern,
     /// `ArgMax`, on its own.
     ArgMax,
+    /// `ArgMin`, on its own.
+    ArgMin,
+    /// A `Scan` (`cumsum`, `cumprod`) or `CumprodGrad`, on its own: sequential along its axis.
+    Scan,
 }
 
 impl KernelKind {
@@ -79,6 +86,8 @@ impl KernelKind {
             KernelKind::Copy => "copy",
             KernelKind::Extern => "extern",
             KernelKind::ArgMax => "argmax",
+            KernelKind::ArgMin => "argmin",
+            KernelKind::Scan => "scan",
         }
     }
 }
