@@ -169,7 +169,7 @@ impl LoopPlan {
                 }
             }
         }
-        // An iota (and its index operand) varies only along its own axis.
+        // An iota's index operand varies only along the iota's axis.
         let iota_pattern = |v: ValueId, axis: u32| -> Result<Vec<bool>, CodegenError> {
             let shape = &graph.ty(v).shape;
             let mut p = pattern(shape, domain)?;
@@ -189,10 +189,8 @@ impl LoopPlan {
                 Op::Reduce { .. } => &row_shape,
                 _ => &node.ty.shape,
             };
-            node_pat.push(match node.op {
-                Op::Iota { axis } => iota_pattern(*v, axis)?,
-                _ => pattern(shape, domain)?,
-            });
+            // (An iota node itself covers its whole shape: it may be stored as an output.)
+            node_pat.push(pattern(shape, domain)?);
         }
         // Collapse axes: drop constant-1 axes, merge neighbours with identical patterns.
         let mut groups: Vec<Vec<usize>> = Vec::new();

@@ -72,6 +72,15 @@ impl Lowerer<'_> {
             }
             Prim::CumprodGrad => {
                 let (x, g) = (call.tensor("x")?, call.tensor("g")?);
+                let shapes = [self.ty(x).shape, self.ty(g).shape];
+                if shapes[0].rank() != shapes[1].rank() || self.unify_broadcast(&shapes).is_err() {
+                    let msg = format!(
+                        "`cumprod_grad` of shape {} with a gradient of shape {}",
+                        self.syms.shown(&shapes[0]),
+                        self.syms.shown(&shapes[1])
+                    );
+                    return Err(call.error("E0503", "g", msg));
+                }
                 let rank = self.graph.ty(x).shape.rank();
                 let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)? as u32;
                 let (exclusive, reverse) = (call.bool("exclusive")?, call.bool("reverse")?);
