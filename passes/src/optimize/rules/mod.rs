@@ -33,6 +33,7 @@ pub mod algebra;
 pub mod apply;
 pub mod custom;
 pub mod layout;
+pub mod scans;
 
 use super::analysis::TfnAnalysis;
 use super::language::TfnNode;
@@ -83,6 +84,8 @@ pub enum Cond {
     LosslessCast(&'static str, &'static str),
     /// The variable is an identity permutation.
     IdentityPerm(&'static str),
+    /// Axis `.1` (an integer attribute) of the tensor or shape `.0` has the constant size 1.
+    UnitAxis(&'static str, &'static str),
 }
 
 /// One row of a rule table.
@@ -114,7 +117,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
-        .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS])
+        .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, scans::SCANS])
         .flat_map(|table| table.iter())
         .collect()
 }
