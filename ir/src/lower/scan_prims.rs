@@ -42,8 +42,8 @@ impl Lowerer<'_> {
             Prim::Arange => {
                 let n = call.int("n")?;
                 let Ok(n) = u64::try_from(n) else {
-                    let msg = format!("`arange` of a negative size {n}");
-                    return Err(call.error("E0505", "n", msg));
+                    let msg = format!("invalid size {n} in `arange` (it must be >= 0)");
+                    return Err(call.error("E0503", "n", msg));
                 };
                 let ty = TensorType {
                     dtype: self.index_dtype(call)?,
