@@ -63,16 +63,13 @@ fn scan_array<T: Copy>(
     out
 }
 
-fn float_scan<T: FloatElem>(
+fn float_scan<T: FloatElem + From<f32>>(
     op: ScanOp,
     a: &ArrayD<T>,
     axis: usize,
     ex: bool,
     rev: bool,
-) -> ArrayD<T>
-where
-    T: From<f32>,
-{
+) -> ArrayD<T> {
     let (bin, identity) = match op {
         ScanOp::Sum => (BinaryOp::Add, T::from(0.0)),
         ScanOp::Prod => (BinaryOp::Mul, T::from(1.0)),
