@@ -98,3 +98,77 @@ proptest! {
         prop_assert!(f.reference_kernels().is_empty(), "reference: {:?}", f.reference_kernels());
     }
 }
+
+#[derive(Clone, Debug)]
+struct ArgCase {
+    sizes: Vec<usize>,
+    axis: usize,
+    max: bool,
+    keepdim: bool,
+    dtype: DType,
+    seed: u64,
+}
+
+fn arg_text(c: &ArgCase) -> String {
+    let dims: Vec<String> = (0..c.sizes.len()).map(|i| format!("s{i}")).collect();
+    let ty = format!("{}[{}]", c.dtype, dims.join(", "));
+    let mut out: Vec<String> = dims.clone();
+    if c.keepdim {
+        out[c.axis] = "1".into();
+    } else {
+        out.remove(c.axis);
+    }
+    let out = format!("i64[{}]", out.join(", "));
+    let mut lines: Vec<String> =
+        (0..c.sizes.len()).map(|i| format!("  sym s{i} = input(param 0 axis {i})")).collect();
+    lines.push(format!("  %0 = param 0 : {ty}"));
+    let op = if c.max { "argmax" } else { "argmin" };
+    lines.push(format!("  %1 = {op} %0 {{axis={}, keepdim={}}} : {out}", c.axis, c.keepdim));
+    format!("func f(x: {ty}) -> ({out}) {{\n{}\n  return %1\n}}", lines.join("\n"))
+}
+
+fn arg_case() -> impl Strategy<Value = ArgCase> {
+    (
+        prop::collection::vec(size(), 1..=4),
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+        any::<bool>(),
+        prop::sample::select(vec![DType::F32, DType::F64, DType::I32, DType::I64]),
+        any::<u64>(),
+    )
+        .prop_map(|(sizes, axis, max, keepdim, dtype, seed)| {
+            let axis = axis.index(sizes.len());
+            ArgCase { sizes, axis, max, keepdim, dtype, seed }
+        })
+        .prop_filter("a non-empty axis, at most 4096 elements", |c| {
+            c.sizes[c.axis] > 0 && c.sizes.iter().product::<usize>() <= 4096
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        rng_seed: RngSeed::Fixed(0xA9),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// argmax/argmin kernels: ties (small integers), NaN (a tenth of float elements).
+    #[test]
+    fn arg_kernels_match_the_interpreter(c in arg_case()) {
+        let text = arg_text(&c);
+        let graph = tfn_ir::text::parse_graph(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut rng = Rng(c.seed | 1);
+        let mut x = random_tensor(&mut rng, c.dtype, &c.sizes, (-3.0, 3.0));
+        match &mut x {
+            tfn_ir::Tensor::F32(a) => a.iter_mut().step_by(10).for_each(|v| *v = f32::NAN),
+            tfn_ir::Tensor::F64(a) => a.iter_mut().skip(3).step_by(10).for_each(|v| *v = f64::NAN),
+            _ => {}
+        }
+        let threads = 1 + (c.seed % 2) as usize;
+        let exact = Tol { rtol: 0.0, atol: 0.0 };
+        let f = check_against_interp(&graph, &[x], exact, threads)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert!(f.reference_kernels().is_empty(), "reference: {:?}", f.reference_kernels());
+    }
+}

@@ -24,6 +24,7 @@
 //! pass that uses them. An expensive value two passes need (softmax's `exp`) is stored into the
 //! output buffer by the first and read back by the second instead of being recomputed.
 
+pub(crate) mod arg;
 mod columns;
 mod lane_ops;
 pub(crate) mod ops;

@@ -6,7 +6,7 @@
 //! strided copy (transpose, slice, concat; views that fusion folded into their readers have
 //! no kernel at all), or a *reference kernel* — the interpreter run on that kernel's nodes —
 //! for exactly the kinds listed in [`steps::compile_kernel`] (extern ops, whose kernel is the
-//! user's; `argmax`; integer matmul). If Cranelift or the code generator rejects a kernel it
+//! user's; integer matmul). If Cranelift or the code generator rejects a kernel it
 //! should handle, that kernel also runs through the interpreter, so the call still works, but
 //! the event is a *fallback*: [`CompiledFunction::interpreted_kernels`] lists it, and the
 //! session counts, logs and (in strict mode) refuses it.
@@ -124,8 +124,8 @@ impl CompiledFunction {
         self.interp_steps(true)
     }
 
-    /// Kernels that run through the interpreter by design (extern ops, `argmax`, integer
-    /// matmul), with what they are.
+    /// Kernels that run through the interpreter by design (extern ops, integer matmul),
+    /// with what they are.
     pub fn reference_kernels(&self) -> Vec<(usize, String)> {
         self.interp_steps(false)
     }
@@ -398,6 +398,37 @@ impl CompiledFunction {
                         )
                     };
                 }
+                Ok(())
+            }
+            Step::Arg(arg) => {
+                let n = self.graph.node(arg.node);
+                let Some(&x) = n.inputs.first() else {
+                    return Err(RunError::Internal("argmax/argmin without input".into()));
+                };
+                let shape = st.shape(&self.graph.ty(x).shape)?;
+                let [outer, len, inner] = crate::scan::scan_sizes(&shape, arg.axis);
+                if len == 0 {
+                    return Err(RunError::ZeroSizeReduction);
+                }
+                let out_shape = st.shape(&n.ty.shape)?;
+                let x_buf = st.buf(x)?;
+                let out = st.alloc(arg.node, n.ty.dtype, &out_shape);
+                let mut args: Vec<i64> = vec![x_buf.ptr as i64, out.ptr as i64];
+                args.extend([outer as i64, len as i64, inner as i64, 0, 0]);
+                // SAFETY: `x` is a finished contiguous `[outer, len, inner]` array of its dtype,
+                // `out` an `i64` buffer of `outer * inner` elements (the node's shape, with or
+                // without the kept unit axis); each outer position is written by one call.
+                unsafe {
+                    crate::parallel::call_split(
+                        arg.func,
+                        &mut args,
+                        5,
+                        outer,
+                        outer * len * inner,
+                        self.threads,
+                        1,
+                    )
+                };
                 Ok(())
             }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),

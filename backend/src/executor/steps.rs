@@ -28,7 +28,9 @@ pub(super) enum Step {
         node: ValueId,
     },
     /// `Scan`, `CumprodGrad`: a generated scan kernel (`crate::codegen::scan`).
-    Scan(crate::scan::CompiledScan),
+    Scan(crate::scan::AxisKernel),
+    /// `ArgMax`, `ArgMin`: a generated kernel (`crate::codegen::arg`).
+    Arg(crate::scan::AxisKernel),
     /// The interpreter, on this kernel's nodes: by design for the kinds listed in
     /// [`compile_kernel`] (`fallback: false`), or because the code generator rejected a kernel
     /// it should handle (`fallback: true`, a bug that the session counts and strict mode
@@ -127,12 +129,8 @@ pub(super) fn compile_kernel(
         KernelKind::Extern => {
             Ok(Step::Interp { reason: "extern op: the registered kernel".into(), fallback: false })
         }
-        // By design (for now): argmax has no generated kernel; it is a single-node kernel.
-        KernelKind::ArgMax => {
-            Ok(Step::Interp { reason: "argmax: reference kernel".into(), fallback: false })
-        }
-        KernelKind::ArgMin => {
-            Ok(Step::Interp { reason: "argmin: reference kernel".into(), fallback: false })
+        KernelKind::ArgMax | KernelKind::ArgMin => {
+            Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?))
         }
         KernelKind::Scan => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
     }
