@@ -37,7 +37,7 @@ use crate::plan::{LoopPlan, Ref};
 use cranelift::codegen::ir::{
     condcodes::IntCC, types, AbiParam, Function, InstBuilder, Type, Value,
 };
-use cranelift::codegen::ir::{Block, MemFlagsData, StackSlotData, StackSlotKind};
+use cranelift::codegen::ir::{Block, ConstantData, MemFlagsData, StackSlotData, StackSlotKind};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use ops::{lanes, scalar_type, unsupported, Width};
@@ -133,18 +133,68 @@ fn math_fn(op: &Op) -> Option<MathFn> {
 }
 
 /// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
-/// mixed-dtype operands, casts between number types).
+/// mixed-dtype operands, casts between number types). Integer `iota`s compared only with each
+/// other (a causal mask `iota <= iota` in an f32 kernel) do not count: in vector code they are
+/// computed as integers of the lane's width ([`narrow_index`]).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    let lane = plan.operands().map(|o| o.dtype).next()?;
-    if lane == DType::Bool || plan.operands().any(|o| o.dtype != lane) {
+    let lane = plan.operands().find(|o| !o.index).map(|o| o.dtype)?;
+    if lane == DType::Bool {
         return None;
     }
-    for n in &plan.nodes {
-        if n.dtype != lane && n.dtype != DType::Bool {
+    let narrow = narrow_iotas(plan);
+    let node_of_input = |j: usize| {
+        plan.nodes.iter().position(|n| matches!(n.op, Op::Iota { .. }) && n.args == [Ref::Input(j)])
+    };
+    for (j, o) in plan.inputs.iter().enumerate() {
+        let narrowed = o.index && node_of_input(j).is_some_and(|k| narrow[k]);
+        if o.dtype != lane && !narrowed {
+            return None;
+        }
+    }
+    if plan.outputs.iter().any(|o| o.dtype != lane) {
+        return None;
+    }
+    for (k, n) in plan.nodes.iter().enumerate() {
+        if n.dtype != lane && n.dtype != DType::Bool && !narrow[k] {
             return None;
         }
     }
     Some(lane)
+}
+
+/// Integer `iota` nodes read only by comparisons between such nodes, and not stored.
+fn narrow_iotas(plan: &LoopPlan) -> Vec<bool> {
+    let is_int_iota =
+        |k: usize| matches!(plan.nodes[k].op, Op::Iota { .. }) && plan.nodes[k].dtype.is_int();
+    let stored = |k: usize| plan.outputs.iter().any(|o| o.node == Some(k));
+    (0..plan.nodes.len())
+        .map(|k| {
+            is_int_iota(k)
+                && !stored(k)
+                && plan.nodes.iter().all(|n| {
+                    !n.args.contains(&Ref::Node(k))
+                        || (matches!(n.op, Op::Binary(b) if b.is_comparison())
+                            && n.args.iter().all(|a| matches!(a, Ref::Node(m) if is_int_iota(*m))))
+                })
+        })
+        .collect()
+}
+
+/// The integer dtype an index of dtype `dtype` is computed in at `width`: its own, or — for an
+/// integer index in a vector kernel of another lane dtype (see [`vector_lane`]) — the integer
+/// of the lane's width (`i32` lanes in an f32 kernel: exact for axes shorter than 2^31, which
+/// the executor checks).
+fn narrow_index(width: Width, dtype: DType) -> DType {
+    match width {
+        Width::Vector(t) if t != dtype && dtype.is_int() => {
+            if lanes(t) == 4 {
+                DType::I32
+            } else {
+                DType::I64
+            }
+        }
+        _ => dtype,
+    }
 }
 
 /// Values constant within one pass: row values as scalars and splats (row reductions), or
@@ -222,7 +272,9 @@ fn pin(b: &mut FunctionBuilder, v: Value, ptr_ty: Type) -> Value {
 
 /// An index (`i64` scalar `base`) as a value of `dtype` at `width`; with `lane_step`, lane `l`
 /// of a vector holds `base + l` (an iota along the inner axis), otherwise every lane `base`.
-/// Each lane converts its own exact integer, as the interpreter does.
+/// Each lane holds its own exact integer converted once, as the interpreter does: integer
+/// lanes are `splat(base) + [0, 1, ..]` in the integer of the lane's width (indices are below
+/// 2^31, which the executor checks), f32 lanes convert those, f64 lanes convert one by one.
 fn index_value(
     b: &mut FunctionBuilder,
     base: Value,
@@ -240,19 +292,40 @@ fn index_value(
             DType::Bool => b.ins().ireduce(types::I8, i),
         }
     };
-    let first = convert(b, base);
-    let v = ops::splat(b, width, dtype, first)?;
-    let Width::Vector(t) = width else { return Ok(v) };
+    let Width::Vector(t) = width else { return Ok(convert(b, base)) };
+    // The vector type of `dtype` (a narrowed index has a vector of its own; see `narrow_index`).
+    let vty = if dtype == t { width.ty(dtype)? } else { Width::Vector(dtype).ty(dtype)? };
     if !lane_step {
+        let first = convert(b, base);
+        return Ok(b.ins().splat(vty, first));
+    }
+    let n = lanes(t);
+    if dtype == DType::F64 {
+        let first = convert(b, base);
+        let mut v = b.ins().splat(vty, first);
+        for l in 1..n {
+            let i = b.ins().iadd_imm_s(base, l);
+            let s = convert(b, i);
+            v = b.ins().insertlane(v, s, l as u8);
+        }
         return Ok(v);
     }
-    let mut v = v;
-    for l in 1..lanes(t) {
-        let i = b.ins().iadd_imm_s(base, l);
-        let s = convert(b, i);
-        v = b.ins().insertlane(v, s, l as u8);
-    }
-    Ok(v)
+    let (int_ty, int_vty) =
+        if n == 4 { (types::I32, types::I32X4) } else { (types::I64, types::I64X2) };
+    let bytes: Vec<u8> = if n == 4 {
+        (0..4i32).flat_map(|l| l.to_le_bytes()).collect()
+    } else {
+        (0..2i64).flat_map(|l| l.to_le_bytes()).collect()
+    };
+    let steps = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    let steps = b.ins().vconst(int_vty, steps);
+    let scalar = if int_ty == types::I64 { base } else { b.ins().ireduce(int_ty, base) };
+    let splat = b.ins().splat(int_vty, scalar);
+    let ints = b.ins().iadd(splat, steps);
+    Ok(match dtype {
+        DType::F32 => b.ins().fcvt_from_sint(types::F32X4, ints),
+        _ => ints,
+    })
 }
 
 pub(crate) fn mem() -> MemFlagsData {
@@ -676,6 +749,14 @@ impl Emitter<'_> {
                 continue;
             }
             let s = self.row_input(b, offs, vals, j)?;
+            let input = &self.plan.inputs[j];
+            if let (true, Some(t)) = (input.index, self.vector) {
+                // An index constant along the row (a causal mask's row number): once per row.
+                let width = Width::Vector(t);
+                let v = index_value(b, offs[j], width, narrow_index(width, input.dtype), false)?;
+                vals.input_splat.insert(j, self.pin(b, v));
+                continue;
+            }
             if let Some(t) = self.vector {
                 let v = ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?;
                 vals.input_splat.insert(j, self.pin(b, v));
@@ -700,7 +781,7 @@ impl Emitter<'_> {
             return Ok(*v);
         }
         let input = &self.plan.inputs[j];
-        let v = if input.index {
+        let v = if input.index && !self.is_row_input(j) {
             // An iota: the index is the operand's offset, plus the inner position when the
             // iota runs along the inner axis.
             let base = if self.inner_full(&input.full) {
@@ -710,7 +791,7 @@ impl Emitter<'_> {
                 at.offs[j]
             };
             let lane_step = self.inner_full(&input.full);
-            index_value(b, base, at.width, input.dtype, lane_step)?
+            index_value(b, base, at.width, narrow_index(at.width, input.dtype), lane_step)?
         } else if self.inner_full(&input.full) {
             let ty = at.width.ty(input.dtype)?;
             let addr = self.address(b, j, at.offs[j], Some(at.i), input.dtype);

@@ -460,6 +460,16 @@ impl CompiledFunction {
         checks_empty: bool,
     ) -> Result<Option<LoopCall>, RunError> {
         let sizes = plan.sizes(domain);
+        // Indices may be computed in 32-bit lanes (`codegen::narrow_index`).
+        for op in plan.inputs.iter().filter(|o| o.index) {
+            let too_long = sizes.iter().zip(&op.full).find(|(&s, &f)| f && s > i32::MAX as usize);
+            if let Some((&s, _)) = too_long {
+                return Err(RunError::Internal(format!(
+                    "an index along an axis of {s} elements (at most {} are supported)",
+                    i32::MAX
+                )));
+            }
+        }
         let rank = sizes.len();
         let split = plan.split_axis();
         let (mut kept, mut reduced) = (1usize, 1usize);
