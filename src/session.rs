@@ -315,7 +315,42 @@ impl Session {
         kwargs: &[(&str, Value)],
         cotangents: &[Value],
     ) -> Result<Vec<Value<'static>>, Error> {
-        let prepared = self.prepare(CallKind::Vjp, name, args, kwargs)?;
+        self.run_vjp(CallKind::Vjp, name, args, kwargs, cotangents)
+    }
+
+    /// The function's results and its vector-Jacobian product from one compiled graph (like
+    /// `jax.value_and_grad`): the forward values are computed once and shared by the backward
+    /// pass. Returns `(results, gradients)`, the gradients as [`Session::vjp`] returns them.
+    pub fn value_and_vjp(
+        &self,
+        name: &str,
+        args: &[Value],
+        cotangents: &[Value],
+    ) -> Result<(Vec<Value<'static>>, Vec<Value<'static>>), Error> {
+        self.value_and_vjp_kw(name, args, &[], cotangents)
+    }
+
+    pub fn value_and_vjp_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        cotangents: &[Value],
+    ) -> Result<(Vec<Value<'static>>, Vec<Value<'static>>), Error> {
+        let mut all = self.run_vjp(CallKind::ValueAndVjp, name, args, kwargs, cotangents)?;
+        let grads = all.split_off(cotangents.len().min(all.len()));
+        Ok((all, grads))
+    }
+
+    fn run_vjp(
+        &self,
+        kind: CallKind,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        cotangents: &[Value],
+    ) -> Result<Vec<Value<'static>>, Error> {
+        let prepared = self.prepare(kind, name, args, kwargs)?;
         let cts = cotangents
             .iter()
             .enumerate()
@@ -418,8 +453,13 @@ impl Session {
                 self.jit.as_ref(),
                 key,
             )?,
-            CallKind::Vjp => {
-                let v = tfn_passes::autodiff::vjp(&library, &instance).map_err(|e| {
+            CallKind::Vjp | CallKind::ValueAndVjp => {
+                let v = if kind == CallKind::Vjp {
+                    tfn_passes::autodiff::vjp(&library, &instance)
+                } else {
+                    tfn_passes::autodiff::value_and_vjp(&library, &instance)
+                };
+                let v = v.map_err(|e| {
                     Error::from_diagnostics(DiagKind::Call, e.diagnostics(), &library.sources)
                 })?;
                 Prepared::compile(

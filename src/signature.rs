@@ -74,6 +74,8 @@ pub(crate) enum CallKind {
     Call,
     /// The vector-Jacobian product: gradients of `<results, cotangents>`.
     Vjp,
+    /// The results, then the vector-Jacobian product, from one graph.
+    ValueAndVjp,
 }
 
 /// The cache key of a call.
@@ -118,7 +120,11 @@ impl CallKey {
 
 impl std::fmt::Display for CallKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let prefix = if self.kind == CallKind::Vjp { "vjp " } else { "" };
+        let prefix = match self.kind {
+            CallKind::Call => "",
+            CallKind::Vjp => "vjp ",
+            CallKind::ValueAndVjp => "value_and_vjp ",
+        };
         write!(f, "{prefix}{}(", self.name)?;
         let show = |k: &ArgKey| -> String {
             match k {
@@ -194,8 +200,10 @@ impl Prepared {
             strict: options.strict,
             ..PipelineOptions::default()
         };
+        let started = std::time::Instant::now();
         let planned = plan(graph, rules, &pipeline)
             .map_err(|e| Error::Internal(format!("compiling {key}: {e}")))?;
+        let planned_at = started.elapsed();
         let mut fallbacks = Fallbacks::default();
         if let Some(why) = &planned.optimizer_fallback {
             if log {
@@ -213,6 +221,7 @@ impl Prepared {
                 Executor::Interp
             }
             (Backend::Jit, Some(jit)) => {
+                let code_before = jit.code_stats();
                 let compiled = jit
                     .compile_fused(&planned.graph, planned.fused)
                     .map_err(|e| Error::Internal(format!("code generation failed: {e}")))?;
@@ -241,6 +250,15 @@ impl Prepared {
                             .iter()
                             .map(|(i, why)| format!("\n  FALLBACK kernel {i}: {why}"))
                             .collect::<String>()
+                    );
+                    let code_after = jit.code_stats();
+                    tfn_ir::tfn_log!(
+                        "tfn:   optimise + fuse {:.1} ms, code generation {:.1} ms \
+                         ({} loop kernels compiled, {} identical ones reused)",
+                        planned_at.as_secs_f64() * 1e3,
+                        (started.elapsed() - planned_at).as_secs_f64() * 1e3,
+                        code_after.0 - code_before.0,
+                        code_after.1 - code_before.1
                     );
                 }
                 Executor::Jit(Box::new(compiled))
@@ -329,7 +347,10 @@ fn run_error(e: RunError) -> Error {
             index,
             message: format!("the result is {expected_dtype}{expected_shape:?} but the buffer is {got_dtype}{got_shape:?}"),
         },
-        RunError::InputDType { .. } | RunError::ZeroSizeReduction => Error::Shape(e.to_string()),
+        RunError::InputDType { .. } | RunError::ZeroSizeReduction | RunError::Shape { .. } => {
+            Error::Shape(e.to_string())
+        }
+        RunError::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),
         RunError::InputCount { .. } | RunError::Internal(_) => Error::Internal(e.to_string()),
     }
 }
@@ -348,7 +369,7 @@ fn interp_error(e: tfn_ir::interp::InterpError) -> Error {
         E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => {
             Error::Shape(e.to_string())
         }
-        E::Extern { .. } => Error::Runtime(e.to_string()),
+        E::Extern { .. } | E::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),
         E::Unsupported { .. } | E::Internal { .. } => Error::Internal(e.to_string()),
     }
 }

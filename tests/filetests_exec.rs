@@ -6,6 +6,7 @@
 //! |------------|-------------------------------------------------------|----------------------|
 //! | `lower`    | `instantiate` each `lower` directive, print the graph | `case.out` (blessed) |
 //! | `simplify` | `instantiate`, then `tfn::pipeline::optimize`, print  | `case.out` (blessed) |
+//! | `fused`    | instantiate for the sizes, the pipeline, print kernels | `case.out` (blessed) |
 //! | `run`      | `Session::call_kw`, every configuration               | `.npy` from NumPy    |
 //! | `grad`     | `Session::vjp_kw`, every configuration                | `.npy` from NumPy    |
 //!
@@ -14,6 +15,9 @@
 //!   `f32[4,1]` (a size of 1 broadcasts, any other size is symbolic) or a literal (`2`,
 //!   `0.5`, `true`, `[0,1]`, `f64`). Graphs print without origins; `simplify` adds the names
 //!   of the rules that fired.
+//! - `fused FN ARG=VALUE...`: as `lower`, but the sizes given are the call's (they decide
+//!   derived sizes and guarded equalities, as `tfnc ir --stage fused --arg` does); prints the
+//!   kernels the pipeline plans (what `tfnc ir --stage fused` shows) and their count.
 //! - `run FN ARG=VALUE... -> OUT.npy...`: VALUE is a `.npy` path relative to
 //!   `tests/cases/<stage>/data/` or a literal; every argument is passed by keyword. Each
 //!   result must match its `.npy`: same dtype and shape, ints and bools exactly, floats within
@@ -277,6 +281,52 @@ fn print_instances(case: &Case, kind: &str, optimized: bool) -> String {
     out
 }
 
+/// The kernels of every `fused` directive of the case, planned for the given sizes.
+fn fused_case(case: &Case) -> String {
+    let lib = match case.library() {
+        Ok(lib) => lib,
+        Err(e) => return e,
+    };
+    let directives = case.directives("fused");
+    if directives.is_empty() {
+        return "NO `fused` DIRECTIVE\n".into();
+    }
+    let mut out = String::new();
+    for d in &directives {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "// {}", d.text());
+        let planned = d.call().and_then(|call| {
+            let specs = arg_specs(&call.args)?;
+            let sizes = |p: &tfn_ir::lower::ParamSource| {
+                let tfn_ir::lower::ParamSource::Keyword(name) = p else { return None };
+                let (_, text) = call.args.iter().find(|(n, _)| n == name)?;
+                match parse_value(text) {
+                    Ok(ArgValue::TensorType(_, dims)) => Some(dims),
+                    _ => None,
+                }
+            };
+            let instance =
+                tfn_ir::lower::instantiate_for_sizes(&lib, call.function, &[], &specs, &sizes)
+                    .map_err(|e| {
+                        format!("LOWER FAILED\n{}", render_all(&e.diagnostics, &lib.sources))
+                    })?;
+            tfn::pipeline::plan(&lib, &instance.graph, true).map_err(|e| e.to_string())
+        });
+        match planned {
+            Ok(planned) => {
+                out.push_str(&tfn::pipeline::print_fused(&planned));
+                if let Some(why) = &planned.optimizer_fallback {
+                    let _ = writeln!(out, "// OPTIMIZER FALLBACK: {why}");
+                }
+            }
+            Err(e) => out.push_str(&e),
+        }
+    }
+    out
+}
+
 fn lower_case(case: &Case) -> String {
     print_instances(case, "lower", false)
 }
@@ -482,4 +532,9 @@ fn run() {
 #[test]
 fn grad() {
     run_checked_stage("grad", grad_case);
+}
+
+#[test]
+fn fused() {
+    run_snapshot_stage("fused", fused_case);
 }

@@ -370,3 +370,28 @@ fn vjp_without_a_float_tensor_argument_has_nothing_to_differentiate() {
         }
     }
 }
+
+#[test]
+fn value_and_vjp_equals_call_then_vjp_and_is_its_own_cache_entry() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let x = array(&[3, 4], 0.5);
+        let args = [Value::from(x.view())];
+        let kw = [("dims", Value::from(vec![1i64]))];
+        let (ct0, ct1) = (array(&[3, 1], 1.0), array(&[3, 1], 2.0));
+        let cts = [Value::from(ct0.view()), Value::from(ct1.view())];
+        let values = s.call_kw("moments", &args, &kw).unwrap();
+        let grads = s.vjp_kw("moments", &args, &kw, &cts).unwrap();
+        let compiles = s.stats().compiles;
+        let (v2, g2) = s.value_and_vjp_kw("moments", &args, &kw, &cts).unwrap();
+        assert_eq!(s.stats().compiles, compiles + 1, "{backend:?}: a third kind of entry");
+        assert_eq!((v2.len(), g2.len()), (2, 1), "{backend:?}");
+        let tensors = |vs: &[Value]| -> Vec<Tensor> {
+            vs.iter().map(|v| v.as_tensor().expect("tensor").to_tensor()).collect()
+        };
+        assert_eq!(tensors(&v2), tensors(&values), "{backend:?}: values");
+        assert_eq!(tensors(&g2), tensors(&grads), "{backend:?}: gradients");
+        let err = s.value_and_vjp_kw("moments", &args, &kw, &cts[..1]);
+        assert!(matches!(err, Err(Error::Shape(_))), "{backend:?}: {err:?}");
+    }
+}

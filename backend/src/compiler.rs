@@ -27,6 +27,12 @@ impl JitCompiler {
         &self.options
     }
 
+    /// Loop kernels this module has compiled to machine code, and kernels it served from
+    /// its code cache instead (an identical Cranelift function compiled before).
+    pub fn code_stats(&self) -> (usize, usize) {
+        self.jit.0.lock().map_or((0, 0), |inner| (inner.kernels - inner.reused, inner.reused))
+    }
+
     /// Fuses `graph` and compiles its kernels into this compiler's module. A kernel the
     /// code generator rejects runs through the interpreter and is reported
     /// ([`CompiledFunction::interpreted_kernels`]).

@@ -45,6 +45,12 @@ pub enum RunError {
     /// `max`/`min` over an axis of size 0.
     #[error("zero-size reduction: `max`/`min` over an axis of size 0")]
     ZeroSizeReduction,
+    /// An indexed op met an index outside its axis (both backends report it the same way).
+    #[error("`{op}` ({node}) along axis {axis}: {error}")]
+    IndexOutOfRange { node: tfn_ir::ValueId, op: String, axis: u32, error: tfn_ir::IndexError },
+    /// Sizes known only at run time do not fit the op (e.g. a `gather` index larger than `x`).
+    #[error("`{op}` ({node}): {message}")]
+    Shape { node: tfn_ir::ValueId, op: String, message: String },
     /// A kernel run by the interpreter (fallback, copy or extern) failed.
     #[error(transparent)]
     Interp(#[from] InterpError),

@@ -13,6 +13,7 @@ use cranelift::codegen::Context;
 use cranelift::frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,12 @@ pub(crate) struct JitInner {
     features: MathFeatures,
     pub compile_time: Duration,
     pub kernels: usize,
+    /// Machine code by the exact Cranelift IR it was compiled from: kernels that build the
+    /// same function (the same layer twice in a model, the same update for every parameter)
+    /// share one compile. Keyed by the full text, so a hit is always the identical function.
+    code: HashMap<String, KernelFn>,
+    /// Kernels served from `code` instead of compiled.
+    pub reused: usize,
 }
 
 // SAFETY: `JITModule` holds raw pointers to its code and data memory, which makes it `!Send`
@@ -49,6 +56,8 @@ impl Jit {
             features,
             compile_time: Duration::ZERO,
             kernels: 0,
+            code: HashMap::new(),
+            reused: 0,
         }))))
     }
 
@@ -121,8 +130,14 @@ impl JitInner {
             self.module.clear_context(&mut self.ctx);
             return Err(e);
         }
+        let text = self.ctx.func.display().to_string();
         if std::env::var_os("TFN_DUMP_CLIF").is_some() {
-            tfn_ir::tfn_log!("{}", self.ctx.func.display());
+            tfn_ir::tfn_log!("{text}");
+        }
+        if let Some(&code) = self.code.get(&text) {
+            self.module.clear_context(&mut self.ctx);
+            self.reused += 1;
+            return Ok(code);
         }
         let sig = self.ctx.func.signature.clone();
         let id = self
@@ -144,6 +159,8 @@ impl JitInner {
         let code = self.module.get_finalized_function(id);
         // SAFETY: the function was built with the kernel ABI signature `(ptr) -> ()` in the
         // default (C) calling convention of the host ISA.
-        Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(code) })
+        let code = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
+        self.code.insert(text, code);
+        Ok(code)
     }
 }

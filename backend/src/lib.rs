@@ -31,6 +31,7 @@ mod parallel;
 mod plan;
 mod pool;
 mod scan;
+mod scatter;
 mod strided_copy;
 pub mod tensors;
 

@@ -15,7 +15,7 @@
 //! axes are walked (see `crate::codegen`).
 
 use crate::error::CodegenError;
-use tfn_ir::{DType, Dim, Graph, Op, Shape, ValueId};
+use tfn_ir::{DType, Dim, Graph, IndexKind, Op, Shape, ValueId};
 use tfn_passes::fusion::ViewOp;
 
 /// What a node argument refers to.
@@ -50,10 +50,107 @@ pub(crate) struct Operand {
     /// the view; `value` is then the view's source buffer, read with the view's offset and
     /// strides (`shape` is the view's shape).
     pub view: Option<(ViewOp, Shape)>,
+    /// For an operand of an indexed read (`gather`, `index_select`; see `crate::codegen`'s
+    /// indexed reads): which one it is.
+    pub indexed: Option<IndexedRole>,
+    /// An input only read as a `rand_like` key (two words at its base pointer, never an
+    /// element per step): it takes no part in the lane dtype or the axis patterns.
+    pub key_only: bool,
     /// An index operand: no buffer; `value` is an `Iota` node of the kernel, and the
     /// operand's element offset (it spans only the iota's axis, stride 1) *is* the index
     /// along that axis. The kernel computes it instead of loading (see `crate::codegen`).
     pub index: bool,
+}
+
+/// The two operands of an indexed read node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum IndexedRole {
+    /// The `x` being read: its buffer, with strides over the read node's axes that skip the
+    /// indexed axis (bound per call, [`IndexedRole::source_strides`]); the index adds
+    /// `index * stride(axis)` per element. `slot` numbers the sources of the plan (their
+    /// ABI slots: axis size and stride).
+    /// `inner_unit`: the innermost collapsed axis walks `x`'s last axis (stride 1), so the
+    /// source is read with vector loads; otherwise element by element at `inner` strides.
+    Source { kind: IndexKind, axis: usize, index_rank: usize, slot: usize, inner_unit: bool },
+    /// The index tensor, read in the loop like a contiguous operand (shaped to the read's
+    /// axes), loaded as scalars and never as vectors.
+    Index,
+}
+
+impl IndexedRole {
+    /// For a source: its element strides over the read node's axes, given `x`'s shape, and
+    /// the axis's (size, stride).
+    pub fn source_strides(&self, x: &[usize]) -> Option<(Vec<isize>, usize, usize)> {
+        // (The inner stride the kernel needs is the last entry of the collapsed strides.)
+        let IndexedRole::Source { kind, axis, index_rank, .. } = self else { return None };
+        let (a, r) = (*axis, *index_rank);
+        let xs = tfn_ir::interp::row_major_strides(x);
+        let strides: Vec<isize> = if kind.elementwise_index() {
+            (0..x.len()).map(|k| if k == a { 0 } else { xs[k] as isize }).collect()
+        } else {
+            let mut v: Vec<isize> = xs[..a].iter().map(|&s| s as isize).collect();
+            v.extend(std::iter::repeat_n(0, r));
+            v.extend(xs[a + 1..].iter().map(|&s| s as isize));
+            v
+        };
+        Some((strides, *x.get(a)?, *xs.get(a)?))
+    }
+}
+
+/// The shapes an indexed read `node` (`x`, `index` → `out`) reads its operands as, over the
+/// node's axes: `x` with the indexed axes of size 1, the index placed at its axes; and the
+/// domain axes (of the node's rank) before which `x`'s layout is not contiguous.
+fn indexed_shapes(
+    graph: &Graph,
+    node: ValueId,
+) -> Option<(IndexKind, usize, Shape, Shape, Vec<bool>)> {
+    let n = graph.node(node);
+    let Op::Index { kind, axis } = n.op else { return None };
+    let a = axis as usize;
+    let x = &graph.ty(*n.inputs.first()?).shape;
+    let index = &graph.ty(*n.inputs.get(1)?).shape;
+    let out = &n.ty.shape;
+    let rank = out.rank();
+    let mut breaks = vec![false; rank];
+    let one = Dim::Const(1);
+    let (source, index_shape) = if kind.elementwise_index() {
+        let mut src = out.clone();
+        src.0[a] = one;
+        for (k, b) in breaks.iter_mut().enumerate() {
+            *b = k == a || x.0.get(k) != out.0.get(k);
+        }
+        (src, out.clone())
+    } else {
+        let r = index.rank();
+        let mut src = x.0[..a].to_vec();
+        src.extend(std::iter::repeat_n(one, r));
+        src.extend_from_slice(&x.0[a + 1..]);
+        let mut idx = vec![one; a];
+        idx.extend_from_slice(&index.0);
+        idx.extend(std::iter::repeat_n(one, x.rank() - 1 - a));
+        for k in [a, a + r] {
+            if let Some(b) = breaks.get_mut(k) {
+                *b = true;
+            }
+        }
+        (Shape(src), Shape(idx))
+    };
+    Some((kind, index.rank(), source, index_shape, breaks))
+}
+
+/// A `rand_like`/`randn_like` node of the plan and what its code reads.
+#[derive(Clone, Debug)]
+pub(crate) struct RandomNode {
+    /// The plan node.
+    pub node: usize,
+    /// The input operand holding its key.
+    pub key: usize,
+    /// The key has two elements (shape `[2]`), else one.
+    pub pair: bool,
+    /// The *counter operand*: no buffer (a null pointer in the ABI), but offsets and strides of
+    /// a contiguous row-major buffer of the node's shape, so its offset at any loop position
+    /// is the element's flat index there — across threads, tiles and row passes alike.
+    pub counter: Operand,
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +168,10 @@ pub(crate) struct LoopPlan {
     /// Outputs, in the kernel's output order.
     pub outputs: Vec<Operand>,
     pub nodes: Vec<PlanNode>,
+    /// The indexed read nodes, by source slot (for error messages).
+    pub reads: Vec<ValueId>,
+    /// Random nodes; their counter operands follow the outputs in the ABI.
+    pub randoms: Vec<RandomNode>,
 }
 
 /// Pattern of `shape`, right-aligned into `domain`: true = full, false = broadcast.
@@ -128,11 +229,27 @@ impl LoopPlan {
         let is_view = |v: &ValueId| views.iter().any(|(w, _, _)| w == v);
         let nodes: Vec<ValueId> = nodes.iter().copied().filter(|v| !is_view(v)).collect();
         let nodes = &nodes[..];
+        // Indexed reads: their `x` and index become operands of their own.
+        let reads: Vec<ValueId> = nodes
+            .iter()
+            .copied()
+            .filter(|v| matches!(graph.node(*v).op, Op::Index { kind, .. } if kind.is_read()))
+            .collect();
+        let only_indexed = |u: &ValueId| {
+            reads.iter().any(|r| graph.node(*r).inputs.contains(u))
+                && !nodes.iter().any(|n| {
+                    let node = graph.node(*n);
+                    !reads.contains(n)
+                        && !matches!(node.op, Op::Full { .. } | Op::Iota { .. })
+                        && node.inputs.contains(u)
+                })
+        };
         let read_directly = |u: &ValueId| {
-            nodes.iter().any(|n| {
-                let node = graph.node(*n);
-                !matches!(node.op, Op::Full { .. } | Op::Iota { .. }) && node.inputs.contains(u)
-            }) || !views.iter().any(|(_, s, _)| s == u)
+            !only_indexed(u)
+                && (nodes.iter().any(|n| {
+                    let node = graph.node(*n);
+                    !matches!(node.op, Op::Full { .. } | Op::Iota { .. }) && node.inputs.contains(u)
+                }) || !views.iter().any(|(_, s, _)| s == u))
         };
         // Iota nodes: each reads an index operand spanning only its axis.
         let iotas: Vec<(ValueId, u32)> = nodes
@@ -153,9 +270,18 @@ impl LoopPlan {
                 .collect(),
         );
         // Per-domain-axis patterns of inputs and nodes.
+        // Inputs read only as random keys: no per-element pattern (all broadcast).
+        let key_only = |u: &ValueId| {
+            let mut uses = nodes.iter().map(|n| graph.node(*n)).filter(|n| n.inputs.contains(u));
+            uses.all(|n| matches!(n.op, Op::Random { .. }) && n.inputs.first() == Some(u))
+        };
         let mut input_pat = Vec::new();
         for v in inputs {
-            input_pat.push(pattern(&graph.ty(*v).shape, domain)?);
+            input_pat.push(if key_only(v) {
+                vec![false; rank]
+            } else {
+                pattern(&graph.ty(*v).shape, domain)?
+            });
         }
         // Domain axes a view operand forbids merging with the previous axis.
         let mut breaks = vec![false; rank];
@@ -169,7 +295,35 @@ impl LoopPlan {
                 }
             }
         }
-        // An iota's index operand varies only along the iota's axis.
+        // Indexed read operands (source, index) per read, after the views.
+        let mut indexed: Vec<(ValueId, IndexedRole)> = Vec::new();
+        for (q, r) in reads.iter().enumerate() {
+            let (kind, index_rank, source, index_shape, bk) = indexed_shapes(graph, *r)
+                .ok_or_else(|| CodegenError::Internal(format!("bad indexed read {r}")))?;
+            let n = graph.node(*r);
+            // Fusion keeps an indexed read's operands out of its kernel.
+            if let Some(u) = n.inputs.iter().find(|u| nodes.contains(u)) {
+                return Err(CodegenError::Internal(format!(
+                    "indexed read {r} computes its operand {u} in the same kernel"
+                )));
+            }
+            let pad = rank.saturating_sub(source.rank());
+            input_pat.push(pattern(&source, domain)?);
+            input_pat.push(pattern(&index_shape, domain)?);
+            for (k, b) in bk.into_iter().enumerate() {
+                if let Some(slot) = breaks.get_mut(k + pad) {
+                    *slot |= b;
+                }
+            }
+            let axis = match n.op {
+                Op::Index { axis, .. } => axis as usize,
+                _ => 0,
+            };
+            let role = IndexedRole::Source { kind, axis, index_rank, slot: q, inner_unit: false };
+            indexed.push((n.inputs[0], role));
+            indexed.push((n.inputs[1], IndexedRole::Index));
+        }
+        // An iota's index operand varies only along the iota's axis (after the indexed ones).
         let iota_pattern = |v: ValueId, axis: u32| -> Result<Vec<bool>, CodegenError> {
             let shape = &graph.ty(v).shape;
             let mut p = pattern(shape, domain)?;
@@ -189,7 +343,6 @@ impl LoopPlan {
                 Op::Reduce { .. } => &row_shape,
                 _ => &node.ty.shape,
             };
-            // (An iota node itself covers its whole shape: it may be stored as an output.)
             node_pat.push(pattern(shape, domain)?);
         }
         // Collapse axes: drop constant-1 axes, merge neighbours with identical patterns.
@@ -242,15 +395,22 @@ impl LoopPlan {
         for (i, v) in nodes.iter().enumerate() {
             let node = graph.node(*v);
             let mut args = Vec::new();
+            // A random node's key is not an element argument: its code loads it whole.
             let data: &[ValueId] = match node.op {
-                Op::Full { .. } => &[],
+                Op::Full { .. } | Op::Random { .. } => &[],
                 Op::Iota { .. } => {
                     let k = iotas.iter().position(|(w, _)| w == v).unwrap_or(0);
-                    args.push(Ref::Input(inputs.len() + views.len() + k));
+                    args.push(Ref::Input(inputs.len() + views.len() + indexed.len() + k));
                     &[]
                 }
                 _ => &node.inputs,
             };
+            if let Some(q) = reads.iter().position(|r| r == v) {
+                let base = inputs.len() + views.len() + 2 * q;
+                args.push(Ref::Input(base));
+                args.push(Ref::Input(base + 1));
+            }
+            let data = if reads.contains(v) { &[][..] } else { data };
             for u in data {
                 if let Some(j) = index_of(u) {
                     args.push(Ref::Node(j));
@@ -271,26 +431,75 @@ impl LoopPlan {
             let row = matches!(node.op, Op::Reduce { .. }) || !varies;
             plan_nodes.push(PlanNode { op: node.op.clone(), args, dtype: node.ty.dtype, row });
         }
+        // Whether each source's inner axis is `x`'s last (unit stride).
+        let inner_axis = groups.last().and_then(|g| g.last()).copied();
+        for (q, r) in reads.iter().enumerate() {
+            let Some((v, role)) = indexed.get_mut(2 * q) else { continue };
+            if let IndexedRole::Source { kind, axis, index_rank, inner_unit, .. } = role {
+                let node_rank = graph.ty(*r).shape.rank();
+                let pad = rank.saturating_sub(node_rank);
+                let x_rank = graph.ty(*v).shape.rank();
+                *inner_unit = inner_axis.is_some_and(|a| {
+                    a >= pad && {
+                        let k = a - pad;
+                        if kind.elementwise_index() {
+                            k + 1 == x_rank
+                        } else {
+                            k + 1 == node_rank && k >= *axis + *index_rank
+                        }
+                    }
+                });
+            }
+        }
         let sources = inputs
             .iter()
-            .map(|v| (*v, None, false))
+            .map(|v| (*v, None, None))
             .chain(
                 views
                     .iter()
-                    .map(|(v, s, op)| (*s, Some((op.clone(), graph.ty(*v).shape.clone())), false)),
+                    .map(|(v, s, op)| (*s, Some((op.clone(), graph.ty(*v).shape.clone())), None)),
             )
-            .chain(iotas.iter().map(|(v, _)| (*v, None, true)));
+            .chain(indexed.iter().map(|(v, role)| (*v, None, Some(role.clone()))));
+        let index_operands = iotas.iter().map(|(v, _)| (*v, None, None));
         let inputs: Vec<Operand> = sources
+            .map(|(v, view, indexed)| (v, view, indexed, false))
+            .chain(index_operands.map(|(v, view, indexed)| (v, view, indexed, true)))
             .zip(&input_pat)
-            .map(|((v, view, index), p)| Operand {
+            .map(|((v, view, indexed, index), p)| Operand {
                 value: v,
                 dtype: graph.ty(v).dtype,
                 full: collapse(p),
                 node: None,
+                key_only: !index && view.is_none() && key_only(&v),
                 view,
+                indexed,
                 index,
             })
             .collect();
+        let mut randoms = Vec::new();
+        for (i, v) in nodes.iter().enumerate() {
+            let node = graph.node(*v);
+            if !matches!(node.op, Op::Random { .. }) {
+                continue;
+            }
+            let key_value = node.inputs.first().copied();
+            let key = inputs
+                .iter()
+                .position(|o| Some(o.value) == key_value && o.view.is_none())
+                .ok_or_else(|| CodegenError::Internal(format!("the key of {v} is not an input")))?;
+            let pair = key_value.is_some_and(|k| graph.ty(k).shape.rank() == 1);
+            let counter = Operand {
+                value: *v,
+                dtype: DType::I64,
+                full: collapse(&node_pat[i]),
+                node: Some(i),
+                view: None,
+                indexed: None,
+                key_only: false,
+                index: false,
+            };
+            randoms.push(RandomNode { node: i, key, pair, counter });
+        }
         let mut outs = Vec::new();
         for v in outputs {
             let j = index_of(v)
@@ -301,6 +510,8 @@ impl LoopPlan {
                 full: collapse(&node_pat[j]),
                 node: Some(j),
                 view: None,
+                indexed: None,
+                key_only: false,
                 index: false,
             });
         }
@@ -312,7 +523,24 @@ impl LoopPlan {
             inputs,
             outputs: outs,
             nodes: plan_nodes,
+            reads,
+            randoms,
         })
+    }
+
+    /// Number of indexed-read sources (their ABI slots; see `crate::codegen`).
+    pub fn index_sources(&self) -> usize {
+        self.inputs.iter().filter(|o| matches!(o.indexed, Some(IndexedRole::Source { .. }))).count()
+    }
+
+    /// An indexed source's element stride along the inner collapsed axis, from its strides
+    /// over the read node's axes.
+    pub fn inner_stride(&self, node_strides: &[isize]) -> isize {
+        let pad = self.domain_rank.saturating_sub(node_strides.len());
+        match self.axes.last().and_then(|g| g.last()) {
+            Some(&a) if a >= pad => node_strides.get(a - pad).copied().unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// Number of collapsed axes (at least 1; at least 2 for reductions).
@@ -332,9 +560,19 @@ impl LoopPlan {
         self.reduced.iter().position(|&r| !r).unwrap_or(0)
     }
 
-    /// All operands: inputs then outputs (the order of pointers in the kernel arguments).
+    /// All operands: inputs, outputs, then the random nodes' counters (the order of pointers
+    /// in the kernel arguments).
     pub fn operands(&self) -> impl Iterator<Item = &Operand> {
-        self.inputs.iter().chain(self.outputs.iter())
+        self.inputs.iter().chain(self.outputs.iter()).chain(self.randoms.iter().map(|r| &r.counter))
+    }
+
+    /// The operands holding element data: every operand but key-only inputs and counters.
+    pub fn data_operands(&self) -> impl Iterator<Item = &Operand> {
+        // Index operands of indexed reads are only ever loaded as scalars.
+        self.inputs
+            .iter()
+            .filter(|o| !o.key_only && o.indexed != Some(IndexedRole::Index))
+            .chain(self.outputs.iter())
     }
 
     /// Collapsed sizes for a concrete domain shape.

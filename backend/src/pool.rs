@@ -14,8 +14,9 @@ use ndarray::IxDyn;
 use std::sync::Mutex;
 use tfn_ir::{DType, Tensor};
 
-/// At most this many buffers are kept.
-const MAX_BUFFERS: usize = 64;
+/// At most this many buffers are kept: a training step's gradient graph has a few hundred
+/// intermediates (64 made a GPT step fault in half of them again on every call).
+const MAX_BUFFERS: usize = 1024;
 /// At most this many bytes are kept.
 const MAX_BYTES: usize = 1 << 30;
 

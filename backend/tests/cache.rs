@@ -99,3 +99,43 @@ fn wrong_inputs_are_errors_not_panics() {
     assert!(f.run(&views(&wrong_rank)).is_err());
     assert!(f.run(&[]).is_err());
 }
+
+/// The same layer twice in one function, then the whole function again: identical kernels
+/// compile once (the JIT's code cache is keyed by the exact Cranelift function), and the
+/// shared code still computes each kernel's own values.
+#[test]
+fn identical_kernels_share_one_compile_and_keep_their_own_values() {
+    let src = "func twice(x: f32[s0, s1], w: f32[s1, s1], b: f32[s1]) -> (f32[s0, s1]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0, param 1 axis 1, param 2 axis 0)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s1, s1]
+  %2 = param 2 : f32[s1]
+  %3 = matmul %0, %1 : f32[s0, s1]
+  %4 = add %3, %2 : f32[s0, s1]
+  %5 = tanh %4 : f32[s0, s1]
+  %6 = matmul %5, %1 : f32[s0, s1]
+  %7 = add %6, %2 : f32[s0, s1]
+  %8 = tanh %7 : f32[s0, s1]
+  return %8
+}";
+    let graph = tfn_ir::text::parse_graph(src).expect("parses");
+    let jit = tfn_backend::JitCompiler::new(CompileOptions { threads: 1 }).expect("jit");
+    let first = jit.compile(&graph).expect("compiles");
+    let (compiled, reused) = jit.code_stats();
+    assert!(reused >= 1, "the second layer reuses the first's kernels: {compiled} + {reused}");
+    let again = jit.compile(&graph).expect("compiles again");
+    let (compiled2, reused2) = jit.code_stats();
+    assert_eq!(compiled2, compiled, "nothing new to compile");
+    assert_eq!(reused2, reused + compiled + reused, "every kernel served from the cache");
+    let mut rng = Rng(3);
+    let inputs: Vec<Tensor> = [&[5usize, 7][..], &[7, 7], &[7]]
+        .iter()
+        .map(|s| random_tensor(&mut rng, DType::F32, s, (-2.0, 2.0)))
+        .collect();
+    let want = tfn_ir::interp::run(&graph, &inputs).expect("interprets");
+    for f in [&first, &again] {
+        let got = f.run(&views(&inputs)).expect("runs");
+        compare(&got[0], &want[0], TOL).expect("matches the interpreter");
+    }
+}

@@ -33,6 +33,7 @@ fn prelude_constraints_match_the_op_table() {
                 // `iota_like` reads only its operand's shape (any dtype), like `zeros_like`.
                 Prim::IotaLike => Op::Iota { axis: 0 },
                 Prim::MatMul => Op::MatMul,
+                Prim::Index(kind) => Op::Index { kind, axis: 0 },
                 _ => continue,
             };
             // The dtype variable of the first tensor parameter.

@@ -9,6 +9,12 @@
 //! signature may reuse the instance only if [`SizeGuards::hold`] for its shapes; otherwise the
 //! caller instantiates again for that call (and keeps both). Most graphs have no guards, so a
 //! new batch size is still a plain cache hit.
+//!
+//! The same holds for two sizes an op allows to differ but which are usually equal: a
+//! `gather`/`scatter_add` index may be smaller than `x` on the axes it does not index
+//! (torch), but an index of `x`'s sizes is what lets the optimiser move a `gather` through
+//! elementwise ops onto its operands (cross-entropy). Lowering unifies the two when the
+//! call's sizes are equal and records the equality here ([`SizeGuards::equal`]).
 
 use crate::bind::Binder;
 use crate::graph::GraphParam;
@@ -23,18 +29,20 @@ pub struct SizeGuards {
     pub syms: Vec<SymDef>,
     /// Each guarded size, and whether it must be 1 (`true`) or must not be 1 (`false`).
     pub conds: Vec<(Dim, bool)>,
+    /// Pairs of sizes that must be equal (each evaluated from its own input axes).
+    pub equal: Vec<(Dim, Dim)>,
 }
 
 impl SizeGuards {
     pub fn is_empty(&self) -> bool {
-        self.conds.is_empty()
+        self.conds.is_empty() && self.equal.is_empty()
     }
 
     /// Whether inputs of these shapes (in parameter order) satisfy every assumption. When a
     /// guarded size cannot be evaluated (the shapes do not fit the parameters, a division is
     /// not exact, ...), the answer is `true`: running the instance reports that error.
     pub fn hold(&self, input_shapes: &[&[usize]]) -> bool {
-        if self.conds.is_empty() {
+        if self.is_empty() {
             return true;
         }
         let fits = self.params.len() == input_shapes.len()
@@ -48,12 +56,14 @@ impl SizeGuards {
             input_shapes,
             values: vec![None; self.syms.len()],
         };
-        self.conds.iter().all(|&(d, one)| {
-            let value = match d {
-                Dim::Const(c) => Ok(usize::try_from(c).unwrap_or(usize::MAX)),
-                Dim::Sym(s) => binder.eval_sym(s.0, 0),
-            };
-            value.map_or(true, |v| (v == 1) == one)
+        let mut value = |d: Dim| match d {
+            Dim::Const(c) => Ok(usize::try_from(c).unwrap_or(usize::MAX)),
+            Dim::Sym(s) => binder.eval_sym(s.0, 0),
+        };
+        let ones = self.conds.iter().all(|&(d, one)| value(d).map_or(true, |v| (v == 1) == one));
+        ones && self.equal.iter().all(|&(a, b)| match (value(a), value(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => true,
         })
     }
 
@@ -63,6 +73,7 @@ impl SizeGuards {
             .conds
             .iter()
             .map(|(d, one)| format!("{d} {} 1", if *one { "==" } else { "!=" }))
+            .chain(self.equal.iter().map(|(a, b)| format!("{a} == {b}")))
             .collect();
         parts.join(", ")
     }

@@ -188,6 +188,27 @@ impl ScanOp {
     }
 }
 
+/// The distribution of [`Op::Random`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RandomDist {
+    /// `rand_like`: uniform on `[0, 1)`.
+    Uniform,
+    /// `randn_like`: standard normal.
+    Normal,
+}
+
+impl RandomDist {
+    /// The primitive's name (prelude and IR text format).
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomDist::Uniform => "rand_like",
+            RandomDist::Normal => "randn_like",
+        }
+    }
+}
+
+pub const ALL_RANDOM: [RandomDist; 2] = [RandomDist::Uniform, RandomDist::Normal];
+
 /// A primitive operation. Each node of a [`crate::Graph`] holds one.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -240,10 +261,22 @@ pub enum Op {
     /// A tensor of the node's shape and dtype filled with `value`. No inputs, or 1 input whose
     /// shape it copies (`zeros_like`, `ones_like`; the input is then only read for its shape).
     Full { value: Scalar },
+    /// Counter-based random numbers of the node's (float) dtype and shape (`rand_like`,
+    /// `randn_like`): element `i` (flat, row-major) is a function of the key and `i` only
+    /// ([`crate::philox`]). Inputs: the key (`i64`, shape `[]` or `[2]`, read at run time),
+    /// then optionally the tensor whose shape it copies (only read for its shape, like `full`).
+    Random { dist: RandomDist },
     /// A kernel registered from Rust (`Session::register_extern`). Fusion cuts the graph around
     /// it. `attrs` are the op's non-tensor arguments in parameter order.
     Extern { name: String, attrs: Vec<crate::attr::Attr> },
+    /// Indexed reads and writes along `axis` (`ir/src/op_index.rs` documents the semantics):
+    /// `gather(x, index)` (torch.gather), `index_select(x, index)` (np.take), and the
+    /// out-of-place accumulations `scatter_add(x, index, src)` and `index_add(x, index, src)`.
+    /// The index is `i32` or `i64`; negative indices count from the end.
+    Index { kind: IndexKind, axis: u32 },
 }
+
+pub use crate::op_index::IndexKind;
 
 impl Op {
     /// The op-table row for dtypes: what the op's data operands may be (for `where`, the two
@@ -258,6 +291,7 @@ impl Op {
             Op::Scan { op, .. } => op.dtypes(),
             Op::CumprodGrad { .. } => DTypeSet::FLOAT,
             Op::Iota { .. } => DTypeSet::ALL,
+            Op::Index { kind, .. } => kind.dtypes(),
             Op::Param(_)
             | Op::Const(_)
             | Op::Where
@@ -268,6 +302,7 @@ impl Op {
             | Op::Concat { .. }
             | Op::Slice { .. }
             | Op::Full { .. }
+            | Op::Random { .. }
             | Op::Extern { .. } => DTypeSet::ALL,
         }
     }
@@ -300,7 +335,9 @@ impl Op {
             Op::Concat { .. } => "concat".into(),
             Op::Slice { .. } => "slice".into(),
             Op::Full { .. } => "full".into(),
+            Op::Random { dist } => dist.name().into(),
             Op::Extern { name, .. } => format!("extern.{name}"),
+            Op::Index { kind, .. } => kind.name().into(),
         }
     }
 }

@@ -228,7 +228,7 @@ fn random_axes(rng: &mut Rng) -> Vec<u32> {
 }
 
 fn random_op(rng: &mut Rng) -> Op {
-    match rng.below(16) {
+    match rng.below(17) {
         0 => Op::Param(rng.below(3) as u32),
         1 => Op::Const(random_scalar(rng)),
         2 => Op::Unary(rng.pick(&ALL_UNARY)),
@@ -251,6 +251,7 @@ fn random_op(rng: &mut Rng) -> Op {
             Op::Slice { axis: rng.below(3) as u32, start: rng.int(), end, step: rng.int() }
         }
         14 => Op::Full { value: random_scalar(rng) },
+        15 => Op::Random { dist: rng.pick(&tfn_ir::op::ALL_RANDOM) },
         _ => Op::Extern {
             name: rng.name(),
             attrs: (0..rng.below(4)).map(|_| random_attr(rng)).collect(),

@@ -11,6 +11,8 @@ import numpy as np
 import nnref as ref
 from casegen import Case, f64, normal, rng, uniform, write_all
 from gen_run_cases import SPEC_NN
+from index_grad_cases import index_grads
+from random_cases import dropout_grads
 from slice_grad_cases import concat_grads, slice_grads
 
 F32, F64 = np.float32, np.float64
@@ -487,4 +489,5 @@ if __name__ == "__main__":
     ref.self_check()  # the hand-derived gradients agree with finite differences
     write_all([spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
                shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads(),
-               view_grads(), division_grads(), trig_grads()], "gen_grad_cases.py")
+               view_grads(), division_grads(), trig_grads(), index_grads(), dropout_grads()],
+              "gen_grad_cases.py")

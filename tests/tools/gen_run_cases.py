@@ -11,6 +11,7 @@ after changing a case here, and check the diff of `tests/cases/run/`.
 import numpy as np
 
 import nnref as ref
+from random_cases import random_run
 from casegen import DT, Case, f32, f64, normal, rng, uniform, write_all
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
@@ -987,7 +988,117 @@ fn literal_angles(Tensor x) -> Tensor {
     return c
 
 
+def take_along(x, index, axis):
+    """torch.gather: `index` no larger than `x` on the other axes (NumPy needs equal sizes)."""
+    sl = tuple(slice(0, n) if a != axis else slice(None) for a, n in enumerate(index.shape))
+    return np.take_along_axis(x[sl], np.where(index < 0, index + x.shape[axis], index), axis)
+
+
+def scatter_add(x, index, src, axis):
+    out = x.copy()
+    idx = np.where(index < 0, index + x.shape[axis], index)
+    for pos in np.ndindex(*index.shape):
+        target = list(pos)
+        target[axis] = idx[pos]
+        out[tuple(target)] += src[pos]
+    return out
+
+
+def index_ops():
+    r = rng(31)
+    c = Case("run", "index_ops", "gather (torch.gather), index_select (np.take) and scatter_add /\n"
+             "index_add (out of place) against NumPy: every axis, rank 1-4, negative and duplicate\n"
+             "indices, empty indices, i32 and i64 indices, an index smaller than x (gather),\n"
+             "int and bool data, an embedding lookup fused with an add and a cross-entropy.", """
+fn gather1(Tensor x, Tensor i, *, Int dim) -> Tensor {
+    return gather(x, i, dim=dim)
+}
+
+fn take(Tensor x, Tensor i, *, Int dim) -> Tensor {
+    return index_select(x, i, dim=dim)
+}
+
+fn scatter(Tensor x, Tensor i, Tensor s, *, Int dim) -> Tensor {
+    return scatter_add(x, i, s, dim=dim)
+}
+
+fn add_index(Tensor x, Tensor i, Tensor s, *, Int dim) -> Tensor {
+    return index_add(x, i, s, dim=dim)
+}
+
+fn embed(Tensor table, Tensor tokens, Tensor positional) -> Tensor {
+    return index_select(table, tokens) + positional
+}
+
+fn cross_entropy(Tensor z, Tensor t) -> Tensor {
+    let m = max(z, dims=[-1], keepdim=true)
+    let logp = z - m - log(sum(exp(z - m), dims=[-1], keepdim=true))
+    return -mean(gather(logp, t, dim=-1))
+}
+
+fn gather_strided(Tensor x, Tensor i) -> Tensor {
+    return gather(transpose(x), i, dim=0) * 2.0
+}
+""")
+    shapes = [[7], [3, 5], [2, 3, 4], [2, 1, 3, 5]]
+    for xs in shapes:
+        for dim in range(len(xs)):
+            for it, iname in [(I64, "i64"), (I32, "i32")]:
+                dt = F32 if len(xs) % 2 else F64
+                x = normal(r, xs, dt)
+                n = xs[dim]
+                ishape = list(xs)
+                ishape[dim] = 4
+                i = r.integers(-n, n, size=ishape).astype(it)
+                label = f"r{len(xs)}_d{dim}_{iname}"
+                c.run("gather1", f"gather_{label}", {"x": x, "i": i, "dim": dim}, [take_along(x, i, dim)])
+                ti = r.integers(-n, n, size=[2, 3][: 1 + dim % 2]).astype(it)
+                c.run("take", f"take_{label}", {"x": x, "i": ti, "dim": dim}, [np.take(x, np.where(ti < 0, ti + n, ti), axis=dim)])
+                s = normal(r, ishape, dt)
+                c.run("scatter", f"scatter_{label}", {"x": x, "i": i, "s": s, "dim": dim}, [scatter_add(x, i, s, dim)])
+                sel = list(np.take(x, np.where(ti < 0, ti + n, ti), axis=dim).shape)
+                s2 = normal(r, sel, dt)
+                want = x.copy()
+                tix = np.where(ti < 0, ti + n, ti).ravel()
+                s2m = np.moveaxis(s2.reshape(xs[:dim] + [tix.size] + xs[dim + 1:]), dim, 0)
+                wm = np.moveaxis(want, dim, 0)
+                for q, k in enumerate(tix):
+                    wm[k] += s2m[q]
+                c.run("add_index", f"index_add_{label}", {"x": x, "i": ti, "s": s2, "dim": dim}, [want])
+    # index smaller than x on another axis (torch.gather), empty index, rank-0 index_select
+    x = normal(r, [4, 6], F32)
+    i = np.array([[5, -1], [0, 0]], dtype=I64)
+    c.run("gather1", "gather_smaller_index", {"x": x, "i": i, "dim": 1}, [take_along(x, i, 1)])
+    c.run("gather1", "gather_empty", {"x": x, "i": np.zeros([4, 0], I64), "dim": 1}, [np.zeros([4, 0], F32)])
+    c.run("take", "take_empty", {"x": x, "i": np.zeros([0], I32), "dim": 0}, [np.zeros([0, 6], F32)])
+    c.run("take", "take_rank0_index", {"x": x, "i": np.array(-2, I64), "dim": 0}, [x[-2]])
+    # int and bool data
+    xi = r.integers(-100, 100, size=[3, 4]).astype(I32)
+    ii = np.array([[0, 3, 3, -4], [1, 1, 1, 1], [2, 0, -1, 3]], dtype=I64)
+    c.run("gather1", "gather_i32_data", {"x": xi, "i": ii, "dim": 1}, [take_along(xi, ii, 1)])
+    c.run("scatter", "scatter_i32_dups", {"x": xi, "i": ii, "s": xi, "dim": 1}, [scatter_add(xi, ii, xi, 1)])
+    xb = r.integers(0, 2, size=[3, 4]).astype(bool)
+    c.run("gather1", "gather_bool", {"x": xb, "i": ii, "dim": 1}, [take_along(xb, ii, 1)])
+    c.run("take", "take_bool", {"x": xb, "i": np.array([2, 0, -1], I32), "dim": 0}, [xb[[2, 0, 2]]])
+    # embedding + positional (one kernel), vector bodies and tails
+    table = normal(r, [11, 9], F32)
+    tokens = r.integers(-11, 11, size=[2, 5]).astype(I64)
+    pos = normal(r, [5, 9], F32)
+    c.run("embed", "embed_f32", {"table": table, "tokens": tokens, "positional": pos},
+          [table[np.where(tokens < 0, tokens + 11, tokens)] + pos])
+    z = normal(r, [6, 10], F32)
+    t = r.integers(0, 10, size=[6, 1]).astype(I64)
+    zd = f64(z)
+    logp = zd - zd.max(-1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
+    c.run("cross_entropy", "cross_entropy_f32", {"z": z, "t": t}, [cast(-np.take_along_axis(logp, t, -1).mean(), F32)])
+    x = normal(r, [5, 3], F32)
+    i = r.integers(-3, 3, size=[2, 5]).astype(I32)
+    c.run("gather_strided", "gather_transposed", {"x": x, "i": i}, [take_along(x.T, i, 0) * 2])
+    return c
+
+
 if __name__ == "__main__":
     write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
                elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), int_ops(),
-               trig()], "gen_run_cases.py")
+               trig(), index_ops(), random_run()], "gen_run_cases.py")

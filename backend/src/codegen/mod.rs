@@ -26,8 +26,11 @@
 
 pub(crate) mod arg;
 mod columns;
+mod indexed;
+pub(crate) use indexed::STATUS_INDEX;
 mod lane_ops;
 pub(crate) mod ops;
+mod random;
 mod rows;
 pub(crate) mod scan;
 
@@ -52,6 +55,23 @@ pub(crate) const UNROLL: i64 = 4;
 pub(crate) struct Abi {
     pub operands: usize,
     pub rank: usize,
+}
+
+/// Slots after `begin`/`end` in kernels with indexed reads (see `indexed.rs`): the error
+/// record pointer, then per source its axis size and stride.
+impl Abi {
+    pub fn error_record(&self) -> usize {
+        self.begin() + 2
+    }
+    pub fn index_size(&self, q: usize) -> usize {
+        self.begin() + 3 + 3 * q
+    }
+    pub fn index_stride(&self, q: usize) -> usize {
+        self.begin() + 4 + 3 * q
+    }
+    pub fn index_inner(&self, q: usize) -> usize {
+        self.begin() + 5 + 3 * q
+    }
 }
 
 impl Abi {
@@ -137,7 +157,7 @@ fn math_fn(op: &Op) -> Option<MathFn> {
 /// other (a causal mask `iota <= iota` in an f32 kernel) do not count: in vector code they are
 /// computed as integers of the lane's width ([`narrow_index`]).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    let lane = plan.operands().find(|o| !o.index).map(|o| o.dtype)?;
+    let lane = plan.data_operands().find(|o| !o.index).map(|o| o.dtype)?;
     if lane == DType::Bool {
         return None;
     }
@@ -146,6 +166,10 @@ pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
         plan.nodes.iter().position(|n| matches!(n.op, Op::Iota { .. }) && n.args == [Ref::Input(j)])
     };
     for (j, o) in plan.inputs.iter().enumerate() {
+        // Not element data (see `LoopPlan::data_operands`).
+        if o.key_only || o.indexed == Some(crate::plan::IndexedRole::Index) {
+            continue;
+        }
         let narrowed = o.index && node_of_input(j).is_some_and(|k| narrow[k]);
         if o.dtype != lane && !narrowed {
             return None;
@@ -249,7 +273,14 @@ struct Emitter<'p> {
     /// mapped to the (fully covering, same-dtype) output whose buffer keeps them in between:
     /// softmax stores `exp(x - max)` while summing it and scales it in place afterwards.
     stash: HashMap<usize, usize>,
+    /// Per random node: its key's round keys, loaded once per call.
+    random: HashMap<usize, random::RandomKeys>,
     ptr_ty: Type,
+    /// Per indexed-read source: its axis size and stride, and its inner-axis stride (see
+    /// `indexed.rs`).
+    index_slots: Vec<(Value, Value, Value)>,
+    /// The error record (a null pointer in kernels without indexed reads, never written).
+    err_record: Value,
 }
 
 /// Pins `v` to the current block by a round trip through a stack slot, so the optimiser
@@ -349,7 +380,7 @@ pub(crate) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let args = b.block_params(entry)[0];
-    let abi = Abi { operands: plan.inputs.len() + plan.outputs.len(), rank: plan.rank() };
+    let abi = Abi { operands: plan.operands().count(), rank: plan.rank() };
     let load_slot = |b: &mut FunctionBuilder, slot: usize| {
         b.ins().load(types::I64, MemFlagsData::trusted(), args, (slot * 8) as i32)
     };
@@ -360,6 +391,19 @@ pub(crate) fn build(
         .collect();
     let begin = load_slot(&mut b, abi.begin());
     let end = load_slot(&mut b, abi.begin() + 1);
+    let sources = plan.index_sources();
+    let err_record = if sources > 0 {
+        load_slot(&mut b, abi.error_record())
+    } else {
+        b.ins().iconst(types::I64, 0)
+    };
+    let index_slots: Vec<(Value, Value, Value)> = (0..sources)
+        .map(|q| {
+            let n = load_slot(&mut b, abi.index_size(q));
+            let sd = load_slot(&mut b, abi.index_stride(q));
+            (n, sd, load_slot(&mut b, abi.index_inner(q)))
+        })
+        .collect();
 
     let reduced_outer: Vec<usize> =
         (0..abi.rank - 1).filter(|&j| plan.reduced.get(j) == Some(&true)).collect();
@@ -381,10 +425,14 @@ pub(crate) fn build(
         reduced_outer,
         reduced_outer_count,
         stash: HashMap::new(),
+        random: HashMap::new(),
         ptr_ty,
+        index_slots,
+        err_record,
     };
     em.stash = em.plan_stash();
     em.hoist_constants(&mut b, features)?;
+    em.hoist_random(&mut b)?;
     let zero = b.ins().iconst(types::I64, 0);
     let offs = vec![zero; abi.operands];
     em.outer(&mut b, 0, offs, begin, end)?;
@@ -512,6 +560,11 @@ impl Emitter<'_> {
         } else {
             node.row
         }
+    }
+
+    /// Input `j` is the source of an indexed read (read only at computed addresses).
+    fn is_source(&self, j: usize) -> bool {
+        matches!(self.plan.inputs[j].indexed, Some(crate::plan::IndexedRole::Source { .. }))
     }
 
     /// Input `j` is loaded once per row: constant along the inner and every reduced axis.
@@ -642,6 +695,7 @@ impl Emitter<'_> {
                         }
                     }
                     Ref::Node(m) => stack.push(m),
+                    Ref::Input(j) if self.is_source(j) => {}
                     Ref::Input(j) if self.is_row_input(j) => {
                         if !row_inputs.contains(&j) {
                             row_inputs.push(j)
@@ -757,6 +811,9 @@ impl Emitter<'_> {
                 vals.input_splat.insert(j, self.pin(b, v));
                 continue;
             }
+            if self.plan.inputs[j].indexed.is_some() {
+                continue;
+            }
             if let Some(t) = self.vector {
                 let v = ops::splat(b, Width::Vector(t), self.plan.inputs[j].dtype, s)?;
                 vals.input_splat.insert(j, self.pin(b, v));
@@ -831,6 +888,14 @@ impl Emitter<'_> {
         }
         if let Some(v) = memo.get(&Ref::Node(k)) {
             return Ok(*v);
+        }
+        if matches!(node.op, Op::Index { .. }) {
+            return self.indexed_read(b, vals, k, at, memo);
+        }
+        if matches!(node.op, Op::Random { .. }) {
+            let v = self.random_value(b, k, at)?;
+            memo.insert(Ref::Node(k), v);
+            return Ok(v);
         }
         let v = match self.stash.get(&k) {
             Some(&o) if vals.stashed.contains(&k) => {
@@ -974,6 +1039,19 @@ impl Emitter<'_> {
         if matches!(node.op, Op::Reduce { .. }) {
             return Err(CodegenError::Internal(format!("reduction {k} used before its pass")));
         }
+        if matches!(node.op, Op::Index { .. }) {
+            let v = self.indexed_read_row(b, offs, vals, k)?;
+            vals.node_scalar.insert(k, v);
+            return Ok(v);
+        }
+        if matches!(node.op, Op::Random { .. }) {
+            // Constant along the inner axis: its index is the counter's offset at the row.
+            let zero = b.ins().iconst(types::I64, 0);
+            let at = At { offs, i: zero, delta: 0, width: Width::Scalar };
+            let v = self.random_value(b, k, at)?;
+            vals.node_scalar.insert(k, v);
+            return Ok(v);
+        }
         let mut args = Vec::with_capacity(node.args.len());
         for &a in &node.args {
             args.push(match a {
@@ -1043,6 +1121,10 @@ impl Emitter<'_> {
             Op::BroadcastTo => arg(0),
             // Its index operand already holds the index (see `eval_ref`).
             Op::Iota { .. } => arg(0),
+            // Evaluated with its position by `eval_elem`/`eval_row` (`random.rs`).
+            Op::Random { .. } => {
+                Err(CodegenError::Internal("`rand_like` reached the instruction emitter".into()))
+            }
             // Reductions and views are emitted by the row/column passes and the operand
             // addressing, never as a plain instruction; the rest never joins a loop kernel.
             // Reaching here is a planner bug: the kernel falls back, loudly.
@@ -1057,6 +1139,7 @@ impl Emitter<'_> {
             | Op::Transpose { .. }
             | Op::Concat { .. }
             | Op::Slice { .. }
+            | Op::Index { .. }
             | Op::Extern { .. } => {
                 unsupported(format!("`{}` inside a loop kernel", node.op.name()))
             }

@@ -2,9 +2,12 @@
 //! call, run over its whole split range (across threads when large) or over a sub-range (a
 //! matmul epilogue on the rows that just became final).
 
+use crate::codegen;
+use crate::error::RunError;
 use crate::jit::KernelFn;
 use crate::parallel;
-use crate::plan::LoopPlan;
+use crate::plan::{IndexedRole, LoopPlan};
+use tfn_ir::DType;
 
 /// A loop kernel's bound arguments, ready to call on its whole split range or a part of it.
 pub(super) struct LoopCall {
@@ -17,6 +20,52 @@ pub(super) struct LoopCall {
     /// Elements touched (for the threading decision).
     pub(super) total: usize,
     pub(super) align: usize,
+    /// The kernel's error record (see `crate::codegen`'s indexed reads), when it has one.
+    pub(super) record: Option<ErrorRecord>,
+}
+
+/// A kernel's error record (`[i64; 4]`: status, source slot, index value, axis size; see
+/// `crate::codegen`'s indexed reads), its argument slot, and per indexed read its index.
+///
+/// Which bad index a kernel writes depends on its loop order and on how the call was split
+/// across threads, so the record only says *that* an index was out of range: the error names
+/// the first bad index in row-major order of the first read (in slot order) that has one,
+/// found again on the host. That is what the interpreter reports, for any thread count.
+pub(super) struct ErrorRecord {
+    pub(super) record: Box<[i64; 4]>,
+    pub(super) slot: usize,
+    pub(super) reads: Vec<ReadIndex>,
+}
+
+/// The index tensor of one indexed read: a finished, contiguous kernel input.
+pub(super) struct ReadIndex {
+    /// The buffer's address (an integer: a `LoopCall` is shared by matmul epilogue threads).
+    pub(super) ptr: usize,
+    pub(super) dtype: DType,
+    pub(super) count: usize,
+    /// The size of the axis it indexes.
+    pub(super) size: usize,
+}
+
+impl ReadIndex {
+    /// The first index (row-major) outside `[-size, size)`.
+    fn first_bad(&self) -> Option<tfn_ir::IndexError> {
+        let size = self.size;
+        let bad = |v: i64| tfn_ir::op_index::resolve_index(v, size).err();
+        // SAFETY: the buffer is a live, contiguous input of `count` elements of its dtype
+        // (the executor keeps it alive until the kernel's results are checked).
+        unsafe {
+            match self.dtype {
+                DType::I32 => std::slice::from_raw_parts(self.ptr as *const i32, self.count)
+                    .iter()
+                    .find_map(|&v| bad(i64::from(v))),
+                DType::I64 => std::slice::from_raw_parts(self.ptr as *const i64, self.count)
+                    .iter()
+                    .find_map(|&v| bad(v)),
+                _ => None,
+            }
+        }
+    }
 }
 
 impl LoopCall {
@@ -27,19 +76,58 @@ impl LoopCall {
     pub(super) unsafe fn call_all(&mut self, func: KernelFn, threads: usize) {
         let args = &mut self.args;
         let range = self.sizes.get(self.split).copied().unwrap_or(1);
+        let record = self.record.as_ref().map(|r| r.slot);
         // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
         // sizes/strides describe exactly those buffers (see `LoopPlan`).
         unsafe {
             parallel::call_split(
                 func,
                 args,
-                self.begin_slot,
+                parallel::ArgSlots { begin: self.begin_slot, record },
                 range,
                 self.total,
                 threads,
                 self.align,
             )
         };
+    }
+
+    /// The error the kernel recorded, if any (status 1: an index out of range; see
+    /// [`ErrorRecord`] for which one is named).
+    pub(super) fn recorded_error(&self, plan: &LoopPlan) -> Result<(), RunError> {
+        let Some(ErrorRecord { record, reads, .. }) = &self.record else { return Ok(()) };
+        // SAFETY: kernels write the record through a raw pointer; read it back volatile.
+        let [status, slot, index, size] =
+            unsafe { std::ptr::read_volatile(&**record as *const [i64; 4]) };
+        if status == 0 {
+            return Ok(());
+        }
+        let source = |q: usize| {
+            plan.inputs.iter().find_map(|o| match &o.indexed {
+                Some(IndexedRole::Source { kind, axis, slot, .. }) if *slot == q => {
+                    Some((*kind, *axis))
+                }
+                _ => None,
+            })
+        };
+        let first = reads.iter().enumerate().find_map(|(q, r)| Some((q, r.first_bad()?)));
+        match first {
+            Some((q, error)) if status == codegen::STATUS_INDEX => {
+                match (source(q), plan.reads.get(q)) {
+                    (Some((kind, axis)), Some(&node)) => Err(RunError::IndexOutOfRange {
+                        node,
+                        op: kind.name().into(),
+                        axis: axis as u32,
+                        error,
+                    }),
+                    _ => Err(RunError::Internal(format!("kernel error record: no read {q}"))),
+                }
+            }
+            _ => Err(RunError::Internal(format!(
+                "kernel error record {status} (slot {slot}, index {index}, size {size}) that \
+                 the index tensors do not explain"
+            ))),
+        }
     }
 
     /// Output elements one step of the split axis covers, when the kernel is elementwise and

@@ -16,8 +16,9 @@ use crate::copy;
 use crate::error::{CodegenError, RunError};
 use crate::jit::{Jit, KernelFn};
 use crate::matmul::{self, MatMulShapes};
-use crate::plan::LoopPlan;
+use crate::plan::{IndexedRole, LoopPlan};
 use crate::pool::BufferPool;
+use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
 use std::collections::HashMap;
 use tfn_ir::bind::bind_sizes;
@@ -25,11 +26,12 @@ use tfn_ir::interp::{self, ExternKernels, NoExterns};
 use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
 use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
 
+mod liveness;
 mod loop_call;
 mod state;
 mod steps;
 
-use loop_call::LoopCall;
+use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 use state::{with_input_shapes, Direct, State};
 use steps::{compile_kernel, Step};
 
@@ -53,8 +55,10 @@ pub struct CompiledFunction {
     graph: Graph,
     fused: FusedGraph,
     steps: Vec<Step>,
+    /// Per step, the intermediates that are dead once it has run ([`liveness`]).
+    release: Vec<Vec<ValueId>>,
     threads: usize,
-    /// Intermediates of earlier calls, reused by later ones.
+    /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
     /// Keeps the kernels' machine code alive.
     _jit: Jit,
@@ -100,10 +104,12 @@ impl CompiledFunction {
             };
             steps.push(step);
         }
+        let release = liveness::release_points(graph, &fused, &steps);
         Ok(CompiledFunction {
             graph: graph.clone(),
             fused,
             steps,
+            release,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
             _jit: jit.clone(),
@@ -245,8 +251,10 @@ impl CompiledFunction {
                 }
             }
         }
-        for (kernel, step) in self.fused.kernels.iter().zip(&self.steps) {
+        for ((kernel, step), dead) in self.fused.kernels.iter().zip(&self.steps).zip(&self.release)
+        {
             self.run_step(&mut st, kernel, step, externs)?;
+            st.release(dead);
         }
         match outputs {
             Some(outs) => {
@@ -390,7 +398,7 @@ impl CompiledFunction {
                         crate::parallel::call_split(
                             scan.func,
                             &mut args,
-                            begin_slot,
+                            crate::parallel::ArgSlots { begin: begin_slot, record: None },
                             outer,
                             total,
                             self.threads,
@@ -422,7 +430,7 @@ impl CompiledFunction {
                     crate::parallel::call_split(
                         arg.func,
                         &mut args,
-                        5,
+                        crate::parallel::ArgSlots { begin: 5, record: None },
                         outer,
                         outer * len * inner,
                         self.threads,
@@ -430,6 +438,21 @@ impl CompiledFunction {
                     )
                 };
                 Ok(())
+            }
+            Step::Scatter { node } => {
+                let n = self.graph.node(*node);
+                let Op::Index { kind, axis } = n.op else {
+                    return Err(RunError::Internal("scatter step of another op".into()));
+                };
+                let mut inputs = Vec::with_capacity(n.inputs.len());
+                for v in &n.inputs {
+                    inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
+                }
+                let shape = st.shape(&n.ty.shape)?;
+                let out = st.alloc(*node, n.ty.dtype, &shape);
+                // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller
+                // buffer of the node's bound shape (never an input's).
+                unsafe { scatter::run_scatter(*node, kind, axis, &inputs, out) }
             }
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
         }
@@ -446,6 +469,7 @@ impl CompiledFunction {
         if let Some(mut call) = self.prepare_loop(st, plan, domain, checks_empty)? {
             // SAFETY: see `prepare_loop`.
             unsafe { call.call_all(func, self.threads) };
+            call.recorded_error(plan)?;
         }
         Ok(())
     }
@@ -483,12 +507,16 @@ impl CompiledFunction {
         if checks_empty && reduced == 0 {
             return Err(RunError::ZeroSizeReduction);
         }
-        let operands = plan.inputs.len() + plan.outputs.len();
+        let operands = plan.operands().count();
         let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
         // Inputs read through a view: the source buffer at the view's base offset, strides
         // from the source's bound shape.
         // (operand index, strides) of the view inputs; empty (no allocation) without views.
         let mut view_strides: Vec<(usize, Vec<isize>)> = Vec::new();
+        // Indexed-read sources: (axis size, axis stride) per slot.
+        let mut index_slots: Vec<(i64, i64, i64)> = Vec::new();
+        // Per slot, the index buffer and its element count (to name the first bad index).
+        let mut index_bufs: Vec<(crate::buffers::RawBuf, usize)> = Vec::new();
         for (k, op) in plan.inputs.iter().enumerate() {
             if op.index {
                 // An iota's index operand has no buffer; the kernel never dereferences it.
@@ -496,6 +524,28 @@ impl CompiledFunction {
                 continue;
             }
             let buf = st.buf(op.value)?;
+            if let Some(role) = &op.indexed {
+                if let (IndexedRole::Source { kind, axis, .. }, Some(&node)) =
+                    (role, plan.reads.get(index_slots.len()))
+                {
+                    let x = st.shape(&self.graph.ty(op.value).shape)?;
+                    let index = self.graph.node(node).inputs.get(1).copied();
+                    let index = index.ok_or_else(|| RunError::Internal("read index".into()))?;
+                    let is = st.shape(&self.graph.ty(index).shape)?;
+                    kind.check_sizes(*axis, &x, &is).map_err(|message| RunError::Shape {
+                        node,
+                        op: kind.name().into(),
+                        message,
+                    })?;
+                    let (strides, n, sd) = role
+                        .source_strides(&x)
+                        .ok_or_else(|| RunError::Internal("indexed source".into()))?;
+                    let inner = plan.inner_stride(&strides) as i64;
+                    index_slots.push((n as i64, sd as i64, inner));
+                    index_bufs.push((st.buf(index)?, is.iter().product()));
+                    view_strides.push((k, strides));
+                }
+            }
             match &op.view {
                 None => args.push(buf.ptr as i64),
                 Some((view, _)) => {
@@ -519,6 +569,8 @@ impl CompiledFunction {
             };
             args.push(buf.ptr as i64);
         }
+        // Random nodes' counter operands have no buffer.
+        args.extend(plan.randoms.iter().map(|_| 0));
         args.extend(sizes.iter().map(|&s| s as i64));
         for (k, op) in plan.operands().enumerate() {
             match view_strides.iter().find(|(j, _)| *j == k) {
@@ -528,13 +580,35 @@ impl CompiledFunction {
         }
         let begin_slot = args.len();
         args.extend([0, 0]);
+        let record = if index_slots.is_empty() {
+            None
+        } else {
+            let record = Box::new([0i64; 4]);
+            let slot = args.len();
+            args.push(&*record as *const [i64; 4] as i64);
+            let sizes = index_slots.iter().map(|(n, _, _)| *n as usize);
+            let reads: Vec<ReadIndex> = index_bufs
+                .into_iter()
+                .zip(sizes)
+                .map(|((buf, count), size)| ReadIndex {
+                    ptr: buf.ptr as usize,
+                    dtype: buf.dtype,
+                    count,
+                    size,
+                })
+                .collect();
+            for (n, sd, inner) in index_slots {
+                args.extend([n, sd, inner]);
+            }
+            Some(ErrorRecord { record, slot, reads })
+        };
         let total = kept * reduced;
         if kept == 0 || (total == 0 && !plan.reduces) {
             return Ok(None);
         }
         // Splitting the inner axis keeps whole 4-vector blocks per chunk.
         let align = if split + 1 == rank { 16 } else { 1 };
-        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align }))
+        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align, record }))
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
@@ -567,7 +641,9 @@ impl CompiledFunction {
             let node: &Node = self.graph.node(*v);
             let inputs: Vec<ValueId> =
                 node.inputs.iter().filter_map(|u| map.get(u).copied()).collect();
-            if inputs.len() != node.inputs.len() && !matches!(node.op, Op::Full { .. }) {
+            // (`full` and `rand_like` only read their shape operand's shape.)
+            let shape_only = matches!(node.op, Op::Full { .. } | Op::Random { .. });
+            if inputs.len() != node.inputs.len() && !shape_only {
                 return Err(RunError::Internal(format!("kernel input of {v} missing")));
             }
             let ty = concrete(st, &node.ty)?;

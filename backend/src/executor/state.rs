@@ -76,6 +76,17 @@ impl State<'_> {
         self.pool.give(self.owned.iter_mut().filter_map(Option::take));
     }
 
+    /// Hands the buffers of values no later step reads back to the pool, so later steps of
+    /// this call can reuse them (the values must not be read again: their pointers are gone).
+    pub(super) fn release(&mut self, dead: &[ValueId]) {
+        for v in dead {
+            if let Some(t) = self.owned.get_mut(v.index()).and_then(Option::take) {
+                self.bufs[v.index()] = None;
+                self.pool.give(std::iter::once(t));
+            }
+        }
+    }
+
     pub(super) fn buf(&self, v: ValueId) -> Result<RawBuf, RunError> {
         self.bufs
             .get(v.index())

@@ -31,6 +31,10 @@ pub(super) enum Step {
     Scan(crate::scan::AxisKernel),
     /// `ArgMax`, `ArgMin`: a generated kernel (`crate::codegen::arg`).
     Arg(crate::scan::AxisKernel),
+    /// `scatter_add`, `index_add`: a native copy-then-accumulate kernel (`crate::scatter`).
+    Scatter {
+        node: ValueId,
+    },
     /// The interpreter, on this kernel's nodes: by design for the kinds listed in
     /// [`compile_kernel`] (`fallback: false`), or because the code generator rejected a kernel
     /// it should handle (`fallback: true`, a bug that the session counts and strict mode
@@ -129,6 +133,10 @@ pub(super) fn compile_kernel(
         KernelKind::Extern => {
             Ok(Step::Interp { reason: "extern op: the registered kernel".into(), fallback: false })
         }
+        KernelKind::Scatter => match kernel.nodes.as_slice() {
+            [v] if matches!(graph.node(*v).op, Op::Index { .. }) => Ok(Step::Scatter { node: *v }),
+            _ => Err(CodegenError::Unsupported("scatter kernel of several nodes".into())),
+        },
         KernelKind::ArgMax | KernelKind::ArgMin => {
             Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?))
         }

@@ -29,6 +29,8 @@
 //! - `cast`: float → int truncates toward zero, saturates, NaN → 0 (Rust `as`); int → int wraps;
 //!   bool → number is 0/1; number → bool is `!= 0` (NaN → true).
 //! - `slice` is Python slicing (negative indices, clamping, negative steps).
+//! - `rand_like`/`randn_like`: [`crate::random`] on [`crate::philox`]'s words of each flat
+//!   index; a key that is not `i64` of shape `[]` or `[2]` is an [`InterpError::Shape`].
 //! - Results of every node are checked against the node's type (dtype, and the shape that
 //!   [`crate::bind::concrete_shape`] gives after [`bind_sizes`]); a difference is an
 //!   [`InterpError::Internal`], never a panic.
@@ -37,13 +39,16 @@ mod broadcast;
 mod cast;
 mod elementwise;
 mod fold;
+mod index;
 mod matmul;
+pub mod random;
 mod reduce;
 pub mod scalar;
 mod scan;
 pub use scan::cumprod_grad_lane;
 mod shape_ops;
 
+pub use crate::op_index::row_major_strides;
 pub use fold::{fold_binary, fold_cast, fold_unary};
 
 use crate::attr::Attr;
@@ -100,6 +105,10 @@ pub enum InterpError {
     /// number of elements).
     #[error("`{op}` ({node}): {message}")]
     Shape { node: ValueId, op: String, message: String },
+    /// An indexed op (`gather`, `index_select`, `scatter_add`, `index_add`) met an index
+    /// outside its axis.
+    #[error("`{op}` ({node}) along axis {axis}: {error}")]
+    IndexOutOfRange { node: ValueId, op: String, axis: u32, error: crate::op_index::IndexError },
     /// An extern kernel failed or returned the wrong dtype or shape.
     #[error("extern op `{name}` ({node}): {message}")]
     Extern { node: ValueId, name: String, message: String },
@@ -118,6 +127,7 @@ pub(crate) enum OpError {
     ZeroSizeReduction,
     Shape(String),
     Extern(String),
+    Index(crate::op_index::IndexError),
     Internal(String),
 }
 
@@ -134,6 +144,13 @@ impl OpError {
                     _ => op_name,
                 };
                 InterpError::Extern { node, name, message }
+            }
+            OpError::Index(error) => {
+                let axis = match op {
+                    Op::Index { axis, .. } => *axis,
+                    _ => 0,
+                };
+                InterpError::IndexOutOfRange { node, op: op_name, axis, error }
             }
             OpError::Internal(message) => InterpError::Internal { node, op: op_name, message },
         }
@@ -280,7 +297,10 @@ fn eval_node(
     // The op table's dtype row (`Op::operand_dtypes`), for every op in one place.
     let allowed = node.op.operand_dtypes();
     let data = if matches!(node.op, Op::Where) { args.get(1..).unwrap_or(&[]) } else { args };
-    if let Some(bad) = data.iter().find(|t| !allowed.contains(t.dtype())) {
+    // An indexed op's index (operand 1) is i32/i64 whatever the data's dtype.
+    let is_data = |i: usize| !(matches!(node.op, Op::Index { .. }) && i == 1);
+    let bad = data.iter().enumerate().find(|(i, t)| is_data(*i) && !allowed.contains(t.dtype()));
+    if let Some((_, bad)) = bad {
         return Err(OpError::Unsupported(bad.dtype()));
     }
     match &node.op {
@@ -302,6 +322,19 @@ fn eval_node(
                 }
             }
             Ok(cast::full(*value, dtype, expected))
+        }
+        Op::Random { dist } => {
+            let (Some(key), true) = (args.first(), args.len() <= 2) else {
+                return Err(OpError::Internal("`random` takes a key and a shape operand".into()));
+            };
+            if let Some(like) = args.get(1).filter(|l| l.shape() != expected) {
+                return Err(OpError::Internal(format!(
+                    "`{}` copies the shape {:?} of its operand, but its type says {expected:?}",
+                    node.op.name(),
+                    like.shape()
+                )));
+            }
+            random::random(*dist, dtype, key, expected)
         }
         Op::Unary(op) => {
             arity(args, 1)?;
@@ -373,6 +406,10 @@ fn eval_node(
         Op::Slice { axis, start, end, step } => {
             arity(args, 1)?;
             shape_ops::slice(args[0], *axis, *start, *end, *step)
+        }
+        Op::Index { kind, axis } => {
+            arity(args, kind.arity())?;
+            index::eval(*kind, *axis, args)
         }
         Op::Extern { name, attrs } => {
             let owned: Vec<Tensor> = args.iter().map(|t| (*t).clone()).collect();

@@ -91,14 +91,16 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Binary(_) | Op::MatMul | Op::CumprodGrad { .. } => (2, 2),
         Op::Where => (3, 3),
         Op::Concat { .. } => (1, usize::MAX),
+        Op::Index { kind, .. } => (kind.arity(), kind.arity()),
         Op::Full { .. } | Op::Iota { .. } => (0, 1),
+        Op::Random { .. } => (1, 2),
         Op::Extern { .. } => (0, usize::MAX),
     }
 }
 
 /// The output type of `op` applied to `inputs`, for ops whose type follows from their inputs
 /// and attributes. `Ok(None)` for ops whose type the node itself declares (`param`, `const`,
-/// `full`, `reshape`, `broadcast_to`, `extern`): [`check_declared`] checks those.
+/// `full`, `rand_like`, `reshape`, `broadcast_to`, `extern`): [`check_declared`] checks those.
 pub fn infer(
     op: &Op,
     inputs: &[&TensorType],
@@ -112,7 +114,11 @@ pub fn infer(
     // The op table's dtype row, checked on every data operand.
     let allowed = op.operand_dtypes();
     let data_operands = if matches!(op, Op::Where) { &inputs[1..] } else { inputs };
-    if let Some(bad) = data_operands.iter().find(|t| !allowed.contains(t.dtype)) {
+    // An indexed op's index (input 1) is i32/i64 whatever the data's dtype.
+    let is_data = |i: usize| !(matches!(op, Op::Index { .. }) && i == 1);
+    let bad =
+        data_operands.iter().enumerate().find(|(i, t)| is_data(*i) && !allowed.contains(t.dtype));
+    if let Some((_, bad)) = bad {
         return Err(format!(
             "`{}` does not take {} operands (only {allowed})",
             op.name(),
@@ -120,7 +126,12 @@ pub fn infer(
         ));
     }
     match op {
-        Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::Reshape | Op::BroadcastTo => Ok(None),
+        Op::Param(_)
+        | Op::Const(_)
+        | Op::Full { .. }
+        | Op::Random { .. }
+        | Op::Reshape
+        | Op::BroadcastTo => Ok(None),
         Op::Iota { .. } => Ok(None),
         Op::Extern { .. } => Ok(None),
         Op::Unary(u) => same(u.result_dtype(inputs[0].dtype), inputs[0].shape.clone()),
@@ -232,6 +243,7 @@ pub fn infer(
             });
             same(x.dtype, Shape(dims))
         }
+        Op::Index { kind, axis } => kind.infer(*axis, inputs).map(Some),
     }
 }
 
@@ -259,6 +271,7 @@ pub fn check_declared(op: &Op, inputs: &[&TensorType], ty: &TensorType) -> Resul
                 _ => Ok(()),
             }
         }
+        Op::Random { .. } => check_random(op, inputs, ty),
         Op::Reshape => {
             let x = inputs.first().ok_or("`reshape` without input")?;
             if x.dtype != ty.dtype {
@@ -282,6 +295,31 @@ pub fn check_declared(op: &Op, inputs: &[&TensorType], ty: &TensorType) -> Resul
                 return Err(format!("cannot broadcast {} to {}", x.shape, ty.shape));
             }
             Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `rand_like`/`randn_like`: a float result, an `i64` key of shape `[]` or `[n]` (`n` = 2 is
+/// checked when the size is known: the lowering unifies it with 2, the run checks the value),
+/// and the shape of the tensor it copies, if it has one.
+fn check_random(op: &Op, inputs: &[&TensorType], ty: &TensorType) -> Result<(), String> {
+    let name = op.name();
+    if !ty.dtype.is_float() {
+        return Err(format!("`{name}` makes floats, not {}", ty.dtype));
+    }
+    let key = inputs.first().ok_or_else(|| format!("`{name}` without a key"))?;
+    let key_shape_ok = match key.shape.dims() {
+        [] => true,
+        [d] => !matches!(d, Dim::Const(c) if *c != 2),
+        _ => false,
+    };
+    if key.dtype != DType::I64 || !key_shape_ok {
+        return Err(format!("`{name}`: the key must be i64 of shape [] or [2], got {key}"));
+    }
+    match inputs.get(1) {
+        Some(x) if x.shape != ty.shape => {
+            Err(format!("`{name}` copies shape {} but is typed {}", x.shape, ty.shape))
         }
         _ => Ok(()),
     }

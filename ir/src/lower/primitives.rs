@@ -8,7 +8,9 @@ use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
 use crate::library::ParamType;
-use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use crate::op::{
+    BinaryOp, Op, RandomDist, ReduceOp, UnaryOp, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY,
+};
 use crate::shape::{Dim, Shape};
 
 /// How a primitive of the prelude lowers.
@@ -30,6 +32,8 @@ pub enum Prim {
     Scan(crate::op::ScanOp),
     /// The internal gradient op of `cumprod` (declared in `grads.tfn`).
     CumprodGrad,
+    /// `gather`, `index_select`, `scatter_add`, `index_add` (`crate::op_index`).
+    Index(crate::op_index::IndexKind),
     MatMul,
     Reshape,
     Transpose,
@@ -43,6 +47,10 @@ pub enum Prim {
     ZerosLike,
     OnesLike,
     FullLike,
+    /// `rand_like`, `randn_like`.
+    Random(RandomDist),
+    /// `std:nn`'s `dropout`: `rand_like` and elementwise ops, after checking `p`.
+    Dropout,
 }
 
 /// The primitive a prelude `op` declaration names, if the compiler implements it.
@@ -56,6 +64,8 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
         Some(_) => None,
         None => {
             let elementwise = unary.map(Prim::Unary).or(binary.map(Prim::Binary));
+            let random = ALL_RANDOM.iter().find(|r| r.name() == name).copied();
+            let elementwise = elementwise.or(random.map(Prim::Random));
             elementwise.or(reduce.map(Prim::Reduce)).or_else(|| {
                 Some(match name {
                     "where" => Prim::Where,
@@ -67,6 +77,9 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "cumsum" => Prim::Scan(crate::op::ScanOp::Sum),
                     "cumprod" => Prim::Scan(crate::op::ScanOp::Prod),
                     "cumprod_grad" => Prim::CumprodGrad,
+                    _ if crate::op_index::IndexKind::from_name(name).is_some() => {
+                        Prim::Index(crate::op_index::IndexKind::from_name(name)?)
+                    }
                     "matmul" => Prim::MatMul,
                     "reshape" => Prim::Reshape,
                     "transpose" => Prim::Transpose,
@@ -79,6 +92,7 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "zeros_like" => Prim::ZerosLike,
                     "ones_like" => Prim::OnesLike,
                     "full_like" => Prim::FullLike,
+                    "dropout" => Prim::Dropout,
                     _ => return None,
                 })
             })
@@ -165,6 +179,7 @@ impl Lowerer<'_> {
             Prim::ArgMin | Prim::IotaLike | Prim::Arange | Prim::Scan(_) | Prim::CumprodGrad => {
                 self.lower_scan_primitive(prim, call)
             }
+            Prim::Index(kind) => self.index_op(kind, call),
             Prim::MatMul => self.matmul(call),
             Prim::Reshape => self.reshape_op(call),
             Prim::Transpose | Prim::TransposeSwap => {
@@ -262,6 +277,8 @@ impl Lowerer<'_> {
                 let ty = TensorType { dtype, shape: Shape(dims) };
                 Ok(self.emit(Op::Full { value }, Vec::new(), ty, span))
             }
+            Prim::Random(dist) => self.random(dist, call),
+            Prim::Dropout => self.dropout(call),
             Prim::ZerosLike | Prim::OnesLike | Prim::FullLike => {
                 let x = call.tensor("x")?;
                 let ty = self.graph.ty(x).clone();
@@ -275,6 +292,70 @@ impl Lowerer<'_> {
                 Ok(self.emit(Op::Full { value }, vec![x], ty, span))
             }
         }
+    }
+
+    /// `gather`, `index_select`, `scatter_add`, `index_add`: `src` takes the shape the op
+    /// says (the index's, or `index_select`'s result), sizes unified like broadcasting's.
+    fn index_op(
+        &mut self,
+        kind: crate::op_index::IndexKind,
+        call: &BoundCall,
+    ) -> Result<crate::ValueId, Diagnostic> {
+        let x = call.tensor("x")?;
+        let index = call.tensor("index")?;
+        let xt = self.ty(x);
+        let it = self.ty(index);
+        let rank = xt.shape.rank();
+        if rank == 0 {
+            let msg = format!("`{}` needs x of rank >= 1, got {}", kind.name(), call.label("x"));
+            return Err(call.error("E0503", "x", msg));
+        }
+        let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)?;
+        if !crate::op_index::is_index_dtype(it.dtype) {
+            let msg = format!("the index must be i32 or i64, got {}", it.dtype);
+            return Err(call.error("E0504", "index", msg));
+        }
+        if kind.elementwise_index() && it.shape.rank() != rank {
+            let msg = format!(
+                "`{}`: the index must have the rank of x ({rank}), got rank {}",
+                kind.name(),
+                it.shape.rank()
+            );
+            return Err(call.error("E0503", "index", msg));
+        }
+        if kind.elementwise_index() {
+            // The index may be smaller than x on the other axes; when the call's sizes are
+            // equal, say so (guarded), so that rules may move the op through elementwise ops.
+            for k in (0..rank).filter(|&k| k != axis) {
+                self.syms.decide_equal(xt.shape.0[k], it.shape.0[k]);
+            }
+        }
+        let (xt, it) = (self.ty(x), self.ty(index));
+        let mut inputs = vec![x, index];
+        if !kind.is_read() {
+            let src = call.tensor("src")?;
+            let want = match kind {
+                crate::op_index::IndexKind::IndexAdd => {
+                    crate::op_index::IndexKind::select_shape(&xt.shape, &it.shape, axis)
+                }
+                _ => it.shape.clone(),
+            };
+            let st = self.ty(src);
+            let fits = st.shape.rank() == want.rank()
+                && st.shape.0.iter().zip(&want.0).all(|(a, b)| self.syms.unify(*a, *b).is_ok());
+            if !fits {
+                let msg = format!(
+                    "`{}`: src must have shape {}, got {}",
+                    kind.name(),
+                    self.syms.shown(&want),
+                    self.syms.shown(&st.shape)
+                );
+                return Err(call.error("E0503", "src", msg));
+            }
+            inputs.push(src);
+        }
+        let op = Op::Index { kind, axis: axis as u32 };
+        self.emit_inferred(op, inputs, call.span).map_err(|m| diag("E0503", m, call.span))
     }
 
     /// Normalises axis argument `param` of tensor argument `tensor`.

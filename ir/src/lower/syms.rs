@@ -32,6 +32,16 @@ pub(crate) struct SymTable {
     hints: Vec<Option<u64>>,
     /// Derived sizes assumed to be 1 (`true`) or not 1 (`false`), by definition.
     guards: Vec<(DimExpr, bool)>,
+    /// Sizes assumed equal ([`SymTable::decide_equal`]), by their definitions before the
+    /// unification.
+    equal: Vec<(GuardSize, GuardSize)>,
+}
+
+/// One side of an equality guard: a constant or a symbol's definition.
+#[derive(Clone, Debug, PartialEq)]
+enum GuardSize {
+    Const(u64),
+    Def(SymDef),
 }
 
 impl SymTable {
@@ -118,6 +128,28 @@ impl SymTable {
             self.unify(d, Dim::Const(1)).unwrap_or(Dim::Const(1))
         } else {
             d
+        }
+    }
+
+    /// Decides whether two sizes that an op allows to differ (a `gather` index against `x`
+    /// on the other axes) are equal, from the call's sizes: equal sizes are unified, and the
+    /// assumption is a guard. Without both sizes known, nothing is assumed.
+    pub fn decide_equal(&mut self, a: Dim, b: Dim) {
+        let (a, b) = (self.resolve(a), self.resolve(b));
+        if a == b {
+            return;
+        }
+        let (Some(ha), Some(hb)) = (self.hint(a), self.hint(b)) else { return };
+        if ha != hb {
+            return;
+        }
+        let side = |d: Dim| match d {
+            Dim::Const(c) => Some(GuardSize::Const(c)),
+            Dim::Sym(s) => self.defs.get(s.0 as usize).cloned().map(GuardSize::Def),
+        };
+        let (Some(ga), Some(gb)) = (side(a), side(b)) else { return };
+        if self.unify(a, b).is_ok() {
+            self.equal.push((ga, gb));
         }
     }
 
@@ -241,6 +273,7 @@ impl SymTable {
     /// Returns the guards, over the graph's symbols plus any definitions only they need.
     pub fn finish(mut self, graph: &mut Graph) -> SizeGuards {
         let guard_list = std::mem::take(&mut self.guards);
+        let equal_list = std::mem::take(&mut self.equal);
         // Each check's expression becomes a symbol of its own (it folds or merges with a twin
         // below like any derived size).
         let checks: Vec<(Dim, Dim)> = std::mem::take(&mut self.checks)
@@ -323,7 +356,30 @@ impl SymTable {
             params: graph.params.clone(),
             syms: graph.syms.clone(),
             conds: Vec::new(),
+            equal: Vec::new(),
         };
+        // Each side of an equality is evaluated on its own: its definition (input axes or a
+        // derived size) becomes a guard symbol, whatever the graph unified it with.
+        for (a, b) in equal_list {
+            let mut side = |g: GuardSize| match g {
+                GuardSize::Const(c) => Dim::Const(c),
+                GuardSize::Def(def) => {
+                    let def = match def {
+                        SymDef::Derived(e) => SymDef::Derived(map_expr(&e, &map)),
+                        input => input,
+                    };
+                    let i = guards.syms.iter().position(|d| *d == def).unwrap_or_else(|| {
+                        guards.syms.push(def);
+                        guards.syms.len() - 1
+                    });
+                    Dim::Sym(Sym(i as u32))
+                }
+            };
+            let pair = (side(a), side(b));
+            if pair.0 != pair.1 && !guards.equal.contains(&pair) {
+                guards.equal.push(pair);
+            }
+        }
         for (e, one) in guard_list {
             let d = match map_expr(&fold(&e, &|d| self.resolve(d)), &map) {
                 DimExpr::Dim(d) => d,

@@ -102,6 +102,9 @@ impl Attrs<'_> {
             let axes = self.u32_list("axes", op_at)?;
             return Ok(Op::Reduce { op: r, axes, keepdim: self.bool("keepdim", op_at)? });
         }
+        if let Some(kind) = crate::op_index::IndexKind::from_name(name) {
+            return Ok(Op::Index { kind, axis: self.u32("axis", op_at)? });
+        }
         Ok(match name {
             "where" => Op::Where,
             "matmul" => Op::MatMul,
@@ -148,6 +151,8 @@ impl Attrs<'_> {
                 Op::Slice { axis, start, end, step: self.int("step", op_at)? }
             }
             "full" => Op::Full { value: self.scalar("value", op_at)? },
+            "rand_like" => Op::Random { dist: crate::op::RandomDist::Uniform },
+            "randn_like" => Op::Random { dist: crate::op::RandomDist::Normal },
             _ => match name.strip_prefix("extern.") {
                 Some(ext) => {
                     let name = ext.to_string();

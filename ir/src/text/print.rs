@@ -152,6 +152,7 @@ fn node_text(node: &Node) -> String {
         }
         Op::Transpose { perm } => ("transpose".into(), format!("perm={}", int_list(perm))),
         Op::Concat { axis } => ("concat".into(), format!("axis={axis}")),
+        Op::Index { kind, axis } => (kind.name().into(), format!("axis={axis}")),
         Op::Slice { axis, start, end, step } => (
             "slice".into(),
             format!("axis={axis}, start={start}, end={}, step={step}", opt_int(*end)),
@@ -161,9 +162,13 @@ fn node_text(node: &Node) -> String {
             format!("extern.{}", name(ext)),
             format!("attrs=[{}]", attrs.iter().map(attr).collect::<Vec<_>>().join(", ")),
         ),
-        Op::Unary(_) | Op::Binary(_) | Op::Where | Op::MatMul | Op::Reshape | Op::BroadcastTo => {
-            (node.op.name(), String::new())
-        }
+        Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Where
+        | Op::MatMul
+        | Op::Reshape
+        | Op::BroadcastTo
+        | Op::Random { .. } => (node.op.name(), String::new()),
     };
     let mut text = head;
     if !operands.is_empty() {

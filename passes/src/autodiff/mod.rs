@@ -42,19 +42,22 @@ use tfn_ir::diagnostic::Diagnostic;
 use tfn_ir::lower::CallRegion;
 use tfn_ir::{Graph, Library, LowerError, VerifyError};
 
-pub use reverse::{vjp, vjp_graph};
+pub use reverse::{value_and_vjp, vjp, vjp_graph};
 
 /// A gradient graph and which forward parameters it differentiates.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Vjp {
     /// Parameters: the forward parameters, then one cotangent per forward output.
-    /// Outputs: one gradient per entry of `differentiated`, in that order.
+    /// Outputs: the forward results first if `values` is non-zero ([`value_and_vjp`]), then
+    /// one gradient per entry of `differentiated`, in that order.
     pub graph: Graph,
     /// Indices of the forward parameters that have a gradient (the float tensors), ascending.
     pub differentiated: Vec<usize>,
     /// The forward graph's custom-VJP call regions that survive in `graph`, renumbered, so
     /// that differentiating `graph` again ([`vjp_graph`]) still uses them.
     pub regions: Vec<CallRegion>,
+    /// How many leading outputs are the forward results (0 for a plain [`vjp`]).
+    pub values: usize,
 }
 
 /// Why a gradient could not be built.

@@ -72,6 +72,8 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
         | Op::Iota { .. }
         | Op::ArgMax { .. }
         | Op::ArgMin { .. } => None,
+        // `rand_like`: constant in its shape operand, not differentiable in its (integer) key.
+        Op::Random { .. } => None,
         Op::Scan { op, axis, exclusive, reverse } => plain(
             op.name(),
             vec![one("x", input(0)?)],
@@ -131,6 +133,13 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
                 ("step".into(), Attr::Int(*step)),
             ],
         ),
+        Op::Index { kind, axis } => {
+            let mut tensors = vec![one("x", input(0)?), one("index", input(1)?)];
+            if !kind.is_read() {
+                tensors.push(one("src", input(2)?));
+            }
+            plain(kind.name(), tensors, vec![("dim".into(), Attr::Int(i64::from(*axis)))])
+        }
         Op::Extern { name, attrs } => extern_call(lib, name, ins, attrs),
     }
 }

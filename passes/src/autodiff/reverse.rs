@@ -28,6 +28,21 @@ pub fn vjp_graph(
     forward: &Graph,
     regions: &[CallRegion],
 ) -> Result<Vjp, AutodiffError> {
+    build(lib, forward, regions, false)
+}
+
+/// Like [`vjp`], but the graph also returns the forward results, before the gradients
+/// (`jax.value_and_grad`'s shape): one pass computes both, sharing the forward values.
+pub fn value_and_vjp(lib: &Library, forward: &Instance) -> Result<Vjp, AutodiffError> {
+    build(lib, &forward.graph, &forward.regions, true)
+}
+
+fn build(
+    lib: &Library,
+    forward: &Graph,
+    regions: &[CallRegion],
+    with_values: bool,
+) -> Result<Vjp, AutodiffError> {
     if !forward.params.iter().any(|p| p.ty.dtype.is_float()) {
         let function = forward.name.clone();
         return Err(AutodiffError::NothingToDifferentiate { function });
@@ -90,7 +105,7 @@ pub fn vjp_graph(
 
     // Gradients of the float parameters, in parameter order.
     let mut differentiated = Vec::new();
-    let mut outputs = Vec::new();
+    let mut outputs = if with_values { forward.outputs.clone() } else { Vec::new() };
     for (p, param) in forward.params.iter().enumerate() {
         if !param.ty.dtype.is_float() {
             continue;
@@ -114,7 +129,8 @@ pub fn vjp_graph(
     let (graph, renumber) = prune(graph);
     tfn_ir::verify(&graph).map_err(AutodiffError::Invalid)?;
     let regions = renumber_regions(regions, &renumber);
-    Ok(Vjp { graph, differentiated, regions })
+    let values = if with_values { forward.outputs.len() } else { 0 };
+    Ok(Vjp { graph, differentiated, regions, values })
 }
 
 /// Pushes the gradients `out_grads` of a call's results `results` to its inputs.
@@ -186,7 +202,8 @@ fn needs_gradient(graph: &Graph) -> Vec<bool> {
                 | Op::Full { .. }
                 | Op::Iota { .. }
                 | Op::ArgMax { .. }
-                | Op::ArgMin { .. } => false,
+                | Op::ArgMin { .. }
+                | Op::Random { .. } => false,
                 _ => node.inputs.iter().any(|v| needs.get(v.index()).copied().unwrap_or(false)),
             };
     }

@@ -23,12 +23,31 @@ pub fn fuse(graph: &Graph) -> FusedGraph {
 }
 
 /// Data inputs of a node: `Full` and `Iota` only read their input's shape, which the sizes
-/// already give.
+/// already give; `rand_like` reads its key and the shape of its second operand.
 pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
     match graph.nodes.get(index) {
-        Some(node) if !matches!(node.op, Op::Full { .. } | Op::Iota { .. }) => &node.inputs,
-        _ => &[],
+        Some(node) => match node.op {
+            Op::Full { .. } | Op::Iota { .. } => &[],
+            Op::Random { .. } => node.inputs.get(..1).unwrap_or(&[]),
+            _ => &node.inputs,
+        },
+        None => &[],
     }
+}
+
+/// The key of a `rand_like` node, which its kernel reads as a whole (two words loaded once per
+/// call, not an element per loop step): it is always an input of the kernel, never computed
+/// in it, copied into it as a constant, or read through a view.
+pub(crate) fn random_key(graph: &Graph, index: usize) -> Option<ValueId> {
+    match graph.nodes.get(index) {
+        Some(node) if matches!(node.op, Op::Random { .. }) => node.inputs.first().copied(),
+        _ => None,
+    }
+}
+
+/// `gather` and `index_select`: loop nodes reading their `x` at computed addresses.
+pub(crate) fn is_indexed_read(op: &Op) -> bool {
+    matches!(op, Op::Index { kind, .. } if kind.is_read())
 }
 
 /// The shape with the reduced `axes` set to 1 (what `keepdim` gives).
@@ -89,6 +108,8 @@ impl Walk<'_> {
             | Op::BroadcastTo
             | Op::Full { .. }
             | Op::Iota { .. } => self.place_elementwise(index),
+            // An elementwise loop of its own that consumers join; never its key's group.
+            Op::Random { .. } => self.new_group(index, KernelKind::Elementwise, Vec::new(), false),
             Op::Reduce { axes, .. } => self.place_reduce(index, axes.clone()),
             Op::MatMul => self.new_group(index, KernelKind::MatMul, Vec::new(), false),
             Op::Reshape => self.new_group(index, KernelKind::View, Vec::new(), true),
@@ -101,6 +122,12 @@ impl Walk<'_> {
             Op::Scan { .. } | Op::CumprodGrad { .. } => {
                 self.new_group(index, KernelKind::Scan, Vec::new(), true)
             }
+            // An indexed read starts a loop of its result's shape that consumers join; it
+            // never joins the groups computing its operands (see `indexed_conflict`).
+            Op::Index { kind, .. } if kind.is_read() => {
+                self.new_group(index, KernelKind::Elementwise, Vec::new(), false)
+            }
+            Op::Index { .. } => self.new_group(index, KernelKind::Scatter, Vec::new(), true),
         }
     }
 
@@ -152,7 +179,7 @@ impl Walk<'_> {
             elementwise.retain(|&g| {
                 let d = &self.groups[g].domain;
                 match self.groups[t].kind {
-                    KernelKind::MatMul => !self.reaches(g, t),
+                    KernelKind::MatMul => !self.reaches(g, t) && !self.has_indexed_read(g),
                     _ => *d == domain || is_row_shape(d, &row),
                 }
             });
@@ -164,7 +191,10 @@ impl Walk<'_> {
         }
         candidates.extend(all.iter().map(|&g| vec![g]));
         for set in candidates {
-            if self.acyclic_after_merge(&set, index) {
+            if !self.indexed_conflict(&set)
+                && self.acyclic_after_merge(&set, index)
+                && !self.joins_random_key(&set)
+            {
                 let keep = self.merge(&set);
                 self.groups[keep].nodes.push(index);
                 self.group_of[index] = Some(keep);
@@ -172,6 +202,29 @@ impl Walk<'_> {
             }
         }
         self.new_group(index, KernelKind::Elementwise, Vec::new(), false);
+    }
+
+    /// Whether group `g` computes an indexed read (`gather`, `index_select`).
+    fn has_indexed_read(&self, g: usize) -> bool {
+        self.groups[g].nodes.iter().any(|&n| is_indexed_read(&self.graph.nodes[n].op))
+    }
+
+    /// Whether merging `set` would put an indexed read and the producer of its `x` or index
+    /// in one kernel (the read addresses any element, so its operands must be complete).
+    fn indexed_conflict(&self, set: &[usize]) -> bool {
+        set.iter().any(|&g| {
+            self.groups[g].nodes.iter().any(|&n| {
+                let node = &self.graph.nodes[n];
+                is_indexed_read(&node.op)
+                    && node.inputs.iter().any(|v| {
+                        self.group_of
+                            .get(v.index())
+                            .copied()
+                            .flatten()
+                            .is_some_and(|h| h != g && set.contains(&h))
+                    })
+            })
+        })
     }
 
     /// Whether elementwise node `index` can join reduction group `g` (element or row level).
@@ -298,6 +351,22 @@ impl Walk<'_> {
         true
     }
 
+    /// Whether merging `set` would put a `rand_like` node and its key in one group.
+    fn joins_random_key(&self, set: &[usize]) -> bool {
+        set.len() > 1
+            && set.iter().any(|&g| {
+                self.groups[g].nodes.iter().any(|&n| {
+                    random_key(self.graph, n).is_some_and(|key| {
+                        self.group_of
+                            .get(key.index())
+                            .copied()
+                            .flatten()
+                            .is_some_and(|h| h != g && set.contains(&h))
+                    })
+                })
+            })
+    }
+
     /// Merges the groups of `set` into its first member and returns it.
     fn merge(&mut self, set: &[usize]) -> usize {
         let keep = set[0];
@@ -327,6 +396,7 @@ impl Walk<'_> {
                         self.groups[g].kind,
                         KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
                     ) && !matches!(node.op, Op::MatMul)
+                        && !is_indexed_read(&node.op)
                 }
                 None => false,
             };
@@ -334,6 +404,9 @@ impl Walk<'_> {
                 for v in data_inputs(graph, index) {
                     needed[v.index()] = true;
                 }
+            }
+            if let Some(key) = random_key(graph, index) {
+                needed[key.index()] = true;
             }
         }
         for (index, node) in graph.nodes.iter().enumerate() {
@@ -371,14 +444,19 @@ impl Walk<'_> {
                 continue;
             }
             let source_group = self.group_of[source.index()];
-            let in_place = consumers[index].iter().all(|&c| match self.group_of[c] {
-                Some(h) if Some(h) != source_group => match self.groups[h].kind {
-                    KernelKind::Elementwise | KernelKind::Reduction => loop_view,
-                    KernelKind::MatMul => operand_view && matches!(graph.nodes[c].op, Op::MatMul),
+            let keyed = consumers[index].iter().any(|&c| random_key(graph, c) == Some(v));
+            let in_place = !keyed
+                && consumers[index].iter().all(|&c| match self.group_of[c] {
+                    _ if is_indexed_read(&graph.nodes[c].op) => false,
+                    Some(h) if Some(h) != source_group => match self.groups[h].kind {
+                        KernelKind::Elementwise | KernelKind::Reduction => loop_view,
+                        KernelKind::MatMul => {
+                            operand_view && matches!(graph.nodes[c].op, Op::MatMul)
+                        }
+                        _ => false,
+                    },
                     _ => false,
-                },
-                _ => false,
-            });
+                });
             if in_place {
                 self.groups[g].alive = false;
                 self.group_of[index] = None;
@@ -399,8 +477,9 @@ impl Walk<'_> {
             let mut inputs: BTreeSet<ValueId> = BTreeSet::new();
             for &index in &group.nodes {
                 nodes.insert(ValueId(index as u32));
-                let inlines = group.kind != KernelKind::MatMul
-                    || !matches!(graph.nodes[index].op, Op::MatMul);
+                let inlines = (group.kind != KernelKind::MatMul
+                    || !matches!(graph.nodes[index].op, Op::MatMul))
+                    && !is_indexed_read(&graph.nodes[index].op);
                 for v in data_inputs(graph, index) {
                     if self.group_of[v.index()] == Some(g) {
                         continue;
@@ -415,7 +494,8 @@ impl Walk<'_> {
                         group.kind,
                         KernelKind::Elementwise | KernelKind::Reduction | KernelKind::MatMul
                     );
-                    if is_const(v) && inlines && fusable {
+                    let key = random_key(graph, index) == Some(*v);
+                    if is_const(v) && inlines && fusable && !key {
                         nodes.insert(*v);
                     } else {
                         inputs.insert(*v);

@@ -15,6 +15,9 @@
 //!
 //! Nodes are visited in topological order and either join a group of one of their producers or
 //! start a new group:
+//! - `rand_like`/`randn_like` start an elementwise group that consumers join (so dropout is
+//!   one loop with its consumer); their key is always a kernel input, read whole, never
+//!   computed in the same kernel, copied in as a constant or read through a view;
 //! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`, `Iota`: an
 //!   index computed inside the loop, reading nothing) join producer
 //!   groups whose *domain* (loop shape) equals their shape, merging several producer groups
@@ -30,6 +33,11 @@
 //!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`], `ArgMin`
 //!   [`KernelKind::ArgMin`]; `Scan` and `CumprodGrad` are [`KernelKind::Scan`]; `Extern` cuts
 //!   the graph;
+//! - indexed reads (`gather`, `index_select`) are elementwise over their result: the read of
+//!   `x` at the computed address happens inside the consuming loop, so a kernel never
+//!   contains the producer of an indexed read's `x` or index (both are kernel inputs: the
+//!   address of any element of `x` may be needed at any step), and indexed reads do not
+//!   join matmul epilogues; `scatter_add`/`index_add` are [`KernelKind::Scatter`];
 //! - shape ops become index arithmetic where they can: a `Slice` or `Transpose` whose
 //!   innermost non-size-1 axis is unit-stride in its source ([`ViewOp`]; e.g. a transpose
 //!   keeping the last axis) read only by elementwise/reduction kernels, or a last-two-axes
@@ -74,6 +82,9 @@ pub enum KernelKind {
     ArgMin,
     /// A `Scan` (`cumsum`, `cumprod`) or `CumprodGrad`, on its own: sequential along its axis.
     Scan,
+    /// `scatter_add` / `index_add`, on its own: a copy of `x` then accumulation of `src` in
+    /// row-major order (deterministic).
+    Scatter,
 }
 
 impl KernelKind {
@@ -88,6 +99,7 @@ impl KernelKind {
             KernelKind::ArgMax => "argmax",
             KernelKind::ArgMin => "argmin",
             KernelKind::Scan => "scan",
+            KernelKind::Scatter => "scatter",
         }
     }
 }

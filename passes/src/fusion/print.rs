@@ -74,6 +74,7 @@ fn op_text(op: &Op) -> String {
         }
         Op::Transpose { perm } => format!("transpose[perm=[{}]]", list(perm)),
         Op::Concat { axis } => format!("concat[axis={axis}]"),
+        Op::Index { axis, .. } => format!("{}[axis={axis}]", op.name()),
         Op::Slice { axis, start, end, step } => {
             let end = end.map_or("none".to_string(), |e| e.to_string());
             format!("slice[axis={axis}, start={start}, end={end}, step={step}]")

@@ -45,6 +45,15 @@ pub fn verify_fused(graph: &Graph, fused: &FusedGraph) -> Result<(), String> {
                     ));
                 }
             }
+            if let Some(key) = super::group::random_key(graph, v.index()) {
+                if !kernel.inputs.contains(&key) {
+                    return Err(format!(
+                        "kernel {k}: the key %{} of %{} is not one of the kernel's inputs",
+                        key.index(),
+                        v.index()
+                    ));
+                }
+            }
             local[v.index()] = true;
             computed[v.index()] = true;
         }

@@ -205,6 +205,7 @@ fn sign_of<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassDa
         Binary(BinaryOp::Pow, [x, _]) => at_most_nonneg(s(*x)),
         Where([_, a, b]) => s(*a).min(s(*b)),
         Reshape([x, _]) | Transpose([x, _]) | BroadcastTo([x, _]) | Slice([x, ..]) => s(*x),
+        Random(tfn_ir::RandomDist::Uniform, _) => Sign::NonNegative,
         Reduce(ReduceOp::Max | ReduceOp::Min | ReduceOp::Mean, [x, ..]) => s(*x),
         Reduce(ReduceOp::Sum | ReduceOp::Prod, [x, ..]) => at_most_nonneg(s(*x)),
         Cast([_, x]) => match (data(*x).ty.as_ref().map(|t| t.dtype), ty.dtype) {

@@ -165,6 +165,19 @@ pub fn add_graph(
             Op::Full { value } => {
                 TfnNode::Full([dtype, leaf(egraph, *value), add_shape(egraph, &ty.shape)])
             }
+            Op::Index { kind, axis } => {
+                arity(kind.arity())?;
+                let mut children = inputs.clone();
+                children.push(egraph.add(TfnNode::Int(i64::from(*axis))));
+                TfnNode::Index(*kind, children)
+            }
+            // Like `full`: the shape operand only gives the shape, which the type records.
+            Op::Random { dist } => {
+                let key = *inputs
+                    .first()
+                    .ok_or_else(|| malformed(format!("`{}` without a key", node.op.name())))?;
+                TfnNode::Random(*dist, [dtype, add_shape(egraph, &ty.shape), key])
+            }
             Op::Extern { name, attrs } => {
                 let key = egraph.add(TfnNode::Int(externs.key(name, attrs)));
                 let mut children = vec![key, dtype, add_shape(egraph, &ty.shape)];
@@ -263,6 +276,7 @@ pub fn expr_to_graph(
                 let axis = u32::try_from(int(axis)?).map_err(|e| rebuild(e.to_string()))?;
                 (Op::Iota { axis }, &[])
             }
+            N::Random(dist, [_, _, key]) => (Op::Random { dist: *dist }, std::slice::from_ref(key)),
             N::Reshape([x, _]) => (Op::Reshape, std::slice::from_ref(x)),
             N::BroadcastTo([x, _]) => (Op::BroadcastTo, std::slice::from_ref(x)),
             N::Extern(c) => {

@@ -36,6 +36,9 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
     }
 }
 
+/// Relative arithmetic cost per element of `rand_like`/`randn_like`.
+pub const RANDOM_WEIGHT: f64 = 24.0;
+
 /// Relative arithmetic cost per element of an elementwise binary op.
 pub fn binary_weight(b: BinaryOp) -> f64 {
     match b {
@@ -77,6 +80,8 @@ pub fn node_cost<'a>(
         Unary(u, _) => elementwise(unary_weight(*u)),
         Binary(b, _) => elementwise(binary_weight(*b)),
         Where(_) | Cast(_) => elementwise(1.0),
+        // Ten Philox rounds per element, plus `randn`'s log, sqrt and cosine.
+        Random(..) => elementwise(RANDOM_WEIGHT),
         Reduce(op, [x, ..]) => {
             let work =
                 elements(child(*x).ty.as_ref()) * if *op == ReduceOp::Prod { 2.0 } else { 1.0 };
@@ -96,5 +101,13 @@ pub fn node_cost<'a>(
         Slice([x, ..]) => boundary(&[*x], 0.0),
         Concat(c) => boundary(&c[2..], 0.0),
         Extern(c) => KERNEL_BOUNDARY + boundary(&c[3..], 0.0),
+        // Reads are an address computation and a load inside the consuming loop; the
+        // accumulations are kernels of their own over `src`.
+        Index(kind, _) if kind.is_read() => elementwise(4.0),
+        Index(_, c) => {
+            let inputs = &c[..c.len().saturating_sub(1)];
+            let work = inputs.last().map_or(1.0, |s| elements(child(*s).ty.as_ref()));
+            boundary(inputs, work)
+        }
     }
 }

@@ -90,10 +90,15 @@ pub fn inferred_op(
             let axis = u32_of(int(*axis)?)?;
             (Op::Slice { axis, start: int(*start)?, end, step: int(*step)? }, one(x))
         }
+        N::Index(kind, c) => match c.split_last() {
+            Some((axis, inputs)) => (Op::Index { kind: *kind, axis: u32_of(int(*axis)?)? }, inputs),
+            None => return Err("an indexed op without children".into()),
+        },
         N::Param(_)
         | N::Const(_)
         | N::Full(_)
         | N::Iota(_)
+        | N::Random(..)
         | N::Reshape(_)
         | N::BroadcastTo(_)
         | N::Extern(_)
@@ -184,6 +189,10 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
                 TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? },
                 vec![],
             )
+        }
+        N::Random(dist, [d, s, key]) => {
+            let declared = TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? };
+            (Op::Random { dist: *dist }, declared, vec![*key])
         }
         N::Reshape([x, s]) => {
             let t = ty(*x)?;

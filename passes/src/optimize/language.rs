@@ -23,6 +23,7 @@
 //! (concat 0 (shape 5 3) ?a ?b)      axis, result shape, inputs
 //! (slice ?x 0 1 (list) 1 (shape 2)) input, axis, start, end (empty list = none), step, shape
 //! (extern 0 f32 (shape 3) ?x)       extern table key, dtype, shape, inputs
+//! (rand_like f32 (shape s0) ?key)   random: dtype, shape, key (also `randn_like`)
 //! ```
 //!
 //! Float leaves are [`FloatBits`], compared by bit pattern rather than `NotNan<f64>`: folded
@@ -34,8 +35,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
-use tfn_ir::op::{ALL_BINARY, ALL_REDUCE, ALL_UNARY};
-use tfn_ir::{BinaryOp, DType, ReduceOp, ScanOp, UnaryOp};
+use tfn_ir::op::{RandomDist, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY};
+use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, ScanOp, UnaryOp};
 
 /// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
 #[derive(Clone, Copy, Debug)]
@@ -124,6 +125,12 @@ pub enum TfnNode {
     Full([Id; 3]),
     /// `(extern key dtype shape x...)`; `key` indexes the optimiser's table of extern ops.
     Extern(Vec<Id>),
+    /// `(gather x index axis)`, `(index_select x index axis)`, `(scatter_add x index src
+    /// axis)`, `(index_add x index src axis)`.
+    Index(IndexKind, Vec<Id>),
+    /// `(rand_like dtype shape key)`, `(randn_like dtype shape key)`: the shape operand of the
+    /// IR node is dropped, as for `full`.
+    Random(RandomDist, [Id; 3]),
 }
 
 impl Language for TfnNode {
@@ -145,6 +152,8 @@ impl Language for TfnNode {
             (Binary(a, _), Binary(b, _)) => a == b,
             (Reduce(a, _), Reduce(b, _)) => a == b,
             (Scan(a, _), Scan(b, _)) => a == b,
+            (Index(a, c), Index(b, d)) => a == b && c.len() == d.len(),
+            (Random(a, _), Random(b, _)) => a == b,
             (List(a), List(b))
             | (Shape(a), Shape(b))
             | (Concat(a), Concat(b))
@@ -157,8 +166,9 @@ impl Language for TfnNode {
         use TfnNode::*;
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
-            List(c) | Shape(c) | Concat(c) | Extern(c) => c,
+            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
+            Random(_, c) => c,
             Scan(_, c) => c,
             CumprodGrad(c) => c,
             Const(c)
@@ -177,8 +187,9 @@ impl Language for TfnNode {
         use TfnNode::*;
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
-            List(c) | Shape(c) | Concat(c) | Extern(c) => c,
+            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
+            Random(_, c) => c,
             Scan(_, c) => c,
             CumprodGrad(c) => c,
             Const(c)
@@ -226,6 +237,8 @@ impl TfnNode {
             Slice(_) => "slice".into(),
             Full(_) => "full".into(),
             Extern(_) => "extern".into(),
+            Index(k, _) => k.name().into(),
+            Random(dist, _) => dist.name().into(),
         }
     }
 
@@ -301,6 +314,16 @@ impl egg::FromOp for TfnNode {
         if let Some(r) = ALL_REDUCE.iter().find(|r| tfn_ir::op::reduce_name(**r) == op) {
             return fixed(&children).map(|c| Reduce(*r, c)).ok_or_else(err);
         }
+        if let Some(k) = IndexKind::from_name(op) {
+            return if children.len() == k.arity() + 1 {
+                Ok(Index(k, children))
+            } else {
+                Err(err())
+            };
+        }
+        if let Some(r) = ALL_RANDOM.iter().find(|r| r.name() == op) {
+            return fixed(&children).map(|c| Random(*r, c)).ok_or_else(err);
+        }
         let node = match op {
             "list" => Some(List(children.clone())),
             "shape" => Some(Shape(children.clone())),
@@ -340,6 +363,7 @@ mod tests {
             "(sum (exp (param 0 f64 (shape 2 3))) (list 0 1) false)",
             "(transpose (param 0 i32 (shape 2 3)) (list 1 0))",
             "(full f32 -0.0 (shape s1))",
+            "(randn_like f64 (shape s0 3) (param 0 i64 (shape)))",
             "(const f32 nan)",
             "(slice (param 0 f32 (shape 5)) 0 1 (list) -1 (shape 2))",
         ];

@@ -17,6 +17,8 @@ pub struct CustomApplier {
     kind: Custom,
     /// The reduction at the root of the left-hand side, if any.
     reduce: Option<ReduceOp>,
+    /// The indexed op at the root of the left-hand side, if any.
+    index: Option<tfn_ir::IndexKind>,
 }
 
 fn v(name: &str) -> Var {
@@ -33,7 +35,11 @@ impl CustomApplier {
             Some(ENodeOrVar::ENode(TfnNode::Reduce(op, _))) => Some(*op),
             _ => None,
         };
-        Ok(CustomApplier { kind, reduce })
+        let index = match pattern.ast.as_ref().last() {
+            Some(ENodeOrVar::ENode(TfnNode::Index(k, _))) => Some(*k),
+            _ => None,
+        };
+        Ok(CustomApplier { kind, reduce, index })
     }
 
     /// Builds the right-hand side for one match.
@@ -69,6 +75,9 @@ impl CustomApplier {
                 Some(egraph.add(TfnNode::Binary(BinaryOp::Mul, [x, r])))
             }
             Custom::ReduceOfBroadcast => self.reduce_of_broadcast(egraph, subst),
+            Custom::IndexOfElementwise => {
+                super::indexed::index_of_elementwise(egraph, self.index?, eclass, subst)
+            }
             Custom::ReduceOfSplat => {
                 let x = *subst.get(v("?x"))?;
                 let data = &egraph[x].data;

@@ -32,6 +32,7 @@
 pub mod algebra;
 pub mod apply;
 pub mod custom;
+pub mod indexed;
 pub mod layout;
 pub mod scans;
 
@@ -63,6 +64,9 @@ pub enum Custom {
     ReduceOfBroadcast,
     /// A reduction of a splat constant -> a splat (`c * n` for `sum`).
     ReduceOfSplat,
+    /// An indexed read of an elementwise op -> the op of the reads of its operands (see
+    /// [`indexed`]).
+    IndexOfElementwise,
 }
 
 /// A side condition, checked on the analysis data of a pattern variable's e-class.
@@ -117,7 +121,8 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
-        .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, scans::SCANS])
+        .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
+        .chain([scans::SCANS])
         .flat_map(|table| table.iter())
         .collect()
 }

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Creates benches/peers/.venv with the peers the benchmarks compare against (numpy, jax[cpu]).
+#   bash benches/peers/setup.sh && benches/peers/.venv/bin/python benches/peers/char_lm_jax.py --help
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ ! -x "$here/.venv/bin/python" ]; then
+    python3 -m venv "$here/.venv"
+fi
+"$here/.venv/bin/pip" install --quiet --upgrade pip
+"$here/.venv/bin/pip" install --quiet numpy "jax[cpu]"
+"$here/.venv/bin/python" -c "import jax; print('jax', jax.__version__, 'ready in', '$here/.venv')"
