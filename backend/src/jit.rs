@@ -85,7 +85,29 @@ impl Jit {
         }
         result
     }
+
+    /// Compiles a function of the kernel signature `(args: *const i64)` that `build` writes
+    /// (kernels other than loop plans: scans).
+    pub fn compile_fn(&self, build: &BuildFn<'_>) -> Result<KernelFn, CodegenError> {
+        let mut inner =
+            self.0.lock().map_err(|_| CodegenError::Internal("poisoned JIT lock".into()))?;
+        let start = Instant::now();
+        let result = inner.define(build);
+        inner.compile_time += start.elapsed();
+        if result.is_ok() {
+            inner.kernels += 1;
+        }
+        result
+    }
 }
+
+/// Writes one kernel function (its signature included) into the given function.
+pub(crate) type BuildFn<'a> = dyn Fn(
+        &mut cranelift::codegen::ir::Function,
+        &mut FunctionBuilderContext,
+        cranelift::codegen::isa::TargetFrontendConfig,
+    ) -> Result<(), CodegenError>
+    + 'a;
 
 impl JitInner {
     fn compile_with(
@@ -93,11 +115,17 @@ impl JitInner {
         plan: &LoopPlan,
         lane: Option<tfn_ir::DType>,
     ) -> Result<KernelFn, CodegenError> {
+        let features = self.features;
+        self.define(&|func, fctx, frontend| {
+            codegen::build(plan, func, fctx, lane, features, frontend)
+        })
+    }
+
+    fn define(&mut self, build: &BuildFn<'_>) -> Result<KernelFn, CodegenError> {
         self.module.clear_context(&mut self.ctx);
         let frontend = self.module.target_config();
         let mut fctx = FunctionBuilderContext::new();
-        let built =
-            codegen::build(plan, &mut self.ctx.func, &mut fctx, lane, self.features, frontend);
+        let built = build(&mut self.ctx.func, &mut fctx, frontend);
         if let Err(e) = built {
             self.module.clear_context(&mut self.ctx);
             return Err(e);

@@ -30,6 +30,7 @@ pub mod packed_gemm;
 mod parallel;
 mod plan;
 mod pool;
+mod scan;
 mod scatter;
 mod strided_copy;
 pub mod tensors;

@@ -56,6 +56,10 @@ pub(crate) struct Operand {
     /// An input only read as a `rand_like` key (two words at its base pointer, never an
     /// element per step): it takes no part in the lane dtype or the axis patterns.
     pub key_only: bool,
+    /// An index operand: no buffer; `value` is an `Iota` node of the kernel, and the
+    /// operand's element offset (it spans only the iota's axis, stride 1) *is* the index
+    /// along that axis. The kernel computes it instead of loading (see `crate::codegen`).
+    pub index: bool,
 }
 
 /// The two operands of an indexed read node.
@@ -236,7 +240,7 @@ impl LoopPlan {
                 && !nodes.iter().any(|n| {
                     let node = graph.node(*n);
                     !reads.contains(n)
-                        && !matches!(node.op, Op::Full { .. })
+                        && !matches!(node.op, Op::Full { .. } | Op::Iota { .. })
                         && node.inputs.contains(u)
                 })
         };
@@ -244,9 +248,17 @@ impl LoopPlan {
             !only_indexed(u)
                 && (nodes.iter().any(|n| {
                     let node = graph.node(*n);
-                    !matches!(node.op, Op::Full { .. }) && node.inputs.contains(u)
+                    !matches!(node.op, Op::Full { .. } | Op::Iota { .. }) && node.inputs.contains(u)
                 }) || !views.iter().any(|(_, s, _)| s == u))
         };
+        // Iota nodes: each reads an index operand spanning only its axis.
+        let iotas: Vec<(ValueId, u32)> = nodes
+            .iter()
+            .filter_map(|v| match graph.node(*v).op {
+                Op::Iota { axis } => Some((*v, axis)),
+                _ => None,
+            })
+            .collect();
         let inputs: Vec<ValueId> = inputs.iter().copied().filter(read_directly).collect();
         let inputs = &inputs[..];
         let row_shape = Shape(
@@ -311,6 +323,19 @@ impl LoopPlan {
             indexed.push((n.inputs[0], role));
             indexed.push((n.inputs[1], IndexedRole::Index));
         }
+        // An iota's index operand varies only along the iota's axis (after the indexed ones).
+        let iota_pattern = |v: ValueId, axis: u32| -> Result<Vec<bool>, CodegenError> {
+            let shape = &graph.ty(v).shape;
+            let mut p = pattern(shape, domain)?;
+            let at = rank - shape.rank() + axis as usize;
+            for (a, slot) in p.iter_mut().enumerate() {
+                *slot &= a == at;
+            }
+            Ok(p)
+        };
+        for (v, axis) in &iotas {
+            input_pat.push(iota_pattern(*v, *axis)?);
+        }
         let mut node_pat = Vec::new();
         for v in nodes {
             let node = graph.node(*v);
@@ -373,6 +398,11 @@ impl LoopPlan {
             // A random node's key is not an element argument: its code loads it whole.
             let data: &[ValueId] = match node.op {
                 Op::Full { .. } | Op::Random { .. } => &[],
+                Op::Iota { .. } => {
+                    let k = iotas.iter().position(|(w, _)| w == v).unwrap_or(0);
+                    args.push(Ref::Input(inputs.len() + views.len() + indexed.len() + k));
+                    &[]
+                }
                 _ => &node.inputs,
             };
             if let Some(q) = reads.iter().position(|r| r == v) {
@@ -430,16 +460,20 @@ impl LoopPlan {
                     .map(|(v, s, op)| (*s, Some((op.clone(), graph.ty(*v).shape.clone())), None)),
             )
             .chain(indexed.iter().map(|(v, role)| (*v, None, Some(role.clone()))));
+        let index_operands = iotas.iter().map(|(v, _)| (*v, None, None));
         let inputs: Vec<Operand> = sources
+            .map(|(v, view, indexed)| (v, view, indexed, false))
+            .chain(index_operands.map(|(v, view, indexed)| (v, view, indexed, true)))
             .zip(&input_pat)
-            .map(|((v, view, indexed), p)| Operand {
+            .map(|((v, view, indexed, index), p)| Operand {
                 value: v,
                 dtype: graph.ty(v).dtype,
                 full: collapse(p),
                 node: None,
-                key_only: view.is_none() && key_only(&v),
+                key_only: !index && view.is_none() && key_only(&v),
                 view,
                 indexed,
+                index,
             })
             .collect();
         let mut randoms = Vec::new();
@@ -462,6 +496,7 @@ impl LoopPlan {
                 view: None,
                 indexed: None,
                 key_only: false,
+                index: false,
             };
             randoms.push(RandomNode { node: i, key, pair, counter });
         }
@@ -477,6 +512,7 @@ impl LoopPlan {
                 view: None,
                 indexed: None,
                 key_only: false,
+                index: false,
             });
         }
         Ok(LoopPlan {

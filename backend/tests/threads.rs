@@ -8,7 +8,8 @@ use common::{random_inputs, views, Rng};
 use tfn_backend::{CompileOptions, CompiledFunction};
 use tfn_ir::Tensor;
 
-const CASES: [&str; 3] = ["softmax.tir", "column_stats.tir", "gelu.tir"];
+const CASES: [&str; 5] =
+    ["softmax.tir", "column_stats.tir", "gelu.tir", "scans.tir", "iota_vector.tir"];
 
 fn bits(t: &Tensor) -> Vec<u64> {
     match t {

@@ -497,7 +497,10 @@ impl Builder {
                 }
             }
             Rule::float => match pair.as_str().parse::<f64>() {
-                Ok(v) if v.is_finite() => ExprKind::Float(v),
+                // `inf` and `nan` are literals; a number that overflows f64 is not.
+                Ok(v) if v.is_finite() || matches!(pair.as_str(), "inf" | "nan") => {
+                    ExprKind::Float(v)
+                }
                 _ => {
                     self.error(
                         Diagnostic::error("E0002", "float literal is out of range")

@@ -27,6 +27,11 @@ fn prelude_constraints_match_the_op_table() {
                 Prim::Binary(b) | Prim::BinaryScalar(b) => Op::Binary(b),
                 Prim::Reduce(r) => Op::Reduce { op: r, axes: vec![], keepdim: false },
                 Prim::ArgMax => Op::ArgMax { axis: 0, keepdim: false },
+                Prim::ArgMin => Op::ArgMin { axis: 0, keepdim: false },
+                Prim::Scan(op) => Op::Scan { op, axis: 0, exclusive: false, reverse: false },
+                Prim::CumprodGrad => Op::CumprodGrad { axis: 0, exclusive: false, reverse: false },
+                // `iota_like` reads only its operand's shape (any dtype), like `zeros_like`.
+                Prim::IotaLike => Op::Iota { axis: 0 },
                 Prim::MatMul => Op::MatMul,
                 Prim::Index(kind) => Op::Index { kind, axis: 0 },
                 _ => continue,

@@ -45,7 +45,7 @@ pub use guards::SizeGuards;
 pub use interp::{run, run_with_externs, ExternKernels, InterpError};
 pub use library::Library;
 pub use lower::{instantiate, ArgSpec, DimSpec, Instance, LowerError, ParamSource};
-pub use op::{BinaryOp, Op, RandomDist, ReduceOp, UnaryOp};
+pub use op::{BinaryOp, Op, RandomDist, ReduceOp, ScanOp, UnaryOp};
 pub use op_index::{IndexError, IndexKind};
 pub use shape::{Dim, DimExpr, Shape, Sym, SymDef};
 pub use span::{FileId, SourceMap, Span};

@@ -166,6 +166,28 @@ impl ReduceOp {
     }
 }
 
+/// The combining op of a scan (`cumsum`, `cumprod`). See [`Op::Scan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScanOp {
+    Sum,
+    Prod,
+}
+
+impl ScanOp {
+    /// The dtypes the scan accepts (its result has the operand's dtype). Integers wrap.
+    pub fn dtypes(self) -> DTypeSet {
+        DTypeSet::NUMERIC
+    }
+
+    /// The prelude name (`cumsum`, `cumprod`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Sum => "cumsum",
+            ScanOp::Prod => "cumprod",
+        }
+    }
+}
+
 /// The distribution of [`Op::Random`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RandomDist {
@@ -207,6 +229,20 @@ pub enum Op {
     Reduce { op: ReduceOp, axes: Vec<u32>, keepdim: bool },
     /// Index of the maximum along `axis` (first on ties), `i64`. 1 input.
     ArgMax { axis: u32, keepdim: bool },
+    /// Index of the minimum along `axis` (first on ties; a NaN is the minimum), `i64`. 1 input.
+    ArgMin { axis: u32, keepdim: bool },
+    /// The index along `axis` of every element of the node's shape, in the node's (numeric)
+    /// dtype. No inputs (`arange`), or 1 input whose shape it copies and which is only read
+    /// for its shape (`iota_like`), like [`Op::Full`].
+    Iota { axis: u32 },
+    /// Inclusive (or `exclusive`: the element itself left out) running sum or product along
+    /// `axis`, from the end when `reverse`. Same shape and dtype; integers wrap. 1 input.
+    Scan { op: ScanOp, axis: u32, exclusive: bool, reverse: bool },
+    /// The gradient of `cumprod(x, axis, exclusive, reverse)` for an incoming gradient `g`:
+    /// 2 inputs `(x, g)`, float. Exact where elements of `x` are zero (no division) and linear
+    /// in the size: `dx_i = E_i · S_i` with `E` the exclusive cumprod and `S` the suffix
+    /// recurrence `S_i = g_i + x_{i+1} S_{i+1}` (directions mirrored for `reverse`).
+    CumprodGrad { axis: u32, exclusive: bool, reverse: bool },
     /// NumPy `matmul`: 2-D, or batched over leading axes with broadcasting. 2 inputs.
     /// (1-D operands are reshaped to 2-D by lowering, so the IR only sees rank >= 2.)
     MatMul,
@@ -251,7 +287,10 @@ impl Op {
             Op::Unary(u) => u.dtypes(),
             Op::Binary(b) => b.dtypes(),
             Op::Reduce { op, .. } => op.dtypes(),
-            Op::ArgMax { .. } | Op::MatMul => DTypeSet::NUMERIC,
+            Op::ArgMax { .. } | Op::ArgMin { .. } | Op::MatMul => DTypeSet::NUMERIC,
+            Op::Scan { op, .. } => op.dtypes(),
+            Op::CumprodGrad { .. } => DTypeSet::FLOAT,
+            Op::Iota { .. } => DTypeSet::ALL,
             Op::Index { kind, .. } => kind.dtypes(),
             Op::Param(_)
             | Op::Const(_)
@@ -285,6 +324,10 @@ impl Op {
             Op::Cast(_) => "cast".into(),
             Op::Reduce { op, .. } => reduce_name(*op).into(),
             Op::ArgMax { .. } => "argmax".into(),
+            Op::ArgMin { .. } => "argmin".into(),
+            Op::Iota { .. } => "iota".into(),
+            Op::Scan { op, .. } => op.name().into(),
+            Op::CumprodGrad { .. } => "cumprod_grad".into(),
             Op::MatMul => "matmul".into(),
             Op::Reshape => "reshape".into(),
             Op::Transpose { .. } => "transpose".into(),

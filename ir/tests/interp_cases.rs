@@ -10,6 +10,8 @@ use common::{compare, parse_type, tensor_from_text};
 use tfn_ir::{parse_graph, print_graph, run, Tensor};
 
 const CASES: &str = include_str!("data/interp_cases.txt");
+/// The index and scan ops (`data/gen_scan_cases.py`).
+const SCAN_CASES: &str = include_str!("data/scan_cases.txt");
 
 struct Case<'a> {
     name: &'a str,
@@ -78,6 +80,23 @@ fn check(case: &Case<'_>) -> Result<(), String> {
 #[test]
 fn interpreter_matches_numpy() {
     let cases = parse_cases(CASES).expect("the case file is well formed");
+    assert!(cases.len() > 300, "only {} cases found", cases.len());
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| check(c).err().map(|e| format!("case `{}`: {e}", c.name)))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn scans_match_numpy() {
+    let cases = parse_cases(SCAN_CASES).expect("the scan case file is well formed");
     assert!(cases.len() > 300, "only {} cases found", cases.len());
     let failures: Vec<String> = cases
         .iter()

@@ -24,6 +24,7 @@
 //! pass that uses them. An expensive value two passes need (softmax's `exp`) is stored into the
 //! output buffer by the first and read back by the second instead of being recomputed.
 
+pub(crate) mod arg;
 mod columns;
 mod indexed;
 pub(crate) use indexed::STATUS_INDEX;
@@ -31,6 +32,7 @@ mod lane_ops;
 pub(crate) mod ops;
 mod random;
 mod rows;
+pub(crate) mod scan;
 
 use crate::error::CodegenError;
 use crate::math::{self, MathConsts, MathFeatures, MathFn};
@@ -38,7 +40,7 @@ use crate::plan::{LoopPlan, Ref};
 use cranelift::codegen::ir::{
     condcodes::IntCC, types, AbiParam, Function, InstBuilder, Type, Value,
 };
-use cranelift::codegen::ir::{Block, MemFlagsData, StackSlotData, StackSlotKind};
+use cranelift::codegen::ir::{Block, ConstantData, MemFlagsData, StackSlotData, StackSlotKind};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use ops::{lanes, scalar_type, unsupported, Width};
@@ -46,7 +48,7 @@ use std::collections::HashMap;
 use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
 /// Vectors per iteration of the main loop.
-const UNROLL: i64 = 4;
+pub(crate) const UNROLL: i64 = 4;
 
 /// Argument slots of the kernel ABI.
 #[derive(Clone, Copy, Debug)]
@@ -151,18 +153,72 @@ fn math_fn(op: &Op) -> Option<MathFn> {
 }
 
 /// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
-/// mixed-dtype operands, casts between number types).
+/// mixed-dtype operands, casts between number types). Integer `iota`s compared only with each
+/// other (a causal mask `iota <= iota` in an f32 kernel) do not count: in vector code they are
+/// computed as integers of the lane's width ([`narrow_index`]).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    let lane = plan.data_operands().map(|o| o.dtype).next()?;
-    if lane == DType::Bool || plan.data_operands().any(|o| o.dtype != lane) {
+    let lane = plan.data_operands().find(|o| !o.index).map(|o| o.dtype)?;
+    if lane == DType::Bool {
         return None;
     }
-    for n in &plan.nodes {
-        if n.dtype != lane && n.dtype != DType::Bool {
+    let narrow = narrow_iotas(plan);
+    let node_of_input = |j: usize| {
+        plan.nodes.iter().position(|n| matches!(n.op, Op::Iota { .. }) && n.args == [Ref::Input(j)])
+    };
+    for (j, o) in plan.inputs.iter().enumerate() {
+        // Not element data (see `LoopPlan::data_operands`).
+        if o.key_only || o.indexed == Some(crate::plan::IndexedRole::Index) {
+            continue;
+        }
+        let narrowed = o.index && node_of_input(j).is_some_and(|k| narrow[k]);
+        if o.dtype != lane && !narrowed {
+            return None;
+        }
+    }
+    if plan.outputs.iter().any(|o| o.dtype != lane) {
+        return None;
+    }
+    for (k, n) in plan.nodes.iter().enumerate() {
+        if n.dtype != lane && n.dtype != DType::Bool && !narrow[k] {
             return None;
         }
     }
     Some(lane)
+}
+
+/// Integer `iota` nodes read only by comparisons between such nodes, and not stored.
+fn narrow_iotas(plan: &LoopPlan) -> Vec<bool> {
+    let is_int_iota =
+        |k: usize| matches!(plan.nodes[k].op, Op::Iota { .. }) && plan.nodes[k].dtype.is_int();
+    let stored = |k: usize| plan.outputs.iter().any(|o| o.node == Some(k));
+    (0..plan.nodes.len())
+        .map(|k| {
+            is_int_iota(k)
+                && !stored(k)
+                && plan.nodes.iter().all(|n| {
+                    !n.args.contains(&Ref::Node(k))
+                        || (matches!(n.op, Op::Binary(b) if b.is_comparison())
+                            && n.args.iter().all(|a| matches!(a, Ref::Node(m) if is_int_iota(*m))))
+                })
+        })
+        .collect()
+}
+
+/// The integer dtype an index of dtype `dtype` is computed in at `width`: its own, or — for an
+/// integer index in a vector kernel of another lane dtype (see [`vector_lane`]) — the integer
+/// of the lane's width (`i32` lanes in an f32 kernel: exact for axes shorter than 2^31, which
+/// the executor checks).
+fn narrow_index(width: Width, dtype: DType) -> DType {
+    match width {
+        Width::Vector(t) if t != dtype && dtype.is_int() => {
+            if lanes(t) == 4 {
+                DType::I32
+            } else {
+                DType::I64
+            }
+        }
+        _ => dtype,
+    }
 }
 
 /// Values constant within one pass: row values as scalars and splats (row reductions), or
@@ -245,7 +301,65 @@ fn pin(b: &mut FunctionBuilder, v: Value, ptr_ty: Type) -> Value {
     b.ins().stack_load(ptr_ty, ty, slot, 0)
 }
 
-fn mem() -> MemFlagsData {
+/// An index (`i64` scalar `base`) as a value of `dtype` at `width`; with `lane_step`, lane `l`
+/// of a vector holds `base + l` (an iota along the inner axis), otherwise every lane `base`.
+/// Each lane holds its own exact integer converted once, as the interpreter does: integer
+/// lanes are `splat(base) + [0, 1, ..]` in the integer of the lane's width (indices are below
+/// 2^31, which the executor checks), f32 lanes convert those, f64 lanes convert one by one.
+fn index_value(
+    b: &mut FunctionBuilder,
+    base: Value,
+    width: Width,
+    dtype: DType,
+    lane_step: bool,
+) -> Result<Value, CodegenError> {
+    let convert = |b: &mut FunctionBuilder, i: Value| -> Value {
+        match dtype {
+            DType::I64 => i,
+            DType::I32 => b.ins().ireduce(types::I32, i),
+            DType::F32 => b.ins().fcvt_from_sint(types::F32, i),
+            DType::F64 => b.ins().fcvt_from_sint(types::F64, i),
+            // The op table gives `iota` numeric dtypes only.
+            DType::Bool => b.ins().ireduce(types::I8, i),
+        }
+    };
+    let Width::Vector(t) = width else { return Ok(convert(b, base)) };
+    // The vector type of `dtype` (a narrowed index has a vector of its own; see `narrow_index`).
+    let vty = if dtype == t { width.ty(dtype)? } else { Width::Vector(dtype).ty(dtype)? };
+    if !lane_step {
+        let first = convert(b, base);
+        return Ok(b.ins().splat(vty, first));
+    }
+    let n = lanes(t);
+    if dtype == DType::F64 {
+        let first = convert(b, base);
+        let mut v = b.ins().splat(vty, first);
+        for l in 1..n {
+            let i = b.ins().iadd_imm_s(base, l);
+            let s = convert(b, i);
+            v = b.ins().insertlane(v, s, l as u8);
+        }
+        return Ok(v);
+    }
+    let (int_ty, int_vty) =
+        if n == 4 { (types::I32, types::I32X4) } else { (types::I64, types::I64X2) };
+    let bytes: Vec<u8> = if n == 4 {
+        (0..4i32).flat_map(|l| l.to_le_bytes()).collect()
+    } else {
+        (0..2i64).flat_map(|l| l.to_le_bytes()).collect()
+    };
+    let steps = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    let steps = b.ins().vconst(int_vty, steps);
+    let scalar = if int_ty == types::I64 { base } else { b.ins().ireduce(int_ty, base) };
+    let splat = b.ins().splat(int_vty, scalar);
+    let ints = b.ins().iadd(splat, steps);
+    Ok(match dtype {
+        DType::F32 => b.ins().fcvt_from_sint(types::F32X4, ints),
+        _ => ints,
+    })
+}
+
+pub(crate) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
@@ -347,16 +461,16 @@ fn levels(plan: &LoopPlan) -> Vec<usize> {
     level
 }
 
-struct Loop {
+pub(crate) struct Loop {
     var: Variable,
     header: Block,
     exit: Block,
-    i: Value,
+    pub i: Value,
     next: Value,
 }
 
 /// Starts `for (i = var; i + step <= limit; i += step)`; the body follows at the builder.
-fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -> Loop {
+pub(crate) fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -> Loop {
     let header = b.create_block();
     let body = b.create_block();
     let exit = b.create_block();
@@ -370,7 +484,7 @@ fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -
     Loop { var, header, exit, i, next }
 }
 
-fn loop_end(b: &mut FunctionBuilder, l: Loop) {
+pub(crate) fn loop_end(b: &mut FunctionBuilder, l: Loop) {
     b.def_var(l.var, l.next);
     b.ins().jump(l.header, &[]);
     b.switch_to_block(l.exit);
@@ -689,6 +803,14 @@ impl Emitter<'_> {
                 continue;
             }
             let s = self.row_input(b, offs, vals, j)?;
+            let input = &self.plan.inputs[j];
+            if let (true, Some(t)) = (input.index, self.vector) {
+                // An index constant along the row (a causal mask's row number): once per row.
+                let width = Width::Vector(t);
+                let v = index_value(b, offs[j], width, narrow_index(width, input.dtype), false)?;
+                vals.input_splat.insert(j, self.pin(b, v));
+                continue;
+            }
             if self.plan.inputs[j].indexed.is_some() {
                 continue;
             }
@@ -716,7 +838,18 @@ impl Emitter<'_> {
             return Ok(*v);
         }
         let input = &self.plan.inputs[j];
-        let v = if self.inner_full(&input.full) {
+        let v = if input.index && !self.is_row_input(j) {
+            // An iota: the index is the operand's offset, plus the inner position when the
+            // iota runs along the inner axis.
+            let base = if self.inner_full(&input.full) {
+                let i = b.ins().iadd(at.offs[j], at.i);
+                b.ins().iadd_imm_s(i, at.delta)
+            } else {
+                at.offs[j]
+            };
+            let lane_step = self.inner_full(&input.full);
+            index_value(b, base, at.width, narrow_index(at.width, input.dtype), lane_step)?
+        } else if self.inner_full(&input.full) {
             let ty = at.width.ty(input.dtype)?;
             let addr = self.address(b, j, at.offs[j], Some(at.i), input.dtype);
             let off = (at.delta * input.dtype.size_bytes() as i64) as i32;
@@ -881,8 +1014,12 @@ impl Emitter<'_> {
             return Ok(*v);
         }
         let d = self.plan.inputs[j].dtype;
-        let addr = self.address(b, j, offs[j], None, d);
-        let v = b.ins().load(scalar_type(d), mem(), addr, 0);
+        let v = if self.plan.inputs[j].index {
+            index_value(b, offs[j], Width::Scalar, d, false)?
+        } else {
+            let addr = self.address(b, j, offs[j], None, d);
+            b.ins().load(scalar_type(d), mem(), addr, 0)
+        };
         vals.input_scalar.insert(j, v);
         Ok(v)
     }
@@ -982,6 +1119,8 @@ impl Emitter<'_> {
             Op::Where => Ok(ops::blend(b, arg(0)?, arg(1)?, arg(2)?)),
             Op::Cast(to) => ops::emit_cast(b, width, arg_dtype, *to, arg(0)?),
             Op::BroadcastTo => arg(0),
+            // Its index operand already holds the index (see `eval_ref`).
+            Op::Iota { .. } => arg(0),
             // Evaluated with its position by `eval_elem`/`eval_row` (`random.rs`).
             Op::Random { .. } => {
                 Err(CodegenError::Internal("`rand_like` reached the instruction emitter".into()))
@@ -992,6 +1131,9 @@ impl Emitter<'_> {
             Op::Param(_)
             | Op::Reduce { .. }
             | Op::ArgMax { .. }
+            | Op::ArgMin { .. }
+            | Op::Scan { .. }
+            | Op::CumprodGrad { .. }
             | Op::MatMul
             | Op::Reshape
             | Op::Transpose { .. }

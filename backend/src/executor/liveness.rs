@@ -48,16 +48,23 @@ pub(super) fn release_points(
                     root[output.index()] = r;
                 }
             }
-            Step::Loop { plan, .. } => {
-                plan.inputs.iter().for_each(|op| read(op.value, &root, &mut last))
-            }
+            Step::Loop { plan, .. } => plan
+                .inputs
+                .iter()
+                .filter(|op| !op.index)
+                .for_each(|op| read(op.value, &root, &mut last)),
             Step::MatMul { transposed_from, epilogue, .. } => {
                 transposed_from.iter().flatten().for_each(|&v| read(v, &root, &mut last));
                 if let Some((plan, _)) = epilogue {
-                    plan.inputs.iter().for_each(|op| read(op.value, &root, &mut last));
+                    let data = plan.inputs.iter().filter(|op| !op.index);
+                    data.for_each(|op| read(op.value, &root, &mut last));
                 }
             }
-            Step::Copy { .. } | Step::Scatter { .. } | Step::Interp { .. } => {}
+            Step::Copy { .. }
+            | Step::Scatter { .. }
+            | Step::Scan(_)
+            | Step::Arg(_)
+            | Step::Interp { .. } => {}
         }
         for &v in &kernel.nodes {
             produced[v.index()].get_or_insert(k);

@@ -6,7 +6,7 @@
 //! strided copy (transpose, slice, concat; views that fusion folded into their readers have
 //! no kernel at all), or a *reference kernel* — the interpreter run on that kernel's nodes —
 //! for exactly the kinds listed in [`steps::compile_kernel`] (extern ops, whose kernel is the
-//! user's; `argmax`; integer matmul). If Cranelift or the code generator rejects a kernel it
+//! user's; integer matmul). If Cranelift or the code generator rejects a kernel it
 //! should handle, that kernel also runs through the interpreter, so the call still works, but
 //! the event is a *fallback*: [`CompiledFunction::interpreted_kernels`] lists it, and the
 //! session counts, logs and (in strict mode) refuses it.
@@ -130,8 +130,8 @@ impl CompiledFunction {
         self.interp_steps(true)
     }
 
-    /// Kernels that run through the interpreter by design (extern ops, `argmax`, integer
-    /// matmul), with what they are.
+    /// Kernels that run through the interpreter by design (extern ops, integer matmul),
+    /// with what they are.
     pub fn reference_kernels(&self) -> Vec<(usize, String)> {
         self.interp_steps(false)
     }
@@ -376,6 +376,69 @@ impl CompiledFunction {
                 // buffer of the node's bound shape; shapes are the graph's (checked in `copy`).
                 unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
             }
+            Step::Scan(scan) => {
+                let n = self.graph.node(scan.node);
+                let shape = st.shape(&n.ty.shape)?;
+                let [outer, len, inner] = crate::scan::scan_sizes(&shape, scan.axis);
+                let mut args: Vec<i64> = Vec::with_capacity(n.inputs.len() + 6);
+                for v in &n.inputs {
+                    args.push(st.buf(*v)?.ptr as i64);
+                }
+                let out = st.alloc(scan.node, n.ty.dtype, &shape);
+                args.push(out.ptr as i64);
+                args.extend([outer as i64, len as i64, inner as i64]);
+                let begin_slot = args.len();
+                args.extend([0, 0]);
+                let total = outer * len * inner;
+                if total > 0 {
+                    // SAFETY: the inputs are finished values alive in `st`, `out` a buffer of
+                    // the node's bound shape; all are contiguous `[outer, len, inner]` arrays
+                    // of the node's dtype, and each outer position is written by one call.
+                    unsafe {
+                        crate::parallel::call_split(
+                            scan.func,
+                            &mut args,
+                            crate::parallel::ArgSlots { begin: begin_slot, record: None },
+                            outer,
+                            total,
+                            self.threads,
+                            1,
+                        )
+                    };
+                }
+                Ok(())
+            }
+            Step::Arg(arg) => {
+                let n = self.graph.node(arg.node);
+                let Some(&x) = n.inputs.first() else {
+                    return Err(RunError::Internal("argmax/argmin without input".into()));
+                };
+                let shape = st.shape(&self.graph.ty(x).shape)?;
+                let [outer, len, inner] = crate::scan::scan_sizes(&shape, arg.axis);
+                if len == 0 {
+                    return Err(RunError::ZeroSizeReduction);
+                }
+                let out_shape = st.shape(&n.ty.shape)?;
+                let x_buf = st.buf(x)?;
+                let out = st.alloc(arg.node, n.ty.dtype, &out_shape);
+                let mut args: Vec<i64> = vec![x_buf.ptr as i64, out.ptr as i64];
+                args.extend([outer as i64, len as i64, inner as i64, 0, 0]);
+                // SAFETY: `x` is a finished contiguous `[outer, len, inner]` array of its dtype,
+                // `out` an `i64` buffer of `outer * inner` elements (the node's shape, with or
+                // without the kept unit axis); each outer position is written by one call.
+                unsafe {
+                    crate::parallel::call_split(
+                        arg.func,
+                        &mut args,
+                        crate::parallel::ArgSlots { begin: 5, record: None },
+                        outer,
+                        outer * len * inner,
+                        self.threads,
+                        1,
+                    )
+                };
+                Ok(())
+            }
             Step::Scatter { node } => {
                 let n = self.graph.node(*node);
                 let Op::Index { kind, axis } = n.op else {
@@ -421,6 +484,16 @@ impl CompiledFunction {
         checks_empty: bool,
     ) -> Result<Option<LoopCall>, RunError> {
         let sizes = plan.sizes(domain);
+        // Indices may be computed in 32-bit lanes (`codegen::narrow_index`).
+        for op in plan.inputs.iter().filter(|o| o.index) {
+            let too_long = sizes.iter().zip(&op.full).find(|(&s, &f)| f && s > i32::MAX as usize);
+            if let Some((&s, _)) = too_long {
+                return Err(RunError::Internal(format!(
+                    "an index along an axis of {s} elements (at most {} are supported)",
+                    i32::MAX
+                )));
+            }
+        }
         let rank = sizes.len();
         let split = plan.split_axis();
         let (mut kept, mut reduced) = (1usize, 1usize);
@@ -445,6 +518,11 @@ impl CompiledFunction {
         // Per slot, the index buffer and its element count (to name the first bad index).
         let mut index_bufs: Vec<(crate::buffers::RawBuf, usize)> = Vec::new();
         for (k, op) in plan.inputs.iter().enumerate() {
+            if op.index {
+                // An iota's index operand has no buffer; the kernel never dereferences it.
+                args.push(0);
+                continue;
+            }
             let buf = st.buf(op.value)?;
             if let Some(role) = &op.indexed {
                 if let (IndexedRole::Source { kind, axis, .. }, Some(&node)) =

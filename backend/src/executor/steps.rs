@@ -27,6 +27,10 @@ pub(super) enum Step {
     Copy {
         node: ValueId,
     },
+    /// `Scan`, `CumprodGrad`: a generated scan kernel (`crate::codegen::scan`).
+    Scan(crate::scan::AxisKernel),
+    /// `ArgMax`, `ArgMin`: a generated kernel (`crate::codegen::arg`).
+    Arg(crate::scan::AxisKernel),
     /// `scatter_add`, `index_add`: a native copy-then-accumulate kernel (`crate::scatter`).
     Scatter {
         node: ValueId,
@@ -133,9 +137,9 @@ pub(super) fn compile_kernel(
             [v] if matches!(graph.node(*v).op, Op::Index { .. }) => Ok(Step::Scatter { node: *v }),
             _ => Err(CodegenError::Unsupported("scatter kernel of several nodes".into())),
         },
-        // By design (for now): argmax has no generated kernel; it is a single-node kernel.
-        KernelKind::ArgMax => {
-            Ok(Step::Interp { reason: "argmax: reference kernel".into(), fallback: false })
+        KernelKind::ArgMax | KernelKind::ArgMin => {
+            Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?))
         }
+        KernelKind::Scan => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
     }
 }

@@ -21,7 +21,11 @@
 //!   ([`fold_unary`], [`fold_binary`], [`fold_cast`]) also runs.
 //! - Reductions over axes of size 0: `sum` = 0, `prod` = 1, `mean` = NaN, `max`/`min` fail with
 //!   [`InterpError::ZeroSizeReduction`]. `f32` sums, means and products accumulate in `f64`.
-//!   `argmax` returns the first index of the maximum, a NaN counting as the maximum.
+//!   `argmax` returns the first index of the maximum, a NaN counting as the maximum;
+//!   `argmin` the first index of the minimum, a NaN counting as the minimum (NumPy); both fail
+//!   on an axis of size 0 like NumPy.
+//! - `cumsum`/`cumprod` accumulate sequentially in the operand's dtype (integers wrap), like
+//!   NumPy's; `iota` is the index along its axis converted to its dtype.
 //! - `cast`: float → int truncates toward zero, saturates, NaN → 0 (Rust `as`); int → int wraps;
 //!   bool → number is 0/1; number → bool is `!= 0` (NaN → true).
 //! - `slice` is Python slicing (negative indices, clamping, negative steps).
@@ -40,6 +44,8 @@ mod matmul;
 pub mod random;
 mod reduce;
 pub mod scalar;
+mod scan;
+pub use scan::cumprod_grad_lane;
 mod shape_ops;
 
 pub use crate::op_index::row_major_strides;
@@ -353,6 +359,32 @@ fn eval_node(
         Op::ArgMax { axis, keepdim } => {
             arity(args, 1)?;
             reduce::argmax(args[0], *axis, *keepdim)
+        }
+        Op::ArgMin { axis, keepdim } => {
+            arity(args, 1)?;
+            reduce::argmin(args[0], *axis, *keepdim)
+        }
+        Op::Iota { axis } => {
+            if args.len() > 1 {
+                return Err(OpError::Internal("`iota` takes at most one operand".into()));
+            }
+            if let Some(like) = args.first() {
+                if like.shape() != expected {
+                    return Err(OpError::Internal(format!(
+                        "`iota` copies the shape {:?} of its operand, but its type says {expected:?}",
+                        like.shape()
+                    )));
+                }
+            }
+            scan::iota(expected, *axis, dtype)
+        }
+        Op::Scan { op, axis, exclusive, reverse } => {
+            arity(args, 1)?;
+            scan::scan(*op, args[0], *axis, *exclusive, *reverse)
+        }
+        Op::CumprodGrad { axis, exclusive, reverse } => {
+            arity(args, 2)?;
+            scan::cumprod_grad(args[0], args[1], *axis, *exclusive, *reverse)
         }
         Op::MatMul => {
             arity(args, 2)?;

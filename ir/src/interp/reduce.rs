@@ -1,4 +1,4 @@
-//! Reductions (`sum`, `mean`, `max`, `min`, `prod` over several axes) and `argmax`.
+//! Reductions (`sum`, `mean`, `max`, `min`, `prod` over several axes), `argmax` and `argmin`.
 //!
 //! Several axes are reduced one at a time, last axis first, each with a fold over the lanes of
 //! that axis. `f32` sums, means and products accumulate in `f64`. Axes of size 0 give the
@@ -156,6 +156,30 @@ fn float_better<T: PartialOrd + Copy>(x: T, best: T) -> bool {
     #[allow(clippy::eq_op)]
     let (x_nan, best_nan) = (x != x, best != best);
     x > best || (x_nan && !best_nan)
+}
+
+fn float_less<T: PartialOrd + Copy>(x: T, best: T) -> bool {
+    #[allow(clippy::eq_op)]
+    let (x_nan, best_nan) = (x != x, best != best);
+    x < best || (x_nan && !best_nan)
+}
+
+/// Index of the first minimum along `axis`, a NaN counting as the minimum (NumPy's
+/// `argmin`: the first NaN wins).
+pub(crate) fn argmin(t: &Tensor, axis: u32, keepdim: bool) -> OpResult {
+    let axes = checked_axes([axis], t.shape().len())?;
+    let axis = axis as usize;
+    if t.shape()[axis] == 0 {
+        return Err(OpError::ZeroSizeReduction);
+    }
+    let indices = match t {
+        Tensor::F32(a) => argmax_lanes(a, axis, float_less),
+        Tensor::F64(a) => argmax_lanes(a, axis, float_less),
+        Tensor::I32(a) => argmax_lanes(a, axis, |x, b| x < b),
+        Tensor::I64(a) => argmax_lanes(a, axis, |x, b| x < b),
+        Tensor::Bool(a) => argmax_lanes(a, axis, |x, b| !x & b),
+    };
+    Ok(Tensor::I64(if keepdim { keep_dims(indices, &axes) } else { indices }))
 }
 
 pub(crate) fn argmax(t: &Tensor, axis: u32, keepdim: bool) -> OpResult {

@@ -155,6 +155,9 @@ pub fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
             Err(format!("literal `{value}` overflows f32 (largest finite: {:e})", f32::MAX))
         }
         (Attr::Float(f), d) if d.is_float() => Ok(Scalar::Float(*f)),
+        (Attr::Float(f), d) if d.is_int() && !f.is_finite() => {
+            Err(format!("literal `{value}` is not finite and cannot be {d}"))
+        }
         (Attr::Float(f), d) if d.is_int() && f.fract() != 0.0 => {
             Err(format!("literal `{value}` has a fractional part and cannot be {d}"))
         }

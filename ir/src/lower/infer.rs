@@ -6,7 +6,7 @@
 //! graph and compares. Sizes an op computes (`concat`, `slice`) come from the `derive`
 //! callback, which lowering backs with new derived symbols and the verifier with a lookup.
 
-use crate::dtype::DType;
+use crate::dtype::{DType, DTypeSet};
 use crate::graph::TensorType;
 use crate::op::Op;
 use crate::shape::{Dim, DimExpr, Shape};
@@ -82,15 +82,17 @@ pub fn arity(op: &Op) -> (usize, usize) {
         | Op::Cast(_)
         | Op::Reduce { .. }
         | Op::ArgMax { .. }
+        | Op::ArgMin { .. }
+        | Op::Scan { .. }
         | Op::Reshape
         | Op::Transpose { .. }
         | Op::BroadcastTo
         | Op::Slice { .. } => (1, 1),
-        Op::Binary(_) | Op::MatMul => (2, 2),
+        Op::Binary(_) | Op::MatMul | Op::CumprodGrad { .. } => (2, 2),
         Op::Where => (3, 3),
         Op::Concat { .. } => (1, usize::MAX),
         Op::Index { kind, .. } => (kind.arity(), kind.arity()),
-        Op::Full { .. } => (0, 1),
+        Op::Full { .. } | Op::Iota { .. } => (0, 1),
         Op::Random { .. } => (1, 2),
         Op::Extern { .. } => (0, usize::MAX),
     }
@@ -130,6 +132,7 @@ pub fn infer(
         | Op::Random { .. }
         | Op::Reshape
         | Op::BroadcastTo => Ok(None),
+        Op::Iota { .. } => Ok(None),
         Op::Extern { .. } => Ok(None),
         Op::Unary(u) => same(u.result_dtype(inputs[0].dtype), inputs[0].shape.clone()),
         Op::Binary(b) => {
@@ -165,12 +168,29 @@ pub fn infer(
             }
             same(x.dtype, reduce_shape(&x.shape, axes, *keepdim))
         }
-        Op::ArgMax { axis, keepdim } => {
+        Op::ArgMax { axis, keepdim } | Op::ArgMin { axis, keepdim } => {
             let x = inputs[0];
             if *axis as usize >= x.shape.rank() {
                 return Err(format!("axis {axis} out of range for rank {}", x.shape.rank()));
             }
             same(DType::I64, reduce_shape(&x.shape, &[*axis], *keepdim))
+        }
+        Op::Scan { axis, .. } => {
+            let x = inputs[0];
+            if *axis as usize >= x.shape.rank() {
+                return Err(format!("axis {axis} out of range for rank {}", x.shape.rank()));
+            }
+            same(x.dtype, x.shape.clone())
+        }
+        Op::CumprodGrad { axis, .. } => {
+            let (x, g) = (inputs[0], inputs[1]);
+            if *axis as usize >= x.shape.rank() {
+                return Err(format!("axis {axis} out of range for rank {}", x.shape.rank()));
+            }
+            if x != g {
+                return Err(format!("`cumprod_grad` of {x} with a gradient {g}"));
+            }
+            same(x.dtype, x.shape.clone())
         }
         Op::MatMul => {
             let (a, b) = (inputs[0], inputs[1]);
@@ -237,6 +257,20 @@ pub fn check_declared(op: &Op, inputs: &[&TensorType], ty: &TensorType) -> Resul
             }
             _ => Ok(()),
         },
+        Op::Iota { axis } => {
+            if !DTypeSet::NUMERIC.contains(ty.dtype) {
+                return Err(format!("`iota` of dtype {} (only numeric dtypes)", ty.dtype));
+            }
+            if *axis as usize >= ty.shape.rank() {
+                return Err(format!("axis {axis} out of range for rank {}", ty.shape.rank()));
+            }
+            match inputs.first() {
+                Some(x) if x.shape != ty.shape => {
+                    Err(format!("`iota` copies shape {} but is typed {}", x.shape, ty.shape))
+                }
+                _ => Ok(()),
+            }
+        }
         Op::Random { .. } => check_random(op, inputs, ty),
         Op::Reshape => {
             let x = inputs.first().ok_or("`reshape` without input")?;

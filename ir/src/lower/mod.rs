@@ -37,6 +37,7 @@ pub mod moves;
 mod primitives;
 mod random;
 mod region;
+mod scan_prims;
 mod shape_ops;
 mod static_eval;
 mod syms;

@@ -24,6 +24,14 @@ pub enum Prim {
     Cast,
     Reduce(ReduceOp),
     ArgMax,
+    ArgMin,
+    /// `iota_like(x, dim, dtype)`, `arange(n, dtype)`: [`Op::Iota`].
+    IotaLike,
+    Arange,
+    /// `cumsum`, `cumprod`.
+    Scan(crate::op::ScanOp),
+    /// The internal gradient op of `cumprod` (declared in `grads.tfn`).
+    CumprodGrad,
     /// `gather`, `index_select`, `scatter_add`, `index_add` (`crate::op_index`).
     Index(crate::op_index::IndexKind),
     MatMul,
@@ -63,6 +71,12 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "where" => Prim::Where,
                     "cast" => Prim::Cast,
                     "argmax" => Prim::ArgMax,
+                    "argmin" => Prim::ArgMin,
+                    "iota_like" => Prim::IotaLike,
+                    "arange" => Prim::Arange,
+                    "cumsum" => Prim::Scan(crate::op::ScanOp::Sum),
+                    "cumprod" => Prim::Scan(crate::op::ScanOp::Prod),
+                    "cumprod_grad" => Prim::CumprodGrad,
                     _ if crate::op_index::IndexKind::from_name(name).is_some() => {
                         Prim::Index(crate::op_index::IndexKind::from_name(name)?)
                     }
@@ -161,6 +175,9 @@ impl Lowerer<'_> {
                 let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)? as u32;
                 let op = Op::ArgMax { axis, keepdim: call.bool("keepdim")? };
                 self.emit_inferred(op, vec![x], span).map_err(infer_err)
+            }
+            Prim::ArgMin | Prim::IotaLike | Prim::Arange | Prim::Scan(_) | Prim::CumprodGrad => {
+                self.lower_scan_primitive(prim, call)
             }
             Prim::Index(kind) => self.index_op(kind, call),
             Prim::MatMul => self.matmul(call),

@@ -4,7 +4,7 @@
 use super::parse::{AttrValue, PResult, Parser};
 use crate::attr::{Attr, Scalar};
 use crate::dtype::DType;
-use crate::op::{Op, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use crate::op::{Op, ScanOp, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
 
 /// The attributes of one node, consumed by key as the op is built.
 pub(super) struct Attrs<'p> {
@@ -120,6 +120,21 @@ impl Attrs<'_> {
             "argmax" => {
                 let axis = self.u32("axis", op_at)?;
                 Op::ArgMax { axis, keepdim: self.bool("keepdim", op_at)? }
+            }
+            "argmin" => {
+                let axis = self.u32("axis", op_at)?;
+                Op::ArgMin { axis, keepdim: self.bool("keepdim", op_at)? }
+            }
+            "iota" => Op::Iota { axis: self.u32("axis", op_at)? },
+            "cumsum" | "cumprod" | "cumprod_grad" => {
+                let axis = self.u32("axis", op_at)?;
+                let exclusive = self.bool("exclusive", op_at)?;
+                let reverse = self.bool("reverse", op_at)?;
+                match name {
+                    "cumsum" => Op::Scan { op: ScanOp::Sum, axis, exclusive, reverse },
+                    "cumprod" => Op::Scan { op: ScanOp::Prod, axis, exclusive, reverse },
+                    _ => Op::CumprodGrad { axis, exclusive, reverse },
+                }
             }
             "transpose" => Op::Transpose { perm: self.u32_list("perm", op_at)? },
             "concat" => Op::Concat { axis: self.u32("axis", op_at)? },

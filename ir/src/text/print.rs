@@ -142,8 +142,13 @@ fn node_text(node: &Node) -> String {
         Op::Reduce { axes, keepdim, .. } => {
             (node.op.name(), format!("axes={}, keepdim={keepdim}", int_list(axes)))
         }
-        Op::ArgMax { axis, keepdim } => {
-            ("argmax".into(), format!("axis={axis}, keepdim={keepdim}"))
+        Op::ArgMax { axis, keepdim } | Op::ArgMin { axis, keepdim } => {
+            (node.op.name(), format!("axis={axis}, keepdim={keepdim}"))
+        }
+        Op::Iota { axis } => ("iota".into(), format!("axis={axis}")),
+        Op::Scan { axis, exclusive, reverse, .. }
+        | Op::CumprodGrad { axis, exclusive, reverse } => {
+            (node.op.name(), format!("axis={axis}, exclusive={exclusive}, reverse={reverse}"))
         }
         Op::Transpose { perm } => ("transpose".into(), format!("perm={}", int_list(perm))),
         Op::Concat { axis } => ("concat".into(), format!("axis={axis}")),

@@ -66,10 +66,33 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
         Some(PrimCall { name: name.to_string(), overload: None, tensors, attrs })
     };
     match &n.op {
+        Op::Param(_)
+        | Op::Const(_)
+        | Op::Full { .. }
+        | Op::Iota { .. }
+        | Op::ArgMax { .. }
+        | Op::ArgMin { .. } => None,
         // `rand_like`: constant in its shape operand, not differentiable in its (integer) key.
-        Op::Param(_) | Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } | Op::Random { .. } => {
-            None
-        }
+        Op::Random { .. } => None,
+        Op::Scan { op, axis, exclusive, reverse } => plain(
+            op.name(),
+            vec![one("x", input(0)?)],
+            vec![
+                ("dim".into(), Attr::Int(i64::from(*axis))),
+                ("exclusive".into(), Attr::Bool(*exclusive)),
+                ("reverse".into(), Attr::Bool(*reverse)),
+            ],
+        ),
+        // No `grad` block: second derivatives of `cumprod` are not supported.
+        Op::CumprodGrad { axis, exclusive, reverse } => plain(
+            "cumprod_grad",
+            vec![one("x", input(0)?), one("g", input(1)?)],
+            vec![
+                ("dim".into(), Attr::Int(i64::from(*axis))),
+                ("exclusive".into(), Attr::Bool(*exclusive)),
+                ("reverse".into(), Attr::Bool(*reverse)),
+            ],
+        ),
         // Inputs by the names the prelude declares (`atan2(y, x)`), else `x` and `y`.
         Op::Unary(u) => extern_call(lib, unary_name(*u), ins, &[])
             .or_else(|| plain(unary_name(*u), vec![one("x", input(0)?)], vec![])),

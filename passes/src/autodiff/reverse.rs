@@ -198,7 +198,12 @@ fn needs_gradient(graph: &Graph) -> Vec<bool> {
         needs[i] = float
             && match node.op {
                 Op::Param(_) => true,
-                Op::Const(_) | Op::Full { .. } | Op::ArgMax { .. } | Op::Random { .. } => false,
+                Op::Const(_)
+                | Op::Full { .. }
+                | Op::Iota { .. }
+                | Op::ArgMax { .. }
+                | Op::ArgMin { .. }
+                | Op::Random { .. } => false,
                 _ => node.inputs.iter().any(|v| needs.get(v.index()).copied().unwrap_or(false)),
             };
     }

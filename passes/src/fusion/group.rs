@@ -22,12 +22,12 @@ pub fn fuse(graph: &Graph) -> FusedGraph {
     walk.into_fused()
 }
 
-/// Data inputs of a node: `Full` only reads its input's shape, which the sizes already give;
-/// `rand_like` reads its key and the shape of its second operand.
+/// Data inputs of a node: `Full` and `Iota` only read their input's shape, which the sizes
+/// already give; `rand_like` reads its key and the shape of its second operand.
 pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
     match graph.nodes.get(index) {
         Some(node) => match node.op {
-            Op::Full { .. } => &[],
+            Op::Full { .. } | Op::Iota { .. } => &[],
             Op::Random { .. } => node.inputs.get(..1).unwrap_or(&[]),
             _ => &node.inputs,
         },
@@ -106,7 +106,8 @@ impl Walk<'_> {
             | Op::Where
             | Op::Cast(_)
             | Op::BroadcastTo
-            | Op::Full { .. } => self.place_elementwise(index),
+            | Op::Full { .. }
+            | Op::Iota { .. } => self.place_elementwise(index),
             // An elementwise loop of its own that consumers join; never its key's group.
             Op::Random { .. } => self.new_group(index, KernelKind::Elementwise, Vec::new(), false),
             Op::Reduce { axes, .. } => self.place_reduce(index, axes.clone()),
@@ -117,6 +118,10 @@ impl Walk<'_> {
             }
             Op::Extern { .. } => self.new_group(index, KernelKind::Extern, Vec::new(), true),
             Op::ArgMax { .. } => self.new_group(index, KernelKind::ArgMax, Vec::new(), true),
+            Op::ArgMin { .. } => self.new_group(index, KernelKind::ArgMin, Vec::new(), true),
+            Op::Scan { .. } | Op::CumprodGrad { .. } => {
+                self.new_group(index, KernelKind::Scan, Vec::new(), true)
+            }
             // An indexed read starts a loop of its result's shape that consumers join; it
             // never joins the groups computing its operands (see `indexed_conflict`).
             Op::Index { kind, .. } if kind.is_read() => {

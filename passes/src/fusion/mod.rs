@@ -18,7 +18,8 @@
 //! - `rand_like`/`randn_like` start an elementwise group that consumers join (so dropout is
 //!   one loop with its consumer); their key is always a kernel input, read whole, never
 //!   computed in the same kernel, copied in as a constant or read through a view;
-//! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`) join producer
+//! - elementwise ops (`Unary`, `Binary`, `Where`, `Cast`, `BroadcastTo`, `Full`, `Iota`: an
+//!   index computed inside the loop, reading nothing) join producer
 //!   groups whose *domain* (loop shape) equals their shape, merging several producer groups
 //!   into one loop (so `a*x + b*z + c` is one kernel); rank-0 `Const`s are copied into every
 //!   kernel that uses them and never become kernel inputs;
@@ -29,7 +30,9 @@
 //!   several passes over each row, and a column sum absorbs its producers and epilogue;
 //! - a `MatMul` absorbs elementwise consumers of its output shape (bias, activation epilogue);
 //! - `Reshape` is a zero-copy [`KernelKind::View`]; `Transpose`, `Slice`, `Concat` are
-//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`]; `Extern` cuts the graph;
+//!   [`KernelKind::Copy`]; `ArgMax` is [`KernelKind::ArgMax`], `ArgMin`
+//!   [`KernelKind::ArgMin`]; `Scan` and `CumprodGrad` are [`KernelKind::Scan`]; `Extern` cuts
+//!   the graph;
 //! - indexed reads (`gather`, `index_select`) are elementwise over their result: the read of
 //!   `x` at the computed address happens inside the consuming loop, so a kernel never
 //!   contains the producer of an indexed read's `x` or index (both are kernel inputs: the
@@ -75,6 +78,10 @@ pub enum KernelKind {
     Extern,
     /// `ArgMax`, on its own.
     ArgMax,
+    /// `ArgMin`, on its own.
+    ArgMin,
+    /// A `Scan` (`cumsum`, `cumprod`) or `CumprodGrad`, on its own: sequential along its axis.
+    Scan,
     /// `scatter_add` / `index_add`, on its own: a copy of `x` then accumulation of `src` in
     /// row-major order (deterministic).
     Scatter,
@@ -90,6 +97,8 @@ impl KernelKind {
             KernelKind::Copy => "copy",
             KernelKind::Extern => "extern",
             KernelKind::ArgMax => "argmax",
+            KernelKind::ArgMin => "argmin",
+            KernelKind::Scan => "scan",
             KernelKind::Scatter => "scatter",
         }
     }

@@ -66,6 +66,12 @@ fn op_text(op: &Op) -> String {
             format!("{}[axes=[{}], keepdim={keepdim}]", op.name(), list(axes))
         }
         Op::ArgMax { axis, keepdim } => format!("argmax[axis={axis}, keepdim={keepdim}]"),
+        Op::ArgMin { axis, keepdim } => format!("argmin[axis={axis}, keepdim={keepdim}]"),
+        Op::Iota { axis } => format!("iota[axis={axis}]"),
+        Op::Scan { axis, exclusive, reverse, .. }
+        | Op::CumprodGrad { axis, exclusive, reverse } => {
+            format!("{}[axis={axis}, exclusive={exclusive}, reverse={reverse}]", op.name())
+        }
         Op::Transpose { perm } => format!("transpose[perm=[{}]]", list(perm)),
         Op::Concat { axis } => format!("concat[axis={axis}]"),
         Op::Index { axis, .. } => format!("{}[axis={axis}]", op.name()),

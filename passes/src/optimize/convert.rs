@@ -102,6 +102,31 @@ pub fn add_graph(
                 let keep = egraph.add(TfnNode::Bool(*keepdim));
                 TfnNode::ArgMax([inputs[0], axis, keep])
             }
+            Op::ArgMin { axis, keepdim } => {
+                arity(1)?;
+                let axis = egraph.add(TfnNode::Int(i64::from(*axis)));
+                let keep = egraph.add(TfnNode::Bool(*keepdim));
+                TfnNode::ArgMin([inputs[0], axis, keep])
+            }
+            // Like `full`, an `iota` with an input only copies that input's shape.
+            Op::Iota { axis } => {
+                let axis = egraph.add(TfnNode::Int(i64::from(*axis)));
+                TfnNode::Iota([dtype, axis, add_shape(egraph, &ty.shape)])
+            }
+            Op::Scan { op, axis, exclusive, reverse } => {
+                arity(1)?;
+                let axis = egraph.add(TfnNode::Int(i64::from(*axis)));
+                let ex = egraph.add(TfnNode::Bool(*exclusive));
+                let rev = egraph.add(TfnNode::Bool(*reverse));
+                TfnNode::Scan(*op, [inputs[0], axis, ex, rev])
+            }
+            Op::CumprodGrad { axis, exclusive, reverse } => {
+                arity(2)?;
+                let axis = egraph.add(TfnNode::Int(i64::from(*axis)));
+                let ex = egraph.add(TfnNode::Bool(*exclusive));
+                let rev = egraph.add(TfnNode::Bool(*reverse));
+                TfnNode::CumprodGrad([inputs[0], inputs[1], axis, ex, rev])
+            }
             Op::MatMul => {
                 arity(2)?;
                 TfnNode::MatMul([inputs[0], inputs[1]])
@@ -247,6 +272,10 @@ pub fn expr_to_graph(
             }
             N::Const(_) => (Op::Const(constant()?), &[]),
             N::Full(_) => (Op::Full { value: constant()? }, &[]),
+            N::Iota([_, axis, _]) => {
+                let axis = u32::try_from(int(axis)?).map_err(|e| rebuild(e.to_string()))?;
+                (Op::Iota { axis }, &[])
+            }
             N::Random(dist, [_, _, key]) => (Op::Random { dist: *dist }, std::slice::from_ref(key)),
             N::Reshape([x, _]) => (Op::Reshape, std::slice::from_ref(x)),
             N::BroadcastTo([x, _]) => (Op::BroadcastTo, std::slice::from_ref(x)),

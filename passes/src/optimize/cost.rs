@@ -87,7 +87,11 @@ pub fn node_cost<'a>(
                 elements(child(*x).ty.as_ref()) * if *op == ReduceOp::Prod { 2.0 } else { 1.0 };
             boundary(&[*x], work)
         }
-        ArgMax([x, ..]) => boundary(&[*x], elements(child(*x).ty.as_ref())),
+        ArgMax([x, ..]) | ArgMin([x, ..]) => boundary(&[*x], elements(child(*x).ty.as_ref())),
+        // An index computed inside the consuming loop, like a constant.
+        Iota(_) => elementwise(1.0),
+        Scan(_, [x, ..]) => boundary(&[*x], elements(child(*x).ty.as_ref())),
+        CumprodGrad([x, g, ..]) => boundary(&[*x, *g], 3.0 * elements(out)),
         MatMul([a, b]) => {
             let k = child(*a).ty.as_ref().and_then(|t| t.shape.0.last().copied());
             let k = k.map_or(SYM_SIZE, |d| d.as_const().map_or(SYM_SIZE, |c| c as f64));

@@ -70,6 +70,18 @@ pub fn inferred_op(
         N::ArgMax([x, axis, keep]) => {
             (Op::ArgMax { axis: u32_of(int(*axis)?)?, keepdim: boolean(*keep)? }, one(x))
         }
+        N::ArgMin([x, axis, keep]) => {
+            (Op::ArgMin { axis: u32_of(int(*axis)?)?, keepdim: boolean(*keep)? }, one(x))
+        }
+        N::Scan(op, [x, axis, ex, rev]) => {
+            let axis = u32_of(int(*axis)?)?;
+            (Op::Scan { op: *op, axis, exclusive: boolean(*ex)?, reverse: boolean(*rev)? }, one(x))
+        }
+        N::CumprodGrad(c) => {
+            let axis = u32_of(int(c[2])?)?;
+            let (exclusive, reverse) = (boolean(c[3])?, boolean(c[4])?);
+            (Op::CumprodGrad { axis, exclusive, reverse }, &c[..2])
+        }
         N::MatMul(c) => (Op::MatMul, c),
         N::Transpose([x, p]) => (Op::Transpose { perm: axes(*p)? }, one(x)),
         N::Concat(c) => (Op::Concat { axis: u32_of(int(c[0])?)? }, &c[2..]),
@@ -85,6 +97,7 @@ pub fn inferred_op(
         N::Param(_)
         | N::Const(_)
         | N::Full(_)
+        | N::Iota(_)
         | N::Random(..)
         | N::Reshape(_)
         | N::BroadcastTo(_)
@@ -165,6 +178,17 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
             let dtype = dtype_attr(*d)?;
             literal(*v, dtype)?;
             (Op::Full { value: placeholder }, TensorType { dtype, shape: shape_attr(*s)? }, vec![])
+        }
+        N::Iota([d, axis, s]) => {
+            let axis = match attr(*axis) {
+                Some(AttrValue::Int(a)) => u32_of(a)?,
+                other => return Err(attr_error("an integer", other)),
+            };
+            (
+                Op::Iota { axis },
+                TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? },
+                vec![],
+            )
         }
         N::Random(dist, [d, s, key]) => {
             let declared = TensorType { dtype: dtype_attr(*d)?, shape: shape_attr(*s)? };

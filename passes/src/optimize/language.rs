@@ -14,7 +14,10 @@
 //! (full f32 0.0 (shape s0 3))       constant tensor of a shape
 //! (exp ?x) (add ?x ?y) (where ?c ?a ?b) (cast f64 ?x)
 //! (sum ?x (list 0 1) false)         reduce: input, axes, keepdim
-//! (argmax ?x 1 false)               input, axis, keepdim
+//! (argmax ?x 1 false)               input, axis, keepdim (also argmin)
+//! (iota i64 1 (shape s0 3))         dtype, axis, shape (`iota_like` and `arange`)
+//! (cumsum ?x 1 false false)         input, axis, exclusive, reverse (also cumprod)
+//! (cumprod_grad ?x ?g 1 false false) x, incoming gradient, axis, exclusive, reverse
 //! (matmul ?a ?b) (reshape ?x (shape 2 3)) (transpose ?x (list 1 0))
 //! (broadcast_to ?x (shape 2 3))
 //! (concat 0 (shape 5 3) ?a ?b)      axis, result shape, inputs
@@ -33,7 +36,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use tfn_ir::op::{RandomDist, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY};
-use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, UnaryOp};
+use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, ScanOp, UnaryOp};
 
 /// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
 #[derive(Clone, Copy, Debug)]
@@ -99,6 +102,14 @@ pub enum TfnNode {
     Reduce(ReduceOp, [Id; 3]),
     /// `(argmax x axis keepdim)`.
     ArgMax([Id; 3]),
+    /// `(argmin x axis keepdim)`.
+    ArgMin([Id; 3]),
+    /// `(iota dtype axis shape)`.
+    Iota([Id; 3]),
+    /// `(cumsum x axis exclusive reverse)`, `(cumprod ...)`.
+    Scan(ScanOp, [Id; 4]),
+    /// `(cumprod_grad x g axis exclusive reverse)`.
+    CumprodGrad([Id; 5]),
     MatMul([Id; 2]),
     /// `(reshape x shape)`.
     Reshape([Id; 2]),
@@ -140,6 +151,7 @@ impl Language for TfnNode {
             (Unary(a, _), Unary(b, _)) => a == b,
             (Binary(a, _), Binary(b, _)) => a == b,
             (Reduce(a, _), Reduce(b, _)) => a == b,
+            (Scan(a, _), Scan(b, _)) => a == b,
             (Index(a, c), Index(b, d)) => a == b && c.len() == d.len(),
             (Random(a, _), Random(b, _)) => a == b,
             (List(a), List(b))
@@ -155,7 +167,10 @@ impl Language for TfnNode {
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
             List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
-            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) | Random(_, c) => c,
+            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
+            Random(_, c) => c,
+            Scan(_, c) => c,
+            CumprodGrad(c) => c,
             Const(c)
             | Binary(_, c)
             | Cast(c)
@@ -173,7 +188,10 @@ impl Language for TfnNode {
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
             List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
-            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | Full(c) | Random(_, c) => c,
+            Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
+            Random(_, c) => c,
+            Scan(_, c) => c,
+            CumprodGrad(c) => c,
             Const(c)
             | Binary(_, c)
             | Cast(c)
@@ -207,6 +225,10 @@ impl TfnNode {
             Cast(_) => "cast".into(),
             Reduce(r, _) => tfn_ir::op::reduce_name(*r).into(),
             ArgMax(_) => "argmax".into(),
+            ArgMin(_) => "argmin".into(),
+            Iota(_) => "iota".into(),
+            Scan(op, _) => op.name().into(),
+            CumprodGrad(_) => "cumprod_grad".into(),
             MatMul(_) => "matmul".into(),
             Reshape(_) => "reshape".into(),
             Transpose(_) => "transpose".into(),
@@ -310,6 +332,11 @@ impl egg::FromOp for TfnNode {
             "where" => fixed(&children).map(Where),
             "cast" => fixed(&children).map(Cast),
             "argmax" => fixed(&children).map(ArgMax),
+            "argmin" => fixed(&children).map(ArgMin),
+            "iota" => fixed(&children).map(Iota),
+            "cumsum" => fixed(&children).map(|c| Scan(ScanOp::Sum, c)),
+            "cumprod" => fixed(&children).map(|c| Scan(ScanOp::Prod, c)),
+            "cumprod_grad" => fixed(&children).map(CumprodGrad),
             "matmul" => fixed(&children).map(MatMul),
             "reshape" => fixed(&children).map(Reshape),
             "transpose" => fixed(&children).map(Transpose),

@@ -20,6 +20,7 @@ pub enum CompiledCond {
     PowerOfTwo(Var),
     LosslessCast(Var, Var),
     IdentityPerm(Var),
+    UnitAxis(Var, Var),
 }
 
 impl CompiledCond {
@@ -36,6 +37,7 @@ impl CompiledCond {
             Cond::PowerOfTwo(v) => CompiledCond::PowerOfTwo(var(v)?),
             Cond::LosslessCast(x, m) => CompiledCond::LosslessCast(var(x)?, var(m)?),
             Cond::IdentityPerm(v) => CompiledCond::IdentityPerm(var(v)?),
+            Cond::UnitAxis(x, a) => CompiledCond::UnitAxis(var(x)?, var(a)?),
         })
     }
 
@@ -66,6 +68,21 @@ impl CompiledCond {
                 Some(AttrValue::Ints(p)) => p.iter().enumerate().all(|(i, &a)| a == i as i64),
                 _ => false,
             },
+            CompiledCond::UnitAxis(x, a) => {
+                let axis = match data(a).and_then(|d| d.attr.as_ref()) {
+                    Some(AttrValue::Int(i)) => usize::try_from(*i).ok(),
+                    _ => None,
+                };
+                let dims = data(x).and_then(|d| match (&d.ty, &d.attr) {
+                    (Some(t), _) => Some(t.shape.0.clone()),
+                    (None, Some(AttrValue::Dims(dims))) => Some(dims.clone()),
+                    _ => None,
+                });
+                match (axis, dims) {
+                    (Some(a), Some(dims)) => dims.get(a) == Some(&tfn_ir::Dim::Const(1)),
+                    _ => false,
+                }
+            }
         }
     }
 }

@@ -34,6 +34,7 @@ pub mod apply;
 pub mod custom;
 pub mod indexed;
 pub mod layout;
+pub mod scans;
 
 use super::analysis::TfnAnalysis;
 use super::language::TfnNode;
@@ -87,6 +88,8 @@ pub enum Cond {
     LosslessCast(&'static str, &'static str),
     /// The variable is an identity permutation.
     IdentityPerm(&'static str),
+    /// Axis `.1` (an integer attribute) of the tensor or shape `.0` has the constant size 1.
+    UnitAxis(&'static str, &'static str),
 }
 
 /// One row of a rule table.
@@ -119,6 +122,7 @@ pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
         .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
+        .chain([scans::SCANS])
         .flat_map(|table| table.iter())
         .collect()
 }
