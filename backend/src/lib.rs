@@ -34,6 +34,7 @@ mod scan;
 mod scatter;
 mod strided_copy;
 pub mod tensors;
+mod window;
 
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
 pub use compiler::JitCompiler;

@@ -34,6 +34,7 @@ fn prelude_constraints_match_the_op_table() {
                 Prim::IotaLike => Op::Iota { axis: 0 },
                 Prim::MatMul => Op::MatMul,
                 Prim::Index(kind) => Op::Index { kind, axis: 0 },
+                Prim::Window(kind, _) => Op::Window { kind, attrs: Default::default() },
                 _ => continue,
             };
             // The dtype variable of the first tensor parameter.

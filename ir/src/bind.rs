@@ -34,6 +34,9 @@ pub enum BindError {
     BadDivisor { sym: u32, denominator: i64 },
     #[error("size `s{sym}` would be negative ({value})")]
     Negative { sym: u32, value: i64 },
+    /// A convolution or pooling window does not fit its (padded) input.
+    #[error("size `s{sym}`: {message}")]
+    Window { sym: u32, message: String },
     #[error("size `s{sym}` overflows")]
     Overflow { sym: u32 },
     #[error("size `s{sym}` is a slice with step 0")]
@@ -405,6 +408,12 @@ impl Binder<'_> {
                 let (_, len) =
                     slice_range(size, *start, *end, *step).ok_or(BindError::ZeroStep { sym })?;
                 i64::try_from(len).map_err(|_| overflow())
+            }
+            DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => {
+                let (n, k) = self.eval_pair(sym, size, kernel, depth)?;
+                let (s, p, d) = (i64::from(*stride), i64::from(*padding), i64::from(*dilation));
+                crate::op_window::window_len(n, k, s, p, d, *ceil)
+                    .map_err(|message| BindError::Window { sym, message })
             }
         }
     }

@@ -274,9 +274,14 @@ pub enum Op {
     /// out-of-place accumulations `scatter_add(x, index, src)` and `index_add(x, index, src)`.
     /// The index is `i32` or `i64`; negative indices count from the end.
     Index { kind: IndexKind, axis: u32 },
+    /// Sliding-window ops on NCHW images (`ir/src/op_window.rs` documents the semantics):
+    /// `conv2d`, `conv_transpose2d`, `max_pool2d`, `avg_pool2d` and the internal ops of
+    /// their gradients. Float operands; attributes are compile-time, sizes run-time.
+    Window { kind: WindowKind, attrs: WindowAttrs },
 }
 
 pub use crate::op_index::IndexKind;
+pub use crate::op_window::{WindowAttrs, WindowKind};
 
 impl Op {
     /// The op-table row for dtypes: what the op's data operands may be (for `where`, the two
@@ -292,6 +297,7 @@ impl Op {
             Op::CumprodGrad { .. } => DTypeSet::FLOAT,
             Op::Iota { .. } => DTypeSet::ALL,
             Op::Index { kind, .. } => kind.dtypes(),
+            Op::Window { kind, .. } => kind.dtypes(),
             Op::Param(_)
             | Op::Const(_)
             | Op::Where
@@ -338,6 +344,7 @@ impl Op {
             Op::Random { dist } => dist.name().into(),
             Op::Extern { name, .. } => format!("extern.{name}"),
             Op::Index { kind, .. } => kind.name().into(),
+            Op::Window { kind, .. } => kind.name().into(),
         }
     }
 }

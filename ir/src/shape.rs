@@ -103,4 +103,14 @@ pub enum DimExpr {
         end: Option<i64>,
         step: i64,
     },
+    /// Output length of a window (convolution, pooling) sliding along an axis of `size`
+    /// ([`crate::op_window::window_len`]); the call fails when the window does not fit.
+    Window {
+        size: Box<DimExpr>,
+        kernel: Box<DimExpr>,
+        stride: u32,
+        padding: u32,
+        dilation: u32,
+        ceil: bool,
+    },
 }

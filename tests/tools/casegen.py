@@ -134,10 +134,15 @@ def write_all(cases, generator):
         assert (case.stage, case.name) not in names, case.name
         names.add((case.stage, case.name))
         case.write(generator)
-    # Remove data of cases that no longer exist.
+    # Remove data of this generator's cases that no longer exist (other generators, such as
+    # gen_scan_cases.py, own their cases: their files name them in the first line).
     for stage in {c.stage for c in cases}:
         data = CASES / stage / "data"
         for d in data.iterdir():
-            if d.is_dir() and (stage, d.name) not in names:
+            if not d.is_dir() or (stage, d.name) in names:
+                continue
+            case_file = CASES / stage / f"{d.name}.tfn"
+            first = case_file.read_text().split("\n", 1)[0] if case_file.exists() else ""
+            if not case_file.exists() or f"tests/tools/{generator}" in first:
                 shutil.rmtree(d)
     print(f"wrote {len(cases)} cases")

@@ -9,6 +9,7 @@ NumPy.
 import numpy as np
 
 import nnref as ref
+from conv_cases import conv_grads
 from casegen import Case, f64, normal, rng, uniform, write_all
 from gen_run_cases import SPEC_NN
 from index_grad_cases import index_grads
@@ -487,7 +488,7 @@ fn f_chain(Tensor x) -> Tensor { return atan(sinh(x)) * acos(0.5 * x) }
 
 if __name__ == "__main__":
     ref.self_check()  # the hand-derived gradients agree with finite differences
-    write_all([spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
+    write_all([conv_grads(), spec_grads(), custom_grads(), broadcast_grads(), matmul_grads(), reduction_grads(),
                shape_grads(), elementwise_grads(), derived_one_grads(), slice_grads(), concat_grads(),
                view_grads(), division_grads(), trig_grads(), index_grads(), dropout_grads()],
               "gen_grad_cases.py")

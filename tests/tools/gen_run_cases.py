@@ -11,6 +11,7 @@ after changing a case here, and check the diff of `tests/cases/run/`.
 import numpy as np
 
 import nnref as ref
+from conv_cases import conv_runs
 from random_cases import random_run
 from casegen import DT, Case, f32, f64, normal, rng, uniform, write_all
 
@@ -1099,6 +1100,6 @@ fn gather_strided(Tensor x, Tensor i) -> Tensor {
 
 
 if __name__ == "__main__":
-    write_all([spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
+    write_all([conv_runs(), spec_nn(), broadcasting(), reductions(), matmul(), shape_ops(), selection(), integers(),
                elementwise(), overloads(), odd_sizes(), derived_ones(), literal_math(), views(), int_ops(),
                trig(), index_ops(), random_run()], "gen_run_cases.py")

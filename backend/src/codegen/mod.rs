@@ -1140,6 +1140,7 @@ impl Emitter<'_> {
             | Op::Concat { .. }
             | Op::Slice { .. }
             | Op::Index { .. }
+            | Op::Window { .. }
             | Op::Extern { .. } => {
                 unsupported(format!("`{}` inside a loop kernel", node.op.name()))
             }

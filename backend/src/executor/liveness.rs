@@ -64,6 +64,7 @@ pub(super) fn release_points(
             | Step::Scatter { .. }
             | Step::Scan(_)
             | Step::Arg(_)
+            | Step::Window { .. }
             | Step::Interp { .. } => {}
         }
         for &v in &kernel.nodes {

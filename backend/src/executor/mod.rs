@@ -20,6 +20,7 @@ use crate::plan::{IndexedRole, LoopPlan};
 use crate::pool::BufferPool;
 use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
+use crate::window;
 use std::collections::HashMap;
 use tfn_ir::bind::bind_sizes;
 use tfn_ir::interp::{self, ExternKernels, NoExterns};
@@ -454,8 +455,67 @@ impl CompiledFunction {
                 // buffer of the node's bound shape (never an input's).
                 unsafe { scatter::run_scatter(*node, kind, axis, &inputs, out) }
             }
+            Step::Window { node, epilogue } => self.run_window(st, kernel, *node, epilogue),
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
         }
+    }
+
+    /// A window op's native kernel, then its epilogue (per image during a forward
+    /// convolution when the kernel can, else over the whole output).
+    fn run_window(
+        &self,
+        st: &mut State,
+        kernel: &Kernel,
+        node: ValueId,
+        epilogue: &Option<(LoopPlan, KernelFn)>,
+    ) -> Result<(), RunError> {
+        let n = self.graph.node(node);
+        let Op::Window { kind, attrs } = &n.op else {
+            return Err(RunError::Internal("window step of another op".into()));
+        };
+        let mut inputs = Vec::with_capacity(n.inputs.len());
+        for v in &n.inputs {
+            inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
+        }
+        let shape = st.shape(&n.ty.shape)?;
+        let out = st.alloc(node, n.ty.dtype, &shape);
+        let call = match epilogue {
+            Some((plan, func)) => {
+                let domain = st.shape(&kernel.domain)?;
+                self.prepare_loop(st, plan, &domain, false)?.map(|c| (c, plan, *func))
+            }
+            None => None,
+        };
+        let run_steps = |lo: usize, hi: usize| {
+            if let Some((c, _, func)) = &call {
+                // SAFETY: the image behind steps `lo..hi` is final (see `window`); the
+                // arguments describe live buffers (see `prepare_loop`).
+                unsafe { c.call_range(*func, lo, hi) };
+            }
+        };
+        let tiles = call.as_ref().and_then(|(c, plan, _)| {
+            let unit = c.step_elements(plan)?;
+            Some(matmul::TileEpilogue { unit, run: &run_steps })
+        });
+        // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller buffer of
+        // the node's bound shape (never an input's); the epilogue only reads the result.
+        let ran = unsafe {
+            window::run_window(
+                node,
+                *kind,
+                attrs,
+                &inputs,
+                out,
+                &shape,
+                self.threads,
+                tiles.as_ref(),
+            )?
+        };
+        if let (Some((mut c, _, func)), matmul::EpilogueRun::Pending) = (call, ran) {
+            // SAFETY: as `run_loop`'s call.
+            unsafe { c.call_all(func, self.threads) };
+        }
+        Ok(())
     }
 
     fn run_loop(

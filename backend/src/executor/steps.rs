@@ -35,6 +35,12 @@ pub(super) enum Step {
     Scatter {
         node: ValueId,
     },
+    /// A window op (`crate::window`), with the elementwise epilogue fused into a forward
+    /// convolution (run per image as it becomes final).
+    Window {
+        node: ValueId,
+        epilogue: Option<(LoopPlan, KernelFn)>,
+    },
     /// The interpreter, on this kernel's nodes: by design for the kinds listed in
     /// [`compile_kernel`] (`fallback: false`), or because the code generator rejected a kernel
     /// it should handle (`fallback: true`, a bug that the session counts and strict mode
@@ -139,6 +145,27 @@ pub(super) fn compile_kernel(
         },
         KernelKind::ArgMax | KernelKind::ArgMin => {
             Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?))
+        }
+        KernelKind::Window => {
+            let Some(&node) =
+                kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::Window { .. }))
+            else {
+                return Err(CodegenError::Internal("window kernel without window op".into()));
+            };
+            let rest: Vec<ValueId> = kernel.nodes.iter().copied().filter(|v| *v != node).collect();
+            let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
+                let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
+                let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
+                inputs.push(node);
+                let outputs: Vec<ValueId> =
+                    kernel.outputs.iter().copied().filter(|v| *v != node).collect();
+                let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
+                let func = jit.compile(&plan)?;
+                Some((plan, func))
+            } else {
+                None
+            };
+            Ok(Step::Window { node, epilogue })
         }
         KernelKind::Scan => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
     }

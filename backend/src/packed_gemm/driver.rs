@@ -24,7 +24,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::kernel::{micro_kernel, TileOut};
 use super::kernel::{MR, NR};
-use super::pack::{pack_a, pack_b, StridedMatrix};
+use super::pack::{pack_a, PanelSource, StridedMatrix};
 
 /// Depth of a packed block (the `k` extent one micro-kernel call accumulates).
 pub(crate) const KC: usize = 1024;
@@ -76,7 +76,8 @@ pub(crate) struct OutputMatrix {
     pub row_stride: usize,
 }
 
-/// `C = A · B` for an `m × k` matrix `A`, a `k × n` matrix `B` (both strided) and a row-major
+/// `C = A · B` for an `m × k` matrix `A`, a `k × n` matrix `B` (strided, or any
+/// [`PanelSource`] that packs its panels itself, like a convolution's image) and a row-major
 /// `C`. Calls `rows_done(i0, i1)` as soon as rows `i0..i1` of
 /// `C` hold their final values, in increasing row order, covering `0..m` exactly once.
 ///
@@ -85,10 +86,10 @@ pub(crate) struct OutputMatrix {
 /// `k × n` one; `c` must be valid for writes of `m` rows of `n` elements at its row stride
 /// (`>= n`) and must not overlap `a` or `b`.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn gemm_f32(
+pub(crate) unsafe fn gemm_f32<B: PanelSource + ?Sized>(
     dims: Dims,
     a: &StridedMatrix,
-    b: &StridedMatrix,
+    b: &B,
     c: OutputMatrix,
     bufs: &mut PackBuffers,
     rows_done: &mut dyn FnMut(usize, usize),
@@ -120,7 +121,7 @@ pub(crate) unsafe fn gemm_f32(
             let last_pc = pc + kc == k;
             // SAFETY: the block is inside `B` (`pc + kc <= k`, `jc + nc <= n`); `pb` holds
             // `KC * ceil(min(n, NC) / NR) * NR >= kc * ceil(nc / NR) * NR` floats.
-            unsafe { pack_b(b, pc, jc, kc, nc, pb) };
+            unsafe { b.pack_b(pc, jc, kc, nc, pb) };
             for ic in (0..m).step_by(MC) {
                 let mc = (m - ic).min(MC);
                 // SAFETY: the block is inside `A`, `kc <= KC < A_ROW_STRIDE`; `pa` holds

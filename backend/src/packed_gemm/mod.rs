@@ -24,8 +24,8 @@ mod pack;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use driver::gemm_f32;
 pub(crate) use driver::{Dims, OutputMatrix, PackBuffers};
-pub(crate) use kernel::MR;
-pub(crate) use pack::StridedMatrix;
+pub(crate) use kernel::{MR, NR};
+pub(crate) use pack::{PanelSource, StridedMatrix};
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 use thiserror::Error;

@@ -35,6 +35,25 @@ impl StridedMatrix {
     }
 }
 
+/// A `B` operand the GEMM reads only through its packed panels: a strided matrix, or a
+/// convolution's input read as its implicit im2col matrix (`crate::window::conv`).
+pub(crate) trait PanelSource {
+    /// Packs rows `row0..row0 + kc`, columns `col0..col0 + nc` into `dst` in [`pack_b`]'s
+    /// layout (`ceil(nc / NR)` panels of `kc` rows of `NR` values, zero-padded).
+    ///
+    /// # Safety
+    /// That block must lie inside the matrix, and `dst` must be valid for
+    /// `ceil(nc / NR) * NR * kc` writes and not overlap the source.
+    unsafe fn pack_b(&self, row0: usize, col0: usize, kc: usize, nc: usize, dst: *mut f32);
+}
+
+impl PanelSource for StridedMatrix {
+    unsafe fn pack_b(&self, row0: usize, col0: usize, kc: usize, nc: usize, dst: *mut f32) {
+        // SAFETY: the caller's contract is `pack_b`'s.
+        unsafe { pack_b(self, row0, col0, kc, nc, dst) }
+    }
+}
+
 /// Packs rows `row0..row0 + mc`, columns `col0..col0 + kc` of `a` into `dst`: panel `r`
 /// (rows `r * MR..`) at `dst + r * MR * A_ROW_STRIDE`, row `i` of a panel at
 /// `i * A_ROW_STRIDE`, its `kc` values contiguous. Rows past `mc` in the last panel are zeroed.

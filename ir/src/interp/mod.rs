@@ -47,6 +47,7 @@ pub mod scalar;
 mod scan;
 pub use scan::cumprod_grad_lane;
 mod shape_ops;
+mod window;
 
 pub use crate::op_index::row_major_strides;
 pub use fold::{fold_binary, fold_cast, fold_unary};
@@ -298,7 +299,11 @@ fn eval_node(
     let allowed = node.op.operand_dtypes();
     let data = if matches!(node.op, Op::Where) { args.get(1..).unwrap_or(&[]) } else { args };
     // An indexed op's index (operand 1) is i32/i64 whatever the data's dtype.
-    let is_data = |i: usize| !(matches!(node.op, Op::Index { .. }) && i == 1);
+    let is_data = |i: usize| match &node.op {
+        Op::Index { .. } => i != 1,
+        Op::Window { kind, .. } => !kind.shape_only(i),
+        _ => true,
+    };
     let bad = data.iter().enumerate().find(|(i, t)| is_data(*i) && !allowed.contains(t.dtype()));
     if let Some((_, bad)) = bad {
         return Err(OpError::Unsupported(bad.dtype()));
@@ -411,6 +416,7 @@ fn eval_node(
             arity(args, kind.arity())?;
             index::eval(*kind, *axis, args)
         }
+        Op::Window { kind, attrs } => window::eval(*kind, attrs, args, expected),
         Op::Extern { name, attrs } => {
             let owned: Vec<Tensor> = args.iter().map(|t| (*t).clone()).collect();
             let out =

@@ -92,6 +92,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Where => (3, 3),
         Op::Concat { .. } => (1, usize::MAX),
         Op::Index { kind, .. } => (kind.arity(), kind.arity()),
+        Op::Window { kind, .. } => kind.arity(),
         Op::Full { .. } | Op::Iota { .. } => (0, 1),
         Op::Random { .. } => (1, 2),
         Op::Extern { .. } => (0, usize::MAX),
@@ -115,7 +116,12 @@ pub fn infer(
     let allowed = op.operand_dtypes();
     let data_operands = if matches!(op, Op::Where) { &inputs[1..] } else { inputs };
     // An indexed op's index (input 1) is i32/i64 whatever the data's dtype.
-    let is_data = |i: usize| !(matches!(op, Op::Index { .. }) && i == 1);
+    // A window op's shape operand may have any dtype.
+    let is_data = |i: usize| match op {
+        Op::Index { .. } => i != 1,
+        Op::Window { kind, .. } => !kind.shape_only(i),
+        _ => true,
+    };
     let bad =
         data_operands.iter().enumerate().find(|(i, t)| is_data(*i) && !allowed.contains(t.dtype));
     if let Some((_, bad)) = bad {
@@ -244,6 +250,9 @@ pub fn infer(
             same(x.dtype, Shape(dims))
         }
         Op::Index { kind, axis } => kind.infer(*axis, inputs).map(Some),
+        Op::Window { kind, attrs } => {
+            crate::op_window::infer(*kind, attrs, inputs, derive).map(Some)
+        }
     }
 }
 

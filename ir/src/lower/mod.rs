@@ -41,6 +41,7 @@ mod scan_prims;
 mod shape_ops;
 mod static_eval;
 mod syms;
+mod window;
 
 #[cfg(test)]
 mod dispatch_tests;

@@ -51,6 +51,11 @@ pub enum Prim {
     Random(RandomDist),
     /// `std:nn`'s `dropout`: `rand_like` and elementwise ops, after checking `p`.
     Dropout,
+    /// A window op (`crate::op_window`); `true` for the gradients' variants that take the
+    /// result's shape from a `like` operand (`conv2d_like`, `conv_transpose2d_like`).
+    Window(crate::op_window::WindowKind, bool),
+    /// `pad`: `full` blocks concatenated around `x`.
+    Pad,
 }
 
 /// The primitive a prelude `op` declaration names, if the compiler implements it.
@@ -93,6 +98,14 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
                     "ones_like" => Prim::OnesLike,
                     "full_like" => Prim::FullLike,
                     "dropout" => Prim::Dropout,
+                    "pad" => Prim::Pad,
+                    "conv2d_like" => Prim::Window(crate::op_window::WindowKind::Conv, true),
+                    "conv_transpose2d_like" => {
+                        Prim::Window(crate::op_window::WindowKind::ConvTranspose, true)
+                    }
+                    _ if crate::op_window::WindowKind::from_name(name).is_some() => {
+                        Prim::Window(crate::op_window::WindowKind::from_name(name)?, false)
+                    }
                     _ => return None,
                 })
             })
@@ -180,6 +193,8 @@ impl Lowerer<'_> {
                 self.lower_scan_primitive(prim, call)
             }
             Prim::Index(kind) => self.index_op(kind, call),
+            Prim::Window(kind, like) => self.window_op(kind, like, call),
+            Prim::Pad => self.pad_op(call),
             Prim::MatMul => self.matmul(call),
             Prim::Reshape => self.reshape_op(call),
             Prim::Transpose | Prim::TransposeSwap => {

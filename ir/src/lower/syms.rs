@@ -94,6 +94,12 @@ impl SymTable {
                 let n = self.hint_expr(size, depth)?;
                 (*step != 0).then(|| slice_len(n, *start, *end, *step))
             }
+            DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => {
+                let (n, k) = pair(size, kernel)?;
+                let (s, p, d) = (i64::from(*stride), i64::from(*padding), i64::from(*dilation));
+                let len = crate::op_window::window_len(n as i64, k as i64, s, p, d, *ceil);
+                len.ok().map(|l| l as u64)
+            }
         }
     }
 
@@ -413,6 +419,10 @@ pub fn collect_dims(e: &DimExpr, out: &mut Vec<Dim>) {
             collect_dims(b, out);
         }
         DimExpr::SliceLen { size, .. } => collect_dims(size, out),
+        DimExpr::Window { size, kernel, .. } => {
+            collect_dims(size, out);
+            collect_dims(kernel, out);
+        }
     }
 }
 
@@ -428,6 +438,14 @@ fn map_expr(e: &DimExpr, f: &dyn Fn(Dim) -> Dim) -> DimExpr {
         DimExpr::SliceLen { size, start, end, step } => {
             DimExpr::SliceLen { size: bx(size), start: *start, end: *end, step: *step }
         }
+        DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => DimExpr::Window {
+            size: bx(size),
+            kernel: bx(kernel),
+            stride: *stride,
+            padding: *padding,
+            dilation: *dilation,
+            ceil: *ceil,
+        },
     }
 }
 
@@ -471,6 +489,27 @@ pub(crate) fn fold(e: &DimExpr, resolve: &dyn Fn(Dim) -> Dim) -> DimExpr {
             match c(&size) {
                 Some(n) => konst(slice_len(n, *start, *end, *step)),
                 None => E::SliceLen { size: Box::new(size), start: *start, end: *end, step: *step },
+            }
+        }
+        E::Window { size, kernel, stride, padding, dilation, ceil } => {
+            let (size, kernel) = (fold(size, resolve), fold(kernel, resolve));
+            let (s, p, d) = (i64::from(*stride), i64::from(*padding), i64::from(*dilation));
+            let len = match (c(&size), c(&kernel)) {
+                (Some(n), Some(k)) => {
+                    crate::op_window::window_len(n as i64, k as i64, s, p, d, *ceil).ok()
+                }
+                _ => None,
+            };
+            match len {
+                Some(l) => konst(l as u64),
+                None => E::Window {
+                    size: Box::new(size),
+                    kernel: Box::new(kernel),
+                    stride: *stride,
+                    padding: *padding,
+                    dilation: *dilation,
+                    ceil: *ceil,
+                },
             }
         }
     }

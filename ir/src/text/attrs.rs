@@ -102,6 +102,25 @@ impl Attrs<'_> {
             let axes = self.u32_list("axes", op_at)?;
             return Ok(Op::Reduce { op: r, axes, keepdim: self.bool("keepdim", op_at)? });
         }
+        if let Some(kind) = crate::op_window::WindowKind::from_name(name) {
+            let mut pair = |key: &str| -> PResult<[u32; 2]> {
+                let v = self.u32_list(key, op_at)?;
+                <[u32; 2]>::try_from(v.as_slice()).or_else(|_| {
+                    self.parser.error(format!("`{key}` must be a list of two integers"))
+                })
+            };
+            let attrs = crate::op_window::WindowAttrs {
+                kernel: pair("kernel")?,
+                stride: pair("stride")?,
+                padding: pair("padding")?,
+                dilation: pair("dilation")?,
+                output_padding: pair("output_padding")?,
+                groups: self.u32("groups", op_at)?,
+                ceil_mode: self.bool("ceil_mode", op_at)?,
+                count_include_pad: self.bool("count_include_pad", op_at)?,
+            };
+            return Ok(Op::Window { kind, attrs });
+        }
         if let Some(kind) = crate::op_index::IndexKind::from_name(name) {
             return Ok(Op::Index { kind, axis: self.u32("axis", op_at)? });
         }

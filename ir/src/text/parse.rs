@@ -349,6 +349,27 @@ impl Parser {
             self.expect_punct(")")?;
             return Ok(DimExpr::SliceLen { size, start, end, step });
         }
+        if self.eat_keyword("window") {
+            self.expect_punct("(")?;
+            let size = Box::new(self.dim_expr(depth + 1)?);
+            self.expect_punct(",")?;
+            let kernel = Box::new(self.dim_expr(depth + 1)?);
+            let mut nums = [0u32; 3];
+            for n in &mut nums {
+                self.expect_punct(",")?;
+                *n = self.u32()?;
+            }
+            self.expect_punct(",")?;
+            let ceil = if self.eat_keyword("true") {
+                true
+            } else {
+                self.expect_keyword("false")?;
+                false
+            };
+            self.expect_punct(")")?;
+            let [stride, padding, dilation] = nums;
+            return Ok(DimExpr::Window { size, kernel, stride, padding, dilation, ceil });
+        }
         Ok(DimExpr::Dim(self.dim()?))
     }
 

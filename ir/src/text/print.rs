@@ -94,6 +94,11 @@ fn dim_expr(e: &DimExpr) -> String {
         DimExpr::SliceLen { size, start, end, step } => {
             format!("slice_len({}, {start}, {}, {step})", dim_expr(size), opt_int(*end))
         }
+        DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => format!(
+            "window({}, {}, {stride}, {padding}, {dilation}, {ceil})",
+            dim_expr(size),
+            dim_expr(kernel)
+        ),
     }
 }
 
@@ -153,6 +158,7 @@ fn node_text(node: &Node) -> String {
         Op::Transpose { perm } => ("transpose".into(), format!("perm={}", int_list(perm))),
         Op::Concat { axis } => ("concat".into(), format!("axis={axis}")),
         Op::Index { kind, axis } => (kind.name().into(), format!("axis={axis}")),
+        Op::Window { kind, attrs } => (kind.name().into(), crate::op_window::print_attrs(attrs)),
         Op::Slice { axis, start, end, step } => (
             "slice".into(),
             format!("axis={axis}, start={start}, end={}, step={step}", opt_int(*end)),

@@ -9,7 +9,7 @@
 use tfn_ir::attr::Attr;
 use tfn_ir::library::{FunctionDef, Library, ParamType};
 use tfn_ir::op::{binary_name, reduce_name, unary_name};
-use tfn_ir::{Graph, Op, ValueId};
+use tfn_ir::{Graph, Op, ValueId, WindowAttrs, WindowKind};
 
 /// A tensor argument of a call: one tensor, or a `Tensor[]` list.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,8 +140,52 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
             }
             plain(kind.name(), tensors, vec![("dim".into(), Attr::Int(i64::from(*axis)))])
         }
+        Op::Window { kind, attrs } => window_call(*kind, attrs, ins),
         Op::Extern { name, attrs } => extern_call(lib, name, ins, attrs),
     }
+}
+
+/// A window op's prelude call (`conv2d`, `conv2d_like`, ..., `avg_pool2d_grad`): its tensors
+/// by their declared names and the attributes that prelude op declares.
+fn window_call(kind: WindowKind, a: &WindowAttrs, ins: &[ValueId]) -> Option<PrimCall> {
+    let pair = |v: [u32; 2]| ints(&v);
+    let like = ins.len() == 3;
+    let (name, names): (&str, &[&str]) = match kind {
+        WindowKind::Conv if like => ("conv2d_like", &["x", "w", "like"]),
+        WindowKind::Conv => ("conv2d", &["x", "w"]),
+        WindowKind::ConvTranspose if like => ("conv_transpose2d_like", &["x", "w", "like"]),
+        WindowKind::ConvTranspose => ("conv_transpose2d", &["x", "w"]),
+        WindowKind::ConvWeight => ("conv2d_weight", &["x", "dy", "like"]),
+        WindowKind::MaxPool => ("max_pool2d", &["x"]),
+        WindowKind::AvgPool => ("avg_pool2d", &["x"]),
+        WindowKind::MaxPoolGrad => ("max_pool2d_grad", &["x", "dy"]),
+        WindowKind::AvgPoolGrad => ("avg_pool2d_grad", &["dy", "like"]),
+    };
+    if names.len() != ins.len() {
+        return None;
+    }
+    let tensors = names.iter().zip(ins).map(|(n, v)| one(n, *v)).collect();
+    let mut attrs = Vec::new();
+    if !kind.is_conv() {
+        attrs.push(("kernel".to_string(), pair(a.kernel)));
+    }
+    attrs.push(("stride".into(), pair(a.stride)));
+    attrs.push(("padding".into(), pair(a.padding)));
+    if kind == WindowKind::ConvTranspose && !like {
+        attrs.push(("output_padding".into(), pair(a.output_padding)));
+    }
+    if !matches!(kind, WindowKind::AvgPool | WindowKind::AvgPoolGrad) {
+        attrs.push(("dilation".into(), pair(a.dilation)));
+    }
+    if kind.is_conv() {
+        attrs.push(("groups".into(), Attr::Int(i64::from(a.groups))));
+    } else {
+        attrs.push(("ceil_mode".into(), Attr::Bool(a.ceil_mode)));
+    }
+    if matches!(kind, WindowKind::AvgPool | WindowKind::AvgPoolGrad) {
+        attrs.push(("count_include_pad".into(), Attr::Bool(a.count_include_pad)));
+    }
+    Some(PrimCall { name: name.to_string(), overload: None, tensors, attrs })
 }
 
 /// An extern op's (or an elementwise primitive's) call: inputs and attributes are matched to its

@@ -194,6 +194,17 @@ impl SymMapper<'_> {
                 end: *end,
                 step: *step,
             },
+            DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => {
+                let (size, kernel) = bin(size, kernel, self)?;
+                DimExpr::Window {
+                    size,
+                    kernel,
+                    stride: *stride,
+                    padding: *padding,
+                    dilation: *dilation,
+                    ceil: *ceil,
+                }
+            }
         })
     }
 }

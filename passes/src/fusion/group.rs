@@ -4,7 +4,7 @@ use super::view::{swaps_last_two, ViewOp};
 use super::{FusedGraph, Kernel, KernelKind};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
-use tfn_ir::{Dim, Graph, Op, Shape, ValueId};
+use tfn_ir::{Dim, Graph, Op, Shape, ValueId, WindowKind};
 
 /// Partitions `graph` into kernels (see the module documentation for the rules).
 pub fn fuse(graph: &Graph) -> FusedGraph {
@@ -128,6 +128,10 @@ impl Walk<'_> {
                 self.new_group(index, KernelKind::Elementwise, Vec::new(), false)
             }
             Op::Index { .. } => self.new_group(index, KernelKind::Scatter, Vec::new(), true),
+            Op::Window { kind, .. } => {
+                let epilogue = matches!(kind, WindowKind::Conv | WindowKind::ConvTranspose);
+                self.new_group(index, KernelKind::Window, Vec::new(), !epilogue)
+            }
         }
     }
 
@@ -165,7 +169,9 @@ impl Walk<'_> {
                     }
                     Some(_) => {}
                 },
-                KernelKind::MatMul if &group.domain == shape && target.is_none() => {
+                KernelKind::MatMul | KernelKind::Window
+                    if &group.domain == shape && target.is_none() =>
+                {
                     target = Some(g)
                 }
                 _ => {}
@@ -179,7 +185,9 @@ impl Walk<'_> {
             elementwise.retain(|&g| {
                 let d = &self.groups[g].domain;
                 match self.groups[t].kind {
-                    KernelKind::MatMul => !self.reaches(g, t) && !self.has_indexed_read(g),
+                    KernelKind::MatMul | KernelKind::Window => {
+                        !self.reaches(g, t) && !self.has_indexed_read(g)
+                    }
                     _ => *d == domain || is_row_shape(d, &row),
                 }
             });

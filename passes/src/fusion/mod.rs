@@ -38,6 +38,8 @@
 //!   contains the producer of an indexed read's `x` or index (both are kernel inputs: the
 //!   address of any element of `x` may be needed at any step), and indexed reads do not
 //!   join matmul epilogues; `scatter_add`/`index_add` are [`KernelKind::Scatter`];
+//! - window ops are [`KernelKind::Window`]; `conv2d` and `conv_transpose2d` absorb
+//!   elementwise consumers of their output shape (bias, activation), like a `MatMul`;
 //! - shape ops become index arithmetic where they can: a `Slice` or `Transpose` whose
 //!   innermost non-size-1 axis is unit-stride in its source ([`ViewOp`]; e.g. a transpose
 //!   keeping the last axis) read only by elementwise/reduction kernels, or a last-two-axes
@@ -85,6 +87,9 @@ pub enum KernelKind {
     /// `scatter_add` / `index_add`, on its own: a copy of `x` then accumulation of `src` in
     /// row-major order (deterministic).
     Scatter,
+    /// A window op (`conv2d`, pooling, their gradients): a native kernel; the forward
+    /// convolutions absorb an elementwise epilogue over their output, like a matmul.
+    Window,
 }
 
 impl KernelKind {
@@ -100,6 +105,7 @@ impl KernelKind {
             KernelKind::ArgMin => "argmin",
             KernelKind::Scan => "scan",
             KernelKind::Scatter => "scatter",
+            KernelKind::Window => "window",
         }
     }
 }

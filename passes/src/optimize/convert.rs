@@ -171,6 +171,16 @@ pub fn add_graph(
                 children.push(egraph.add(TfnNode::Int(i64::from(*axis))));
                 TfnNode::Index(*kind, children)
             }
+            Op::Window { kind, attrs } => {
+                let (lo, hi) = kind.arity();
+                if inputs.len() < lo || inputs.len() > hi {
+                    return Err(malformed(format!("`{}`: {} inputs", kind, inputs.len())));
+                }
+                let mut children = vec![add_ints(egraph, &super::window::attr_ints(attrs))];
+                children.push(add_shape(egraph, &ty.shape));
+                children.extend(&inputs);
+                TfnNode::Window(*kind, children)
+            }
             // Like `full`: the shape operand only gives the shape, which the type records.
             Op::Random { dist } => {
                 let key = *inputs

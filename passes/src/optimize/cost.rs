@@ -104,6 +104,8 @@ pub fn node_cost<'a>(
         // Reads are an address computation and a load inside the consuming loop; the
         // accumulations are kernels of their own over `src`.
         Index(kind, _) if kind.is_read() => elementwise(4.0),
+        // A window op reads its operands and does a window's work per result element.
+        Window(_, c) => boundary(&c[2..], elements(out) * SYM_SIZE),
         Index(_, c) => {
             let inputs = &c[..c.len().saturating_sub(1)];
             let work = inputs.last().map_or(1.0, |s| elements(child(*s).ty.as_ref()));

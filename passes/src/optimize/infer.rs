@@ -94,6 +94,11 @@ pub fn inferred_op(
             Some((axis, inputs)) => (Op::Index { kind: *kind, axis: u32_of(int(*axis)?)? }, inputs),
             None => return Err("an indexed op without children".into()),
         },
+        N::Window(kind, c) if c.len() >= 2 => {
+            let attrs = super::window::attrs_of(&ints(c[0])?)?;
+            (Op::Window { kind: *kind, attrs }, &c[2..])
+        }
+        N::Window(..) => return Err("a window op without attributes".into()),
         N::Param(_)
         | N::Const(_)
         | N::Full(_)
@@ -146,13 +151,29 @@ pub fn infer_type<'a>(node: &TfnNode, data: impl Fn(Id) -> &'a ClassData) -> Inf
         let (declared, axis) = match (node, &op) {
             (N::Concat(c), Op::Concat { axis }) => (Some(shape_attr(c[1])?), *axis as usize),
             (N::Slice(c), Op::Slice { axis, .. }) => (Some(shape_attr(c[5])?), *axis as usize),
+            (N::Window(_, c), _) => (Some(shape_attr(c[1])?), usize::MAX),
             _ => (None, 0),
         };
+        // A window op derives several sizes: each is a placeholder symbol, replaced by the
+        // declared size on the same axis.
+        const PLACEHOLDER: u32 = u32::MAX - 64;
+        let mut placeholders = 0u32;
         let mut derive = |_: DimExpr| -> Dim {
+            if axis == usize::MAX {
+                placeholders += 1;
+                return Dim::Sym(Sym(PLACEHOLDER + placeholders));
+            }
             declared.as_ref().and_then(|s| s.0.get(axis).copied()).unwrap_or(Dim::Const(0))
         };
-        let out = tfn_ir::lower::infer(&op, &refs, &mut derive)?
+        let mut out = tfn_ir::lower::infer(&op, &refs, &mut derive)?
             .ok_or_else(|| format!("`{}` has no inferred type", op.name()))?;
+        if let (Some(declared), true) = (&declared, axis == usize::MAX) {
+            for (d, decl) in out.shape.0.iter_mut().zip(&declared.0) {
+                if matches!(d, Dim::Sym(Sym(s)) if *s > PLACEHOLDER) {
+                    *d = *decl;
+                }
+            }
+        }
         if let Some(declared) = declared {
             if declared != out.shape {
                 let name = op.name();

@@ -36,7 +36,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use tfn_ir::op::{RandomDist, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY};
-use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, ScanOp, UnaryOp};
+use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, ScanOp, UnaryOp, WindowKind};
 
 /// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
 #[derive(Clone, Copy, Debug)]
@@ -131,6 +131,10 @@ pub enum TfnNode {
     /// `(rand_like dtype shape key)`, `(randn_like dtype shape key)`: the shape operand of the
     /// IR node is dropped, as for `full`.
     Random(RandomDist, [Id; 3]),
+    /// `(conv2d attrs shape x w [like])` and the other window ops: `attrs` is the list of
+    /// [`super::window::attr_ints`], `shape` the declared result
+    /// shape (it has derived sizes, like `slice`'s).
+    Window(WindowKind, Vec<Id>),
 }
 
 impl Language for TfnNode {
@@ -153,6 +157,7 @@ impl Language for TfnNode {
             (Reduce(a, _), Reduce(b, _)) => a == b,
             (Scan(a, _), Scan(b, _)) => a == b,
             (Index(a, c), Index(b, d)) => a == b && c.len() == d.len(),
+            (Window(a, c), Window(b, d)) => a == b && c.len() == d.len(),
             (Random(a, _), Random(b, _)) => a == b,
             (List(a), List(b))
             | (Shape(a), Shape(b))
@@ -166,7 +171,7 @@ impl Language for TfnNode {
         use TfnNode::*;
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
-            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
+            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) | Window(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
             Random(_, c) => c,
             Scan(_, c) => c,
@@ -187,7 +192,7 @@ impl Language for TfnNode {
         use TfnNode::*;
         match self {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
-            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) => c,
+            List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) | Window(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
             Random(_, c) => c,
             Scan(_, c) => c,
@@ -238,6 +243,7 @@ impl TfnNode {
             Full(_) => "full".into(),
             Extern(_) => "extern".into(),
             Index(k, _) => k.name().into(),
+            Window(k, _) => k.name().into(),
             Random(dist, _) => dist.name().into(),
         }
     }
@@ -317,6 +323,15 @@ impl egg::FromOp for TfnNode {
         if let Some(k) = IndexKind::from_name(op) {
             return if children.len() == k.arity() + 1 {
                 Ok(Index(k, children))
+            } else {
+                Err(err())
+            };
+        }
+        if let Some(k) = WindowKind::from_name(op) {
+            let (lo, hi) = k.arity();
+            let n = children.len().saturating_sub(2);
+            return if (lo..=hi).contains(&n) && children.len() >= 2 {
+                Ok(Window(k, children))
             } else {
                 Err(err())
             };

@@ -27,6 +27,7 @@ pub mod language;
 pub mod rules;
 pub mod soundness;
 pub mod user_rules;
+pub mod window;
 
 pub use analysis::{ClassData, TfnAnalysis, TfnEGraph};
 pub use error::OptimizeError;
