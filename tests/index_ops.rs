@@ -350,3 +350,41 @@ fn an_index_of_x_sizes_then_a_smaller_one_both_run() {
         }
     }
 }
+
+/// An empty result still checks its index, as NumPy's `take` does
+/// (`np.take(np.zeros((0, 3)), [5], axis=1)` raises): an index_select over an empty axis
+/// elsewhere, an embedding of a zero-width table, and one_hot with zero classes.
+#[test]
+fn an_empty_result_still_checks_its_indices() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        let x = floats(&[0, 3], 0.0);
+        let i = ints(&[2], &[1, 5]);
+        let args = [Value::from(x.view()), Value::from(i.view())];
+        expect_index_error(
+            s.call_kw("take", &args, &[("dim", Value::from(1i64))]),
+            "index_select",
+            5,
+        );
+        let ok = ints(&[2], &[1, -3]);
+        let args = [Value::from(x.view()), Value::from(ok.view())];
+        let out = s.call_kw("take", &args, &[("dim", Value::from(1i64))]).expect("in range");
+        assert_eq!(only(out).shape(), &[0, 2], "{backend:?}");
+        let table = floats(&[0, 4], 0.0);
+        let tokens = ints(&[1, 2], &[0, 0]);
+        let positional = floats(&[2, 4], 1.0);
+        let args =
+            [Value::from(table.view()), Value::from(tokens.view()), Value::from(positional.view())];
+        expect_index_error(s.call("embed", &args), "index_select", 0);
+
+        let s = Session::with_options(SessionOptions { backend, ..SessionOptions::default() });
+        s.load_str("oh.tfn", "use \"std:nn\"\nfn oh(Tensor i, *, Int n) -> Tensor {\n    return one_hot(i, classes=n)\n}\n")
+            .expect("loads");
+        let i = ints(&[2], &[1, 0]);
+        let result = s.call_kw("oh", &[Value::from(i.view())], &[("n", Value::from(0i64))]);
+        assert!(
+            matches!(result, Err(Error::Runtime(_))),
+            "{backend:?}: one_hot(classes=0): {result:?}"
+        );
+    }
+}

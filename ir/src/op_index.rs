@@ -168,6 +168,13 @@ pub struct IndexError {
 
 impl fmt::Display for IndexError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.size == 0 {
+            return write!(
+                f,
+                "index {} is out of range for an axis of size 0 (it is empty)",
+                self.index
+            );
+        }
         write!(
             f,
             "index {} is out of range for an axis of size {} (valid: -{} to {})",
@@ -276,6 +283,14 @@ pub fn for_each_address(
     kind.check_sizes(axis, x, index_shape).map_err(AddressError::Shape)?;
     let xs = row_major_strides(x);
     let space = index_space(kind, axis, x, index_shape);
+    if space.contains(&0) {
+        // Nothing is addressed, but every index must still be in range (NumPy's `take` and
+        // torch's `index_select` check them even for an empty result).
+        for q in 0..index_shape.iter().product::<usize>() {
+            resolve_index(index(q), x[axis]).map_err(AddressError::Index)?;
+        }
+        return Ok(());
+    }
     let r = index_shape.len();
     let istrides = row_major_strides(index_shape);
     for_each_position(&space, |flat, pos| {

@@ -31,6 +31,34 @@ pub(super) struct LoopCall {
 /// across threads, so the record only says *that* an index was out of range: the error names
 /// the first bad index in row-major order of the first read (in slot order) that has one,
 /// found again on the host. That is what the interpreter reports, for any thread count.
+/// The error of indexed read `q` of `plan` finding `error`.
+fn read_error(plan: &LoopPlan, q: usize, error: tfn_ir::IndexError) -> Result<(), RunError> {
+    let source = plan.inputs.iter().find_map(|o| match &o.indexed {
+        Some(IndexedRole::Source { kind, axis, slot, .. }) if *slot == q => Some((*kind, *axis)),
+        _ => None,
+    });
+    match (source, plan.reads.get(q)) {
+        (Some((kind, axis)), Some(&node)) => Err(RunError::IndexOutOfRange {
+            node,
+            op: kind.name().into(),
+            axis: axis as u32,
+            error,
+        }),
+        _ => Err(RunError::Internal(format!("kernel error record: no read {q}"))),
+    }
+}
+
+impl ErrorRecord {
+    /// For a kernel with nothing to compute (an empty result): its index tensors are still
+    /// checked, as NumPy's `take` checks them (`take(zeros((0, 3)), [5], axis=1)` raises).
+    pub(super) fn check_unread(&self, plan: &LoopPlan) -> Result<(), RunError> {
+        match self.reads.iter().enumerate().find_map(|(q, r)| Some((q, r.first_bad()?))) {
+            Some((q, error)) => read_error(plan, q, error),
+            None => Ok(()),
+        }
+    }
+}
+
 pub(super) struct ErrorRecord {
     pub(super) record: Box<[i64; 4]>,
     pub(super) slot: usize,
@@ -102,27 +130,9 @@ impl LoopCall {
         if status == 0 {
             return Ok(());
         }
-        let source = |q: usize| {
-            plan.inputs.iter().find_map(|o| match &o.indexed {
-                Some(IndexedRole::Source { kind, axis, slot, .. }) if *slot == q => {
-                    Some((*kind, *axis))
-                }
-                _ => None,
-            })
-        };
         let first = reads.iter().enumerate().find_map(|(q, r)| Some((q, r.first_bad()?)));
         match first {
-            Some((q, error)) if status == codegen::STATUS_INDEX => {
-                match (source(q), plan.reads.get(q)) {
-                    (Some((kind, axis)), Some(&node)) => Err(RunError::IndexOutOfRange {
-                        node,
-                        op: kind.name().into(),
-                        axis: axis as u32,
-                        error,
-                    }),
-                    _ => Err(RunError::Internal(format!("kernel error record: no read {q}"))),
-                }
-            }
+            Some((q, error)) if status == codegen::STATUS_INDEX => read_error(plan, q, error),
             _ => Err(RunError::Internal(format!(
                 "kernel error record {status} (slot {slot}, index {index}, size {size}) that \
                  the index tensors do not explain"

@@ -663,7 +663,16 @@ impl CompiledFunction {
             Some(ErrorRecord { record, slot, reads })
         };
         let total = kept * reduced;
-        if kept == 0 || (total == 0 && !plan.reduces) {
+        // A kernel that reads nothing (an empty result) or that would read an empty axis (a
+        // bad index makes the kernel read slot 0 instead, which an empty axis lacks) checks
+        // its indices here, before any read: every index of an empty axis is out of range.
+        let empty = kept == 0 || (total == 0 && !plan.reduces);
+        if let Some(r) = &record {
+            if empty || r.reads.iter().any(|read| read.size == 0) {
+                r.check_unread(plan)?;
+            }
+        }
+        if empty {
             return Ok(None);
         }
         // Splitting the inner axis keeps whole 4-vector blocks per chunk.
