@@ -347,7 +347,7 @@ fn run_error(e: RunError) -> Error {
             index,
             message: format!("the result is {expected_dtype}{expected_shape:?} but the buffer is {got_dtype}{got_shape:?}"),
         },
-        RunError::InputDType { .. } | RunError::ZeroSizeReduction | RunError::Shape { .. } => {
+        RunError::InputDType { .. } | RunError::ZeroSizeReduction { .. } | RunError::Shape { .. } => {
             Error::Shape(e.to_string())
         }
         RunError::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),

@@ -42,9 +42,9 @@ pub enum RunError {
         got_dtype: DType,
         got_shape: Vec<usize>,
     },
-    /// `max`/`min` over an axis of size 0.
-    #[error("zero-size reduction: `max`/`min` over an axis of size 0")]
-    ZeroSizeReduction,
+    /// `max`, `min`, `argmax` or `argmin` over an axis of size 0 (named by `op`).
+    #[error("zero-size reduction: `{op}` over an axis of size 0")]
+    ZeroSizeReduction { op: String },
     /// An indexed op met an index outside its axis (both backends report it the same way).
     #[error("`{op}` ({node}) along axis {axis}: {error}")]
     IndexOutOfRange { node: tfn_ir::ValueId, op: String, axis: u32, error: tfn_ir::IndexError },

@@ -417,7 +417,7 @@ impl CompiledFunction {
                 let shape = st.shape(&self.graph.ty(x).shape)?;
                 let [outer, len, inner] = crate::scan::scan_sizes(&shape, arg.axis);
                 if len == 0 {
-                    return Err(RunError::ZeroSizeReduction);
+                    return Err(RunError::ZeroSizeReduction { op: n.op.name() });
                 }
                 let out_shape = st.shape(&n.ty.shape)?;
                 let x_buf = st.buf(x)?;
@@ -565,7 +565,17 @@ impl CompiledFunction {
             }
         }
         if checks_empty && reduced == 0 {
-            return Err(RunError::ZeroSizeReduction);
+            let op = plan
+                .nodes
+                .iter()
+                .find(|n| {
+                    matches!(
+                        n.op,
+                        Op::Reduce { op: tfn_ir::ReduceOp::Max | tfn_ir::ReduceOp::Min, .. }
+                    )
+                })
+                .map_or_else(|| "max".to_string(), |n| n.op.name());
+            return Err(RunError::ZeroSizeReduction { op });
         }
         let operands = plan.operands().count();
         let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
