@@ -329,35 +329,11 @@ impl CompiledFunction {
                 let so = st.shape(&n.ty.shape)?;
                 let out = st.alloc(*node, n.ty.dtype, &so);
                 let shapes = MatMulShapes { a: &sa, b: &sb, out: &so };
-                // The epilogue's arguments (and outputs) are set up before the product, so it
-                // can run on blocks of output rows as soon as they are final.
-                let call = match epilogue {
-                    Some((plan, func)) => {
-                        let domain = st.shape(&kernel.domain)?;
-                        self.prepare_loop(st, plan, &domain, false)?.map(|c| (c, plan, *func))
-                    }
-                    None => None,
-                };
-                let run_steps = |lo: usize, hi: usize| {
-                    if let Some((c, _, func)) = &call {
-                        // SAFETY: the rows behind steps `lo..hi` are final (see `matmul`);
-                        // the arguments describe live buffers (see `prepare_loop`).
-                        unsafe { c.call_range(*func, lo, hi) };
-                    }
-                };
-                let tiles = call.as_ref().and_then(|(c, plan, _)| {
-                    let unit = c.step_elements(plan)?;
-                    Some(matmul::TileEpilogue { unit, run: &run_steps })
-                });
                 // SAFETY: buffers are alive in `st` and sized by the bound shapes; the
                 // epilogue only reads the product and writes its own outputs.
-                let ran = unsafe {
-                    matmul::matmul(op_a, op_b, out, &shapes, self.threads, tiles.as_ref())?
-                };
-                if let (Some((mut c, _, func)), matmul::EpilogueRun::Pending) = (call, ran) {
-                    // SAFETY: as `run_loop`'s call.
-                    unsafe { c.call_all(func, self.threads) };
-                }
+                self.with_epilogue(st, kernel, epilogue, |tiles| unsafe {
+                    matmul::matmul(op_a, op_b, out, &shapes, self.threads, tiles)
+                })?;
                 Ok(())
             }
             Step::View { input, output } => {
@@ -479,6 +455,24 @@ impl CompiledFunction {
         }
         let shape = st.shape(&n.ty.shape)?;
         let out = st.alloc(node, n.ty.dtype, &shape);
+        // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller buffer of
+        // the node's bound shape (never an input's); the epilogue only reads the result.
+        self.with_epilogue(st, kernel, epilogue, |tiles| unsafe {
+            window::run_window(node, *kind, attrs, &inputs, out, &shape, self.threads, tiles)
+        })
+    }
+
+    /// Runs `body` (a native kernel: a matmul, a convolution) with the kernel's JIT epilogue:
+    /// the epilogue's arguments and outputs are set up first, so `body` can run it on each
+    /// block of the output as soon as that block is final (the `TileEpilogue` it is given);
+    /// if `body` leaves it `Pending`, it runs over the whole output afterwards.
+    fn with_epilogue(
+        &self,
+        st: &mut State,
+        kernel: &Kernel,
+        epilogue: &Option<(LoopPlan, KernelFn)>,
+        body: impl FnOnce(Option<&matmul::TileEpilogue>) -> Result<matmul::EpilogueRun, RunError>,
+    ) -> Result<(), RunError> {
         let call = match epilogue {
             Some((plan, func)) => {
                 let domain = st.shape(&kernel.domain)?;
@@ -488,7 +482,7 @@ impl CompiledFunction {
         };
         let run_steps = |lo: usize, hi: usize| {
             if let Some((c, _, func)) = &call {
-                // SAFETY: the image behind steps `lo..hi` is final (see `window`); the
+                // SAFETY: `body` calls this only for steps whose output is final; the
                 // arguments describe live buffers (see `prepare_loop`).
                 unsafe { c.call_range(*func, lo, hi) };
             }
@@ -497,20 +491,7 @@ impl CompiledFunction {
             let unit = c.step_elements(plan)?;
             Some(matmul::TileEpilogue { unit, run: &run_steps })
         });
-        // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller buffer of
-        // the node's bound shape (never an input's); the epilogue only reads the result.
-        let ran = unsafe {
-            window::run_window(
-                node,
-                *kind,
-                attrs,
-                &inputs,
-                out,
-                &shape,
-                self.threads,
-                tiles.as_ref(),
-            )?
-        };
+        let ran = body(tiles.as_ref())?;
         if let (Some((mut c, _, func)), matmul::EpilogueRun::Pending) = (call, ran) {
             // SAFETY: as `run_loop`'s call.
             unsafe { c.call_all(func, self.threads) };
