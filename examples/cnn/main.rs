@@ -30,7 +30,7 @@ const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cnn/data");
 #[command(about = "Train a convolutional digit classifier written in tfn")]
 struct Args {
     /// Passes over the 1438 training images.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 20)]
     epochs: usize,
     /// Images per batch (the last batch of an epoch is smaller).
     #[arg(long, default_value_t = 32)]
