@@ -220,6 +220,9 @@ impl<'a> Lowerer<'a> {
         inputs: Vec<ValueId>,
         span: Option<Span>,
     ) -> Result<ValueId, String> {
+        if let Some(widened) = self.emit_widened(&op, &inputs, span)? {
+            return Ok(widened);
+        }
         let types: Vec<TensorType> = inputs.iter().map(|v| self.ty(*v)).collect();
         let refs: Vec<&TensorType> = types.iter().collect();
         let syms = &mut self.syms;

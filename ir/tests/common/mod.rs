@@ -24,6 +24,22 @@ pub fn tensor_from_text(dtype: DType, shape: &[usize], text: &str) -> Result<Ten
             parse_all::<f64>(&words)?.into_iter().map(|x| x as f32).collect(),
         )?),
         DType::F64 => Tensor::F64(build(shape, parse_all::<f64>(&words)?)?),
+        DType::I8 => Tensor::I8(build(shape, parse_all::<i8>(&words)?)?),
+        DType::U8 => Tensor::U8(build(shape, parse_all::<u8>(&words)?)?),
+        DType::F16 => Tensor::F16(build(
+            shape,
+            parse_all::<f64>(&words)?
+                .into_iter()
+                .map(|x| tfn_ir::half::f16::from_bits(tfn_ir::storage::bits::f64_to_f16(x)))
+                .collect(),
+        )?),
+        DType::BF16 => Tensor::BF16(build(
+            shape,
+            parse_all::<f64>(&words)?
+                .into_iter()
+                .map(|x| tfn_ir::half::bf16::from_bits(tfn_ir::storage::bits::f64_to_bf16(x)))
+                .collect(),
+        )?),
     })
 }
 
