@@ -422,6 +422,17 @@ pub fn compare(expected: &Tensor, got: &Tensor) -> Result<(), String> {
         (Tensor::I32(a), Tensor::I32(b)) => a.iter().zip(b).position(|(x, y)| x != y),
         (Tensor::I64(a), Tensor::I64(b)) => a.iter().zip(b).position(|(x, y)| x != y),
         (Tensor::Bool(a), Tensor::Bool(b)) => a.iter().zip(b).position(|(x, y)| x != y),
+        (Tensor::I8(a), Tensor::I8(b)) => a.iter().zip(b).position(|(x, y)| x != y),
+        (Tensor::U8(a), Tensor::U8(b)) => a.iter().zip(b).position(|(x, y)| x != y),
+        // A rewrite of the f32 computation may move a value across a rounding boundary: one
+        // unit in the last place.
+        (Tensor::F16(a), Tensor::F16(b)) => {
+            a.iter().zip(b).position(|(x, y)| !close(x.to_f64(), y.to_f64(), 1.0 / 1024.0))
+        }
+        (Tensor::BF16(a), Tensor::BF16(b)) => {
+            a.iter().zip(b).position(|(x, y)| !close(x.to_f64(), y.to_f64(), 1.0 / 128.0))
+        }
+        // The dtypes are equal (checked above).
         _ => Some(0),
     };
     match mismatch {
