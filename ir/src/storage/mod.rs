@@ -1,14 +1,17 @@
 //! Storage dtypes: `f16`, `bf16`, `i8`, `u8`.
 //!
 //! They are loaded, stored, cast and moved by every shape op, but no op computes in them:
-//! lowering (`ir::lower`) widens the operands of every computing op (arithmetic, comparisons,
-//! reductions, `matmul`, `argmax`, the accumulating indexed ops) to the operand's
-//! [`DType::compute`] dtype (`f32` for the floats, `i32` for the integers) with a `cast`, and
-//! casts the result back to the storage dtype. So each op on `f16`/`bf16` computes in `f32`
-//! and rounds once when its result is stored (NumPy's float16 arithmetic, per op); `i8`/`u8`
-//! arithmetic wraps like NumPy's. Inside a fused kernel the widened values live in `f32`/`i32`
-//! lanes. Every layer below lowering therefore sees storage dtypes only in `param`, `const`,
-//! `cast`, `where`, the shape ops, `full`, the indexed reads and `extern` ([`Op::operand_dtypes`]).
+//! lowering (`ir::lower`, `lower/storage.rs`) widens the operands of every computing op
+//! (arithmetic, comparisons, reductions, scans, `matmul`, `argmax`/`argmin`, the accumulating
+//! indexed ops) to the operand's [`DType::compute`] dtype (`f32` for the floats, `i32` for the
+//! integers) with a `cast`, and casts the result back to the storage dtype. Within a function
+//! body a later op reads the wide value rather than the rounded one (excess precision: an
+//! `f16`/`bf16` value is rounded once, at an output, a function return or an explicit
+//! `cast`); `i8`/`u8` values are read wide only by ops that commute with wrapping, so integer
+//! results are NumPy's per-op wrapping. Inside a fused kernel the widened values live in
+//! `f32`/`i32` lanes. Every layer below lowering therefore sees storage dtypes only in
+//! `param`, `const`, `cast`, `where`, the shape ops, `full`, the indexed reads and `extern`
+//! ([`Op::operand_dtypes`]).
 //!
 //! Casts (`ir::interp::cast`, the JIT's `codegen/storage.rs`):
 //! - to `f16`/`bf16`: round to nearest even ([`bits`]); from `f64` rounded once; from
