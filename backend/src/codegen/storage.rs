@@ -236,6 +236,18 @@ pub(crate) fn store(
         b.ins().store(mem(), v, addr, off);
         return;
     }
+    if let (Width::Vector(_), DType::BF16) = (width, d) {
+        // The high halves of the four lanes (the register holds a bf16 value: its low 16 bits
+        // are zero), gathered by one byte shuffle into the low 8 bytes and stored as one i64.
+        let bytes = b.ins().bitcast(types::I8X16, lanes_le(), v);
+        let mask: Vec<u8> = [2u8, 3, 6, 7, 10, 11, 14, 15].repeat(2);
+        let mask = b.func.dfg.immediates.push(mask.into());
+        let packed = b.ins().shuffle(bytes, bytes, mask);
+        let q = b.ins().bitcast(types::I64X2, lanes_le(), packed);
+        let q = b.ins().extractlane(q, 0);
+        b.ins().store(mem(), q, addr, off);
+        return;
+    }
     let bits = match d {
         DType::F16 => f32_to_f16(b, width, v),
         DType::BF16 => {
@@ -252,9 +264,9 @@ pub(crate) fn store(
             b.ins().istore8(mem(), bits, addr, off);
         }
         Width::Vector(_) => {
-            // Keep the low bits of each lane, then narrow (exact, unsigned).
-            let mask = if d.size_bytes() == 2 { 0xffff } else { 0xff };
-            let low = and(b, width, bits, mask);
+            // Narrow each lane (exact, unsigned): f16 bits are already in 0..=0xffff; bytes
+            // keep their low 8 bits first (an i8 lane holds a sign-extended value).
+            let low = if d.size_bytes() == 2 { bits } else { and(b, width, bits, 0xff) };
             let n16 = b.ins().unarrow(low, low);
             if d.size_bytes() == 2 {
                 let q = b.ins().bitcast(types::I64X2, lanes_le(), n16);

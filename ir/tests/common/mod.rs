@@ -89,6 +89,22 @@ pub fn compare(actual: &Tensor, expected: &Tensor) -> Result<(), String> {
                 }
             }
         }
+        // Storage floats: the same value exactly (the expected one is NumPy's, or bits
+        // computed independently), NaN matching NaN.
+        (Tensor::F16(a), Tensor::F16(e)) => {
+            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
+                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
+                    return mismatch(i, x.to_string(), y.to_string());
+                }
+            }
+        }
+        (Tensor::BF16(a), Tensor::BF16(e)) => {
+            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
+                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
+                    return mismatch(i, x.to_string(), y.to_string());
+                }
+            }
+        }
         _ => {
             if actual != expected {
                 return Err(format!("got {actual:?}\nexpected {expected:?}"));
