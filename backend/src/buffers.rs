@@ -38,7 +38,7 @@ pub(crate) fn tensor_buf(t: &mut Tensor) -> RawBuf {
         Tensor::F32(a) => a.as_mut_ptr() as *mut u8,
         Tensor::F64(a) => a.as_mut_ptr() as *mut u8,
         Tensor::I8(a) => a.as_mut_ptr() as *mut u8,
-        Tensor::U8(a) => a.as_mut_ptr() as *mut u8,
+        Tensor::U8(a) => a.as_mut_ptr(),
         Tensor::F16(a) => a.as_mut_ptr() as *mut u8,
         Tensor::BF16(a) => a.as_mut_ptr() as *mut u8,
     };
@@ -74,7 +74,7 @@ pub(crate) fn view_mut_buf(v: &mut TensorViewMut<'_>) -> Option<RawBuf> {
         TensorViewMut::F32(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         TensorViewMut::F64(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         TensorViewMut::I8(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
-        TensorViewMut::U8(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
+        TensorViewMut::U8(a) if a.is_standard_layout() => a.as_mut_ptr(),
         TensorViewMut::F16(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         TensorViewMut::BF16(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         _ => return None,
