@@ -342,6 +342,10 @@ fn zeros_like(t: &Tensor) -> Tensor {
         DType::I64 => Tensor::I64(ArrayD::zeros(shape)),
         DType::F32 => Tensor::F32(ArrayD::zeros(shape)),
         DType::F64 => Tensor::F64(ArrayD::zeros(shape)),
+        DType::I8 => Tensor::I8(ArrayD::zeros(shape)),
+        DType::U8 => Tensor::U8(ArrayD::zeros(shape)),
+        DType::F16 => Tensor::F16(ArrayD::from_elem(shape, Default::default())),
+        DType::BF16 => Tensor::BF16(ArrayD::from_elem(shape, Default::default())),
     }
 }
 
@@ -353,6 +357,14 @@ fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize], lo: f64, hi:
         DType::I64 => Tensor::I64(ArrayD::from_shape_fn(shape, |_| rng.uniform(0.0, 3.0) as i64)),
         DType::F32 => Tensor::F32(ArrayD::from_shape_fn(shape, |_| rng.uniform(lo, hi) as f32)),
         DType::F64 => Tensor::F64(ArrayD::from_shape_fn(shape, |_| rng.uniform(lo, hi))),
+        DType::I8 => Tensor::I8(ArrayD::from_shape_fn(shape, |_| rng.uniform(0.0, 3.0) as i8)),
+        DType::U8 => Tensor::U8(ArrayD::from_shape_fn(shape, |_| rng.uniform(0.0, 3.0) as u8)),
+        DType::F16 => Tensor::F16(ArrayD::from_shape_fn(shape, |_| {
+            tfn_ir::half::f16::from_f64(rng.uniform(lo, hi))
+        })),
+        DType::BF16 => Tensor::BF16(ArrayD::from_shape_fn(shape, |_| {
+            tfn_ir::half::bf16::from_f64(rng.uniform(lo, hi))
+        })),
     }
 }
 

@@ -322,6 +322,10 @@ fn backend_view<'a>(t: &'a TensorValue) -> TensorView<'a> {
         TensorValue::I64(a) => TensorView::I64(a.view()),
         TensorValue::F32(a) => TensorView::F32(a.view()),
         TensorValue::F64(a) => TensorView::F64(a.view()),
+        TensorValue::I8(a) => TensorView::I8(a.view()),
+        TensorValue::U8(a) => TensorView::U8(a.view()),
+        TensorValue::F16(a) => TensorView::F16(a.view()),
+        TensorValue::BF16(a) => TensorView::BF16(a.view()),
     }
 }
 
@@ -332,6 +336,10 @@ fn backend_view_mut<'a>(o: &'a mut OutputMut) -> TensorViewMut<'a> {
         OutputMut::I64(a) => TensorViewMut::I64(a.view_mut()),
         OutputMut::F32(a) => TensorViewMut::F32(a.view_mut()),
         OutputMut::F64(a) => TensorViewMut::F64(a.view_mut()),
+        OutputMut::I8(a) => TensorViewMut::I8(a.view_mut()),
+        OutputMut::U8(a) => TensorViewMut::U8(a.view_mut()),
+        OutputMut::F16(a) => TensorViewMut::F16(a.view_mut()),
+        OutputMut::BF16(a) => TensorViewMut::BF16(a.view_mut()),
     }
 }
 
@@ -405,6 +413,10 @@ pub(crate) fn copy_into(results: Vec<Tensor>, outputs: &mut [OutputMut]) -> Resu
             (Tensor::I64(a), OutputMut::I64(o)) => o.assign(&a),
             (Tensor::F32(a), OutputMut::F32(o)) => o.assign(&a),
             (Tensor::F64(a), OutputMut::F64(o)) => o.assign(&a),
+            (Tensor::I8(a), OutputMut::I8(o)) => o.assign(&a),
+            (Tensor::U8(a), OutputMut::U8(o)) => o.assign(&a),
+            (Tensor::F16(a), OutputMut::F16(o)) => o.assign(&a),
+            (Tensor::BF16(a), OutputMut::BF16(o)) => o.assign(&a),
             _ => return Err(Error::Internal("dtype checked above".into())),
         }
     }

@@ -2,6 +2,7 @@
 //! arrays of any strides) and compile-time attribute values.
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, CowArray, IxDyn};
+use tfn_ir::half;
 use tfn_ir::{Attr, DType, Tensor};
 
 /// A tensor argument or result: a borrowed view (any strides) or an owned array.
@@ -12,6 +13,10 @@ pub enum TensorValue<'a> {
     I64(CowArray<'a, i64, IxDyn>),
     F32(CowArray<'a, f32, IxDyn>),
     F64(CowArray<'a, f64, IxDyn>),
+    I8(CowArray<'a, i8, IxDyn>),
+    U8(CowArray<'a, u8, IxDyn>),
+    F16(CowArray<'a, half::f16, IxDyn>),
+    BF16(CowArray<'a, half::bf16, IxDyn>),
 }
 
 /// Dispatches `$body` over the five dtypes of a [`TensorValue`], binding the array to `$a`.
@@ -23,6 +28,10 @@ macro_rules! with_tensor {
             TensorValue::I64($a) => $body,
             TensorValue::F32($a) => $body,
             TensorValue::F64($a) => $body,
+            TensorValue::I8($a) => $body,
+            TensorValue::U8($a) => $body,
+            TensorValue::F16($a) => $body,
+            TensorValue::BF16($a) => $body,
         }
     };
 }
@@ -35,6 +44,10 @@ impl TensorValue<'_> {
             TensorValue::I64(_) => DType::I64,
             TensorValue::F32(_) => DType::F32,
             TensorValue::F64(_) => DType::F64,
+            TensorValue::I8(_) => DType::I8,
+            TensorValue::U8(_) => DType::U8,
+            TensorValue::F16(_) => DType::F16,
+            TensorValue::BF16(_) => DType::BF16,
         }
     }
 
@@ -60,6 +73,10 @@ impl TensorValue<'_> {
             TensorValue::I64(a) => Tensor::I64(a.into_owned()),
             TensorValue::F32(a) => Tensor::F32(a.into_owned()),
             TensorValue::F64(a) => Tensor::F64(a.into_owned()),
+            TensorValue::I8(a) => Tensor::I8(a.into_owned()),
+            TensorValue::U8(a) => Tensor::U8(a.into_owned()),
+            TensorValue::F16(a) => Tensor::F16(a.into_owned()),
+            TensorValue::BF16(a) => Tensor::BF16(a.into_owned()),
         }
     }
 
@@ -75,6 +92,10 @@ impl TensorValue<'_> {
             TensorValue::I64(a) => TensorValue::I64(a.view().into()),
             TensorValue::F32(a) => TensorValue::F32(a.view().into()),
             TensorValue::F64(a) => TensorValue::F64(a.view().into()),
+            TensorValue::I8(a) => TensorValue::I8(a.view().into()),
+            TensorValue::U8(a) => TensorValue::U8(a.view().into()),
+            TensorValue::F16(a) => TensorValue::F16(a.view().into()),
+            TensorValue::BF16(a) => TensorValue::BF16(a.view().into()),
         }
     }
 }
@@ -87,6 +108,10 @@ impl From<Tensor> for TensorValue<'static> {
             Tensor::I64(a) => TensorValue::I64(a.into()),
             Tensor::F32(a) => TensorValue::F32(a.into()),
             Tensor::F64(a) => TensorValue::F64(a.into()),
+            Tensor::I8(a) => TensorValue::I8(a.into()),
+            Tensor::U8(a) => TensorValue::U8(a.into()),
+            Tensor::F16(a) => TensorValue::F16(a.into()),
+            Tensor::BF16(a) => TensorValue::BF16(a.into()),
         }
     }
 }
@@ -144,6 +169,10 @@ macro_rules! tensor_from {
     };
 }
 tensor_from!(bool, Bool);
+tensor_from!(i8, I8);
+tensor_from!(u8, U8);
+tensor_from!(half::f16, F16);
+tensor_from!(half::bf16, BF16);
 tensor_from!(i32, I32);
 tensor_from!(i64, I64);
 tensor_from!(f32, F32);
@@ -199,6 +228,10 @@ pub enum OutputMut<'a> {
     I64(ArrayViewMutD<'a, i64>),
     F32(ArrayViewMutD<'a, f32>),
     F64(ArrayViewMutD<'a, f64>),
+    I8(ArrayViewMutD<'a, i8>),
+    U8(ArrayViewMutD<'a, u8>),
+    F16(ArrayViewMutD<'a, half::f16>),
+    BF16(ArrayViewMutD<'a, half::bf16>),
 }
 
 impl OutputMut<'_> {
@@ -209,6 +242,10 @@ impl OutputMut<'_> {
             OutputMut::I64(_) => DType::I64,
             OutputMut::F32(_) => DType::F32,
             OutputMut::F64(_) => DType::F64,
+            OutputMut::I8(_) => DType::I8,
+            OutputMut::U8(_) => DType::U8,
+            OutputMut::F16(_) => DType::F16,
+            OutputMut::BF16(_) => DType::BF16,
         }
     }
 
@@ -219,6 +256,10 @@ impl OutputMut<'_> {
             OutputMut::I64(a) => a.shape(),
             OutputMut::F32(a) => a.shape(),
             OutputMut::F64(a) => a.shape(),
+            OutputMut::I8(a) => a.shape(),
+            OutputMut::U8(a) => a.shape(),
+            OutputMut::F16(a) => a.shape(),
+            OutputMut::BF16(a) => a.shape(),
         }
     }
 }
@@ -233,6 +274,10 @@ macro_rules! output_from {
     };
 }
 output_from!(bool, Bool);
+output_from!(i8, I8);
+output_from!(u8, U8);
+output_from!(half::f16, F16);
+output_from!(half::bf16, BF16);
 output_from!(i32, I32);
 output_from!(i64, I64);
 output_from!(f32, F32);

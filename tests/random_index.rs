@@ -155,6 +155,10 @@ fn argument(t: &Tensor, strided: bool) -> Value<'static> {
         Tensor::I32(a) => Value::from(rev(a)),
         Tensor::I64(a) => Value::from(rev(a)),
         Tensor::Bool(a) => Value::from(rev(a)),
+        Tensor::I8(a) => Value::from(rev(a)),
+        Tensor::U8(a) => Value::from(rev(a)),
+        Tensor::F16(a) => Value::from(rev(a)),
+        Tensor::BF16(a) => Value::from(rev(a)),
     }
 }
 

@@ -239,6 +239,10 @@ fn bits(t: &Tensor, signed_zeros: bool) -> Vec<u64> {
         Tensor::I32(a) => a.iter().map(|&x| x as u64).collect(),
         Tensor::I64(a) => a.iter().map(|&x| x as u64).collect(),
         Tensor::Bool(a) => a.iter().map(|&x| u64::from(x)).collect(),
+        Tensor::I8(a) => a.iter().map(|&x| x as u64).collect(),
+        Tensor::U8(a) => a.iter().map(|&x| u64::from(x)).collect(),
+        Tensor::F16(a) => a.iter().map(|&x| float(x.to_f64())).collect(),
+        Tensor::BF16(a) => a.iter().map(|&x| float(x.to_f64())).collect(),
     }
 }
 

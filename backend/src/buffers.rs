@@ -21,6 +21,10 @@ pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Tensor {
         DType::I64 => Tensor::I64(ArrayD::zeros(s)),
         DType::F32 => Tensor::F32(ArrayD::zeros(s)),
         DType::F64 => Tensor::F64(ArrayD::zeros(s)),
+        DType::I8 => Tensor::I8(ArrayD::from_elem(s, Default::default())),
+        DType::U8 => Tensor::U8(ArrayD::from_elem(s, Default::default())),
+        DType::F16 => Tensor::F16(ArrayD::from_elem(s, Default::default())),
+        DType::BF16 => Tensor::BF16(ArrayD::from_elem(s, Default::default())),
     }
 }
 
@@ -33,6 +37,10 @@ pub(crate) fn tensor_buf(t: &mut Tensor) -> RawBuf {
         Tensor::I64(a) => a.as_mut_ptr() as *mut u8,
         Tensor::F32(a) => a.as_mut_ptr() as *mut u8,
         Tensor::F64(a) => a.as_mut_ptr() as *mut u8,
+        Tensor::I8(a) => a.as_mut_ptr() as *mut u8,
+        Tensor::U8(a) => a.as_mut_ptr(),
+        Tensor::F16(a) => a.as_mut_ptr() as *mut u8,
+        Tensor::BF16(a) => a.as_mut_ptr() as *mut u8,
     };
     RawBuf { ptr, dtype }
 }
@@ -48,6 +56,10 @@ pub(crate) fn view_buf(v: &TensorView<'_>) -> Option<RawBuf> {
         TensorView::I64(a) => a.as_ptr() as *mut u8,
         TensorView::F32(a) => a.as_ptr() as *mut u8,
         TensorView::F64(a) => a.as_ptr() as *mut u8,
+        TensorView::I8(a) => a.as_ptr() as *mut u8,
+        TensorView::U8(a) => a.as_ptr() as *mut u8,
+        TensorView::F16(a) => a.as_ptr() as *mut u8,
+        TensorView::BF16(a) => a.as_ptr() as *mut u8,
     };
     Some(RawBuf { ptr, dtype: v.dtype() })
 }
@@ -61,6 +73,10 @@ pub(crate) fn view_mut_buf(v: &mut TensorViewMut<'_>) -> Option<RawBuf> {
         TensorViewMut::I64(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         TensorViewMut::F32(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         TensorViewMut::F64(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
+        TensorViewMut::I8(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
+        TensorViewMut::U8(a) if a.is_standard_layout() => a.as_mut_ptr(),
+        TensorViewMut::F16(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
+        TensorViewMut::BF16(a) if a.is_standard_layout() => a.as_mut_ptr() as *mut u8,
         _ => return None,
     };
     Some(RawBuf { ptr, dtype })
@@ -74,6 +90,10 @@ pub(crate) fn view_to_tensor(v: &TensorView<'_>) -> Tensor {
         TensorView::I64(a) => Tensor::I64(a.as_standard_layout().into_owned()),
         TensorView::F32(a) => Tensor::F32(a.as_standard_layout().into_owned()),
         TensorView::F64(a) => Tensor::F64(a.as_standard_layout().into_owned()),
+        TensorView::I8(a) => Tensor::I8(a.as_standard_layout().into_owned()),
+        TensorView::U8(a) => Tensor::U8(a.as_standard_layout().into_owned()),
+        TensorView::F16(a) => Tensor::F16(a.as_standard_layout().into_owned()),
+        TensorView::BF16(a) => Tensor::BF16(a.as_standard_layout().into_owned()),
     }
 }
 
@@ -92,6 +112,15 @@ pub(crate) unsafe fn buf_view<'a>(buf: RawBuf, shape: &[usize]) -> TensorView<'a
             DType::I64 => TensorView::I64(ArrayViewD::from_shape_ptr(s, buf.ptr as *const i64)),
             DType::F32 => TensorView::F32(ArrayViewD::from_shape_ptr(s, buf.ptr as *const f32)),
             DType::F64 => TensorView::F64(ArrayViewD::from_shape_ptr(s, buf.ptr as *const f64)),
+            DType::I8 => TensorView::I8(ArrayViewD::from_shape_ptr(s, buf.ptr as *const i8)),
+            DType::U8 => TensorView::U8(ArrayViewD::from_shape_ptr(s, buf.ptr as *const u8)),
+            DType::F16 => {
+                TensorView::F16(ArrayViewD::from_shape_ptr(s, buf.ptr as *const tfn_ir::half::f16))
+            }
+            DType::BF16 => TensorView::BF16(ArrayViewD::from_shape_ptr(
+                s,
+                buf.ptr as *const tfn_ir::half::bf16,
+            )),
         }
     }
 }
@@ -104,6 +133,10 @@ pub(crate) fn assign(dst: &mut TensorViewMut<'_>, src: &TensorView<'_>) -> bool 
         (TensorViewMut::I64(d), TensorView::I64(s)) => d.assign(s),
         (TensorViewMut::F32(d), TensorView::F32(s)) => d.assign(s),
         (TensorViewMut::F64(d), TensorView::F64(s)) => d.assign(s),
+        (TensorViewMut::I8(d), TensorView::I8(s)) => d.assign(s),
+        (TensorViewMut::U8(d), TensorView::U8(s)) => d.assign(s),
+        (TensorViewMut::F16(d), TensorView::F16(s)) => d.assign(s),
+        (TensorViewMut::BF16(d), TensorView::BF16(s)) => d.assign(s),
         _ => return false,
     }
     true

@@ -73,6 +73,10 @@ fn reshape(t: Tensor, shape: &[usize]) -> Option<Tensor> {
         Tensor::I64(a) => Tensor::I64(a.into_shape_with_order(s).ok()?),
         Tensor::F32(a) => Tensor::F32(a.into_shape_with_order(s).ok()?),
         Tensor::F64(a) => Tensor::F64(a.into_shape_with_order(s).ok()?),
+        Tensor::I8(a) => Tensor::I8(a.into_shape_with_order(s).ok()?),
+        Tensor::U8(a) => Tensor::U8(a.into_shape_with_order(s).ok()?),
+        Tensor::F16(a) => Tensor::F16(a.into_shape_with_order(s).ok()?),
+        Tensor::BF16(a) => Tensor::BF16(a.into_shape_with_order(s).ok()?),
     })
 }
 
@@ -84,5 +88,9 @@ fn poison(t: &mut Tensor) {
         Tensor::I64(a) => a.fill(0x5A5A_5A5A_5A5A_5A5A),
         Tensor::F32(a) => a.fill(f32::NAN),
         Tensor::F64(a) => a.fill(f64::NAN),
+        Tensor::I8(a) => a.fill(0x5A),
+        Tensor::U8(a) => a.fill(0x5A),
+        Tensor::F16(a) => a.fill(tfn_ir::half::f16::NAN),
+        Tensor::BF16(a) => a.fill(tfn_ir::half::bf16::NAN),
     }
 }

@@ -2,6 +2,7 @@
 //! outputs as mutable views the caller owns.
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
+use tfn_ir::half;
 use tfn_ir::{DType, Tensor};
 
 /// A borrowed input tensor of any dtype and strides.
@@ -12,6 +13,10 @@ pub enum TensorView<'a> {
     I64(ArrayViewD<'a, i64>),
     F32(ArrayViewD<'a, f32>),
     F64(ArrayViewD<'a, f64>),
+    I8(ArrayViewD<'a, i8>),
+    U8(ArrayViewD<'a, u8>),
+    F16(ArrayViewD<'a, half::f16>),
+    BF16(ArrayViewD<'a, half::bf16>),
 }
 
 /// A caller-owned output buffer of any dtype (any strides; contiguous ones are written in
@@ -23,6 +28,10 @@ pub enum TensorViewMut<'a> {
     I64(ArrayViewMutD<'a, i64>),
     F32(ArrayViewMutD<'a, f32>),
     F64(ArrayViewMutD<'a, f64>),
+    I8(ArrayViewMutD<'a, i8>),
+    U8(ArrayViewMutD<'a, u8>),
+    F16(ArrayViewMutD<'a, half::f16>),
+    BF16(ArrayViewMutD<'a, half::bf16>),
 }
 
 macro_rules! each {
@@ -33,6 +42,10 @@ macro_rules! each {
             $enum::I64($a) => $body,
             $enum::F32($a) => $body,
             $enum::F64($a) => $body,
+            $enum::I8($a) => $body,
+            $enum::U8($a) => $body,
+            $enum::F16($a) => $body,
+            $enum::BF16($a) => $body,
         }
     };
 }
@@ -45,6 +58,10 @@ impl TensorView<'_> {
             TensorView::I64(_) => DType::I64,
             TensorView::F32(_) => DType::F32,
             TensorView::F64(_) => DType::F64,
+            TensorView::I8(_) => DType::I8,
+            TensorView::U8(_) => DType::U8,
+            TensorView::F16(_) => DType::F16,
+            TensorView::BF16(_) => DType::BF16,
         }
     }
 
@@ -66,6 +83,10 @@ impl TensorViewMut<'_> {
             TensorViewMut::I64(_) => DType::I64,
             TensorViewMut::F32(_) => DType::F32,
             TensorViewMut::F64(_) => DType::F64,
+            TensorViewMut::I8(_) => DType::I8,
+            TensorViewMut::U8(_) => DType::U8,
+            TensorViewMut::F16(_) => DType::F16,
+            TensorViewMut::BF16(_) => DType::BF16,
         }
     }
 
@@ -82,6 +103,10 @@ impl<'a> From<&'a Tensor> for TensorView<'a> {
             Tensor::I64(a) => TensorView::I64(a.view()),
             Tensor::F32(a) => TensorView::F32(a.view()),
             Tensor::F64(a) => TensorView::F64(a.view()),
+            Tensor::I8(a) => TensorView::I8(a.view()),
+            Tensor::U8(a) => TensorView::U8(a.view()),
+            Tensor::F16(a) => TensorView::F16(a.view()),
+            Tensor::BF16(a) => TensorView::BF16(a.view()),
         }
     }
 }
@@ -94,6 +119,10 @@ impl<'a> From<&'a mut Tensor> for TensorViewMut<'a> {
             Tensor::I64(a) => TensorViewMut::I64(a.view_mut()),
             Tensor::F32(a) => TensorViewMut::F32(a.view_mut()),
             Tensor::F64(a) => TensorViewMut::F64(a.view_mut()),
+            Tensor::I8(a) => TensorViewMut::I8(a.view_mut()),
+            Tensor::U8(a) => TensorViewMut::U8(a.view_mut()),
+            Tensor::F16(a) => TensorViewMut::F16(a.view_mut()),
+            Tensor::BF16(a) => TensorViewMut::BF16(a.view_mut()),
         }
     }
 }

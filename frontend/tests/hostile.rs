@@ -66,7 +66,7 @@ fn many_warnings_render_a_bounded_report_with_a_count() {
     let n = 10_000;
     let mut text = String::from("fn f(Tensor x) -> Tensor {\n");
     for i in 0..n {
-        text.push_str(&format!("    let u{i} = x\n"));
+        text.push_str(&format!("    let w{i} = x\n"));
     }
     text.push_str("    return x\n}\n");
     let (diags, rendered) = load(&text);

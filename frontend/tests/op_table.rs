@@ -1,6 +1,6 @@
 //! The prelude's dtype constraints and the IR's op table say the same thing.
 //!
-//! `core.tfn` declares what users may call (`op exp<T: {f32, f64}>(...)`): the front end checks
+//! `core.tfn` declares what users may call (`op exp<T: {f16, bf16, f32, f64}>(...)`): the front end checks
 //! calls against it. The IR's op table (`Op::operand_dtypes`) is what lowering, the verifier,
 //! the optimiser's analysis and the interpreter enforce. This test fails as soon as one of the
 //! two changes without the other.
@@ -54,10 +54,10 @@ fn prelude_constraints_match_the_op_table() {
             };
             assert_eq!(
                 declared,
-                op.operand_dtypes(),
+                op.accepted_dtypes(),
                 "`{}`: the prelude allows {declared}, the op table {}",
                 def.full_name(),
-                op.operand_dtypes()
+                op.accepted_dtypes()
             );
             checked += 1;
         }

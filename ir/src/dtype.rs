@@ -7,37 +7,78 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Bool,
+    /// Storage dtypes (`i8`, `u8`, `f16`, `bf16`): loaded, stored, cast, moved by every shape
+    /// op; arithmetic on them computes in their [`DType::compute`] dtype (see `ir::storage`).
+    I8,
+    U8,
     I32,
     I64,
+    F16,
+    BF16,
     F32,
     F64,
 }
 
 impl DType {
-    pub const ALL: [DType; 5] = [DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64];
+    pub const ALL: [DType; 9] = [
+        DType::Bool,
+        DType::I8,
+        DType::U8,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The storage dtypes: no op computes in them (lowering widens their operands to
+    /// [`DType::compute`] and narrows the result back, `ir::storage`).
+    pub const STORAGE: [DType; 4] = [DType::I8, DType::U8, DType::F16, DType::BF16];
 
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
             DType::I32 => "i32",
             DType::I64 => "i64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::I64)
+        matches!(self, DType::I8 | DType::U8 | DType::I32 | DType::I64)
+    }
+
+    /// Whether this is a storage dtype (`i8`, `u8`, `f16`, `bf16`).
+    pub fn is_storage(self) -> bool {
+        matches!(self, DType::I8 | DType::U8 | DType::F16 | DType::BF16)
+    }
+
+    /// The dtype arithmetic on this dtype computes in: `f32` for `f16`/`bf16`, `i32` for
+    /// `i8`/`u8`, the dtype itself otherwise. Every value of a storage dtype converts to its
+    /// compute dtype exactly.
+    pub fn compute(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            DType::I8 | DType::U8 => DType::I32,
+            DType::Bool | DType::I32 | DType::I64 | DType::F32 | DType::F64 => self,
+        }
     }
 
     /// Size of one element in bytes (bool is stored as one byte).
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::Bool => 1,
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::F32 => 4,
             DType::I64 | DType::F64 => 8,
         }
@@ -55,8 +96,12 @@ impl FromStr for DType {
     fn from_str(s: &str) -> Result<Self, ()> {
         Ok(match s {
             "bool" => DType::Bool,
+            "i8" => DType::I8,
+            "u8" => DType::U8,
             "i32" => DType::I32,
             "i64" => DType::I64,
+            "f16" => DType::F16,
+            "bf16" => DType::BF16,
             "f32" => DType::F32,
             "f64" => DType::F64,
             _ => return Err(()),
@@ -66,13 +111,18 @@ impl FromStr for DType {
 
 /// A set of dtypes: what an op accepts (its row of the op table, [`crate::op`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DTypeSet(u8);
+pub struct DTypeSet(u16);
 
 impl DTypeSet {
     pub const NONE: DTypeSet = DTypeSet(0);
     pub const BOOL: DTypeSet = DTypeSet::of(&[DType::Bool]);
+    /// The floats arithmetic runs on (the IR's op table; see [`DTypeSet::with_storage`]).
     pub const FLOAT: DTypeSet = DTypeSet::of(&[DType::F32, DType::F64]);
+    /// The integers arithmetic runs on.
     pub const INT: DTypeSet = DTypeSet::of(&[DType::I32, DType::I64]);
+    /// The IR's op table before storage dtypes: what the compute ops accept.
+    pub const COMPUTE: DTypeSet =
+        DTypeSet::of(&[DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64]);
     /// Integers and floats.
     pub const NUMERIC: DTypeSet = DTypeSet(DTypeSet::FLOAT.0 | DTypeSet::INT.0);
     pub const ALL: DTypeSet = DTypeSet::of(&DType::ALL);
@@ -80,7 +130,7 @@ impl DTypeSet {
     pub const INT_BOOL: DTypeSet = DTypeSet::of(&[DType::Bool, DType::I32, DType::I64]);
 
     pub const fn of(dtypes: &[DType]) -> DTypeSet {
-        let mut bits = 0u8;
+        let mut bits = 0u16;
         let mut i = 0;
         while i < dtypes.len() {
             bits |= 1 << dtypes[i] as u8;
@@ -90,7 +140,19 @@ impl DTypeSet {
     }
 
     pub fn contains(self, d: DType) -> bool {
-        self.0 >> d as u8 & 1 == 1
+        self.0 >> d as u16 & 1 == 1
+    }
+
+    /// The set plus every storage dtype whose compute dtype is in it: what a user may pass to
+    /// an op whose IR row is `self` (lowering widens the storage operands, `ir::storage`).
+    pub fn with_storage(self) -> DTypeSet {
+        let mut bits = self.0;
+        for d in DType::STORAGE {
+            if self.contains(d.compute()) {
+                bits |= 1 << d as u16;
+            }
+        }
+        DTypeSet(bits)
     }
 
     /// The members, narrowest first.

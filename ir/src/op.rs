@@ -93,7 +93,7 @@ impl UnaryOp {
             | Reciprocal | Log1p | Expm1 => DTypeSet::FLOAT,
             LogicalNot => DTypeSet::BOOL,
             Asin | Acos | Atan | Sinh | Cosh => DTypeSet::FLOAT,
-            IsNan | IsInf | IsFinite => DTypeSet::ALL,
+            IsNan | IsInf | IsFinite => DTypeSet::COMPUTE,
             BitwiseNot => DTypeSet::INT_BOOL,
         }
     }
@@ -120,7 +120,7 @@ impl BinaryOp {
         match self {
             Add | Sub | Mul | Maximum | Minimum | Lt | Le | Gt | Ge => DTypeSet::NUMERIC,
             Div | Pow => DTypeSet::FLOAT,
-            Eq | Ne => DTypeSet::ALL,
+            Eq | Ne => DTypeSet::COMPUTE,
             LogicalAnd | LogicalOr => DTypeSet::BOOL,
             Atan2 => DTypeSet::FLOAT,
             FloorDiv | Remainder => DTypeSet::NUMERIC,
@@ -311,6 +311,13 @@ impl Op {
             | Op::Random { .. }
             | Op::Extern { .. } => DTypeSet::ALL,
         }
+    }
+
+    /// What a user may pass: the IR row ([`Op::operand_dtypes`]) plus the storage dtypes whose
+    /// compute dtype it contains (lowering widens those, `ir::storage`). The prelude's
+    /// constraints say this set.
+    pub fn accepted_dtypes(&self) -> DTypeSet {
+        self.operand_dtypes().with_storage()
     }
 
     /// True for ops computed independently per output element from the same-index elements

@@ -12,6 +12,9 @@ use tfn_ir::{parse_graph, print_graph, run, Tensor};
 const CASES: &str = include_str!("data/interp_cases.txt");
 /// The index and scan ops (`data/gen_scan_cases.py`).
 const SCAN_CASES: &str = include_str!("data/scan_cases.txt");
+/// Storage dtypes (`data/gen_storage_cases.py`): f16 against NumPy's float16, bf16 against
+/// bits computed with NumPy integer arithmetic, i8/u8 against NumPy's wrapping.
+const STORAGE_CASES: &str = include_str!("data/storage_cases.txt");
 
 struct Case<'a> {
     name: &'a str,
@@ -98,6 +101,23 @@ fn interpreter_matches_numpy() {
 fn scans_match_numpy() {
     let cases = parse_cases(SCAN_CASES).expect("the scan case file is well formed");
     assert!(cases.len() > 300, "only {} cases found", cases.len());
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| check(c).err().map(|e| format!("case `{}`: {e}", c.name)))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn storage_dtypes_match_numpy() {
+    let cases = parse_cases(STORAGE_CASES).expect("the storage case file is well formed");
+    assert!(cases.len() > 50, "only {} cases found", cases.len());
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|c| check(c).err().map(|e| format!("case `{}`: {e}", c.name)))

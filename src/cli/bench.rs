@@ -39,6 +39,10 @@ fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Result<Te
     Ok(match dtype {
         DType::F32 => Tensor::F32(array(shape, || rng.normal() as f32)?),
         DType::F64 => Tensor::F64(array(shape, || rng.normal())?),
+        DType::I8 => Tensor::I8(array(shape, || (rng.normal() * 10.0) as i8)?),
+        DType::U8 => Tensor::U8(array(shape, || (rng.normal() * 10.0).abs() as u8)?),
+        DType::F16 => Tensor::F16(array(shape, || tfn_ir::half::f16::from_f64(rng.normal()))?),
+        DType::BF16 => Tensor::BF16(array(shape, || tfn_ir::half::bf16::from_f64(rng.normal()))?),
         DType::I32 => Tensor::I32(array(shape, || (rng.normal() * 10.0) as i32)?),
         DType::I64 => Tensor::I64(array(shape, || (rng.normal() * 10.0) as i64)?),
         DType::Bool => Tensor::Bool(array(shape, || rng.normal() > 0.0)?),
@@ -58,6 +62,10 @@ fn output_buffers(results: &mut [Tensor]) -> Vec<OutputMut<'_>> {
             Tensor::I64(a) => OutputMut::I64(a.view_mut()),
             Tensor::F32(a) => OutputMut::F32(a.view_mut()),
             Tensor::F64(a) => OutputMut::F64(a.view_mut()),
+            Tensor::I8(a) => OutputMut::I8(a.view_mut()),
+            Tensor::U8(a) => OutputMut::U8(a.view_mut()),
+            Tensor::F16(a) => OutputMut::F16(a.view_mut()),
+            Tensor::BF16(a) => OutputMut::BF16(a.view_mut()),
         })
         .collect()
 }

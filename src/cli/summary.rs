@@ -10,6 +10,10 @@ pub(super) fn summarize(name: &str, t: &Tensor) -> String {
         Tensor::I64(a) => a.iter().map(|&v| v as f64).collect(),
         Tensor::F32(a) => a.iter().map(|&v| v as f64).collect(),
         Tensor::F64(a) => a.iter().copied().collect(),
+        Tensor::I8(a) => a.iter().map(|&v| v.into()).collect(),
+        Tensor::U8(a) => a.iter().map(|&v| v.into()).collect(),
+        Tensor::F16(a) => a.iter().map(|v| v.to_f64()).collect(),
+        Tensor::BF16(a) => a.iter().map(|v| v.to_f64()).collect(),
     };
     let head: Vec<String> = values.iter().take(6).map(|v| format!("{v}")).collect();
     let more = if values.len() > 6 { ", ..." } else { "" };

@@ -14,8 +14,16 @@ pub(super) const MAX_HEADER_LEN: usize = 1 << 20;
 const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// The dtype strings tfn reads and writes, per dtype (NumPy's little-endian `descr`).
-pub(super) const DESCRS: [(&str, DType); 5] = [
+/// `bfloat16` has no NumPy dtype: ml_dtypes saves it as a 2-byte void (`<V2`; `|V2` is the
+/// same), and a 2-byte void is read back as `bf16`. The first entry of a dtype is what tfn
+/// writes.
+pub(super) const DESCRS: [(&str, DType); 10] = [
     ("|b1", DType::Bool),
+    ("|i1", DType::I8),
+    ("|u1", DType::U8),
+    ("<f2", DType::F16),
+    ("<V2", DType::BF16),
+    ("|V2", DType::BF16),
     ("<i4", DType::I32),
     ("<i8", DType::I64),
     ("<f4", DType::F32),
@@ -167,7 +175,7 @@ fn parse_dict(text: &str) -> Result<Header, String> {
     let dtype = DESCRS.iter().find(|(d, _)| *d == descr).map(|(_, t)| *t).ok_or_else(|| {
         let hint = if descr.starts_with('>') { " (big-endian: save it little-endian)" } else { "" };
         format!(
-            "dtype `{descr}` is not supported{hint}; use bool, int32, int64, float32 or float64"
+            "dtype `{descr}` is not supported{hint}; use bool, int8, uint8, int32, int64, float16, bfloat16, float32 or float64"
         )
     })?;
     let too_large = || format!("shape {shape:?} of dtype {dtype} is too large");

@@ -1,4 +1,5 @@
-//! Reading and writing tensors as NumPy `.npy` files (dtypes bool, i32, i64, f32, f64; C or
+//! Reading and writing tensors as NumPy `.npy` files (dtypes bool, i8, u8, i32, i64, f16, bf16,
+//! f32, f64 — bf16 as ml_dtypes writes it, a 2-byte void `<V2`; C or
 //! Fortran order on read, C order on write).
 //!
 //! Reading never trusts the header: the declared data size is compared with the file before
@@ -14,6 +15,7 @@ use header::{read_header, Header};
 use ndarray::{ArrayD, IxDyn};
 use std::io::Read;
 use std::path::Path;
+use tfn_ir::half;
 use tfn_ir::{DType, Tensor};
 
 pub use write::{encode, write, write_all};
@@ -52,10 +54,32 @@ macro_rules! element {
         }
     };
 }
+element!(i8);
+element!(u8);
 element!(i32);
 element!(i64);
 element!(f32);
 element!(f64);
+
+impl Element for half::f16 {
+    const SIZE: usize = 2;
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(|b| half::f16::from_bits(u16::from_le_bytes(b)))
+    }
+    fn encode(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
+
+impl Element for half::bf16 {
+    const SIZE: usize = 2;
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(|b| half::bf16::from_bits(u16::from_le_bytes(b)))
+    }
+    fn encode(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
 
 impl Element for bool {
     const SIZE: usize = 1;
@@ -102,6 +126,10 @@ pub fn read(path: &Path) -> Result<Tensor, NpyError> {
         DType::I64 => read_data(&mut r, &header).map(|a| a.map(Tensor::I64)),
         DType::F32 => read_data(&mut r, &header).map(|a| a.map(Tensor::F32)),
         DType::F64 => read_data(&mut r, &header).map(|a| a.map(Tensor::F64)),
+        DType::I8 => read_data(&mut r, &header).map(|a| a.map(Tensor::I8)),
+        DType::U8 => read_data(&mut r, &header).map(|a| a.map(Tensor::U8)),
+        DType::F16 => read_data(&mut r, &header).map(|a| a.map(Tensor::F16)),
+        DType::BF16 => read_data(&mut r, &header).map(|a| a.map(Tensor::BF16)),
     };
     match data {
         Ok(Ok(t)) => Ok(t),

@@ -22,6 +22,10 @@ pub fn encode(t: &Tensor, w: &mut impl Write) -> std::io::Result<()> {
         Tensor::I64(a) => encode_data(a.iter().copied(), w),
         Tensor::F32(a) => encode_data(a.iter().copied(), w),
         Tensor::F64(a) => encode_data(a.iter().copied(), w),
+        Tensor::I8(a) => encode_data(a.iter().copied(), w),
+        Tensor::U8(a) => encode_data(a.iter().copied(), w),
+        Tensor::F16(a) => encode_data(a.iter().copied(), w),
+        Tensor::BF16(a) => encode_data(a.iter().copied(), w),
     }
 }
 

@@ -125,12 +125,12 @@ impl Emitter<'_> {
         let v = match step_index {
             Some(off) if !source_full => {
                 let addr = self.address(b, sj, off, None, dtype);
-                let s = b.ins().load(scalar_type(dtype), mem(), addr, 0);
+                let s = super::storage::load(b, Width::Scalar, dtype, addr, 0)?;
                 ops::splat(b, at.width, dtype, s)?
             }
             Some(off) if inner_unit => {
                 let addr = self.address(b, sj, off, Some(at.i), dtype);
-                b.ins().load(at.width.ty(dtype)?, mem(), addr, (at.delta * dsize) as i32)
+                super::storage::load(b, at.width, dtype, addr, (at.delta * dsize) as i32)?
             }
             _ => {
                 // Lane by lane: per-lane indices, or a source strided along the inner axis.
@@ -159,7 +159,7 @@ impl Emitter<'_> {
                         off
                     };
                     let addr = self.address(b, sj, off, None, dtype);
-                    let s = b.ins().load(scalar_type(dtype), mem(), addr, 0);
+                    let s = super::storage::load(b, Width::Scalar, dtype, addr, 0)?;
                     out = Some(match (at.width, out) {
                         (Width::Scalar, _) => s,
                         (Width::Vector(_), None) => ops::splat(b, at.width, dtype, s)?,
@@ -188,6 +188,6 @@ impl Emitter<'_> {
         let slot = self.resolve_index(b, q, raw, id);
         let off = self.source_offset(b, q, offs[sj], slot);
         let addr = self.address(b, sj, off, None, dtype);
-        Ok(b.ins().load(scalar_type(dtype), mem(), addr, 0))
+        super::storage::load(b, Width::Scalar, dtype, addr, 0)
     }
 }

@@ -33,6 +33,7 @@ pub(crate) mod ops;
 mod random;
 mod rows;
 pub(crate) mod scan;
+pub(crate) mod storage;
 
 use crate::error::CodegenError;
 use crate::math::{self, MathConsts, MathFeatures, MathFn};
@@ -157,7 +158,8 @@ fn math_fn(op: &Op) -> Option<MathFn> {
 /// other (a causal mask `iota <= iota` in an f32 kernel) do not count: in vector code they are
 /// computed as integers of the lane's width ([`narrow_index`]).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    let lane = plan.data_operands().find(|o| !o.index).map(|o| o.dtype)?;
+    // Storage dtypes live in registers of their compute dtype (`storage.rs`).
+    let lane = plan.data_operands().find(|o| !o.index).map(|o| o.dtype.compute())?;
     if lane == DType::Bool {
         return None;
     }
@@ -171,15 +173,15 @@ pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
             continue;
         }
         let narrowed = o.index && node_of_input(j).is_some_and(|k| narrow[k]);
-        if o.dtype != lane && !narrowed {
+        if o.dtype.compute() != lane && !narrowed {
             return None;
         }
     }
-    if plan.outputs.iter().any(|o| o.dtype != lane) {
+    if plan.outputs.iter().any(|o| o.dtype.compute() != lane) {
         return None;
     }
     for (k, n) in plan.nodes.iter().enumerate() {
-        if n.dtype != lane && n.dtype != DType::Bool && !narrow[k] {
+        if n.dtype.compute() != lane && n.dtype != DType::Bool && !narrow[k] {
             return None;
         }
     }
@@ -313,14 +315,20 @@ fn index_value(
     dtype: DType,
     lane_step: bool,
 ) -> Result<Value, CodegenError> {
+    if dtype.is_storage() {
+        // Lowering computes a storage-dtype index in its compute dtype and casts it.
+        return Err(CodegenError::Internal(format!("an index of storage dtype {dtype}")));
+    }
     let convert = |b: &mut FunctionBuilder, i: Value| -> Value {
         match dtype {
             DType::I64 => i,
             DType::I32 => b.ins().ireduce(types::I32, i),
             DType::F32 => b.ins().fcvt_from_sint(types::F32, i),
             DType::F64 => b.ins().fcvt_from_sint(types::F64, i),
-            // The op table gives `iota` numeric dtypes only.
-            DType::Bool => b.ins().ireduce(types::I8, i),
+            // The op table gives `iota` numeric dtypes only; storage dtypes are excluded above.
+            DType::Bool | DType::I8 | DType::U8 | DType::F16 | DType::BF16 => {
+                b.ins().ireduce(types::I8, i)
+            }
         }
     };
     let Width::Vector(t) = width else { return Ok(convert(b, base)) };
@@ -850,10 +858,9 @@ impl Emitter<'_> {
             let lane_step = self.inner_full(&input.full);
             index_value(b, base, at.width, narrow_index(at.width, input.dtype), lane_step)?
         } else if self.inner_full(&input.full) {
-            let ty = at.width.ty(input.dtype)?;
             let addr = self.address(b, j, at.offs[j], Some(at.i), input.dtype);
             let off = (at.delta * input.dtype.size_bytes() as i64) as i32;
-            b.ins().load(ty, mem(), addr, off)
+            storage::load(b, at.width, input.dtype, addr, off)?
         } else if self.is_row_input(j) {
             let map =
                 if at.width == Width::Scalar { &vals.input_scalar } else { &vals.input_splat };
@@ -863,7 +870,7 @@ impl Emitter<'_> {
         } else {
             // Constant along the inner axis but not along a reduced one: one scalar per step.
             let addr = self.address(b, j, at.offs[j], None, input.dtype);
-            let s = b.ins().load(scalar_type(input.dtype), mem(), addr, 0);
+            let s = storage::load(b, Width::Scalar, input.dtype, addr, 0)?;
             ops::splat(b, at.width, input.dtype, s)?
         };
         memo.insert(r, v);
@@ -903,7 +910,7 @@ impl Emitter<'_> {
                 let p = self.plan.inputs.len() + o;
                 let addr = self.address(b, p, at.offs[p], Some(at.i), out.dtype);
                 let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
-                b.ins().load(at.width.ty(out.dtype)?, mem(), addr, off)
+                storage::load(b, at.width, out.dtype, addr, off)?
             }
             _ => match self.row_reciprocal(vals, k, at.width) {
                 Some(recip) => {
@@ -1000,7 +1007,8 @@ impl Emitter<'_> {
         let out = &self.plan.outputs[o];
         let p = self.plan.inputs.len() + o;
         let addr = self.address(b, p, at.offs[p], Some(at.i), out.dtype);
-        b.ins().store(mem(), v, addr, (at.delta * out.dtype.size_bytes() as i64) as i32);
+        let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
+        storage::store(b, at.width, out.dtype, v, addr, off);
     }
 
     fn row_input(
@@ -1018,7 +1026,7 @@ impl Emitter<'_> {
             index_value(b, offs[j], Width::Scalar, d, false)?
         } else {
             let addr = self.address(b, j, offs[j], None, d);
-            b.ins().load(scalar_type(d), mem(), addr, 0)
+            storage::load(b, Width::Scalar, d, addr, 0)?
         };
         vals.input_scalar.insert(j, v);
         Ok(v)

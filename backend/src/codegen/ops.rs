@@ -30,9 +30,13 @@ pub(crate) fn not_here<T>(op: impl std::fmt::Display, d: DType) -> Result<T, Cod
     Err(CodegenError::Internal(format!("`{op}` on {d} reached the instruction emitter")))
 }
 
+/// The register type of a scalar of dtype `d` (storage dtypes live in their compute dtype's
+/// registers, `storage.rs`).
 pub(crate) fn scalar_type(d: DType) -> Type {
     match d {
         DType::Bool => types::I8,
+        DType::I8 | DType::U8 => types::I32,
+        DType::F16 | DType::BF16 => types::F32,
         DType::I32 => types::I32,
         DType::I64 => types::I64,
         DType::F32 => types::F32,
@@ -40,10 +44,11 @@ pub(crate) fn scalar_type(d: DType) -> Type {
     }
 }
 
-/// Lanes per 128-bit vector of lane dtype `t`.
+/// Lanes per 128-bit vector of lane dtype `t` (a storage dtype's lanes are its compute
+/// dtype's).
 pub(crate) fn lanes(t: DType) -> i64 {
     match t {
-        DType::F32 | DType::I32 => 4,
+        DType::F32 | DType::I32 | DType::F16 | DType::BF16 | DType::I8 | DType::U8 => 4,
         DType::F64 | DType::I64 => 2,
         DType::Bool => 16,
     }
@@ -51,7 +56,7 @@ pub(crate) fn lanes(t: DType) -> i64 {
 
 fn mask_type(t: DType) -> Type {
     match t {
-        DType::F32 | DType::I32 => types::I32X4,
+        DType::F32 | DType::I32 | DType::F16 | DType::BF16 | DType::I8 | DType::U8 => types::I32X4,
         DType::F64 | DType::I64 => types::I64X2,
         DType::Bool => types::I8X16,
     }
@@ -62,13 +67,15 @@ impl Width {
     pub fn ty(self, d: DType) -> Result<Type, CodegenError> {
         match self {
             Width::Scalar => Ok(scalar_type(d)),
-            Width::Vector(t) if d == t => Ok(match t {
-                DType::F32 => types::F32X4,
-                DType::F64 => types::F64X2,
-                DType::I32 => types::I32X4,
-                DType::I64 => types::I64X2,
-                DType::Bool => return unsupported("bool vectors"),
-            }),
+            Width::Vector(t) if d.compute() == t.compute() && d != DType::Bool => {
+                Ok(match t.compute() {
+                    DType::F32 => types::F32X4,
+                    DType::F64 => types::F64X2,
+                    DType::I32 => types::I32X4,
+                    DType::I64 => types::I64X2,
+                    _ => return unsupported("bool vectors"),
+                })
+            }
             Width::Vector(t) if d == DType::Bool => Ok(mask_type(t)),
             Width::Vector(t) => unsupported(format!("{d} value in a {t} vector kernel")),
         }
@@ -105,6 +112,15 @@ pub(crate) fn scalar_const(b: &mut FunctionBuilder, d: DType, s: Scalar) -> Valu
         Scalar::Float(f) => f as i64,
     };
     match d {
+        // Storage dtypes: the value converted like `cast`, in the compute dtype's register.
+        DType::F16 | DType::BF16 | DType::I8 | DType::U8 => {
+            let t = tfn_ir::interp::fold_cast_value(s, d);
+            match t {
+                Scalar::Float(f) => b.ins().f32const(f as f32),
+                Scalar::Int(i) => b.ins().iconst(types::I32, i),
+                Scalar::Bool(v) => b.ins().iconst(types::I32, v as i64),
+            }
+        }
         DType::F32 => b.ins().f32const(s.as_f64() as f32),
         DType::F64 => b.ins().f64const(s.as_f64()),
         DType::I32 => b.ins().iconst(types::I32, as_int as i32 as i64),
@@ -360,6 +376,9 @@ pub(crate) fn emit_cast(
     if from == to {
         return Ok(x);
     }
+    if from.is_storage() || to.is_storage() {
+        return storage_cast(b, width, from, to, x);
+    }
     if to == DType::Bool {
         return truthy(b, width, from, x);
     }
@@ -392,6 +411,55 @@ pub(crate) fn emit_cast(
         // Every pair is covered above (same dtype and `-> bool` return early).
         _ => return not_here(format!("cast {from} ->"), to),
     })
+}
+
+/// `cast` from or to a storage dtype (`tfn_ir::storage`): through the compute dtypes, then
+/// rounded (16-bit floats), saturated (floats to 8-bit integers) or wrapped (integers to 8-bit
+/// integers) in the register. `f64` → 16-bit float rounds to odd in `f32` first (scalars only:
+/// a kernel mixing `f64` and another dtype is never vectorised).
+fn storage_cast(
+    b: &mut FunctionBuilder,
+    width: Width,
+    from: DType,
+    to: DType,
+    x: Value,
+) -> Result<Value, CodegenError> {
+    use super::storage::{round_to, saturate_to_byte};
+    let (cf, ct) = (from.compute(), to.compute());
+    if !to.is_storage() {
+        // Exact widening, then an ordinary cast.
+        return emit_cast(b, width, cf, to, x);
+    }
+    let wide = match (from, to) {
+        (DType::F64, DType::F16 | DType::BF16) if width == Width::Scalar => f64_to_f32_odd(b, x),
+        (DType::I64, DType::I8 | DType::U8) if width == Width::Scalar => {
+            b.ins().ireduce(types::I32, x)
+        }
+        (DType::I64, _) if width == Width::Scalar => b.ins().fcvt_from_sint(types::F32, x),
+        _ => emit_cast(b, width, cf, ct, x)?,
+    };
+    let wide =
+        if from.is_float() && !to.is_float() { saturate_to_byte(b, width, to, wide) } else { wide };
+    Ok(round_to(b, width, to, wide))
+}
+
+/// `f64` → `f32` rounded to odd (`tfn_ir::storage::bits::f64_to_f32_odd`), on scalars.
+fn f64_to_f32_odd(b: &mut FunctionBuilder, x: Value) -> Value {
+    let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+    let r = b.ins().fdemote(types::F32, x);
+    let back = b.ins().fpromote(types::F64, r);
+    let exact = b.ins().fcmp(FloatCC::Equal, back, x);
+    let nan = b.ins().fcmp(FloatCC::Unordered, x, x);
+    let keep = b.ins().bor(exact, nan);
+    let abs_back = b.ins().fabs(back);
+    let abs_x = b.ins().fabs(x);
+    let up = b.ins().fcmp(FloatCC::GreaterThan, abs_back, abs_x);
+    let bits = b.ins().bitcast(types::I32, flags, r);
+    let down = b.ins().iadd_imm_s(bits, -1);
+    let truncated = b.ins().select(up, down, bits);
+    let odd = b.ins().bor_imm_s(truncated, 1);
+    let odd = b.ins().bitcast(types::F32, flags, odd);
+    b.ins().select(keep, r, odd)
 }
 
 /// The identity element of a reduction, at `width`.

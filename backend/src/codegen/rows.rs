@@ -49,7 +49,7 @@ impl Emitter<'_> {
             }
             let v = self.eval_row(b, offs, &mut vals, k)?;
             let addr = self.address(b, n_in + o, offs[n_in + o], None, out.dtype);
-            b.ins().store(super::mem(), v, addr, 0);
+            super::storage::store(b, super::Width::Scalar, out.dtype, v, addr, 0);
         }
         Ok(())
     }

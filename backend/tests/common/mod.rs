@@ -5,6 +5,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 use tfn_backend::{CompileOptions, CompiledFunction, TensorView};
+use tfn_ir::half::{bf16, f16};
 use tfn_ir::{DType, Dim, Graph, SymDef, Tensor};
 
 /// The project's one generator (`tfn_ir::rng::SplitMix`), over a bare `u64` state.
@@ -42,6 +43,18 @@ pub fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize], range: (f64, 
         ),
         DType::Bool => Tensor::Bool(
             ArrayD::from_shape_vec(s, floats.iter().map(|&x| x > 0.0).collect()).unwrap(),
+        ),
+        DType::I8 => Tensor::I8(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| x.round() as i8).collect()).unwrap(),
+        ),
+        DType::U8 => Tensor::U8(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| x.round() as u8).collect()).unwrap(),
+        ),
+        DType::F16 => Tensor::F16(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| f16::from_f64(x)).collect()).unwrap(),
+        ),
+        DType::BF16 => Tensor::BF16(
+            ArrayD::from_shape_vec(s, floats.iter().map(|&x| bf16::from_f64(x)).collect()).unwrap(),
         ),
     }
 }
@@ -117,6 +130,18 @@ pub fn compare(got: &Tensor, want: &Tensor, tol: Tol) -> Result<(), String> {
         (Tensor::Bool(a), Tensor::Bool(b)) => {
             a.iter().zip(b).map(|(&x, &y)| (x as u8 as f64, y as u8 as f64)).collect()
         }
+        (Tensor::I8(a), Tensor::I8(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect()
+        }
+        (Tensor::U8(a), Tensor::U8(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64)).collect()
+        }
+        (Tensor::F16(a), Tensor::F16(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x.to_f64(), y.to_f64())).collect()
+        }
+        (Tensor::BF16(a), Tensor::BF16(b)) => {
+            a.iter().zip(b).map(|(&x, &y)| (x.to_f64(), y.to_f64())).collect()
+        }
         _ => return Err("dtype mismatch".into()),
     };
     let exact = !got.dtype().is_float();
@@ -169,5 +194,9 @@ pub fn zeros_like(t: &Tensor) -> Tensor {
         DType::I64 => Tensor::I64(ArrayD::zeros(s)),
         DType::F32 => Tensor::F32(ArrayD::zeros(s)),
         DType::F64 => Tensor::F64(ArrayD::zeros(s)),
+        DType::I8 => Tensor::I8(ArrayD::zeros(s)),
+        DType::U8 => Tensor::U8(ArrayD::zeros(s)),
+        DType::F16 => Tensor::F16(ArrayD::from_elem(s, f16::ZERO)),
+        DType::BF16 => Tensor::BF16(ArrayD::from_elem(s, bf16::ZERO)),
     }
 }

@@ -65,6 +65,10 @@ pub(crate) fn unary(op: UnaryOp, t: &Tensor) -> OpResult {
         Tensor::I32(a) => Tensor::I32(a.mapv(|x| scalar::int_unary(OP, x).unwrap_or(x))),
         Tensor::I64(a) => Tensor::I64(a.mapv(|x| scalar::int_unary(OP, x).unwrap_or(x))),
         Tensor::Bool(a) => Tensor::Bool(a.mapv(|x| scalar::bool_unary(OP, x).unwrap_or(x))),
+        // Lowering widens storage dtypes (`crate::storage`); the table check above rejects them.
+        Tensor::I8(_) | Tensor::U8(_) | Tensor::F16(_) | Tensor::BF16(_) => {
+            return Err(OpError::Unsupported(dtype))
+        }
     }))
 }
 
@@ -137,6 +141,10 @@ pub(crate) fn select(cond: &Tensor, lhs: &Tensor, rhs: &Tensor) -> OpResult {
     };
     Ok(match (lhs, rhs) {
         (Tensor::Bool(a), Tensor::Bool(b)) => Tensor::Bool(zip3(c, a, b)?),
+        (Tensor::I8(a), Tensor::I8(b)) => Tensor::I8(zip3(c, a, b)?),
+        (Tensor::U8(a), Tensor::U8(b)) => Tensor::U8(zip3(c, a, b)?),
+        (Tensor::F16(a), Tensor::F16(b)) => Tensor::F16(zip3(c, a, b)?),
+        (Tensor::BF16(a), Tensor::BF16(b)) => Tensor::BF16(zip3(c, a, b)?),
         (Tensor::I32(a), Tensor::I32(b)) => Tensor::I32(zip3(c, a, b)?),
         (Tensor::I64(a), Tensor::I64(b)) => Tensor::I64(zip3(c, a, b)?),
         (Tensor::F32(a), Tensor::F32(b)) => Tensor::F32(zip3(c, a, b)?),

@@ -10,6 +10,7 @@ use super::{cast, elementwise};
 use crate::attr::Scalar;
 use crate::dtype::DType;
 use crate::op::{BinaryOp, UnaryOp};
+use crate::storage::bits;
 use crate::tensor::Tensor;
 use ndarray::{arr0, ArrayD};
 
@@ -27,6 +28,22 @@ fn tensor(s: Scalar, dtype: DType) -> Option<Tensor> {
             Tensor::F32(arr0(v).into_dyn())
         }
         (DType::F64, Scalar::Float(f)) => Tensor::F64(arr0(f).into_dyn()),
+        (DType::I8, Scalar::Int(i)) => Tensor::I8(arr0(i8::try_from(i).ok()?).into_dyn()),
+        (DType::U8, Scalar::Int(i)) => Tensor::U8(arr0(u8::try_from(i).ok()?).into_dyn()),
+        (DType::F16, Scalar::Float(f)) => {
+            let h = bits::f64_to_f16(f);
+            if f64::from(bits::f16_to_f32(h)).to_bits() != f.to_bits() && !f.is_nan() {
+                return None;
+            }
+            Tensor::F16(arr0(half::f16::from_bits(h)).into_dyn())
+        }
+        (DType::BF16, Scalar::Float(f)) => {
+            let h = bits::f64_to_bf16(f);
+            if f64::from(bits::bf16_to_f32(h)).to_bits() != f.to_bits() && !f.is_nan() {
+                return None;
+            }
+            Tensor::BF16(arr0(half::bf16::from_bits(h)).into_dyn())
+        }
         _ => return None,
     })
 }
@@ -39,6 +56,10 @@ fn first<T: Copy>(a: &ArrayD<T>) -> Option<T> {
 fn scalar(t: &Tensor) -> Option<Scalar> {
     Some(match t {
         Tensor::Bool(a) => Scalar::Bool(first(a)?),
+        Tensor::I8(a) => Scalar::Int(first(a)?.into()),
+        Tensor::U8(a) => Scalar::Int(first(a)?.into()),
+        Tensor::F16(a) => Scalar::Float(bits::f16_to_f32(first(a)?.to_bits()).into()),
+        Tensor::BF16(a) => Scalar::Float(bits::bf16_to_f32(first(a)?.to_bits()).into()),
         Tensor::I32(a) => Scalar::Int(first(a)?.into()),
         Tensor::I64(a) => Scalar::Int(first(a)?),
         Tensor::F32(a) => Scalar::Float(first(a)?.into()),
@@ -59,6 +80,11 @@ pub fn fold_binary(op: BinaryOp, dtype: DType, a: Scalar, b: Scalar) -> Option<S
 /// `cast(x, to)` for a constant `x` of dtype `from`.
 pub fn fold_cast(from: DType, to: DType, x: Scalar) -> Option<Scalar> {
     scalar(&cast::cast(&tensor(x, from)?, to))
+}
+
+/// `value` converted to `dtype` like `full`/`const` do (a literal's value in its dtype).
+pub fn fold_cast_value(value: Scalar, dtype: DType) -> Scalar {
+    scalar(&cast::full(value, dtype, &[])).unwrap_or(value)
 }
 
 #[cfg(test)]

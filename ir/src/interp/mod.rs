@@ -50,7 +50,7 @@ mod shape_ops;
 mod window;
 
 pub use crate::op_index::row_major_strides;
-pub use fold::{fold_binary, fold_cast, fold_unary};
+pub use fold::{fold_binary, fold_cast, fold_cast_value, fold_unary};
 
 use crate::attr::Attr;
 use crate::bind::{bind_sizes, try_concrete_shape, BindError};
@@ -166,6 +166,10 @@ macro_rules! map_any {
     ($t:expr, $a:ident => $body:expr) => {
         match $t {
             Tensor::Bool($a) => Tensor::Bool($body),
+            Tensor::I8($a) => Tensor::I8($body),
+            Tensor::U8($a) => Tensor::U8($body),
+            Tensor::F16($a) => Tensor::F16($body),
+            Tensor::BF16($a) => Tensor::BF16($body),
             Tensor::I32($a) => Tensor::I32($body),
             Tensor::I64($a) => Tensor::I64($body),
             Tensor::F32($a) => Tensor::F32($body),

@@ -129,6 +129,10 @@ pub(crate) fn reduce(op: ReduceOp, t: &Tensor, axes: &[u32], keepdim: bool) -> O
             ReduceOp::Min => Tensor::Bool(fold_axes(a.view(), &axes, true, |x, y| x & y)),
             _ => return Err(OpError::Unsupported(t.dtype())),
         },
+        // Lowering widens storage dtypes (`crate::storage`).
+        Tensor::I8(_) | Tensor::U8(_) | Tensor::F16(_) | Tensor::BF16(_) => {
+            return Err(OpError::Unsupported(t.dtype()))
+        }
     };
     Ok(if keepdim { super::map_any!(result, a => keep_dims(a, &axes)) } else { result })
 }
@@ -178,6 +182,10 @@ pub(crate) fn argmin(t: &Tensor, axis: u32, keepdim: bool) -> OpResult {
         Tensor::I32(a) => argmax_lanes(a, axis, |x, b| x < b),
         Tensor::I64(a) => argmax_lanes(a, axis, |x, b| x < b),
         Tensor::Bool(a) => argmax_lanes(a, axis, |x, b| !x & b),
+        // Lowering widens storage dtypes (`crate::storage`).
+        Tensor::I8(_) | Tensor::U8(_) | Tensor::F16(_) | Tensor::BF16(_) => {
+            return Err(OpError::Unsupported(t.dtype()))
+        }
     };
     Ok(Tensor::I64(if keepdim { keep_dims(indices, &axes) } else { indices }))
 }
@@ -194,6 +202,9 @@ pub(crate) fn argmax(t: &Tensor, axis: u32, keepdim: bool) -> OpResult {
         Tensor::I32(a) => argmax_lanes(a, axis, |x, b| x > b),
         Tensor::I64(a) => argmax_lanes(a, axis, |x, b| x > b),
         Tensor::Bool(a) => argmax_lanes(a, axis, |x, b| x & !b),
+        Tensor::I8(_) | Tensor::U8(_) | Tensor::F16(_) | Tensor::BF16(_) => {
+            return Err(OpError::Unsupported(t.dtype()))
+        }
     };
     Ok(Tensor::I64(if keepdim { keep_dims(indices, &axes) } else { indices }))
 }

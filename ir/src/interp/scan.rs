@@ -26,7 +26,10 @@ pub(crate) fn iota(shape: &[usize], axis: u32, dtype: DType) -> OpResult {
         DType::I64 => Tensor::I64(ArrayD::from_shape_fn(IxDyn(shape), |i| make(&i) as i64)),
         DType::F32 => Tensor::F32(ArrayD::from_shape_fn(IxDyn(shape), |i| make(&i) as f32)),
         DType::F64 => Tensor::F64(ArrayD::from_shape_fn(IxDyn(shape), |i| make(&i) as f64)),
-        DType::Bool => return Err(OpError::Unsupported(DType::Bool)),
+        // Lowering computes a storage-dtype index in its compute dtype and casts it.
+        DType::Bool | DType::I8 | DType::U8 | DType::F16 | DType::BF16 => {
+            return Err(OpError::Unsupported(dtype))
+        }
     })
 }
 
@@ -106,7 +109,10 @@ pub(crate) fn scan(op: ScanOp, t: &Tensor, axis: u32, exclusive: bool, reverse: 
         Tensor::F64(a) => Tensor::F64(float_scan(op, a, axis, exclusive, reverse)),
         Tensor::I32(a) => Tensor::I32(int_scan(op, a, axis, exclusive, reverse)),
         Tensor::I64(a) => Tensor::I64(int_scan(op, a, axis, exclusive, reverse)),
-        Tensor::Bool(_) => return Err(OpError::Unsupported(DType::Bool)),
+        // Lowering widens storage dtypes (`crate::storage`).
+        Tensor::Bool(_) | Tensor::I8(_) | Tensor::U8(_) | Tensor::F16(_) | Tensor::BF16(_) => {
+            return Err(OpError::Unsupported(t.dtype()))
+        }
     })
 }
 

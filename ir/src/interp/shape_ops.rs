@@ -73,6 +73,10 @@ pub(crate) fn concat(ts: &[&Tensor], axis: u32) -> OpResult {
     };
     Ok(match first {
         Tensor::Bool(_) => Tensor::Bool(concat_views(axis, &views_of!(ts, Bool))?),
+        Tensor::I8(_) => Tensor::I8(concat_views(axis, &views_of!(ts, I8))?),
+        Tensor::U8(_) => Tensor::U8(concat_views(axis, &views_of!(ts, U8))?),
+        Tensor::F16(_) => Tensor::F16(concat_views(axis, &views_of!(ts, F16))?),
+        Tensor::BF16(_) => Tensor::BF16(concat_views(axis, &views_of!(ts, BF16))?),
         Tensor::I32(_) => Tensor::I32(concat_views(axis, &views_of!(ts, I32))?),
         Tensor::I64(_) => Tensor::I64(concat_views(axis, &views_of!(ts, I64))?),
         Tensor::F32(_) => Tensor::F32(concat_views(axis, &views_of!(ts, F32))?),

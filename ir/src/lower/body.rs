@@ -52,7 +52,10 @@ impl<'a> Lowerer<'a> {
                     env.insert(p.name.clone(), v.clone());
                 }
                 let first_node = self.graph.nodes.len();
+                // Each function body carries its own values (`storage.rs`).
+                let caller_carried = std::mem::take(&mut self.carried);
                 let out = self.exec_block(block, &env);
+                self.carried = caller_carried;
                 if inlining {
                     self.inlined.pop();
                 }
@@ -61,6 +64,8 @@ impl<'a> Lowerer<'a> {
                     return Err(diag("E0508", msg, Some(fdef.name_span)));
                 };
                 let out = self.check_returns(out, &call)?;
+                let span = Some(fdef.name_span);
+                let out = out.into_iter().map(|v| self.leave(v, span)).collect::<Vec<_>>();
                 self.record_region(&call, first_node, &out);
                 Ok(out)
             }

@@ -145,7 +145,12 @@ pub(super) fn no_match(
 /// Converts a literal or attribute to a constant of `dtype`, or says why it does not fit.
 /// (The front end's checker calls it too, to reject such literals at load time.)
 pub fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
-    let fits_i32 = |i: i64| dtype != DType::I32 || i32::try_from(i).is_ok();
+    let fits_i32 = |i: i64| match dtype {
+        DType::I32 => i32::try_from(i).is_ok(),
+        DType::I8 => i8::try_from(i).is_ok(),
+        DType::U8 => u8::try_from(i).is_ok(),
+        _ => true,
+    };
     match (value, dtype) {
         (Attr::Int(i), d) if d.is_float() => Ok(Scalar::Float(*i as f64)),
         (Attr::Int(i), d) if d.is_int() && fits_i32(*i) => Ok(Scalar::Int(*i)),
@@ -153,6 +158,11 @@ pub fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
         // A finite literal that rounds to infinity in f32 overflows it (spec section 7).
         (Attr::Float(f), DType::F32) if f.is_finite() && (*f as f32).is_infinite() => {
             Err(format!("literal `{value}` overflows f32 (largest finite: {:e})", f32::MAX))
+        }
+        (Attr::Float(f), d @ (DType::F16 | DType::BF16))
+            if f.is_finite() && crate::storage::overflows_half(*f, d) =>
+        {
+            Err(format!("literal `{value}` overflows {d}"))
         }
         (Attr::Float(f), d) if d.is_float() => Ok(Scalar::Float(*f)),
         (Attr::Float(f), d) if d.is_int() && !f.is_finite() => {

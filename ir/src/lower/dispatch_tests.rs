@@ -41,7 +41,9 @@ fn picks_overloads_in_declaration_order() {
             "add",
             vec![t("bool"), t("bool")],
             vec![],
-            Err("argument `x` is bool but `T` must be one of i32, i64, f32, f64"),
+            Err(
+                "argument `x` is bool but `T` must be one of i8, u8, i32, i64, f16, bf16, f32, f64",
+            ),
         ),
         (
             "sum",

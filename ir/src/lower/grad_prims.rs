@@ -148,7 +148,7 @@ impl Lowerer<'_> {
             return Ok(v);
         }
         let ty = TensorType { dtype: self.graph.ty(x).dtype, shape: target };
-        Ok(self.emit(Op::BroadcastTo, vec![v], ty, call.span))
+        Ok(self.emit_moved(Op::BroadcastTo, v, ty, call.span))
     }
 
     fn cast_like(&mut self, call: &BoundCall) -> Result<ValueId, Diagnostic> {

@@ -15,6 +15,7 @@ use crate::library::{Library, ParamType};
 use crate::op::Op;
 use crate::shape::{Dim, Shape};
 use crate::span::Span;
+use std::collections::HashMap;
 
 /// Calls nested deeper than this (through composed functions) are rejected.
 pub(super) const MAX_DEPTH: usize = 64;
@@ -29,6 +30,9 @@ pub(super) struct Lowerer<'a> {
     pub inlined: Vec<String>,
     /// Calls of functions with a `grad` block, recorded for differentiation.
     pub regions: Vec<super::CallRegion>,
+    /// Excess precision (`storage.rs`): for each storage-dtype value the current function
+    /// body computed, the compute-dtype value it is the rounding of.
+    pub carried: HashMap<ValueId, ValueId>,
 }
 
 /// Instantiates `name` (a base name, or `name.overload`) for one call signature, without
@@ -96,6 +100,7 @@ pub fn instantiate_for_sizes(
         active: vec![fdef.full_name()],
         inlined: Vec::new(),
         regions: Vec::new(),
+        carried: HashMap::new(),
     };
     let mut sources = Vec::new();
     let mut vals = Vec::new();
@@ -220,6 +225,9 @@ impl<'a> Lowerer<'a> {
         inputs: Vec<ValueId>,
         span: Option<Span>,
     ) -> Result<ValueId, String> {
+        if let Some(widened) = self.emit_widened(&op, &inputs, span)? {
+            return Ok(widened);
+        }
         let types: Vec<TensorType> = inputs.iter().map(|v| self.ty(*v)).collect();
         let refs: Vec<&TensorType> = types.iter().collect();
         let syms = &mut self.syms;

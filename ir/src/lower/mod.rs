@@ -40,6 +40,7 @@ mod region;
 mod scan_prims;
 mod shape_ops;
 mod static_eval;
+mod storage;
 mod syms;
 mod window;
 

@@ -153,7 +153,7 @@ impl Lowerer<'_> {
                 let x = call.tensor("x")?;
                 let dtype = call.dtype("dtype")?;
                 if self.graph.ty(x).dtype == dtype {
-                    return Ok(x);
+                    return Ok(self.same_dtype_cast(x, span));
                 }
                 self.emit_inferred(Op::Cast(dtype), vec![x], span).map_err(infer_err)
             }

@@ -20,8 +20,14 @@ impl Lowerer<'_> {
     ) -> Result<crate::ValueId, Diagnostic> {
         let dtype = call.dtype("dtype")?;
         if !dtype.is_float() {
-            let msg = format!("`{}` makes f32 or f64 values, not {dtype}", dist.name());
+            let msg = format!("`{}` makes float values, not {dtype}", dist.name());
             return Err(call.error("E0504", "dtype", msg));
+        }
+        if dtype.is_storage() {
+            // f16/bf16: the f32 value, rounded once (`crate::storage`).
+            let wide = self.random_checked(dist, call, dtype.compute())?;
+            let ty = TensorType { dtype, shape: self.ty(wide).shape };
+            return Ok(self.emit(Op::Cast(dtype), vec![wide], ty, call.span));
         }
         self.random_checked(dist, call, dtype)
     }

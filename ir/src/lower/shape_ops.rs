@@ -23,7 +23,7 @@ impl Lowerer<'_> {
         if ty.shape == shape {
             return v;
         }
-        self.emit(Op::Reshape, vec![v], TensorType { dtype: ty.dtype, shape }, span)
+        self.emit_moved(Op::Reshape, v, TensorType { dtype: ty.dtype, shape }, span)
     }
 
     pub(super) fn matmul(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
@@ -221,7 +221,7 @@ impl Lowerer<'_> {
         if self.ty(x).shape == ty.shape {
             return Ok(x);
         }
-        Ok(self.emit(Op::BroadcastTo, vec![x], ty, call.span))
+        Ok(self.emit_moved(Op::BroadcastTo, x, ty, call.span))
     }
 
     pub(super) fn concat(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {

@@ -132,7 +132,7 @@ fn moments(Tensor x, *, Int[] dims) -> (Tensor, Tensor) {
     let d = x - mu
     return (mu, mean(d * d, dims=dims, keepdim=true))
 }
-fn axpy<T: {f32, f64}>(Tensor<T> x, Tensor<T> y, *, Scalar a = 1) -> Tensor<T> {
+fn axpy<T: {f16, bf16, f32, f64}>(Tensor<T> x, Tensor<T> y, *, Scalar a = 1) -> Tensor<T> {
     return a * x + y
 }
 fn mlp(Tensor x, Tensor w1, Tensor b1, Tensor w2, Tensor b2) -> Tensor {
@@ -210,7 +210,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("bad_cond", "f32[?]", "error: `if` condition must be a compile-time Bool, found a bool tensor"),
     ("rec", "f32[?]", "error: recursive call of `rec`"),
     ("nope", "f32[?]", "error: unknown function `nope`"),
-    ("axpy", "i32[?], i32[?]", "error: mismatched arguments for `axpy`: argument `x` is i32 but `T` must be one of f32, f64"),
+    ("axpy", "i32[?], i32[?]", "error: mismatched arguments for `axpy`: argument `x` is i32 but `T` must be one of f16, bf16, f32, f64"),
     ("axpy", "f32[?], f64[?]", "error: argument `y` is f64 but `T` is f32 from `x`"),
     ("axpy", "f32[?], f32[?], b=2", "error: unknown keyword argument `b`"),
     ("axpy", "f32[?], f32[?], 2", "error: `axpy` takes 2 positional arguments but 3 were given"),
@@ -218,8 +218,8 @@ const CASES: &[(&str, &str, &str)] = &[
         "add",
         "f32[?], f64[?]",
         "error: no overload of `add` matches the arguments\n  \
-         note: `add<T: {i32, i64, f32, f64}>(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` is f64 but `T` is f32 from `x`\n  \
-         note: `add.scalar<T: {i32, i64, f32, f64}>(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got a f64 tensor",
+         note: `add<T: {i8, u8, i32, i64, f16, bf16, f32, f64}>(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` is f64 but `T` is f32 from `x`\n  \
+         note: `add.scalar<T: {i8, u8, i32, i64, f16, bf16, f32, f64}>(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got a f64 tensor",
     ),
     (
         "axpy",
@@ -314,7 +314,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     ("sum", "f32[?, ?], dims=[2]", "error: dim 2 is out of range for `x` of rank 2"),
     ("sum", "f32[?, ?], dims=[1, -1]", "error: dim -1 is repeated in `dims`"),
-    ("mean", "i32[?]", "error: argument `x` is i32 but `T` must be one of f32, f64"),
+    ("mean", "i32[?]", "error: argument `x` is i32 but `T` must be one of f16, bf16, f32, f64"),
     ("sum", "f32[?], [0]", "error: `sum` takes 1 positional argument but 2 were given"),
     (
         "argmax",
@@ -591,8 +591,8 @@ error[E0502]: no overload of `add` matches the arguments
 2 |     return full([3], 1.0) + add(x, true)
   |                                    ^^^^
   |
-  = note: `add<T: {i32, i64, f32, f64}>(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` must be Tensor<T>, got Bool `true`
-  = note: `add.scalar<T: {i32, i64, f32, f64}>(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got Bool `true`
+  = note: `add<T: {i8, u8, i32, i64, f16, bf16, f32, f64}>(Tensor<T> x, Tensor<T> y)` is not a match: argument `y` must be Tensor<T>, got Bool `true`
+  = note: `add.scalar<T: {i8, u8, i32, i64, f16, bf16, f32, f64}>(Tensor<T> x, Scalar y)` is not a match: argument `y` must be Scalar, got Bool `true`
 
 error: aborting due to 1 error
 ";

@@ -24,6 +24,22 @@ pub fn tensor_from_text(dtype: DType, shape: &[usize], text: &str) -> Result<Ten
             parse_all::<f64>(&words)?.into_iter().map(|x| x as f32).collect(),
         )?),
         DType::F64 => Tensor::F64(build(shape, parse_all::<f64>(&words)?)?),
+        DType::I8 => Tensor::I8(build(shape, parse_all::<i8>(&words)?)?),
+        DType::U8 => Tensor::U8(build(shape, parse_all::<u8>(&words)?)?),
+        DType::F16 => Tensor::F16(build(
+            shape,
+            parse_all::<f64>(&words)?
+                .into_iter()
+                .map(|x| tfn_ir::half::f16::from_bits(tfn_ir::storage::bits::f64_to_f16(x)))
+                .collect(),
+        )?),
+        DType::BF16 => Tensor::BF16(build(
+            shape,
+            parse_all::<f64>(&words)?
+                .into_iter()
+                .map(|x| tfn_ir::half::bf16::from_bits(tfn_ir::storage::bits::f64_to_bf16(x)))
+                .collect(),
+        )?),
     })
 }
 
@@ -69,6 +85,22 @@ pub fn compare(actual: &Tensor, expected: &Tensor) -> Result<(), String> {
         (Tensor::F64(a), Tensor::F64(e)) => {
             for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
                 if !close(x, y, rtol, atol) {
+                    return mismatch(i, x.to_string(), y.to_string());
+                }
+            }
+        }
+        // Storage floats: the same value exactly (the expected one is NumPy's, or bits
+        // computed independently), NaN matching NaN.
+        (Tensor::F16(a), Tensor::F16(e)) => {
+            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
+                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
+                    return mismatch(i, x.to_string(), y.to_string());
+                }
+            }
+        }
+        (Tensor::BF16(a), Tensor::BF16(e)) => {
+            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
+                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
                     return mismatch(i, x.to_string(), y.to_string());
                 }
             }

@@ -3,6 +3,7 @@
 //! element), so a folded constant is bit for bit what the reference computes; this module only
 //! converts literals to constants of a dtype.
 
+use tfn_ir::storage::bits;
 use tfn_ir::{DType, Scalar};
 
 pub use tfn_ir::interp::{fold_binary, fold_cast, fold_unary};
@@ -19,6 +20,20 @@ pub fn scalar_of_dtype(value: Scalar, dtype: DType) -> Option<Scalar> {
         (DType::I64, s) => int_of(s).map(Scalar::Int),
         (DType::F32, s) => Some(Scalar::Float(s.as_f64() as f32 as f64)),
         (DType::F64, s) => Some(Scalar::Float(s.as_f64())),
+        (DType::I8, s) => {
+            int_of(s).and_then(|i| i8::try_from(i).ok()).map(|i| Scalar::Int(i.into()))
+        }
+        (DType::U8, s) => {
+            int_of(s).and_then(|i| u8::try_from(i).ok()).map(|i| Scalar::Int(i.into()))
+        }
+        (DType::F16, s) => {
+            let h = bits::f64_to_f16(s.as_f64());
+            Some(Scalar::Float(bits::f16_to_f32(h).into()))
+        }
+        (DType::BF16, s) => {
+            let h = bits::f64_to_bf16(s.as_f64());
+            Some(Scalar::Float(bits::bf16_to_f32(h).into()))
+        }
     }
 }
 

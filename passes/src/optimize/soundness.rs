@@ -33,6 +33,8 @@ use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr, Runner, Var};
 use ndarray::ArrayD;
 use std::collections::BTreeSet;
 use std::fmt;
+use tfn_ir::half;
+use tfn_ir::storage::bits;
 use tfn_ir::{DType, Graph, GraphParam, Library, Shape, Tensor, TensorType};
 
 /// What to try.
@@ -95,8 +97,12 @@ impl fmt::Display for Counterexample {
 pub fn show(t: &Tensor) -> String {
     let elems: Vec<String> = match t {
         Tensor::Bool(a) => a.iter().map(|v| v.to_string()).collect(),
+        Tensor::I8(a) => a.iter().map(|v| v.to_string()).collect(),
+        Tensor::U8(a) => a.iter().map(|v| v.to_string()).collect(),
         Tensor::I32(a) => a.iter().map(|v| v.to_string()).collect(),
         Tensor::I64(a) => a.iter().map(|v| v.to_string()).collect(),
+        Tensor::F16(a) => a.iter().map(|v| format!("{:?}", v.to_f32())).collect(),
+        Tensor::BF16(a) => a.iter().map(|v| format!("{:?}", v.to_f32())).collect(),
         Tensor::F32(a) => a.iter().map(|v| format!("{v:?}")).collect(),
         Tensor::F64(a) => a.iter().map(|v| format!("{v:?}")).collect(),
     };
@@ -416,6 +422,17 @@ pub fn compare(expected: &Tensor, got: &Tensor) -> Result<(), String> {
         (Tensor::I32(a), Tensor::I32(b)) => a.iter().zip(b).position(|(x, y)| x != y),
         (Tensor::I64(a), Tensor::I64(b)) => a.iter().zip(b).position(|(x, y)| x != y),
         (Tensor::Bool(a), Tensor::Bool(b)) => a.iter().zip(b).position(|(x, y)| x != y),
+        (Tensor::I8(a), Tensor::I8(b)) => a.iter().zip(b).position(|(x, y)| x != y),
+        (Tensor::U8(a), Tensor::U8(b)) => a.iter().zip(b).position(|(x, y)| x != y),
+        // A rewrite of the f32 computation may move a value across a rounding boundary: one
+        // unit in the last place.
+        (Tensor::F16(a), Tensor::F16(b)) => {
+            a.iter().zip(b).position(|(x, y)| !close(x.to_f64(), y.to_f64(), 1.0 / 1024.0))
+        }
+        (Tensor::BF16(a), Tensor::BF16(b)) => {
+            a.iter().zip(b).position(|(x, y)| !close(x.to_f64(), y.to_f64(), 1.0 / 128.0))
+        }
+        // The dtypes are equal (checked above).
         _ => Some(0),
     };
     match mismatch {
@@ -453,6 +470,14 @@ pub fn random_tensor_with(ty: &TensorType, rng: &mut SplitMix, edges: bool) -> T
         DType::I32 => Tensor::I32(ArrayD::from_shape_fn(ix, |_| (float() * 2.0).round() as i32)),
         DType::I64 => Tensor::I64(ArrayD::from_shape_fn(ix, |_| (float() * 2.0).round() as i64)),
         DType::Bool => Tensor::Bool(ArrayD::from_shape_fn(ix, |_| float() > 0.0)),
+        DType::I8 => Tensor::I8(ArrayD::from_shape_fn(ix, |_| (float() * 2.0).round() as i8)),
+        DType::U8 => Tensor::U8(ArrayD::from_shape_fn(ix, |_| (float() * 2.0).round() as u8)),
+        DType::F16 => Tensor::F16(ArrayD::from_shape_fn(ix, |_| {
+            half::f16::from_bits(bits::f64_to_f16(float()))
+        })),
+        DType::BF16 => Tensor::BF16(ArrayD::from_shape_fn(ix, |_| {
+            half::bf16::from_bits(bits::f64_to_bf16(float()))
+        })),
     }
 }
 

@@ -99,7 +99,10 @@ pub fn is_exact_reciprocal(c: f64) -> bool {
 /// Converting `from -> to` and back gives the original value for every input.
 pub fn is_lossless_cast(from: DType, to: DType) -> bool {
     use DType::*;
-    from == to || matches!((from, to), (F32, F64) | (I32, I64) | (I32, F64) | (Bool, _))
+    from == to
+        || matches!((from, to), (F32, F64) | (I32, I64) | (I32, F64) | (Bool, _))
+        // Storage dtypes widen exactly (`tfn_ir::storage`).
+        || matches!((from, to), (F16 | BF16, F32 | F64) | (I8 | U8, I32 | I64 | F32 | F64))
 }
 
 /// All conditions of a rule.

@@ -1,0 +1,159 @@
+//! Lowering of computing ops on storage dtypes (`crate::storage`): the operands are widened
+//! to the compute dtype with a `cast`, the op runs there, and its result is cast back (unless
+//! it is a `bool` or an index: comparisons, predicates, `argmax`/`argmin`).
+//!
+//! **Excess precision.** The cast back is the value's storage-dtype *name*, not necessarily
+//! where it is next read: lowering remembers, per function body, the compute-dtype value
+//! behind each storage value it computed ([`Lowerer::carried`]). A later op reads that wide
+//! value instead of widening the rounded one, so within a function an `f16`/`bf16` value is
+//! rounded once — where it leaves the function (an output, a `return` from an inlined
+//! function) or meets an explicit `cast` — and intermediate roundings vanish. Data-movement
+//! ops (`where`, shape ops, indexed reads) move a carried value in its compute dtype. For
+//! `i8`/`u8` the semantics stay NumPy's per-op wrapping: a wide `i32` value is read only by
+//! ops whose low 8 result bits depend only on the low 8 bits of their operands
+//! ([`reads_wide_int`]: `+ - ·`, negation, the bitwise ops but shifts, sums and products),
+//! where wrapping once at the end *is* wrapping after every op; any other reader gets the
+//! wrapped value.
+
+use super::call::Val;
+use super::instantiate::Lowerer;
+use crate::dtype::DType;
+use crate::graph::{TensorType, ValueId};
+use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::span::Span;
+use crate::storage;
+
+/// Whether `op` moves its data operands without computing on them, so a carried value passes
+/// through in its compute dtype.
+fn moves_data(op: &Op) -> bool {
+    match op {
+        Op::Where
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::BroadcastTo
+        | Op::Concat { .. }
+        | Op::Slice { .. } => true,
+        Op::Index { kind, .. } => kind.is_read(),
+        _ => false,
+    }
+}
+
+/// Integer ops that commute with wrapping to 8 bits: the low 8 bits of the result depend only
+/// on the low 8 bits of the data operands (ring operations modulo 2^8 and bitwise logic), so
+/// they may read a wide `i32` value of an `i8`/`u8` computation.
+pub(crate) fn reads_wide_int(op: &Op) -> bool {
+    use BinaryOp as B;
+    match op {
+        Op::Unary(u) => matches!(u, UnaryOp::Neg | UnaryOp::BitwiseNot),
+        Op::Binary(b) => {
+            matches!(b, B::Add | B::Sub | B::Mul | B::BitwiseAnd | B::BitwiseOr | B::BitwiseXor)
+        }
+        Op::Reduce { op, .. } => matches!(op, ReduceOp::Sum | ReduceOp::Prod),
+        Op::Scan { .. } | Op::MatMul => true,
+        Op::Index { kind, .. } => !kind.is_read(),
+        _ => false,
+    }
+}
+
+impl Lowerer<'_> {
+    /// `Some(result)` when `op` computes on storage-dtype data operands, or moves carried
+    /// ones, and has been emitted in the compute dtype; `None` when the op takes its operands
+    /// as they are.
+    pub(super) fn emit_widened(
+        &mut self,
+        op: &Op,
+        inputs: &[ValueId],
+        span: Option<Span>,
+    ) -> Result<Option<ValueId>, String> {
+        // The data operands: all but `where`'s condition and an indexed op's index.
+        let is_data = |i: usize| match op {
+            Op::Where => i > 0,
+            Op::Index { .. } => i != 1,
+            _ => true,
+        };
+        let data: Vec<usize> = (0..inputs.len()).filter(|&i| is_data(i)).collect();
+        let Some(&first) = data.first() else {
+            return Ok(None);
+        };
+        let dtype = self.ty(inputs[first]).dtype;
+        // Mixed dtypes are left to `infer`, which names them.
+        if !dtype.is_storage() || data.iter().any(|&i| self.ty(inputs[i]).dtype != dtype) {
+            return Ok(None);
+        }
+        let computes = storage::needs_widening(op, dtype);
+        let moves = moves_data(op) && data.iter().any(|&i| self.carried.contains_key(&inputs[i]));
+        if !computes && !moves {
+            return Ok(None);
+        }
+        let reads_wide = moves || dtype.is_float() || reads_wide_int(op);
+        let mut wide = inputs.to_vec();
+        for &i in &data {
+            wide[i] = match self.carried.get(&inputs[i]) {
+                Some(&w) if reads_wide => w,
+                _ => self.emit_inferred(Op::Cast(dtype.compute()), vec![inputs[i]], span)?,
+            };
+        }
+        let out = self.emit_inferred(op.clone(), wide, span)?;
+        if moves || storage::narrows_result(op) {
+            let narrow = self.emit_inferred(Op::Cast(dtype), vec![out], span)?;
+            self.carried.insert(narrow, out);
+            return Ok(Some(narrow));
+        }
+        Ok(Some(out))
+    }
+
+    /// A data-movement op of one operand `v` with result type `ty` (`reshape`, `broadcast_to`
+    /// emitted with known types): a carried `v` moves in its compute dtype and stays carried.
+    pub(super) fn emit_moved(
+        &mut self,
+        op: Op,
+        v: ValueId,
+        ty: TensorType,
+        span: Option<Span>,
+    ) -> ValueId {
+        let Some(&w) = self.carried.get(&v) else {
+            return self.emit(op, vec![v], ty, span);
+        };
+        let wide_ty = TensorType { dtype: ty.dtype.compute(), shape: ty.shape.clone() };
+        let out = self.emit(op, vec![w], wide_ty, span);
+        let narrow = self.emit(Op::Cast(ty.dtype), vec![out], ty, span);
+        self.carried.insert(narrow, out);
+        narrow
+    }
+
+    /// An explicit `cast(x, dtype)` to `x`'s own dtype: `x` itself, or — when `x` is a carried
+    /// storage value — a new rounding of its wide value that is not carried.
+    pub(super) fn same_dtype_cast(&mut self, x: ValueId, span: Option<Span>) -> ValueId {
+        match self.carried.get(&x) {
+            Some(&w) => {
+                let ty = self.ty(x);
+                self.emit(Op::Cast(ty.dtype), vec![w], ty, span)
+            }
+            None => x,
+        }
+    }
+
+    /// A result leaving an inlined function, rounded ([`Self::leave_function`]).
+    pub(super) fn leave(&mut self, v: Val, span: Option<Span>) -> Val {
+        match v {
+            Val::Tensor(t) => Val::Tensor(self.leave_function(t, span)),
+            Val::List(ts) => {
+                Val::List(ts.into_iter().map(|t| self.leave_function(t, span)).collect())
+            }
+            Val::Tuple(vs) => Val::Tuple(vs.into_iter().map(|v| self.leave(v, span)).collect()),
+            Val::Attr(a) => Val::Attr(a),
+        }
+    }
+
+    /// A value leaving an inlined function: rounded (not carried) in the caller. A result
+    /// that is the caller's own carried value (a parameter returned as it is) becomes a new
+    /// value, an identity `cast` of it, so the caller does not read it wide.
+    fn leave_function(&mut self, v: ValueId, span: Option<Span>) -> ValueId {
+        if !self.carried.contains_key(&v) {
+            return v;
+        }
+        let ty: TensorType = self.ty(v);
+        let dtype: DType = ty.dtype;
+        self.emit(Op::Cast(dtype), vec![v], ty, span)
+    }
+}
