@@ -26,7 +26,7 @@ impl Real for f64 {
 /// The range of small-image columns `j` whose big-image column `j·s + off` is inside
 /// `0..width`, clipped to `0..ow`.
 #[inline]
-fn valid_cols(off: isize, s: usize, width: usize, ow: usize) -> (usize, usize) {
+pub(super) fn valid_cols(off: isize, s: usize, width: usize, ow: usize) -> (usize, usize) {
     let s = s as isize;
     let lo = if off < 0 { (-off + s - 1) / s } else { 0 };
     let room = width as isize - off;
@@ -141,9 +141,18 @@ pub(super) unsafe fn transpose(
 ) -> Result<(), RunError> {
     // SAFETY (both arms): the caller's contract.
     match x.dtype {
-        DType::F32 => unsafe {
-            direct_transpose::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
-        },
+        DType::F32 => {
+            #[cfg(target_arch = "x86_64")]
+            if crate::packed_gemm::available() && super::conv_grad::use_gemm_transpose(g) {
+                // SAFETY: the caller's contract; AVX-512F was just detected.
+                unsafe {
+                    super::conv_grad::transpose(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
+                };
+                return Ok(());
+            }
+            // SAFETY: the caller's contract.
+            unsafe { direct_transpose::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads) }
+        }
         DType::F64 => unsafe {
             direct_transpose::<f64>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
         },
@@ -216,9 +225,18 @@ pub(super) unsafe fn weight(
 ) -> Result<(), RunError> {
     // SAFETY (both arms): the caller's contract.
     match x.dtype {
-        DType::F32 => unsafe {
-            direct_weight::<f32>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
-        },
+        DType::F32 => {
+            #[cfg(target_arch = "x86_64")]
+            if crate::packed_gemm::available() && super::conv_grad::use_gemm_weight(g) {
+                // SAFETY: the caller's contract; AVX-512F was just detected.
+                unsafe {
+                    super::conv_grad::weight(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
+                };
+                return Ok(());
+            }
+            // SAFETY: the caller's contract.
+            unsafe { direct_weight::<f32>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads) }
+        }
         DType::F64 => unsafe {
             direct_weight::<f64>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
         },

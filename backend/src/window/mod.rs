@@ -13,6 +13,8 @@
 //! disjoint outputs, the same per-element order as one thread.
 
 mod conv;
+#[cfg(target_arch = "x86_64")]
+mod conv_grad;
 mod pool;
 
 use crate::buffers::RawBuf;
