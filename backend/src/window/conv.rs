@@ -361,8 +361,11 @@ mod implicit_gemm {
                             let hi = (g.w as isize - c0).clamp(lo as isize, len as isize) as usize;
                             seg[..lo].fill(0.0);
                             seg[hi..].fill(0.0);
-                            let start = (c0 + lo as isize) as usize;
-                            seg[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+                            // A window entirely right of the image (`c0 > w`) copies nothing.
+                            if lo < hi {
+                                let start = (c0 + lo as isize) as usize;
+                                seg[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+                            }
                         } else {
                             for (t, v) in seg.iter_mut().enumerate() {
                                 let q = c0 + (t * s) as isize;
