@@ -1,5 +1,5 @@
-//! Convolution kernels: the implicit-GEMM forward convolution (f32, AVX-512) and direct loops
-//! for everything else. Geometry and naming: `tfn_ir::op_window` ("big" image, "small" image,
+//! Convolution kernels: the implicit-GEMM forward convolution (f32, AVX-512), the dispatch of
+//! the adjoints to the GEMM (`super::conv_grad`) and direct loops for everything else. Geometry and naming: `tfn_ir::op_window` ("big" image, "small" image,
 //! weight).
 
 use super::{split, Shared};
