@@ -253,3 +253,76 @@ fn a_valid_gemm_case_is_compared() {
     assert_eq!(out.expect("runs").shape(), &[2, 9, 7, 8]);
     assert_eq!(grad.expect("vjp").expect("runs").len(), 3);
 }
+
+/// The f32 adjoints on the GEMM (`backend/src/window/conv_grad.rs`): groups, stride,
+/// padding and dilation, sizes above its thresholds, and an image of more than 1024 output
+/// positions (the weight gradient's product then spans two depth blocks). The gradients
+/// agree with the interpreter and are the same floats on 1 and 2 threads (the weight
+/// gradient sums its images in one order whatever the split).
+#[test]
+fn gemm_adjoints_agree_and_do_not_depend_on_threads() {
+    let base = Case {
+        conv: true,
+        n: 3,
+        groups: 2,
+        cin_g: 5,
+        cout_g: 12,
+        h: 9,
+        w: 11,
+        k: [3, 2],
+        stride: [2, 1],
+        padding: [1, 2],
+        dilation: [1, 2],
+        ceil: false,
+        max: false,
+        count_pad: true,
+        epilogue: false,
+        f64: false,
+    };
+    let big = Case {
+        n: 2,
+        groups: 1,
+        cin_g: 4,
+        cout_g: 40,
+        h: 36,
+        w: 34,
+        k: [3, 3],
+        stride: [1, 1],
+        padding: [1, 1],
+        dilation: [1, 1],
+        epilogue: true,
+        ..base.clone()
+    };
+    let strided = Case { stride: [2, 3], dilation: [2, 1], padding: [2, 0], ..base.clone() };
+    for c in [base, big, strided] {
+        let src = source(&c, "adj");
+        let (cin, cout) = (c.cin_g * c.groups, c.cout_g * c.groups);
+        let args = vec![
+            Value::from(values(&[c.n, cin, c.h, c.w], false, 0)),
+            Value::from(values(&[cout, c.cin_g, c.k[0], c.k[1]], false, 1)),
+            Value::from(values(&[cout, 1, 1], false, 2)),
+        ];
+        let grads: Vec<Vec<Tensor>> = [(Backend::Interp, 1), (Backend::Jit, 1), (Backend::Jit, 2)]
+            .into_iter()
+            .map(|(backend, threads)| {
+                let s = Session::with_options(tfn::SessionOptions {
+                    backend,
+                    threads,
+                    ..Default::default()
+                });
+                s.load_str("adj.tfn", &src).expect("loads");
+                let (_, g) = run(&s, "adj", &args, false);
+                g.expect("vjp").expect("runs")
+            })
+            .collect();
+        // Thousands-term f32 sums cancel: the tolerance scales with the tensor's largest value.
+        for (jit, reference) in grads[1].iter().zip(&grads[0]) {
+            let (Tensor::F32(a), Tensor::F32(b)) = (jit, reference) else { panic!("f32") };
+            assert_eq!(a.shape(), b.shape());
+            let scale = b.iter().fold(1f32, |m, v| m.max(v.abs()));
+            let worst = a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+            assert!(worst <= 1e-5 * scale, "{c:?}: off by {worst} at scale {scale}");
+        }
+        assert_eq!(grads[1], grads[2], "{c:?}");
+    }
+}

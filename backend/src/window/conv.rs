@@ -1,5 +1,5 @@
-//! Convolution kernels: the implicit-GEMM forward convolution (f32, AVX-512) and direct loops
-//! for everything else. Geometry and naming: `tfn_ir::op_window` ("big" image, "small" image,
+//! Convolution kernels: the implicit-GEMM forward convolution (f32, AVX-512), the dispatch of
+//! the adjoints to the GEMM (`super::conv_grad`) and direct loops for everything else. Geometry and naming: `tfn_ir::op_window` ("big" image, "small" image,
 //! weight).
 
 use super::{split, Shared};
@@ -26,7 +26,7 @@ impl Real for f64 {
 /// The range of small-image columns `j` whose big-image column `j·s + off` is inside
 /// `0..width`, clipped to `0..ow`.
 #[inline]
-fn valid_cols(off: isize, s: usize, width: usize, ow: usize) -> (usize, usize) {
+pub(super) fn valid_cols(off: isize, s: usize, width: usize, ow: usize) -> (usize, usize) {
     let s = s as isize;
     let lo = if off < 0 { (-off + s - 1) / s } else { 0 };
     let room = width as isize - off;
@@ -141,9 +141,18 @@ pub(super) unsafe fn transpose(
 ) -> Result<(), RunError> {
     // SAFETY (both arms): the caller's contract.
     match x.dtype {
-        DType::F32 => unsafe {
-            direct_transpose::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
-        },
+        DType::F32 => {
+            #[cfg(target_arch = "x86_64")]
+            if crate::packed_gemm::available() && super::conv_grad::use_gemm_transpose(g) {
+                // SAFETY: the caller's contract; AVX-512F was just detected.
+                unsafe {
+                    super::conv_grad::transpose(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
+                };
+                return Ok(());
+            }
+            // SAFETY: the caller's contract.
+            unsafe { direct_transpose::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads) }
+        }
         DType::F64 => unsafe {
             direct_transpose::<f64>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
         },
@@ -216,9 +225,18 @@ pub(super) unsafe fn weight(
 ) -> Result<(), RunError> {
     // SAFETY (both arms): the caller's contract.
     match x.dtype {
-        DType::F32 => unsafe {
-            direct_weight::<f32>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
-        },
+        DType::F32 => {
+            #[cfg(target_arch = "x86_64")]
+            if crate::packed_gemm::available() && super::conv_grad::use_gemm_weight(g) {
+                // SAFETY: the caller's contract; AVX-512F was just detected.
+                unsafe {
+                    super::conv_grad::weight(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
+                };
+                return Ok(());
+            }
+            // SAFETY: the caller's contract.
+            unsafe { direct_weight::<f32>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads) }
+        }
         DType::F64 => unsafe {
             direct_weight::<f64>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
         },
@@ -343,8 +361,11 @@ mod implicit_gemm {
                             let hi = (g.w as isize - c0).clamp(lo as isize, len as isize) as usize;
                             seg[..lo].fill(0.0);
                             seg[hi..].fill(0.0);
-                            let start = (c0 + lo as isize) as usize;
-                            seg[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+                            // A window entirely right of the image (`c0 > w`) copies nothing.
+                            if lo < hi {
+                                let start = (c0 + lo as isize) as usize;
+                                seg[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+                            }
                         } else {
                             for (t, v) in seg.iter_mut().enumerate() {
                                 let q = c0 + (t * s) as isize;

@@ -5,14 +5,17 @@
 //! - `conv`: f32 convolutions with enough output channels run on the packed GEMM
 //!   (`crate::packed_gemm`) per image and group, `W_g · im2col(x_n)`, the im2col matrix never
 //!   materialised: [`conv::Im2col`] packs the GEMM's `B` panels straight from the NCHW
-//!   image. The fused epilogue runs on each image as soon as it is final. Depthwise/small
-//!   convolutions, f64 and the adjoints run direct loops with branch-free inner rows.
+//!   image. The fused epilogue runs on each image as soon as it is final.
+//! - `conv_grad`: the f32 adjoints (`conv2d_weight`, `conv_transpose2d`) on the same GEMM.
+//!   Depthwise/small convolutions and f64 run direct loops with branch-free inner rows.
 //! - `pool`: direct loops per plane.
 //!
 //! Work is split across threads by images (or planes, or weight rows for `conv2d_weight`):
 //! disjoint outputs, the same per-element order as one thread.
 
 mod conv;
+#[cfg(target_arch = "x86_64")]
+mod conv_grad;
 mod pool;
 
 use crate::buffers::RawBuf;
