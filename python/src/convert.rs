@@ -102,7 +102,13 @@ fn array_arg<'py>(
     }
     let np = numpy(py)?.module.bind(py);
     let native = a.dtype().call_method1("newbyteorder", ("=",))?;
-    let copy = np.call_method1("ascontiguousarray", (&a, native))?;
+    // `np.array(copy=True)`: `ascontiguousarray` would return a misaligned contiguous
+    // array as it is.
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("dtype", native)?;
+    kwargs.set_item("order", "C")?;
+    kwargs.set_item("copy", true)?;
+    let copy = np.call_method("array", (&a,), Some(&kwargs))?;
     Ok((copy.cast_into::<PyUntypedArray>()?, dtype))
 }
 

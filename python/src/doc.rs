@@ -56,12 +56,11 @@ pub fn doc_comment(lib: &Library, f: &FunctionDef) -> Option<String> {
     let file = lib.sources.get(f.span.file)?;
     let before = file.text.get(..f.span.start as usize)?;
     let mut lines: Vec<&str> = Vec::new();
-    // The text before `fn` on its own line must be blank (or `pub`-like words are absent).
-    let mut rest = before.trim_end_matches([' ', '\t']);
-    if !(rest.is_empty() || rest.ends_with('\n')) {
-        return None;
+    // The signature's span starts at the name: step back over `fn` / `op` / `extern op`.
+    let mut rest = before.trim_end();
+    for keyword in ["fn", "op", "extern"] {
+        rest = rest.strip_suffix(keyword).map_or(rest, str::trim_end);
     }
-    rest = rest.strip_suffix('\n').unwrap_or(rest);
     for line in rest.rsplit('\n') {
         let t = line.trim();
         let Some(body) = t.strip_prefix("//") else { break };

@@ -141,7 +141,12 @@ pub fn to_py(
     e: tfn::Error,
     kinds: Option<&dyn Fn() -> Vec<RejectionKind>>,
 ) -> PyErr {
-    let text = e.to_string();
+    let text = match &e {
+        // A load error is the checker's report, as `tfnc check` prints it.
+        tfn::Error::Load { .. } => e.to_string(),
+        // A call error is one message, without the closing "aborting due to" line.
+        _ => without_summary(&e.to_string()),
+    };
     let class = match &e {
         tfn::Error::Load { .. } => pick(py, |c| &c.compile),
         tfn::Error::Io { .. } => {
@@ -206,4 +211,11 @@ pub fn arg_kind(v: &tfn::Value) -> ArgKind {
         }
         tfn::Value::Attr(a) => ArgKind::of_attr(a.clone()),
     }
+}
+
+/// The text without rustc's closing `error: aborting due to N error(s)` line.
+fn without_summary(text: &str) -> String {
+    let lines: Vec<&str> =
+        text.lines().filter(|l| !l.starts_with("error: aborting due to")).collect();
+    lines.join("\n").trim_end().to_string()
 }

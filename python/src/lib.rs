@@ -232,36 +232,30 @@ struct Library {
     names: Vec<String>,
 }
 
-impl Library {
-    fn make_fn(&self, name: &str) -> Function {
-        Function { session: self.inner.clone(), name: name.to_string() }
-    }
-}
-
 /// Names a `Library` has as methods: a function of the same name is `lib["name"]`.
 const LIBRARY_ATTRS: &[&str] =
     &["vjp", "value_and_vjp", "session", "functions", "file", "stub", "function"];
 
 #[pymethods]
 impl Library {
-    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Function> {
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {
         if name.starts_with("__") && name.ends_with("__") {
             return Err(PyAttributeError::new_err(name.to_string()));
         }
         let library = self.inner.library();
         if !library.overloads(name).is_empty() {
-            return Ok(self.make_fn(name));
+            return make_function(py, &self.inner, name);
         }
         Err(unknown(py, &self.inner, name))
     }
 
     /// A function by name, or one overload by `name.overload` (`lib["add.scalar"]`).
-    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Function> {
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {
         if doc::overloads_of(&self.inner.library(), name).is_empty() {
             let e = unknown(py, &self.inner, name);
             return Err(PyKeyError::new_err(e.value(py).to_string()));
         }
-        Ok(self.make_fn(name))
+        make_function(py, &self.inner, name)
     }
 
     fn __contains__(&self, name: &str) -> bool {
@@ -293,7 +287,7 @@ impl Library {
     }
 
     /// The function `name` (same as `lib[name]`).
-    fn function(&self, py: Python<'_>, name: &str) -> PyResult<Function> {
+    fn function(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {
         self.__getitem__(py, name)
     }
 
