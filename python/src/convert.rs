@@ -58,6 +58,22 @@ pub fn describe_arg(position: Option<usize>, keyword: Option<&str>) -> String {
     }
 }
 
+/// Which argument of a call: its position or keyword.
+#[derive(Clone, Copy)]
+pub enum ArgName<'a> {
+    Position(usize),
+    Keyword(&'a str),
+}
+
+impl ArgName<'_> {
+    pub fn describe(self) -> String {
+        match self {
+            ArgName::Position(i) => describe_arg(Some(i), None),
+            ArgName::Keyword(k) => describe_arg(None, Some(k)),
+        }
+    }
+}
+
 /// The tfn dtype of a NumPy dtype (by kind and size, so it is the same on every platform).
 fn dtype_of(descr: &Bound<'_, numpy::PyArrayDescr>) -> Option<DType> {
     match (descr.kind(), descr.itemsize()) {
@@ -206,12 +222,16 @@ impl<'py> Arg<'py> {
     }
 
     /// The arrays this argument reads (for the overlap check of `out=`).
-    pub fn arrays(&self) -> Vec<&Bound<'py, PyUntypedArray>> {
-        match self {
-            Arg::Array(a, _) => vec![a],
-            Arg::List(items) => items.iter().map(|(a, _)| a).collect(),
-            Arg::Attr(_) => Vec::new(),
-        }
+    pub fn arrays(&self) -> impl Iterator<Item = &Bound<'py, PyUntypedArray>> {
+        let (one, many): (
+            Option<&Bound<'py, PyUntypedArray>>,
+            &[(Bound<'py, PyUntypedArray>, DType)],
+        ) = match self {
+            Arg::Array(a, _) => (Some(a), &[]),
+            Arg::List(items) => (None, items),
+            Arg::Attr(_) => (None, &[]),
+        };
+        one.into_iter().chain(many.iter().map(|(a, _)| a))
     }
 }
 
@@ -368,7 +388,7 @@ fn byte_range(a: &Bound<'_, PyUntypedArray>) -> Option<(usize, usize)> {
 /// compute in place: pass a copy).
 pub fn no_overlap(
     py: Python<'_>,
-    inputs: &[(String, &Bound<'_, PyUntypedArray>)],
+    inputs: &[(ArgName<'_>, &Bound<'_, PyUntypedArray>)],
     outs: &[(Bound<'_, PyUntypedArray>, DType)],
 ) -> PyResult<()> {
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
@@ -377,7 +397,7 @@ pub fn no_overlap(
         let clash = inputs
             .iter()
             .find(|(_, a)| byte_range(a).is_some_and(|q| overlaps(r, q)))
-            .map(|(name, _)| name.clone())
+            .map(|(name, _)| name.describe())
             .or_else(|| {
                 outs[..i]
                     .iter()

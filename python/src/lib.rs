@@ -528,18 +528,16 @@ impl Function {
     }
 }
 
-/// Each array an input reads, named for messages.
-fn inputs_of<'a, 'py>(call: &'a Call<'py>) -> Vec<(String, &'a Bound<'py, numpy::PyUntypedArray>)> {
+/// Each array an input reads, with the argument's position or keyword (for messages).
+fn inputs_of<'a, 'py>(
+    call: &'a Call<'py>,
+) -> Vec<(convert::ArgName<'a>, &'a Bound<'py, numpy::PyUntypedArray>)> {
     let mut inputs = Vec::new();
     for (i, a) in call.positional.iter().enumerate() {
-        for arr in a.arrays() {
-            inputs.push((describe_arg(Some(i), None), arr));
-        }
+        inputs.extend(a.arrays().map(|arr| (convert::ArgName::Position(i), arr)));
     }
     for (k, a) in &call.keywords {
-        for arr in a.arrays() {
-            inputs.push((describe_arg(None, Some(k)), arr));
-        }
+        inputs.extend(a.arrays().map(|arr| (convert::ArgName::Keyword(k), arr)));
     }
     inputs
 }
