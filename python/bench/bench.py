@@ -13,7 +13,7 @@ import argparse
 import json
 import pathlib
 import subprocess
-import timeit
+import time
 
 import numpy as np
 
@@ -24,8 +24,24 @@ NN = ROOT / "examples" / "nn.tfn"
 
 
 def median_us(fn, number, repeat=15):
-    times = timeit.repeat(fn, number=number, repeat=repeat)
-    return sorted(times)[len(times) // 2] / number * 1e6
+    """Median over `repeat` loops of `number` calls, per call."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return sorted(times)[len(times) // 2] * 1e6
+
+
+def median_call_us(fn, calls=1000):
+    """Median of single calls (what `tfnc bench` reports)."""
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2] * 1e6
 
 
 def main():
@@ -71,7 +87,7 @@ def main():
     print(f"  {'function':<11} {'python':>9} {'rust':>9} {'python/rust':>12}")
     for name, (call, shapes) in calls.items():
         call()
-        py = median_us(call, 200, repeat=21)
+        py = median_call_us(call)
         rust = None
         if args.tfnc:
             cmd = [args.tfnc, "bench", str(NN), name, "--json", "--threads", str(args.threads)]

@@ -357,7 +357,7 @@ fn run_vjp(
     } else {
         cotangents.try_iter()?.collect::<PyResult<_>>()?
     };
-    let call = Call::parse(&args, kwargs, false)?;
+    let call = Call::parse(&args, kwargs)?;
     let cts = cts
         .iter()
         .enumerate()
@@ -402,7 +402,6 @@ impl<'py> Call<'py> {
     fn parse(
         args: &[Bound<'py, PyAny>],
         kwargs: Option<&Bound<'py, PyDict>>,
-        take_out: bool,
     ) -> PyResult<Call<'py>> {
         let positional = args
             .iter()
@@ -410,22 +409,15 @@ impl<'py> Call<'py> {
             .map(|(i, a)| Arg::from_py(a, &|| describe_arg(Some(i), None)))
             .collect::<PyResult<Vec<_>>>()?;
         let mut keywords = Vec::new();
-        let mut out = None;
         if let Some(kwargs) = kwargs {
             keywords.reserve(kwargs.len());
             for (k, v) in kwargs.iter() {
                 let k: String = k.extract()?;
-                if take_out && k == "out" {
-                    if !v.is_none() {
-                        out = Some(v);
-                    }
-                    continue;
-                }
                 let arg = Arg::from_py(&v, &|| describe_arg(None, Some(&k)))?;
                 keywords.push((k, arg));
             }
         }
-        Ok(Call { positional, keywords, out })
+        Ok(Call { positional, keywords, out: None })
     }
 
     fn values(&self) -> (Vec<Value<'_>>, Vec<(&str, Value<'_>)>) {
@@ -470,15 +462,18 @@ struct Function {
 
 #[pymethods]
 impl Function {
-    #[pyo3(signature = (*args, **kwargs))]
+    // `out` is a named parameter so that a call with no other keyword builds no dict.
+    #[pyo3(signature = (*args, out = None, **kwargs))]
     fn __call__(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
+        out: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
-        let call = Call::parse(&items, kwargs, true)?;
+        let mut call = Call::parse(&items, kwargs)?;
+        call.out = out.filter(|o| !o.is_none());
         let session = &*self.session;
         let name = self.name.as_str();
         let (pos, kw) = call.values();
