@@ -16,10 +16,13 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use tfn::{Attr, DType, OutputMut, TensorValue, Value};
 
+/// An array tfn reads in place, with its dtype.
+pub type Held<'py> = (Bound<'py, PyUntypedArray>, DType);
+
 /// One converted call argument.
 pub enum Arg<'py> {
     Array(Bound<'py, PyUntypedArray>, DType),
-    List(Vec<(Bound<'py, PyUntypedArray>, DType)>),
+    List(Vec<Held<'py>>),
     Attr(Attr),
 }
 
@@ -223,10 +226,7 @@ impl<'py> Arg<'py> {
 
     /// The arrays this argument reads (for the overlap check of `out=`).
     pub fn arrays(&self) -> impl Iterator<Item = &Bound<'py, PyUntypedArray>> {
-        let (one, many): (
-            Option<&Bound<'py, PyUntypedArray>>,
-            &[(Bound<'py, PyUntypedArray>, DType)],
-        ) = match self {
+        let (one, many): (Option<&Bound<'py, PyUntypedArray>>, &[Held<'py>]) = match self {
             Arg::Array(a, _) => (Some(a), &[]),
             Arg::List(items) => (None, items),
             Arg::Attr(_) => (None, &[]),
