@@ -429,7 +429,11 @@ impl Session {
         let key = CallKey::new(kind, name, args, kwargs);
         let start = Instant::now();
         let library = self.library();
-        if library.overloads(name).is_empty() {
+        // `name.overload` calls that one overload (as `f.overload(..)` does in source).
+        let explicit = name
+            .split_once('.')
+            .is_some_and(|(base, ov)| library.function(base, Some(ov)).is_some());
+        if library.overloads(name).is_empty() && !explicit {
             let suggestion = crate::signature::similar_name(&library, name);
             return Err(Error::UnknownFunction { name: name.to_string(), suggestion });
         }

@@ -395,3 +395,26 @@ fn value_and_vjp_equals_call_then_vjp_and_is_its_own_cache_entry() {
         assert!(matches!(err, Err(Error::Shape(_))), "{backend:?}: {err:?}");
     }
 }
+
+/// `name.overload` calls that overload alone (the Python binding's `lib["scale.scalar"]`).
+#[test]
+fn explicit_overload_names() {
+    let s = Session::with_backend(Backend::Interp);
+    let src = "fn sc(Tensor x, Tensor s) -> Tensor {\n    return x * s\n}\n\
+               fn sc.num(Tensor x, Scalar s) -> Tensor {\n    return x + s\n}\n";
+    s.load_str("ov.tfn", src).unwrap_or_else(|e| panic!("load: {e}"));
+    let x = ArrayD::<f64>::from_elem(IxDyn(&[2]), 3.0);
+    let by_name = s.call("sc", &[x.view().into(), 2.0.into()]).unwrap();
+    let explicit = s.call("sc.num", &[x.view().into(), 2.0.into()]).unwrap();
+    let (Some(Tensor::F64(a)), Some(Tensor::F64(b))) =
+        (by_name[0].clone().into_tensor(), explicit[0].clone().into_tensor())
+    else {
+        panic!("f64 results expected")
+    };
+    assert_eq!((a[[0]], b[[0]]), (5.0, 5.0));
+    // A dot names an overload only when one of that name exists.
+    let first = s.call("sc.", &[x.view().into(), 2.0.into()]);
+    assert!(matches!(first, Err(Error::UnknownFunction { .. })), "{first:?}");
+    let missing = s.call("sc.nope", &[x.view().into(), 2.0.into()]);
+    assert!(matches!(missing, Err(Error::UnknownFunction { .. })), "{missing:?}");
+}

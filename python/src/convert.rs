@@ -1,0 +1,447 @@
+//! Python objects ↔ tfn [`Value`]s.
+//!
+//! A call converts in two steps: [`Arg::from_py`] classifies each Python argument (a NumPy
+//! array kept alive as it is when tfn can read it in place, a copy otherwise; or an
+//! attribute), then [`Arg::value`] borrows the arrays as `ndarray` views — no copy, any
+//! strides, so a C-contiguous input is read where it lies. Results are owned `ndarray`s handed
+//! to NumPy without a copy (`PyArray::from_owned_array`).
+
+use crate::errors;
+use ndarray::ArrayD;
+use numpy::{
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use tfn::{Attr, DType, OutputMut, TensorValue, Value};
+
+/// An array tfn reads in place, with its dtype.
+pub type Held<'py> = (Bound<'py, PyUntypedArray>, DType);
+
+/// One converted call argument.
+pub enum Arg<'py> {
+    Array(Bound<'py, PyUntypedArray>, DType),
+    List(Vec<Held<'py>>),
+    Attr(Attr),
+}
+
+struct NumpyTypes {
+    module: Py<PyModule>,
+    bool_: Py<PyType>,
+    integer: Py<PyType>,
+    floating: Py<PyType>,
+    dtype: Py<PyType>,
+}
+
+static NUMPY: PyOnceLock<NumpyTypes> = PyOnceLock::new();
+
+fn numpy(py: Python<'_>) -> PyResult<&'static NumpyTypes> {
+    NUMPY.get_or_try_init(py, || {
+        let np = py.import("numpy")?;
+        let ty = |name: &str| -> PyResult<Py<PyType>> {
+            Ok(np.getattr(name)?.cast_into::<PyType>()?.unbind())
+        };
+        Ok(NumpyTypes {
+            bool_: ty("bool_")?,
+            integer: ty("integer")?,
+            floating: ty("floating")?,
+            dtype: ty("dtype")?,
+            module: np.unbind(),
+        })
+    })
+}
+
+/// How an argument is named in messages: `argument 2` or `argument `dim``.
+pub fn describe_arg(position: Option<usize>, keyword: Option<&str>) -> String {
+    match (keyword, position) {
+        (Some(k), _) => format!("argument `{k}`"),
+        (None, Some(i)) => format!("argument {}", i + 1),
+        (None, None) => "argument".into(),
+    }
+}
+
+/// Which argument of a call: its position or keyword.
+#[derive(Clone, Copy)]
+pub enum ArgName<'a> {
+    Position(usize),
+    Keyword(&'a str),
+}
+
+impl ArgName<'_> {
+    pub fn describe(self) -> String {
+        match self {
+            ArgName::Position(i) => describe_arg(Some(i), None),
+            ArgName::Keyword(k) => describe_arg(None, Some(k)),
+        }
+    }
+}
+
+/// The tfn dtype of a NumPy dtype (by kind and size, so it is the same on every platform).
+fn dtype_of(descr: &Bound<'_, numpy::PyArrayDescr>) -> Option<DType> {
+    match (descr.kind(), descr.itemsize()) {
+        (b'f', 4) => Some(DType::F32),
+        (b'f', 8) => Some(DType::F64),
+        (b'i', 4) => Some(DType::I32),
+        (b'i', 8) => Some(DType::I64),
+        (b'b', 1) => Some(DType::Bool),
+        _ => None,
+    }
+}
+
+/// Whether tfn can view the array's memory in place: native byte order, aligned, and every
+/// stride a whole number of elements.
+fn viewable(a: &Bound<'_, PyUntypedArray>) -> bool {
+    let item = a.dtype().itemsize() as isize;
+    let order_ok =
+        a.dtype().byteorder() != if cfg!(target_endian = "little") { b'>' } else { b'<' };
+    order_ok && a.is_aligned() && a.strides().iter().all(|s| s % item == 0)
+}
+
+/// A supported array as tfn reads it: itself, or a native, aligned copy of it.
+fn array_arg<'py>(
+    a: Bound<'py, PyUntypedArray>,
+    what: &dyn Fn() -> String,
+) -> PyResult<(Bound<'py, PyUntypedArray>, DType)> {
+    let py = a.py();
+    let Some(dtype) = dtype_of(&a.dtype()) else {
+        let c = errors::classes(py)?;
+        let got = a.dtype().str()?.to_string();
+        return Err(errors::raise(
+            py,
+            &c.dtype,
+            format!(
+                "{} has dtype {got}; tfn takes float32, float64, int32, int64 and bool arrays",
+                what()
+            ),
+        ));
+    };
+    if viewable(&a) {
+        return Ok((a, dtype));
+    }
+    let np = numpy(py)?.module.bind(py);
+    let native = a.dtype().call_method1("newbyteorder", ("=",))?;
+    // `np.array(copy=True)`: `ascontiguousarray` would return a misaligned contiguous
+    // array as it is.
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("dtype", native)?;
+    kwargs.set_item("order", "C")?;
+    kwargs.set_item("copy", true)?;
+    let copy = np.call_method("array", (&a,), Some(&kwargs))?;
+    Ok((copy.cast_into::<PyUntypedArray>()?, dtype))
+}
+
+fn parse_dtype_name(name: &str) -> Option<DType> {
+    Some(match name {
+        "f32" | "float32" => DType::F32,
+        "f64" | "float64" | "float" => DType::F64,
+        "i32" | "int32" => DType::I32,
+        "i64" | "int64" | "int" => DType::I64,
+        "bool" => DType::Bool,
+        _ => return None,
+    })
+}
+
+impl<'py> Arg<'py> {
+    /// Classifies one Python argument.
+    pub fn from_py(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult<Arg<'py>> {
+        let py = obj.py();
+        if let Ok(a) = obj.cast::<PyUntypedArray>() {
+            let (a, d) = array_arg(a.clone(), what)?;
+            return Ok(Arg::Array(a, d));
+        }
+        let np = numpy(py)?;
+        if obj.is_instance_of::<PyBool>() || obj.is_instance(np.bool_.bind(py))? {
+            return Ok(Arg::Attr(Attr::Bool(obj.is_truthy()?)));
+        }
+        if obj.is_instance_of::<PyInt>() || obj.is_instance(np.integer.bind(py))? {
+            let v: i64 = obj.extract().map_err(|_| {
+                let c = errors::classes(py).map(|c| c.call.clone_ref(py));
+                match c {
+                    Ok(c) => errors::raise(
+                        py,
+                        &c,
+                        format!("{} = {obj} does not fit a 64-bit integer", what()),
+                    ),
+                    Err(e) => e,
+                }
+            })?;
+            return Ok(Arg::Attr(Attr::Int(v)));
+        }
+        if obj.is_instance_of::<PyFloat>() || obj.is_instance(np.floating.bind(py))? {
+            return Ok(Arg::Attr(Attr::Float(obj.extract()?)));
+        }
+        if let Ok(s) = obj.cast::<PyString>() {
+            let text = s.to_cow()?;
+            return match parse_dtype_name(&text) {
+                Some(d) => Ok(Arg::Attr(Attr::DType(d))),
+                None => Err(dispatch_error(
+                    py,
+                    format!(
+                        "{} is the string {text:?}, which is not a dtype (f32, f64, i32, i64, bool)",
+                        what()
+                    ),
+                )?),
+            };
+        }
+        if obj.is_instance(np.dtype.bind(py))? || obj.is_instance_of::<PyType>() {
+            // `np.float32`, `np.dtype("int64")`, `float`: whatever `np.dtype` accepts.
+            if let Ok(d) = np.dtype.bind(py).call1((obj,)) {
+                if let Ok(d) = d.cast::<numpy::PyArrayDescr>() {
+                    if let Some(dt) = dtype_of(d) {
+                        return Ok(Arg::Attr(Attr::DType(dt)));
+                    }
+                }
+            }
+            return Err(dispatch_error(py, format!("{} = {obj} is not a tfn dtype", what()))?);
+        }
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            return list_arg(obj, what);
+        }
+        if obj.hasattr("__array__")? || obj.hasattr("__array_interface__")? {
+            // jax arrays, array-likes: NumPy's view of them (a copy only when they need one).
+            let a = numpy(py)?.module.bind(py).call_method1("asarray", (obj,))?;
+            let a = a.cast_into::<PyUntypedArray>()?;
+            let (a, d) = array_arg(a, what)?;
+            return Ok(Arg::Array(a, d));
+        }
+        let ty = obj.get_type().name()?.to_string();
+        Err(dispatch_error(
+            py,
+            format!(
+                "{} is a {ty}; tfn takes NumPy arrays, numbers, bools, dtypes and lists of them",
+                what()
+            ),
+        )?)
+    }
+
+    /// The argument as tfn sees it, borrowing the arrays.
+    pub fn value(&self) -> Value<'_> {
+        match self {
+            Arg::Array(a, d) => Value::Tensor(view(a, *d)),
+            Arg::List(items) => Value::TensorList(items.iter().map(|(a, d)| view(a, *d)).collect()),
+            Arg::Attr(a) => Value::Attr(a.clone()),
+        }
+    }
+
+    /// The arrays this argument reads (for the overlap check of `out=`).
+    pub fn arrays(&self) -> impl Iterator<Item = &Bound<'py, PyUntypedArray>> {
+        let (one, many): (Option<&Bound<'py, PyUntypedArray>>, &[Held<'py>]) = match self {
+            Arg::Array(a, _) => (Some(a), &[]),
+            Arg::List(items) => (None, items),
+            Arg::Attr(_) => (None, &[]),
+        };
+        one.into_iter().chain(many.iter().map(|(a, _)| a))
+    }
+}
+
+fn dispatch_error(py: Python<'_>, msg: String) -> PyResult<PyErr> {
+    let c = errors::classes(py)?;
+    Ok(errors::raise(py, &c.dispatch, msg))
+}
+
+/// A list or tuple: `Int[]`, `Float[]` or `Tensor[]`.
+fn list_arg<'py>(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult<Arg<'py>> {
+    let py = obj.py();
+    let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
+    if items.is_empty() {
+        return Ok(Arg::Attr(Attr::IntList(Vec::new())));
+    }
+    let mut parts = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let item_what = || format!("{} (item {i})", what());
+        parts.push(Arg::from_py(item, &item_what)?);
+    }
+    if parts.iter().all(|p| matches!(p, Arg::Array(..))) {
+        let arrays = parts
+            .into_iter()
+            .filter_map(|p| match p {
+                Arg::Array(a, d) => Some((a, d)),
+                _ => None,
+            })
+            .collect();
+        return Ok(Arg::List(arrays));
+    }
+    let mut ints = Vec::new();
+    let mut floats = Vec::new();
+    let mut all_int = true;
+    for p in &parts {
+        match p {
+            Arg::Attr(Attr::Int(i)) => {
+                ints.push(*i);
+                floats.push(*i as f64);
+            }
+            Arg::Attr(Attr::Float(f)) => {
+                all_int = false;
+                floats.push(*f);
+            }
+            _ => {
+                return Err(dispatch_error(
+                    py,
+                    format!(
+                        "{} mixes kinds of items; a list is all ints (Int[]), all numbers (Float[]) or all arrays (Tensor[])",
+                        what()
+                    ),
+                )?)
+            }
+        }
+    }
+    Ok(Arg::Attr(if all_int { Attr::IntList(ints) } else { Attr::FloatList(floats) }))
+}
+
+/// A borrowed view of an array tfn can read in place (checked by [`viewable`]).
+fn view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> TensorValue<'a> {
+    // SAFETY: the array's dtype was checked to be this element type in native byte order,
+    // aligned, with whole-element strides (`array_arg`); the array object is kept alive by
+    // the `Arg` for as long as the view. NumPy arrays may be written by other Python code
+    // while tfn reads them (as with any NumPy function that releases the GIL); tfn never
+    // writes through these views.
+    unsafe {
+        match dtype {
+            DType::F32 => TensorValue::F32(a.cast_unchecked::<PyArrayDyn<f32>>().as_array().into()),
+            DType::F64 => TensorValue::F64(a.cast_unchecked::<PyArrayDyn<f64>>().as_array().into()),
+            DType::I32 => TensorValue::I32(a.cast_unchecked::<PyArrayDyn<i32>>().as_array().into()),
+            DType::I64 => TensorValue::I64(a.cast_unchecked::<PyArrayDyn<i64>>().as_array().into()),
+            DType::Bool => {
+                TensorValue::Bool(a.cast_unchecked::<PyArrayDyn<bool>>().as_array().into())
+            }
+        }
+    }
+}
+
+/// The `out=` arrays of a call, checked: supported dtype, writeable, viewable in place.
+pub fn out_arrays<'py>(
+    out: &Bound<'py, PyAny>,
+) -> PyResult<Vec<(Bound<'py, PyUntypedArray>, DType)>> {
+    let py = out.py();
+    let items: Vec<Bound<'py, PyAny>> =
+        if out.is_instance_of::<PyTuple>() || out.is_instance_of::<PyList>() {
+            out.try_iter()?.collect::<PyResult<_>>()?
+        } else {
+            vec![out.clone()]
+        };
+    let shape_error = |msg: String| -> PyResult<PyErr> {
+        let c = errors::classes(py)?;
+        Ok(errors::raise(py, &c.shape, msg))
+    };
+    let mut arrays = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let Ok(a) = item.cast_into::<PyUntypedArray>() else {
+            return Err(shape_error(format!("out[{i}] must be a NumPy array"))?);
+        };
+        let Some(dtype) = dtype_of(&a.dtype()) else {
+            let got = a.dtype().str()?.to_string();
+            return Err(shape_error(format!(
+                "out[{i}] has dtype {got}, which tfn does not write"
+            ))?);
+        };
+        if !is_writeable(&a) {
+            return Err(shape_error(format!("out[{i}] is read-only"))?);
+        }
+        if !viewable(&a) {
+            return Err(shape_error(format!(
+                "out[{i}] must be aligned, in native byte order, with whole-element strides"
+            ))?);
+        }
+        arrays.push((a, dtype));
+    }
+    Ok(arrays)
+}
+
+/// A mutable view of a checked `out=` array.
+pub fn out_view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> OutputMut<'a> {
+    // SAFETY: checked by `out_arrays` (dtype, alignment, strides, writeable); `no_overlap`
+    // made sure no input or other output shares its bytes, so this is the only view writing
+    // them during the call.
+    unsafe {
+        match dtype {
+            DType::F32 => OutputMut::F32(a.cast_unchecked::<PyArrayDyn<f32>>().as_array_mut()),
+            DType::F64 => OutputMut::F64(a.cast_unchecked::<PyArrayDyn<f64>>().as_array_mut()),
+            DType::I32 => OutputMut::I32(a.cast_unchecked::<PyArrayDyn<i32>>().as_array_mut()),
+            DType::I64 => OutputMut::I64(a.cast_unchecked::<PyArrayDyn<i64>>().as_array_mut()),
+            DType::Bool => OutputMut::Bool(a.cast_unchecked::<PyArrayDyn<bool>>().as_array_mut()),
+        }
+    }
+}
+
+/// The byte range an array's elements span (empty for an empty array).
+fn byte_range(a: &Bound<'_, PyUntypedArray>) -> Option<(usize, usize)> {
+    let shape = a.shape();
+    if shape.contains(&0) {
+        return None;
+    }
+    // SAFETY: reading the data pointer field of a live array object.
+    let base = unsafe { (*a.as_array_ptr()).fields.data } as isize;
+    let (mut lo, mut hi) = (base, base);
+    for (&n, &s) in shape.iter().zip(a.strides()) {
+        let extent = (n as isize - 1) * s;
+        if extent < 0 {
+            lo += extent;
+        } else {
+            hi += extent;
+        }
+    }
+    Some((lo as usize, hi as usize + a.dtype().itemsize()))
+}
+
+/// Fails when an output may share memory with an input or another output (tfn does not
+/// compute in place: pass a copy).
+pub fn no_overlap(
+    py: Python<'_>,
+    inputs: &[(ArgName<'_>, &Bound<'_, PyUntypedArray>)],
+    outs: &[(Bound<'_, PyUntypedArray>, DType)],
+) -> PyResult<()> {
+    let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
+    for (i, (o, _)) in outs.iter().enumerate() {
+        let Some(r) = byte_range(o) else { continue };
+        let clash = inputs
+            .iter()
+            .find(|(_, a)| byte_range(a).is_some_and(|q| overlaps(r, q)))
+            .map(|(name, _)| name.describe())
+            .or_else(|| {
+                outs[..i]
+                    .iter()
+                    .position(|(a, _)| byte_range(a).is_some_and(|q| overlaps(r, q)))
+                    .map(|j| format!("out[{j}]"))
+            });
+        if let Some(name) = clash {
+            let c = errors::classes(py)?;
+            return Err(errors::raise(
+                py,
+                &c.shape,
+                format!("out[{i}] may share memory with {name}; tfn does not compute in place (pass a copy)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A result as a NumPy array (no copy: NumPy takes the `ndarray`'s buffer).
+pub fn to_numpy(py: Python<'_>, v: Value<'static>) -> PyResult<Py<PyAny>> {
+    fn owned<T: numpy::Element>(py: Python<'_>, a: ArrayD<T>) -> Py<PyAny> {
+        numpy::PyArray::from_owned_array(py, a).into_any().unbind()
+    }
+    match v {
+        Value::Tensor(t) => Ok(match t {
+            TensorValue::Bool(a) => owned(py, a.into_owned()),
+            TensorValue::I32(a) => owned(py, a.into_owned()),
+            TensorValue::I64(a) => owned(py, a.into_owned()),
+            TensorValue::F32(a) => owned(py, a.into_owned()),
+            TensorValue::F64(a) => owned(py, a.into_owned()),
+        }),
+        other => {
+            let c = errors::classes(py)?;
+            Err(errors::raise(
+                py,
+                &c.internal,
+                format!("a result is not a tensor: {}", other.describe()),
+            ))
+        }
+    }
+}
+
+fn is_writeable(a: &Bound<'_, PyUntypedArray>) -> bool {
+    // SAFETY: reading the flags field of a live array object.
+    let flags = unsafe { (*a.as_array_ptr()).fields.flags };
+    flags & numpy::npyffi::flags::NPY_ARRAY_WRITEABLE != 0
+}

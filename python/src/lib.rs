@@ -1,0 +1,638 @@
+//! `tfn._tfn`, the native half of the `tfn` Python package: [`Session`], [`Library`] (the
+//! functions of loaded `.tfn` files as attributes) and [`Function`] (one name; calling it
+//! goes through `tfn::Session::call_kw`, so arguments are parsed against the signatures by
+//! the same dispatcher as in Rust).
+//!
+//! A call converts its arguments without copying NumPy arrays (`convert`), releases the GIL
+//! while the session dispatches, compiles (on a miss) and runs the kernels, and maps
+//! errors onto the exceptions of `errors`.
+
+mod convert;
+mod doc;
+mod errors;
+
+use convert::{describe_arg, Arg};
+use pyo3::exceptions::{PyAttributeError, PyFileNotFoundError, PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tfn::Value;
+
+/// A compiler session: loaded definitions and the cache of compiled functions.
+#[pyclass(module = "tfn", frozen)]
+struct Session {
+    inner: Arc<tfn::Session>,
+}
+
+#[pymethods]
+impl Session {
+    /// `Session(backend="jit", threads=None, *, strict=None, optimize=True)`.
+    ///
+    /// `backend`: `"jit"` (fused Cranelift kernels) or `"interp"` (the reference
+    /// interpreter); `threads`: threads for large kernels (default: all cores); `strict`:
+    /// a compiler fallback is an error (default: the `TFN_STRICT` environment variable).
+    #[new]
+    #[pyo3(signature = (backend = "jit", threads = None, *, strict = None, optimize = true))]
+    fn new(
+        backend: &str,
+        threads: Option<usize>,
+        strict: Option<bool>,
+        optimize: bool,
+    ) -> PyResult<Self> {
+        let backend = match backend {
+            "jit" => tfn::Backend::Jit,
+            "interp" => tfn::Backend::Interp,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown backend {other:?}: expected \"jit\" or \"interp\""
+                )))
+            }
+        };
+        let mut options = tfn::SessionOptions { backend, optimize, ..Default::default() };
+        if let Some(t) = threads {
+            if t == 0 {
+                return Err(PyValueError::new_err("threads must be at least 1"));
+            }
+            options.threads = t;
+        }
+        if let Some(s) = strict {
+            options.strict = s;
+        }
+        Ok(Session { inner: Arc::new(tfn::Session::with_options(options)) })
+    }
+
+    /// Loads a `.tfn` file (and the files it `use`s); returns its functions as a
+    /// [`Library`]. Raises `tfn.CompileError` with the diagnostics when it does not check;
+    /// warnings (e.g. a masked overload) are issued as `tfn.TfnWarning`.
+    fn load(slf: &Bound<'_, Self>, path: std::path::PathBuf) -> PyResult<Py<Library>> {
+        let py = slf.py();
+        let lib = Session::load_file_lib(slf, path)?;
+        populate(py, lib)
+    }
+
+    /// Loads source text; `name` is the file name shown in diagnostics and the base of
+    /// relative `use` paths.
+    #[pyo3(signature = (source, name = "<string>"))]
+    fn loads(slf: &Bound<'_, Self>, source: &str, name: &str) -> PyResult<Py<Library>> {
+        let lib = Session::load_str_lib(slf, source, name)?;
+        populate(slf.py(), lib)
+    }
+
+    /// Counters: `compiles`, `cache_hits`, `compile_time` (seconds), `optimizer_fallbacks`,
+    /// `interpreted_kernels`.
+    fn stats(&self) -> Stats {
+        Stats(self.inner.stats())
+    }
+
+    #[getter]
+    fn backend(&self) -> &'static str {
+        match self.inner.options().backend {
+            tfn::Backend::Jit => "jit",
+            tfn::Backend::Interp => "interp",
+        }
+    }
+
+    #[getter]
+    fn threads(&self) -> usize {
+        self.inner.options().threads
+    }
+
+    fn __repr__(&self) -> String {
+        format!("tfn.Session(backend={:?}, threads={})", self.backend(), self.threads())
+    }
+}
+
+impl Session {
+    fn load_file_lib(slf: &Bound<'_, Self>, path: std::path::PathBuf) -> PyResult<Library> {
+        let shown = path.display().to_string();
+        if !path.exists() {
+            return Err(PyFileNotFoundError::new_err(format!(
+                "cannot read `{shown}`: no such file"
+            )));
+        }
+        let inner = slf.get().inner.clone();
+        load_into(slf, move |s| s.load_file(&path)).map(|names| Library {
+            session: slf.clone().unbind(),
+            inner,
+            file: shown,
+            names,
+        })
+    }
+
+    fn load_str_lib(slf: &Bound<'_, Self>, source: &str, name: &str) -> PyResult<Library> {
+        let inner = slf.get().inner.clone();
+        load_into(slf, |s| s.load_str(name, source)).map(|names| Library {
+            session: slf.clone().unbind(),
+            inner,
+            file: name.to_string(),
+            names,
+        })
+    }
+}
+
+/// Loads with `load`, warns the warnings, and returns the function names it added.
+fn load_into(
+    slf: &Bound<'_, Session>,
+    load: impl FnOnce(&tfn::Session) -> Result<Vec<tfn::Diagnostic>, tfn::Error> + Send,
+) -> PyResult<Vec<String>> {
+    let py = slf.py();
+    let session = &*slf.get().inner;
+    let before: BTreeSet<String> = session.library().functions.keys().cloned().collect();
+    let warnings = py.detach(|| load(session)).map_err(|e| errors::to_py(py, e, None))?;
+    let library = session.library();
+    if !warnings.is_empty() {
+        let text = tfn_ir::diagnostic::render_all(&warnings, &library.sources);
+        let class = errors::classes(py)?.warning.bind(py);
+        PyErr::warn(py, class, &std::ffi::CString::new(text.replace('\0', " "))?, 2)?;
+    }
+    let names = library.functions.keys().filter(|n| !before.contains(*n)).cloned().collect();
+    Ok(names)
+}
+
+/// The counters of a session (`s.stats()`): attributes, and a mapping (`dict(s.stats())`).
+#[pyclass(module = "tfn", frozen)]
+struct Stats(tfn::Stats);
+
+const STAT_KEYS: [&str; 5] =
+    ["compiles", "cache_hits", "compile_time", "optimizer_fallbacks", "interpreted_kernels"];
+
+#[pymethods]
+impl Stats {
+    #[getter]
+    fn compiles(&self) -> u64 {
+        self.0.compiles
+    }
+    #[getter]
+    fn cache_hits(&self) -> u64 {
+        self.0.cache_hits
+    }
+    /// Seconds spent instantiating, optimising and compiling.
+    #[getter]
+    fn compile_time(&self) -> f64 {
+        self.0.compile_time.as_secs_f64()
+    }
+    #[getter]
+    fn optimizer_fallbacks(&self) -> u64 {
+        self.0.optimizer_fallbacks
+    }
+    #[getter]
+    fn interpreted_kernels(&self) -> u64 {
+        self.0.interpreted_kernels
+    }
+    fn keys(&self) -> Vec<&'static str> {
+        STAT_KEYS.to_vec()
+    }
+    fn __getitem__(slf: &Bound<'_, Self>, key: &str) -> PyResult<Py<PyAny>> {
+        if STAT_KEYS.contains(&key) {
+            Ok(slf.getattr(key)?.unbind())
+        } else {
+            Err(PyKeyError::new_err(key.to_string()))
+        }
+    }
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Ok(PyList::new(slf.py(), STAT_KEYS)?.try_iter()?.into_any().unbind())
+    }
+    fn __len__(&self) -> usize {
+        STAT_KEYS.len()
+    }
+    fn __contains__(&self, key: &str) -> bool {
+        STAT_KEYS.contains(&key)
+    }
+    /// The counters as a `dict`.
+    fn as_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(slf.py());
+        for k in STAT_KEYS {
+            d.set_item(k, slf.getattr(k)?)?;
+        }
+        Ok(d)
+    }
+    fn __repr__(&self) -> String {
+        let s = &self.0;
+        format!(
+            "tfn.Stats(compiles={}, cache_hits={}, compile_time={:.6}, optimizer_fallbacks={}, interpreted_kernels={})",
+            s.compiles,
+            s.cache_hits,
+            s.compile_time.as_secs_f64(),
+            s.optimizer_fallbacks,
+            s.interpreted_kernels
+        )
+    }
+}
+
+/// The functions of a loaded `.tfn` file: `lib.gelu(x)`, `lib["scale.scalar"](x, 2)`,
+/// `lib.vjp("gelu", (x,), ct)`. Every function of the session (prelude included) is
+/// reachable; `dir(lib)` and `lib.functions` list the file's own.
+#[pyclass(module = "tfn", frozen, dict, subclass)]
+struct Library {
+    session: Py<Session>,
+    inner: Arc<tfn::Session>,
+    file: String,
+    names: Vec<String>,
+}
+
+/// Names a `Library` has as methods: a function of the same name is `lib["name"]`.
+const LIBRARY_ATTRS: &[&str] =
+    &["vjp", "value_and_vjp", "session", "functions", "file", "stub", "function"];
+
+#[pymethods]
+impl Library {
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {
+        if name.starts_with("__") && name.ends_with("__") {
+            return Err(PyAttributeError::new_err(name.to_string()));
+        }
+        let library = self.inner.library();
+        if !library.overloads(name).is_empty() {
+            return make_function(py, &self.inner, name);
+        }
+        Err(unknown(py, &self.inner, name))
+    }
+
+    /// A function by name, or one overload by `name.overload` (`lib["add.scalar"]`).
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {
+        if doc::overloads_of(&self.inner.library(), name).is_empty() {
+            let e = unknown(py, &self.inner, name);
+            return Err(PyKeyError::new_err(e.value(py).to_string()));
+        }
+        make_function(py, &self.inner, name)
+    }
+
+    fn __contains__(&self, name: &str) -> bool {
+        !doc::overloads_of(&self.inner.library(), name).is_empty()
+    }
+
+    fn __dir__(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.names.clone();
+        names.extend(LIBRARY_ATTRS.iter().map(|s| s.to_string()));
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The names of the functions this file (and the files it uses) defined.
+    #[getter]
+    fn functions(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    #[getter]
+    fn session(&self, py: Python<'_>) -> Py<Session> {
+        self.session.clone_ref(py)
+    }
+
+    #[getter]
+    fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The function `name` (same as `lib[name]`).
+    fn function(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {
+        self.__getitem__(py, name)
+    }
+
+    /// The vector-Jacobian product: the gradients of `<results, cotangents>` with respect to
+    /// each float tensor argument, in parameter order, as a tuple. `args` are the positional
+    /// arguments (a tuple, or one array), `cotangents` one array per result (or the array
+    /// of a single result); keyword arguments go to the function.
+    #[pyo3(signature = (name, args, cotangents, **kwargs))]
+    fn vjp(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        args: &Bound<'_, PyAny>,
+        cotangents: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (values, grads) = run_vjp(py, &self.inner, name, args, cotangents, kwargs, false)?;
+        debug_assert!(values.is_empty());
+        Ok(PyTuple::new(py, grads)?.into_any().unbind())
+    }
+
+    /// `(results, gradients)` from one compiled graph (like `jax.value_and_grad`): `results`
+    /// as a call returns them, `gradients` as `vjp` does.
+    #[pyo3(signature = (name, args, cotangents, **kwargs))]
+    fn value_and_vjp(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        args: &Bound<'_, PyAny>,
+        cotangents: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (values, grads) = run_vjp(py, &self.inner, name, args, cotangents, kwargs, true)?;
+        let values = results(py, values)?;
+        let grads = PyTuple::new(py, grads)?;
+        Ok(PyTuple::new(py, [values, grads.into_any().unbind()])?.into_any().unbind())
+    }
+
+    /// The `.pyi` type stub of this library (what `python -m tfn.stubs` prints).
+    fn stub(&self) -> String {
+        doc::stub(&self.inner.library(), &self.file, &self.names)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<tfn.Library {:?}: {}>", self.file, self.names.join(", "))
+    }
+}
+
+/// The vjp (with the values when `with_values`) of a call; the gradients as NumPy arrays.
+#[allow(clippy::type_complexity)]
+fn run_vjp(
+    py: Python<'_>,
+    session: &Arc<tfn::Session>,
+    name: &str,
+    args: &Bound<'_, PyAny>,
+    cotangents: &Bound<'_, PyAny>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+    with_values: bool,
+) -> PyResult<(Vec<Value<'static>>, Vec<Py<PyAny>>)> {
+    let args: Vec<Bound<'_, PyAny>> = if args.cast::<numpy::PyUntypedArray>().is_ok() {
+        vec![args.clone()]
+    } else {
+        args.try_iter()?.collect::<PyResult<_>>()?
+    };
+    let cts: Vec<Bound<'_, PyAny>> = if cotangents.cast::<numpy::PyUntypedArray>().is_ok() {
+        vec![cotangents.clone()]
+    } else {
+        cotangents.try_iter()?.collect::<PyResult<_>>()?
+    };
+    let call = Call::parse(&args, kwargs)?;
+    let cts = cts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Arg::from_py(c, &|| format!("cotangent {i}")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let session = &**session;
+    let (pos, kw) = call.values();
+    let ct_values: Vec<Value> = cts.iter().map(Arg::value).collect();
+    let out = py.detach(|| {
+        if with_values {
+            session.value_and_vjp_kw(name, &pos, &kw, &ct_values)
+        } else {
+            session.vjp_kw(name, &pos, &kw, &ct_values).map(|g| (Vec::new(), g))
+        }
+    });
+    let (values, grads) = out.map_err(|e| call.error(py, session, name, e))?;
+    let grads =
+        grads.into_iter().map(|g| convert::to_numpy(py, g)).collect::<PyResult<Vec<_>>>()?;
+    Ok((values, grads))
+}
+
+/// The `UnknownFunctionError` for `name`, with the session's "did you mean" suggestion.
+fn unknown(py: Python<'_>, session: &tfn::Session, name: &str) -> PyErr {
+    // Calling an unknown name fails before anything is compiled, with the suggestion.
+    match session.call(name, &[]) {
+        Err(e @ tfn::Error::UnknownFunction { .. }) => errors::to_py(py, e, None),
+        _ => match errors::classes(py) {
+            Ok(c) => errors::raise(py, &c.unknown, format!("unknown function `{name}`")),
+            Err(e) => e,
+        },
+    }
+}
+
+/// The arguments of one call, converted.
+struct Call<'py> {
+    positional: Vec<Arg<'py>>,
+    keywords: Vec<(String, Arg<'py>)>,
+    out: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Call<'py> {
+    fn parse(
+        args: &[Bound<'py, PyAny>],
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Call<'py>> {
+        let positional = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Arg::from_py(a, &|| describe_arg(Some(i), None)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut keywords = Vec::new();
+        if let Some(kwargs) = kwargs {
+            keywords.reserve(kwargs.len());
+            for (k, v) in kwargs.iter() {
+                let k: String = k.extract()?;
+                let arg = Arg::from_py(&v, &|| describe_arg(None, Some(&k)))?;
+                keywords.push((k, arg));
+            }
+        }
+        Ok(Call { positional, keywords, out: None })
+    }
+
+    fn values(&self) -> (Vec<Value<'_>>, Vec<(&str, Value<'_>)>) {
+        let pos = self.positional.iter().map(Arg::value).collect();
+        let kw = self.keywords.iter().map(|(k, a)| (k.as_str(), a.value())).collect();
+        (pos, kw)
+    }
+
+    /// The Python exception for a failed call (re-dispatching to classify a rejection).
+    fn error(&self, py: Python<'_>, session: &tfn::Session, name: &str, e: tfn::Error) -> PyErr {
+        let kinds = || {
+            let library = session.library();
+            let (pos, kw) = self.values();
+            let pos: Vec<_> = pos.iter().map(errors::arg_kind).collect();
+            let kw: Vec<(&str, _)> = kw.iter().map(|(k, v)| (*k, errors::arg_kind(v))).collect();
+            match tfn_ir::dispatch::dispatch(doc::overloads_of(&library, name), &pos, &kw) {
+                Ok(_) => Vec::new(),
+                Err(rejections) => rejections.into_iter().map(|r| r.kind).collect(),
+            }
+        };
+        errors::to_py(py, e, Some(&kinds))
+    }
+}
+
+/// One or several results: an array, or a tuple of arrays.
+fn results(py: Python<'_>, values: Vec<Value<'static>>) -> PyResult<Py<PyAny>> {
+    let mut arrays =
+        values.into_iter().map(|v| convert::to_numpy(py, v)).collect::<PyResult<Vec<_>>>()?;
+    if arrays.len() == 1 {
+        Ok(arrays.remove(0))
+    } else {
+        Ok(PyTuple::new(py, arrays)?.into_any().unbind())
+    }
+}
+
+/// A function of a library (all its overloads): `f(*args, out=None, **kwargs)`.
+#[pyclass(module = "tfn", frozen, dict)]
+struct Function {
+    session: Arc<tfn::Session>,
+    name: String,
+}
+
+#[pymethods]
+impl Function {
+    // `out` is a named parameter so that a call with no other keyword builds no dict.
+    #[pyo3(signature = (*args, out = None, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        out: Option<Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let mut call = Call::parse(&items, kwargs)?;
+        call.out = out.filter(|o| !o.is_none());
+        let session = &*self.session;
+        let name = self.name.as_str();
+        let (pos, kw) = call.values();
+        match &call.out {
+            None => {
+                let out = py.detach(|| session.call_kw(name, &pos, &kw));
+                results(py, out.map_err(|e| call.error(py, session, name, e))?)
+            }
+            Some(out) => {
+                let outs = convert::out_arrays(out)?;
+                let inputs = inputs_of(&call);
+                convert::no_overlap(py, &inputs, &outs)?;
+                let mut views: Vec<tfn::OutputMut> =
+                    outs.iter().map(|(a, d)| convert::out_view(a, *d)).collect();
+                let r = py.detach(|| session.call_into_kw(name, &pos, &kw, &mut views));
+                r.map_err(|e| call.error(py, session, name, e))?;
+                Ok(out.clone().unbind())
+            }
+        }
+    }
+
+    /// `vjp(args, cotangents, **kwargs)`: `lib.vjp(self.__name__, ...)`.
+    #[pyo3(signature = (args, cotangents, **kwargs))]
+    fn vjp(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyAny>,
+        cotangents: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (_, grads) = run_vjp(py, &self.session, &self.name, args, cotangents, kwargs, false)?;
+        Ok(PyTuple::new(py, grads)?.into_any().unbind())
+    }
+
+    #[getter]
+    fn __name__(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn __qualname__(&self) -> &str {
+        &self.name
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<tfn function {}>", self.name)
+    }
+}
+
+/// Each array an input reads, with the argument's position or keyword (for messages).
+fn inputs_of<'a, 'py>(
+    call: &'a Call<'py>,
+) -> Vec<(convert::ArgName<'a>, &'a Bound<'py, numpy::PyUntypedArray>)> {
+    let mut inputs = Vec::new();
+    for (i, a) in call.positional.iter().enumerate() {
+        inputs.extend(a.arrays().map(|arr| (convert::ArgName::Position(i), arr)));
+    }
+    for (k, a) in &call.keywords {
+        inputs.extend(a.arrays().map(|arr| (convert::ArgName::Keyword(k), arr)));
+    }
+    inputs
+}
+
+/// A `Function` object with its docstring (`help(lib.softmax)` shows the signatures).
+fn make_function(
+    py: Python<'_>,
+    session: &Arc<tfn::Session>,
+    name: &str,
+) -> PyResult<Py<Function>> {
+    let f = Py::new(py, Function { session: session.clone(), name: name.to_string() })?;
+    let doc = doc::docstring(&session.library(), name);
+    f.bind(py).setattr("__doc__", doc)?;
+    Ok(f)
+}
+
+static DEFAULT_SESSION: PyOnceLock<Py<Session>> = PyOnceLock::new();
+
+/// The session `tfn.load` and `tfn.loads` use (JIT, all cores), made on first use.
+#[pyfunction]
+fn default_session(py: Python<'_>) -> PyResult<Py<Session>> {
+    DEFAULT_SESSION
+        .get_or_try_init(py, || Py::new(py, Session::new("jit", None, None, true)?))
+        .map(|s| s.clone_ref(py))
+}
+
+/// Fills a library's instance dict with its functions (documented), so `lib.gelu` is a
+/// plain attribute lookup; names that are `Library` attributes stay `lib["name"]`.
+fn populate(py: Python<'_>, lib: Library) -> PyResult<Py<Library>> {
+    let session = lib.inner.clone();
+    let names = lib.names.clone();
+    let obj = Py::new(py, lib)?;
+    let bound = obj.bind(py);
+    for name in names {
+        if LIBRARY_ATTRS.contains(&name.as_str()) {
+            continue;
+        }
+        let f = make_function(py, &session, &name)?;
+        bound.setattr(name.as_str(), f)?;
+    }
+    Ok(obj)
+}
+
+/// `tfn.load(path, session=None)`: loads a `.tfn` file into `session` (default: the
+/// module's default session).
+#[pyfunction]
+#[pyo3(signature = (path, session = None))]
+fn load(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    session: Option<Py<Session>>,
+) -> PyResult<Py<Library>> {
+    let s = match session {
+        Some(s) => s,
+        None => default_session(py)?,
+    };
+    Session::load(s.bind(py), path)
+}
+
+/// `tfn.loads(source, name="<string>", session=None)`: loads source text.
+#[pyfunction]
+#[pyo3(signature = (source, name = "<string>", session = None))]
+fn loads(
+    py: Python<'_>,
+    source: &str,
+    name: &str,
+    session: Option<Py<Session>>,
+) -> PyResult<Py<Library>> {
+    let s = match session {
+        Some(s) => s,
+        None => default_session(py)?,
+    };
+    Session::loads(s.bind(py), source, name)
+}
+
+#[pymodule]
+fn _tfn(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Session>()?;
+    m.add_class::<Library>()?;
+    m.add_class::<Function>()?;
+    m.add_class::<Stats>()?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(loads, m)?)?;
+    m.add_function(wrap_pyfunction!(default_session, m)?)?;
+    let c = errors::classes(py)?;
+    for (name, ty) in [
+        ("Error", &c.error),
+        ("CompileError", &c.compile),
+        ("DispatchError", &c.dispatch),
+        ("DTypeError", &c.dtype),
+        ("ShapeError", &c.shape),
+        ("CallError", &c.call),
+        ("UnknownFunctionError", &c.unknown),
+        ("RunError", &c.run),
+        ("InternalError", &c.internal),
+        ("TfnWarning", &c.warning),
+    ] {
+        m.add(name, ty.clone_ref(py))?;
+    }
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+"""Docstrings from signatures (help()) and .pyi stubs (python -m tfn.stubs)."""
+
+import ast
+import pydoc
+import subprocess
+import sys
+
+import numpy as np
+
+import tfn
+from conftest import OPS
+
+
+def test_help_shows_signature_and_doc_comment(lib):
+    text = pydoc.render_doc(lib.scale, renderer=pydoc.plaintext)
+    assert "scale(Tensor x, Tensor s) -> Tensor" in text
+    assert "scale.scalar(Tensor x, Scalar s) -> Tensor" in text
+    assert "Scales a tensor by another tensor.\n" in lib.scale.__doc__
+    assert "Broadcasting applies." in lib.scale.__doc__
+    assert "softmax(Tensor x, *, Int dim = -1) -> Tensor" in lib.softmax.__doc__
+    assert "split_stats(Tensor x) -> (Tensor, Tensor, Tensor)" in lib.split_stats.__doc__
+    assert "add_scalar<T: {f32, f64}>(Tensor<T> x, Scalar alpha = 1) -> Tensor<T>" in lib.add_scalar.__doc__
+    assert lib.softmax.__name__ == "softmax"
+    assert lib["scale.scalar"].__doc__.startswith("scale.scalar(Tensor x, Scalar s)")
+
+
+def _defs(tree, cls=None):
+    nodes = tree.body
+    if cls:
+        nodes = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
+    return [n for n in nodes if isinstance(n, ast.FunctionDef)]
+
+
+def test_stub_is_valid_python_with_every_function(lib):
+    text = lib.stub()
+    tree = ast.parse(text)
+    methods = _defs(tree, "Library")
+    names = [m.name for m in methods]
+    for f in lib.functions:
+        assert f in names
+    assert names.count("scale") == 2  # one @overload per .tfn overload
+    softmax = next(m for m in methods if m.name == "softmax")
+    assert [a.arg for a in softmax.args.args] == ["self", "x"]
+    assert [a.arg for a in softmax.args.kwonlyargs] == ["dim", "out"]
+    assert "np.float32" in ast.unparse(next(m for m in methods if m.name == "only_f32"))
+    assert "tuple[" in ast.unparse(next(m for m in methods if m.name == "split_stats").returns)
+    assert "load" in [d.name for d in _defs(tree)]
+
+
+def test_stubs_command_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "tfn.stubs", str(OPS)], capture_output=True,
+                         text=True, check=True)
+    ast.parse(run.stdout)
+    subprocess.run([sys.executable, "-m", "tfn.stubs", str(OPS), "--module", "-o", str(tmp_path)],
+                   check=True)
+    assert (tmp_path / "ops.pyi").exists() and (tmp_path / "ops.tfn").exists()
+    code = "import ops, numpy as np; print(float(ops.add_scalar(np.ones(1, np.float32), 2)[0]))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "3.0"
+    bad = tmp_path / "bad.tfn"
+    bad.write_text("fn f(Tensor x) -> Tensor { return q }\n")
+    fail = subprocess.run([sys.executable, "-m", "tfn.stubs", str(bad)], capture_output=True,
+                          text=True)
+    assert fail.returncode == 1 and "bad.tfn:1:" in fail.stderr
+
+
+def test_module_stub_covers_the_api():
+    import pathlib
+
+    pyi = pathlib.Path(tfn.__file__).with_name("__init__.pyi")
+    tree = ast.parse(pyi.read_text())
+    names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    for name in tfn.__all__:
+        if name != "__version__":
+            assert name in names, name
+
+
+def test_results_usable_by_numpy(lib):
+    assert np.asarray(lib.gelu(np.ones(2))).sum() > 0

@@ -1,0 +1,118 @@
+"""The spec's errors: TypeError listing every candidate and why, ValueError naming the argument
+and both shapes, tfn.CompileError carrying the rustc-style diagnostic."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tfn
+from conftest import DATA
+
+
+def test_no_overload_lists_every_candidate(lib):
+    x = np.zeros((2, 2))
+    with pytest.raises(TypeError) as e:
+        lib.scale(x, "f32")
+    text = str(e.value)
+    assert "no overload of `scale`" in text
+    assert "scale(Tensor x, Tensor s)" in text and "scale.scalar(Tensor x, Scalar s)" in text
+    assert text.count("is not a match") == 2
+    assert isinstance(e.value, tfn.DispatchError) and isinstance(e.value, tfn.Error)
+
+
+@pytest.mark.parametrize(
+    "call, reason",
+    [
+        (lambda lib, x: lib.softmax(x, 0), "takes 1 positional argument but 2 were given"),
+        (lambda lib, x: lib.softmax(x, axis=0), "unknown keyword argument `axis`"),
+        (lambda lib, x: lib.linear(x, x), "missing required argument `b`"),
+        (lambda lib, x: lib.softmax(x, dim=1.5), "argument `dim` must be Int"),
+        (lambda lib, x: lib.softmax(x, x=x), "given twice"),
+    ],
+)
+def test_arity_and_kind_errors(lib, call, reason):
+    with pytest.raises(TypeError, match=reason):
+        call(lib, np.zeros((2, 3)))
+
+
+def test_dtype_errors_are_type_and_value_errors(lib):
+    x32 = np.zeros(3, np.float32)
+    with pytest.raises(tfn.DTypeError, match="is f64 but `T` is f32"):
+        lib.iadd(x32, np.zeros(3))
+    with pytest.raises(TypeError, match="`T` must be one of f32, f64"):
+        lib.add_scalar(np.zeros(3, np.int32), 1)
+    with pytest.raises(ValueError):  # a dtype clash inside the body
+        lib.mixed(x32, np.zeros(3))
+    with pytest.raises(TypeError, match="float16"):
+        lib.gelu(np.zeros(3, np.float16))
+    with pytest.raises(TypeError, match="uint8"):
+        lib.gelu(np.zeros(3, np.uint8))
+
+
+def test_shape_mismatch_names_argument_and_both_shapes(lib):
+    with pytest.raises(ValueError) as e:
+        lib.iadd(np.zeros((3, 4)), np.zeros((5, 4)))
+    text = str(e.value)
+    assert "`x`" in text and "`y`" in text and "[3, 4]" in text and "[5, 4]" in text
+    assert isinstance(e.value, tfn.ShapeError)
+    with pytest.raises(ValueError, match=r"\[2, 3\].*\[4, 5\]|\[4, 5\].*\[2, 3\]"):
+        lib.linear(np.zeros((2, 3)), np.zeros((4, 5)), np.zeros(5))
+
+
+def test_compile_error_carries_the_diagnostic():
+    src = "fn f(Tensor x) -> Tensor {\n    return x + y\n}\n"
+    with pytest.raises(tfn.CompileError) as e:
+        tfn.loads(src, name="bad.tfn")
+    text = str(e.value)
+    assert "error[E0202]" in text and "bad.tfn:2:16" in text and "unknown variable `y`" in text
+
+
+def test_compile_error_from_a_file(tmp_path):
+    p = tmp_path / "broken.tfn"
+    p.write_text("fn g(Tensor x) -> Tensor {\n  return x +\n}\n")
+    with pytest.raises(tfn.CompileError, match="broken.tfn:"):
+        tfn.Session().load(p)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError):
+        tfn.load(DATA / "no_such_file.tfn")
+
+
+def test_unknown_function_suggests(lib):
+    with pytest.raises(AttributeError, match="did you mean `softmax`"):
+        lib.softmx
+    with pytest.raises(KeyError):
+        lib["softmx"]
+    with pytest.raises(AttributeError):
+        lib.vjp("softmx", (np.zeros(2),), np.zeros(2))
+    assert not hasattr(lib, "__array__")
+
+
+def test_unsupported_python_values(lib):
+    with pytest.raises(TypeError, match="argument 2"):
+        lib.scale(np.zeros(2), object())
+    with pytest.raises(TypeError, match="not a dtype"):
+        lib.to(np.zeros(2), "float17")
+    with pytest.raises(ValueError, match="64-bit"):
+        lib.scale(np.zeros(2), 2**70)
+
+
+def test_masked_overload_warns():
+    src = (
+        "fn h(Tensor x, Scalar s) -> Tensor {\n    return x * s\n}\n"
+        "fn h.int(Tensor x, Int s) -> Tensor {\n    return x + s\n}\n"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lib = tfn.Session().loads(src, name="masked.tfn")
+    assert any(issubclass(w.category, tfn.TfnWarning) and "W0101" in str(w.message) for w in caught)
+    np.testing.assert_allclose(lib.h(np.ones(2), 3), [3.0, 3.0])  # the first overload wins
+
+
+def test_bad_session_arguments():
+    with pytest.raises(ValueError, match="backend"):
+        tfn.Session(backend="gpu")
+    with pytest.raises(ValueError, match="threads"):
+        tfn.Session(threads=0)
