@@ -85,6 +85,10 @@ fn dtype_of(descr: &Bound<'_, numpy::PyArrayDescr>) -> Option<DType> {
         (b'i', 4) => Some(DType::I32),
         (b'i', 8) => Some(DType::I64),
         (b'b', 1) => Some(DType::Bool),
+        (b'f', 2) => Some(DType::F16),
+        (b'i', 1) => Some(DType::I8),
+        (b'u', 1) => Some(DType::U8),
+        // bf16: NumPy has no bfloat16 of its own (ml_dtypes' is a 'V' type); not accepted.
         _ => None,
     }
 }
@@ -138,6 +142,10 @@ fn parse_dtype_name(name: &str) -> Option<DType> {
         "i32" | "int32" => DType::I32,
         "i64" | "int64" | "int" => DType::I64,
         "bool" => DType::Bool,
+        "f16" | "float16" => DType::F16,
+        "bf16" | "bfloat16" => DType::BF16,
+        "i8" | "int8" => DType::I8,
+        "u8" | "uint8" => DType::U8,
         _ => return None,
     })
 }
@@ -305,6 +313,24 @@ fn view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> TensorValue<'a> {
             DType::Bool => {
                 TensorValue::Bool(a.cast_unchecked::<PyArrayDyn<bool>>().as_array().into())
             }
+            DType::I8 => TensorValue::I8(a.cast_unchecked::<PyArrayDyn<i8>>().as_array().into()),
+            DType::U8 => TensorValue::U8(a.cast_unchecked::<PyArrayDyn<u8>>().as_array().into()),
+            DType::F16 => {
+                TensorValue::F16(a.cast_unchecked::<PyArrayDyn<half::f16>>().as_array().into())
+            }
+            // Never produced by `dtype_of`; 2-byte elements read as bf16 bits.
+            DType::BF16 => {
+                let bits = a.cast_unchecked::<PyArrayDyn<u16>>().as_array();
+                let (ptr, dim, strides) = (bits.as_ptr(), bits.raw_dim(), bits.strides().to_vec());
+                let strides: Vec<usize> = strides.iter().map(|&s| s as usize).collect();
+                TensorValue::BF16(
+                    ndarray::ArrayViewD::from_shape_ptr(
+                        ndarray::ShapeBuilder::strides(dim, ndarray::IxDyn(&strides)),
+                        ptr as *const half::bf16,
+                    )
+                    .into(),
+                )
+            }
         }
     }
 }
@@ -360,6 +386,21 @@ pub fn out_view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> OutputMut
             DType::I32 => OutputMut::I32(a.cast_unchecked::<PyArrayDyn<i32>>().as_array_mut()),
             DType::I64 => OutputMut::I64(a.cast_unchecked::<PyArrayDyn<i64>>().as_array_mut()),
             DType::Bool => OutputMut::Bool(a.cast_unchecked::<PyArrayDyn<bool>>().as_array_mut()),
+            DType::I8 => OutputMut::I8(a.cast_unchecked::<PyArrayDyn<i8>>().as_array_mut()),
+            DType::U8 => OutputMut::U8(a.cast_unchecked::<PyArrayDyn<u8>>().as_array_mut()),
+            DType::F16 => {
+                OutputMut::F16(a.cast_unchecked::<PyArrayDyn<half::f16>>().as_array_mut())
+            }
+            // Never produced by `dtype_of` (see `view`).
+            DType::BF16 => {
+                let mut bits = a.cast_unchecked::<PyArrayDyn<u16>>().as_array_mut();
+                let (ptr, dim) = (bits.as_mut_ptr(), bits.raw_dim());
+                let strides: Vec<usize> = bits.strides().iter().map(|&s| s as usize).collect();
+                OutputMut::BF16(ndarray::ArrayViewMutD::from_shape_ptr(
+                    ndarray::ShapeBuilder::strides(dim, ndarray::IxDyn(&strides)),
+                    ptr as *mut half::bf16,
+                ))
+            }
         }
     }
 }
@@ -428,6 +469,19 @@ pub fn to_numpy(py: Python<'_>, v: Value<'static>) -> PyResult<Py<PyAny>> {
             TensorValue::I64(a) => owned(py, a.into_owned()),
             TensorValue::F32(a) => owned(py, a.into_owned()),
             TensorValue::F64(a) => owned(py, a.into_owned()),
+            TensorValue::I8(a) => owned(py, a.into_owned()),
+            TensorValue::U8(a) => owned(py, a.into_owned()),
+            TensorValue::F16(a) => owned(py, a.into_owned()),
+            TensorValue::BF16(_) => {
+                let c = errors::classes(py)?;
+                return Err(errors::raise(
+                    py,
+                    &c.dtype,
+                    "a bf16 result cannot become a NumPy array (NumPy has no bfloat16): cast it \
+                     to f32 in the function"
+                        .to_string(),
+                ));
+            }
         }),
         other => {
             let c = errors::classes(py)?;

@@ -119,6 +119,10 @@ fn np_dtype(d: DType) -> &'static str {
         DType::I32 => "np.int32",
         DType::I64 => "np.int64",
         DType::Bool => "np.bool_",
+        DType::F16 => "np.float16",
+        DType::BF16 => "np.ndarray",
+        DType::I8 => "np.int8",
+        DType::U8 => "np.uint8",
     }
 }
 
