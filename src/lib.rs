@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+mod element;
 mod error;
 pub mod gradcheck;
 mod handle;
@@ -24,6 +25,7 @@ mod session;
 mod signature;
 mod value;
 
+pub use element::{Element, Scalar};
 pub use error::Error;
 pub use handle::Instantiated;
 pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
