@@ -8,6 +8,9 @@ fn check_snapshot(source: &str, snapshot: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let examples = root.join("../examples/typed");
     // Names as the example's build script shows them: relative to its crate root.
+    // The current directory is per process: one test at a time changes it.
+    static CWD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = CWD.lock().unwrap_or_else(|p| p.into_inner());
     let cwd = std::env::current_dir().unwrap();
     std::env::set_current_dir(&examples).unwrap();
     let checked = tfn_build::check(source);

@@ -3,9 +3,11 @@
 // Include it in a module: `mod m { include!(concat!(env!("OUT_DIR"), "/<name>.rs")); }`.
 
 /// The file [`Lib::new`] loads from [`SOURCES`].
+#[allow(dead_code)]
 pub const MAIN: &str = "ops/api.tfn";
 
 /// The `.tfn` sources as they were checked at build time: (name, text).
+#[allow(dead_code)]
 pub const SOURCES: &[(&str, &str)] = &[
     ("ops/api.tfn", "// Every kind of parameter and result the generator maps to Rust: the snapshot test of\n// tfn-build reads this file, and this crate compiles its bindings with `deny(warnings)`.\n\nuse \"parts.tfn\"\n\n/// Layer normalisation over the last axis.\n/// Two doc lines.\nfn layer_norm(Tensor x, Tensor gamma, Tensor beta, *, Float eps = 1e-5) -> Tensor {\n    let mu = mean(x, dims=[-1], keepdim=true)\n    let xc = x - mu\n    let var = mean(xc * xc, dims=[-1], keepdim=true)\n    return xc * rsqrt(var + eps) * gamma + beta\n}\n\nfn to_dtype(Tensor x, DType dtype = f64) -> Tensor<dtype> {\n    return cast(x, dtype)\n}\n\nfn count_positive(Tensor<f32> x) -> Tensor<i64> {\n    return sum(cast(x > 0.0, i64))\n}\n\nfn gather_rows(Tensor<f64> x, Tensor<i64> idx, *, Float scale = 2, Int[] dims = [0], Bool flip = true) -> Tensor<f64> {\n    let y = sum(index_select(x, idx, dim=0) * scale, dims=dims)\n    if flip {\n        return neg(y)\n    }\n    return y\n}\n\nfn stack(Tensor[] xs, *, Int dim = 0) -> Tensor {\n    return concat(xs, dim=dim)\n}\n\nfn pick<T>(Tensor<T> a, Tensor<T> b, Tensor<bool> m) -> Tensor<T> {\n    return where(m, a, b)\n}\n\n// Parameter names that are Rust keywords.\nfn type(Tensor self, Int match = 2) -> Tensor {\n    return self * match\n}\n\nfn stats(Tensor<f32> x, Int[] dims) -> (Tensor<f32>, Tensor<f32>, Tensor<i64>) {\n    let m = mean(x, dims=dims)\n    return (m, max(x, dims=dims), argmax(x, dim=0))\n}\n"),
     ("ops/parts.tfn", "// A file `use`d by api.tfn: its functions are methods of the same `Lib`.\n\nfn square(Tensor<f32> x) -> Tensor<f32> {\n    return x * x\n}\n"),
@@ -20,6 +22,7 @@ pub struct Lib {
     session: tfn::Session,
 }
 
+#[allow(dead_code, clippy::too_many_arguments, clippy::type_complexity)]
 impl Lib {
     /// A session with the default options and the embedded sources loaded.
     pub fn new() -> Result<Lib, tfn::Error> {
@@ -38,7 +41,7 @@ impl Lib {
         &self.session
     }
 
-    /// `layer_norm(Tensor x, Tensor gamma, Tensor beta, *, Float eps = 1e-5) -> Tensor`
+    /// `fn layer_norm(Tensor x, Tensor gamma, Tensor beta, *, Float eps = 1e-5) -> Tensor`
     ///
     /// Layer normalisation over the last axis.
     /// Two doc lines.
@@ -48,7 +51,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 3] = [tfn::Value::Tensor(x.into()), tfn::Value::Tensor(gamma.into()), tfn::Value::Tensor(beta.into())];
         let __kwargs: [(&str, tfn::Value<'_>); 1] = [("eps", tfn::Value::from(kw.eps))];
         let mut __results = self.session.call_kw("layer_norm", &__args, &__kwargs)?.into_iter();
-        Ok(__tensor(__next(&mut __results, "layer_norm", 0)?, "layer_norm", 0)?)
+        __tensor(__next(&mut __results, "layer_norm", 0)?, "layer_norm", 0)
     }
 
     /// Like [`Lib::layer_norm`], writing the result into `out` (no allocation of outputs;
@@ -70,14 +73,14 @@ impl Lib {
         __results.enumerate().map(|(i, v)| __tensor(v, "layer_norm", i)).collect()
     }
 
-    /// `to_dtype(Tensor x, DType dtype = f64) -> Tensor<dtype>`
+    /// `fn to_dtype(Tensor x, DType dtype = f64) -> Tensor<dtype>`
     ///
     /// Defined at `ops/api.tfn:15:4`.
     pub fn to_dtype<'a>(&self, x: impl Into<tfn::TensorValue<'a>>, kw: ToDtypeArgs) -> Result<tfn::Tensor, tfn::Error> {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(x.into())];
         let __kwargs: [(&str, tfn::Value<'_>); 1] = [("dtype", tfn::Value::from(kw.dtype))];
         let mut __results = self.session.call_kw("to_dtype", &__args, &__kwargs)?.into_iter();
-        Ok(__tensor(__next(&mut __results, "to_dtype", 0)?, "to_dtype", 0)?)
+        __tensor(__next(&mut __results, "to_dtype", 0)?, "to_dtype", 0)
     }
 
     /// Like [`Lib::to_dtype`], writing the result into `out` (no allocation of outputs;
@@ -99,14 +102,14 @@ impl Lib {
         __results.enumerate().map(|(i, v)| __tensor(v, "to_dtype", i)).collect()
     }
 
-    /// `count_positive(Tensor<f32> x) -> Tensor<i64>`
+    /// `fn count_positive(Tensor<f32> x) -> Tensor<i64>`
     ///
     /// Defined at `ops/api.tfn:19:4`.
     pub fn count_positive<'a>(&self, x: ndarray::ArrayView<'a, f32, impl ndarray::Dimension>) -> Result<ndarray::ArrayD<i64>, tfn::Error> {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(x))];
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let mut __results = self.session.call_kw("count_positive", &__args, &__kwargs)?.into_iter();
-        Ok(<i64 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "count_positive", 0)?)
+        <i64 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "count_positive", 0)
     }
 
     /// Like [`Lib::count_positive`], writing the result into `out` (no allocation of outputs;
@@ -125,17 +128,17 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let __cotangents: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<i64 as tfn::Element>::tensor_value(cotangent))];
         let mut __results = self.session.vjp_kw("count_positive", &__args, &__kwargs, &__cotangents)?.into_iter();
-        Ok(<f32 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "vjp count_positive", 0)?)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "vjp count_positive", 0)
     }
 
-    /// `gather_rows(Tensor<f64> x, Tensor<i64> idx, *, Float scale = 2, Int[] dims = [0], Bool flip = true) -> Tensor<f64>`
+    /// `fn gather_rows(Tensor<f64> x, Tensor<i64> idx, *, Float scale = 2, Int[] dims = [0], Bool flip = true) -> Tensor<f64>`
     ///
     /// Defined at `ops/api.tfn:23:4`.
     pub fn gather_rows<'a>(&self, x: ndarray::ArrayView<'a, f64, impl ndarray::Dimension>, idx: ndarray::ArrayView<'a, i64, impl ndarray::Dimension>, kw: GatherRowsArgs) -> Result<ndarray::ArrayD<f64>, tfn::Error> {
         let __args: [tfn::Value<'_>; 2] = [tfn::Value::Tensor(<f64 as tfn::Element>::tensor_value(x)), tfn::Value::Tensor(<i64 as tfn::Element>::tensor_value(idx))];
         let __kwargs: [(&str, tfn::Value<'_>); 3] = [("scale", tfn::Value::from(kw.scale)), ("dims", tfn::Value::from(kw.dims)), ("flip", tfn::Value::from(kw.flip))];
         let mut __results = self.session.call_kw("gather_rows", &__args, &__kwargs)?.into_iter();
-        Ok(<f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "gather_rows", 0)?)
+        <f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "gather_rows", 0)
     }
 
     /// Like [`Lib::gather_rows`], writing the result into `out` (no allocation of outputs;
@@ -154,17 +157,17 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 3] = [("scale", tfn::Value::from(kw.scale)), ("dims", tfn::Value::from(kw.dims)), ("flip", tfn::Value::from(kw.flip))];
         let __cotangents: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f64 as tfn::Element>::tensor_value(cotangent))];
         let mut __results = self.session.vjp_kw("gather_rows", &__args, &__kwargs, &__cotangents)?.into_iter();
-        Ok(<f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "vjp gather_rows", 0)?)
+        <f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "vjp gather_rows", 0)
     }
 
-    /// `stack(Tensor[] xs, *, Int dim = 0) -> Tensor`
+    /// `fn stack(Tensor[] xs, *, Int dim = 0) -> Tensor`
     ///
     /// Defined at `ops/api.tfn:31:4`.
     pub fn stack<'a>(&self, xs: &[tfn::TensorValue<'a>], kw: StackArgs) -> Result<tfn::Tensor, tfn::Error> {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::TensorList(xs.iter().map(tfn::TensorValue::view).collect())];
         let __kwargs: [(&str, tfn::Value<'_>); 1] = [("dim", tfn::Value::from(kw.dim))];
         let mut __results = self.session.call_kw("stack", &__args, &__kwargs)?.into_iter();
-        Ok(__tensor(__next(&mut __results, "stack", 0)?, "stack", 0)?)
+        __tensor(__next(&mut __results, "stack", 0)?, "stack", 0)
     }
 
     /// Like [`Lib::stack`], writing the result into `out` (no allocation of outputs;
@@ -186,14 +189,14 @@ impl Lib {
         __results.enumerate().map(|(i, v)| __tensor(v, "stack", i)).collect()
     }
 
-    /// `pick<T>(Tensor<T> a, Tensor<T> b, Tensor<bool> m) -> Tensor<T>`
+    /// `fn pick<T>(Tensor<T> a, Tensor<T> b, Tensor<bool> m) -> Tensor<T>`
     ///
     /// Defined at `ops/api.tfn:35:4`.
     pub fn pick<'a, T: tfn::Element>(&self, a: ndarray::ArrayView<'a, T, impl ndarray::Dimension>, b: ndarray::ArrayView<'a, T, impl ndarray::Dimension>, m: ndarray::ArrayView<'a, bool, impl ndarray::Dimension>) -> Result<ndarray::ArrayD<T>, tfn::Error> {
         let __args: [tfn::Value<'_>; 3] = [tfn::Value::Tensor(<T as tfn::Element>::tensor_value(a)), tfn::Value::Tensor(<T as tfn::Element>::tensor_value(b)), tfn::Value::Tensor(<bool as tfn::Element>::tensor_value(m))];
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let mut __results = self.session.call_kw("pick", &__args, &__kwargs)?.into_iter();
-        Ok(<T as tfn::Element>::from_result(__next(&mut __results, "pick", 0)?, "pick", 0)?)
+        <T as tfn::Element>::from_result(__next(&mut __results, "pick", 0)?, "pick", 0)
     }
 
     /// Like [`Lib::pick`], writing the result into `out` (no allocation of outputs;
@@ -215,7 +218,7 @@ impl Lib {
         __results.enumerate().map(|(i, v)| __tensor(v, "pick", i)).collect()
     }
 
-    /// `type(Tensor self, Int match = 2) -> Tensor`
+    /// `fn type(Tensor self, Int match = 2) -> Tensor`
     ///
     /// Parameter names that are Rust keywords.
     ///
@@ -224,10 +227,10 @@ impl Lib {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(self_.into())];
         let __kwargs: [(&str, tfn::Value<'_>); 1] = [("match", tfn::Value::from(kw.r#match))];
         let mut __results = self.session.call_kw("type", &__args, &__kwargs)?.into_iter();
-        Ok(__tensor(__next(&mut __results, "type", 0)?, "type", 0)?)
+        __tensor(__next(&mut __results, "type", 0)?, "type", 0)
     }
 
-    /// Like [`Lib::type`], writing the result into `out` (no allocation of outputs;
+    /// Like [`Lib::r#type`], writing the result into `out` (no allocation of outputs;
     /// each must have the result's dtype and shape).
     pub fn type_into<'a>(&self, self_: impl Into<tfn::TensorValue<'a>>, kw: TypeArgs, out: impl Into<tfn::OutputMut<'a>>) -> Result<(), tfn::Error> {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(self_.into())];
@@ -236,7 +239,7 @@ impl Lib {
         self.session.call_into_kw("type", &__args, &__kwargs, &mut __outputs)
     }
 
-    /// The vector-Jacobian product of [`Lib::type`]: the gradients of
+    /// The vector-Jacobian product of [`Lib::r#type`]: the gradients of
     /// `<results, cotangent>` with respect to `self` (those of a float dtype in this call), in parameter order.
     pub fn vjp_type<'a>(&self, self_: impl Into<tfn::TensorValue<'a>>, kw: TypeArgs, cotangent: impl Into<tfn::TensorValue<'a>>) -> Result<Vec<tfn::Tensor>, tfn::Error> {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(self_.into())];
@@ -246,7 +249,7 @@ impl Lib {
         __results.enumerate().map(|(i, v)| __tensor(v, "type", i)).collect()
     }
 
-    /// `stats(Tensor<f32> x, Int[] dims) -> (Tensor<f32>, Tensor<f32>, Tensor<i64>)`
+    /// `fn stats(Tensor<f32> x, Int[] dims) -> (Tensor<f32>, Tensor<f32>, Tensor<i64>)`
     ///
     /// Defined at `ops/api.tfn:44:4`.
     pub fn stats<'a>(&self, x: ndarray::ArrayView<'a, f32, impl ndarray::Dimension>, dims: &[i64]) -> Result<(ndarray::ArrayD<f32>, ndarray::ArrayD<f32>, ndarray::ArrayD<i64>), tfn::Error> {
@@ -272,17 +275,17 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let __cotangents: [tfn::Value<'_>; 3] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(cotangent_0)), tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(cotangent_1)), tfn::Value::Tensor(<i64 as tfn::Element>::tensor_value(cotangent_2))];
         let mut __results = self.session.vjp_kw("stats", &__args, &__kwargs, &__cotangents)?.into_iter();
-        Ok(<f32 as tfn::Element>::from_result(__next(&mut __results, "stats", 0)?, "vjp stats", 0)?)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "stats", 0)?, "vjp stats", 0)
     }
 
-    /// `square(Tensor<f32> x) -> Tensor<f32>`
+    /// `fn square(Tensor<f32> x) -> Tensor<f32>`
     ///
     /// Defined at `ops/parts.tfn:3:4`.
     pub fn square<'a>(&self, x: ndarray::ArrayView<'a, f32, impl ndarray::Dimension>) -> Result<ndarray::ArrayD<f32>, tfn::Error> {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(x))];
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let mut __results = self.session.call_kw("square", &__args, &__kwargs)?.into_iter();
-        Ok(<f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "square", 0)?)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "square", 0)
     }
 
     /// Like [`Lib::square`], writing the result into `out` (no allocation of outputs;
@@ -301,11 +304,12 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let __cotangents: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(cotangent))];
         let mut __results = self.session.vjp_kw("square", &__args, &__kwargs, &__cotangents)?.into_iter();
-        Ok(<f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "vjp square", 0)?)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "vjp square", 0)
     }
 }
 
 /// The defaulted arguments of [`Lib::layer_norm`]; `Default` holds the `.tfn` defaults.
+#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerNormArgs {
     /// `Float eps = 1e-5`
@@ -321,6 +325,7 @@ impl Default for LayerNormArgs {
 }
 
 /// The defaulted arguments of [`Lib::to_dtype`]; `Default` holds the `.tfn` defaults.
+#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToDtypeArgs {
     /// `DType dtype = f64`
@@ -336,6 +341,7 @@ impl Default for ToDtypeArgs {
 }
 
 /// The defaulted arguments of [`Lib::gather_rows`]; `Default` holds the `.tfn` defaults.
+#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct GatherRowsArgs {
     /// `Float scale = 2`
@@ -357,6 +363,7 @@ impl Default for GatherRowsArgs {
 }
 
 /// The defaulted arguments of [`Lib::stack`]; `Default` holds the `.tfn` defaults.
+#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct StackArgs {
     /// `Int dim = 0`
@@ -371,7 +378,8 @@ impl Default for StackArgs {
     }
 }
 
-/// The defaulted arguments of [`Lib::type`]; `Default` holds the `.tfn` defaults.
+/// The defaulted arguments of [`Lib::r#type`]; `Default` holds the `.tfn` defaults.
+#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeArgs {
     /// `Int match = 2`
