@@ -417,6 +417,7 @@ impl<'l> Function<'l> {
                 );
             }
             let _ = writeln!(structs, "}}\n");
+            let _ = writeln!(structs, "#[allow(clippy::derivable_impls)]");
             let _ = writeln!(structs, "impl Default for {s} {{");
             let _ = writeln!(structs, "    fn default() -> Self {{\n        {s} {{");
             structs.push_str(&defaults);

@@ -4,9 +4,8 @@
 //! `build.rs`:
 //!
 //! ```no_run
-//! fn main() {
-//!     tfn_build::compile("ops/nn.tfn").unwrap();
-//! }
+//! // build.rs
+//! tfn_build::compile("ops/nn.tfn").unwrap();
 //! ```
 //!
 //! and in the crate, `mod nn { include!(concat!(env!("OUT_DIR"), "/nn.rs")); }`, then

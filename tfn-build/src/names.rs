@@ -52,7 +52,7 @@ pub fn camel(snake: &str) -> String {
 /// `base`, or `base_`, `base__`, ... : the first spelling not in `taken`.
 pub fn fresh(base: &str, taken: &[String]) -> String {
     let mut name = base.to_string();
-    while taken.iter().any(|t| *t == name) {
+    while taken.contains(&name) {
         name.push('_');
     }
     name

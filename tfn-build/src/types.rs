@@ -78,12 +78,15 @@ pub fn field(ty: &ParamType, f: &str) -> Option<(String, String)> {
     })
 }
 
+/// Builds the Rust expression extracting a result from value expression `v` (result `index`).
+pub type Extract = Box<dyn Fn(&str, usize) -> String>;
+
 /// How one result is returned, written into, and given a cotangent.
 pub struct ResultType {
     /// The owned result type.
     pub owned: String,
     /// Converts `tfn::Value<'static>` expression `v` (result `index`) to `owned`, with `?`.
-    pub extract: Box<dyn Fn(&str, usize) -> String>,
+    pub extract: Extract,
     /// The `_into` output parameter type and conversion of binding `n` to `tfn::OutputMut`
     /// (`None`: not a tensor, so no `_into`/`vjp` variant).
     pub output: Option<(String, String)>,

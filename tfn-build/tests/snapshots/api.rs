@@ -316,6 +316,7 @@ pub struct LayerNormArgs {
     pub eps: f64,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for LayerNormArgs {
     fn default() -> Self {
         LayerNormArgs {
@@ -332,6 +333,7 @@ pub struct ToDtypeArgs {
     pub dtype: tfn::DType,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for ToDtypeArgs {
     fn default() -> Self {
         ToDtypeArgs {
@@ -352,6 +354,7 @@ pub struct GatherRowsArgs {
     pub flip: bool,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for GatherRowsArgs {
     fn default() -> Self {
         GatherRowsArgs {
@@ -370,6 +373,7 @@ pub struct StackArgs {
     pub dim: i64,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for StackArgs {
     fn default() -> Self {
         StackArgs {
@@ -386,6 +390,7 @@ pub struct TypeArgs {
     pub r#match: i64,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for TypeArgs {
     fn default() -> Self {
         TypeArgs {

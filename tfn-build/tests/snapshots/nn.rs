@@ -258,6 +258,7 @@ pub struct SoftmaxArgs {
     pub dim: i64,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for SoftmaxArgs {
     fn default() -> Self {
         SoftmaxArgs {
@@ -274,6 +275,7 @@ pub struct LinearArgs {
     pub activate: bool,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for LinearArgs {
     fn default() -> Self {
         LinearArgs {
@@ -290,6 +292,7 @@ pub struct AxpyArgs {
     pub a: tfn::Scalar,
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for AxpyArgs {
     fn default() -> Self {
         AxpyArgs {
