@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+mod element;
 mod error;
 pub mod gradcheck;
 mod handle;
@@ -24,8 +25,9 @@ mod session;
 mod signature;
 mod value;
 
+pub use element::{Element, Scalar};
 pub use error::Error;
 pub use handle::Instantiated;
 pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
-pub use tfn_ir::{Attr, DType, Diagnostic, Tensor};
+pub use tfn_ir::{half, Attr, DType, Diagnostic, Tensor};
 pub use value::{OutputMut, TensorValue, Value};

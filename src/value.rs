@@ -1,7 +1,9 @@
 //! Call arguments and results of a [`crate::Session`]: tensors (borrowed or owned `ndarray`
 //! arrays of any strides) and compile-time attribute values.
 
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, CowArray, IxDyn};
+use ndarray::{
+    ArrayD, ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, CowArray, Dimension, IxDyn,
+};
 use tfn_ir::half;
 use tfn_ir::{Attr, DType, Tensor};
 
@@ -100,7 +102,7 @@ impl TensorValue<'_> {
     }
 }
 
-impl From<Tensor> for TensorValue<'static> {
+impl<'a> From<Tensor> for TensorValue<'a> {
     fn from(t: Tensor) -> Self {
         match t {
             Tensor::Bool(a) => TensorValue::Bool(a.into()),
@@ -266,9 +268,15 @@ impl OutputMut<'_> {
 
 macro_rules! output_from {
     ($t:ty, $v:ident) => {
-        impl<'a> From<ArrayViewMutD<'a, $t>> for OutputMut<'a> {
-            fn from(a: ArrayViewMutD<'a, $t>) -> Self {
-                OutputMut::$v(a)
+        /// Any dimensionality: `Array2::view_mut()` converts as well as `ArrayViewMutD`.
+        impl<'a, D: Dimension> From<ArrayViewMut<'a, $t, D>> for OutputMut<'a> {
+            fn from(a: ArrayViewMut<'a, $t, D>) -> Self {
+                OutputMut::$v(a.into_dyn())
+            }
+        }
+        impl<'a, D: Dimension> From<ArrayView<'a, $t, D>> for TensorValue<'a> {
+            fn from(a: ArrayView<'a, $t, D>) -> Self {
+                TensorValue::$v(a.into_dyn().into())
             }
         }
     };
