@@ -151,8 +151,8 @@ fn predict_agrees_across_backends_on_the_digits() {
     let mut args = vec![Value::from(batch.images.view())];
     args.extend(params.iter().map(|a| Value::from(a.view())));
     let kw = [("feat", Value::from((c2 * 4) as i64))];
-    let logits = |backend| match session(backend)
-        .call_kw("predict", &args, &kw)
+    let logits = |backend, function: &str| match session(backend)
+        .call_kw(function, &args, &kw)
         .unwrap_or_else(|e| panic!("{backend:?}: {e}"))[0]
         .as_tensor()
         .map(|t| t.to_tensor())
@@ -160,11 +160,19 @@ fn predict_agrees_across_backends_on_the_digits() {
         Some(Tensor::F32(a)) => a,
         other => panic!("{other:?}"),
     };
-    let (jit, interp) = (logits(Backend::Jit), logits(Backend::Interp));
+    let (jit, interp) = (logits(Backend::Jit, "predict"), logits(Backend::Interp, "predict"));
     assert_eq!(jit.shape(), [64, 10]);
     let scale = interp.iter().fold(1.0f32, |m, v| m.max(v.abs()));
     let worst = jit.iter().zip(&interp).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
     assert!(worst <= 1e-5 * scale, "logits differ by {worst} (largest {scale})");
+    // bf16 inference: the same network stored in bf16 is close to f32 (bf16 keeps 8 bits), and
+    // its rounded values agree across backends within one bf16 step of the largest logit.
+    let (bj, bi) = (logits(Backend::Jit, "predict_bf16"), logits(Backend::Interp, "predict_bf16"));
+    let step = scale / 128.0;
+    let worst = bj.iter().zip(&bi).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    assert!(worst <= step, "bf16 logits differ across backends by {worst}");
+    let off = bj.iter().zip(&interp).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    assert!(off > 0.0 && off <= 8.0 * step, "bf16 vs f32 logits: {off} (largest {scale})");
     assert_eq!(data::correct(&jit, &batch.labels), data::correct(&interp, &batch.labels));
 }
 

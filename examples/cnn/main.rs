@@ -166,13 +166,21 @@ fn run(args: Args) -> Result<(), String> {
         100.0 * train_accuracy,
         test.len()
     );
-    // TODO(bf16): run `predict` with the weights and images cast to bf16 once the storage
-    // dtype lands on main (branch h-dtypes2), and print the accuracy difference.
     println!(
         "test accuracy (f32): {:.2}% ({} of {})",
         100.0 * final_accuracy,
         (final_accuracy * test.len() as f64).round(),
         test.len()
+    );
+    // The same network stored in bf16 (`predict_bf16`): the accuracy difference of a bf16
+    // deployment.
+    let bf16_accuracy = trainer.accuracy_of("predict_bf16", &params, &test)?;
+    println!(
+        "test accuracy (bf16 inference): {:.2}% ({} of {}; {:+.2} points against f32)",
+        100.0 * bf16_accuracy,
+        (bf16_accuracy * test.len() as f64).round(),
+        test.len(),
+        100.0 * (bf16_accuracy - final_accuracy)
     );
     if let Some(dir) = &args.save {
         params::save(dir, &params)?;
@@ -266,20 +274,30 @@ impl<'s> Trainer<'s> {
         Ok(loss)
     }
 
-    /// The logits of every image of `split`, from one call of `predict`.
-    fn logits(&self, params: &[Param], split: &Split) -> Result<ArrayD<f32>, String> {
+    /// The logits of every image of `split`, from one call of `function` (`predict`, or
+    /// `predict_bf16`: the same network stored and rounded in bf16).
+    fn logits(
+        &self,
+        function: &str,
+        params: &[Param],
+        split: &Split,
+    ) -> Result<ArrayD<f32>, String> {
         let mut args = vec![Value::from(split.images.view())];
         args.extend(params.iter().map(|p| Value::from(p.value.view())));
         let out = self
             .session
-            .call_kw("predict", &args, &self.attributes())
-            .map_err(|e| format!("predict: {e}"))?;
+            .call_kw(function, &args, &self.attributes())
+            .map_err(|e| format!("{function}: {e}"))?;
         params::into_f32(out.into_iter().next())
     }
 
-    /// The fraction of `split` classified correctly.
-    fn accuracy(&self, params: &[Param], split: &Split) -> Result<f64, String> {
-        let logits = self.logits(params, split)?;
+    /// The fraction of `split` that `function` classifies correctly.
+    fn accuracy_of(&self, function: &str, params: &[Param], split: &Split) -> Result<f64, String> {
+        let logits = self.logits(function, params, split)?;
         Ok(data::correct(&logits, &split.labels) as f64 / split.len() as f64)
+    }
+
+    fn accuracy(&self, params: &[Param], split: &Split) -> Result<f64, String> {
+        self.accuracy_of("predict", params, split)
     }
 }
