@@ -152,7 +152,7 @@ impl Session {
         // Without a usable host ISA the JIT is absent and calls say so (a typed error).
         let jit = match options.backend {
             Backend::Jit => {
-                JitCompiler::new(CompileOptions { threads: options.threads.max(1) }).ok()
+                JitCompiler::new(CompileOptions { threads: options.threads.max(1), ..Default::default() }).ok()
             }
             Backend::Interp => None,
         };

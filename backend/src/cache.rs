@@ -130,7 +130,7 @@ impl KernelCache {
     pub fn new(options: CompileOptions) -> Result<KernelCache, CodegenError> {
         let log = std::env::var("TFN_LOG_COMPILES").is_ok_and(|v| v == "1");
         Ok(KernelCache {
-            jit: Jit::new()?,
+            jit: Jit::new(options.simd)?,
             options,
             map: RwLock::new(HashMap::new()),
             stats: Mutex::new(CacheStats::default()),

@@ -20,7 +20,7 @@ pub struct JitCompiler {
 
 impl JitCompiler {
     pub fn new(options: CompileOptions) -> Result<JitCompiler, CodegenError> {
-        Ok(JitCompiler { jit: Jit::new()?, options })
+        Ok(JitCompiler { jit: Jit::new(options.simd)?, options })
     }
 
     pub fn options(&self) -> &CompileOptions {

@@ -51,7 +51,10 @@ pub fn native_isa() -> Result<OwnedTargetIsa, IsaError> {
 /// A fresh JIT module for `isa`. Dropping a `JITModule` leaks its code on purpose: keep one per
 /// session, or call `free_memory`.
 pub fn new_jit_module(isa: OwnedTargetIsa) -> JITModule {
-    JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()))
+    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+    // The wide math routines kernels may call (`crate::wide`), resolved by name.
+    builder.symbols(crate::wide::symbols());
+    JITModule::new(builder)
 }
 
 /// A JIT module for the host CPU ([`native_isa`] + [`new_jit_module`]).

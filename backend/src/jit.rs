@@ -9,10 +9,11 @@ use crate::error::CodegenError;
 use crate::isa;
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
+use crate::wide::{self, SimdLevel};
 use cranelift::codegen::Context;
 use cranelift::frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
-use cranelift_module::Module;
+use cranelift_module::{Linkage, Module};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,6 +34,9 @@ pub(crate) struct JitInner {
     code: HashMap<String, KernelFn>,
     /// Kernels served from `code` instead of compiled.
     pub reused: usize,
+    /// The wide math routines kernels of this module call (declared imports of the module,
+    /// resolved through the JIT's symbol table; see `codegen/stage.rs`).
+    wide: codegen::WideFns,
 }
 
 // SAFETY: `JITModule` holds raw pointers to its code and data memory, which makes it `!Send`
@@ -45,10 +49,13 @@ unsafe impl Send for JitInner {}
 pub(crate) struct Jit(pub Arc<Mutex<JitInner>>);
 
 impl Jit {
-    pub fn new() -> Result<Jit, CodegenError> {
+    /// A module whose kernels call the wide routines of `simd` (clamped to what this CPU
+    /// runs; [`SimdLevel::V128`]: none, every function inline at 128 bits).
+    pub fn new(simd: SimdLevel) -> Result<Jit, CodegenError> {
         let isa = isa::native_isa().map_err(|e| CodegenError::Cranelift(e.to_string()))?;
         let features = MathFeatures::of_isa(&*isa);
-        let module = isa::new_jit_module(isa);
+        let mut module = isa::new_jit_module(isa);
+        let wide = declare_wide(&mut module, simd.clamp_to_cpu(), features)?;
         let ctx = module.make_context();
         Ok(Jit(Arc::new(Mutex::new(JitInner {
             module,
@@ -58,6 +65,7 @@ impl Jit {
             kernels: 0,
             code: HashMap::new(),
             reused: 0,
+            wide,
         }))))
     }
 
@@ -116,8 +124,9 @@ impl JitInner {
         lane: Option<tfn_ir::DType>,
     ) -> Result<KernelFn, CodegenError> {
         let features = self.features;
+        let wide = self.wide.clone();
         self.define(&|func, fctx, frontend| {
-            codegen::build(plan, func, fctx, lane, features, frontend)
+            codegen::build(plan, func, fctx, lane, features, &wide, frontend)
         })
     }
 
@@ -163,4 +172,31 @@ impl JitInner {
         self.code.insert(text, code);
         Ok(code)
     }
+}
+
+/// Declares the f32 routines of `level` as imports of `module`. Wide routines are bit-identical
+/// to the inline code only where that code uses `fma`, so without it there are none.
+fn declare_wide(
+    module: &mut JITModule,
+    level: SimdLevel,
+    features: MathFeatures,
+) -> Result<codegen::WideFns, CodegenError> {
+    let mut fns = codegen::WideFns::default();
+    if !features.fma {
+        return Ok(fns);
+    }
+    let mut sig = module.make_signature();
+    let ptr = module.target_config().pointer_type();
+    for ty in [ptr, ptr, ptr] {
+        sig.params.push(cranelift::codegen::ir::AbiParam::new(ty));
+    }
+    for f in crate::math::MathFn::ALL {
+        let Some(routine) = wide::routine_f32(level, f) else { continue };
+        let id = module
+            .declare_function(routine.symbol, Linkage::Import, &sig)
+            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        fns.f32.insert(f, id.as_u32());
+    }
+    fns.level = level;
+    Ok(fns)
 }

@@ -44,7 +44,7 @@ fn call(cache: &KernelCache, rng: &mut Rng, dtype: DType, shape: &[usize]) {
 
 #[test]
 fn cache_hits_on_new_sizes_and_misses_on_new_dtype_or_rank() {
-    let cache = KernelCache::new(CompileOptions { threads: 1 }).expect("jit");
+    let cache = KernelCache::new(CompileOptions { threads: 1, ..Default::default() }).expect("jit");
     let mut rng = Rng(7);
     call(&cache, &mut rng, DType::F32, &[4, 5]);
     assert_eq!((cache.stats().compiles, cache.stats().hits), (1, 0));
@@ -67,7 +67,7 @@ fn cache_hits_on_new_sizes_and_misses_on_new_dtype_or_rank() {
 
 #[test]
 fn cache_is_shared_across_threads() {
-    let cache = KernelCache::new(CompileOptions { threads: 1 }).expect("jit");
+    let cache = KernelCache::new(CompileOptions { threads: 1, ..Default::default() }).expect("jit");
     std::thread::scope(|s| {
         for seed in 1..=4u64 {
             let cache = &cache;
@@ -86,7 +86,7 @@ fn cache_is_shared_across_threads() {
 
 #[test]
 fn wrong_inputs_are_errors_not_panics() {
-    let cache = KernelCache::new(CompileOptions { threads: 1 }).expect("jit");
+    let cache = KernelCache::new(CompileOptions { threads: 1, ..Default::default() }).expect("jit");
     let x = Tensor::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[2, 3])));
     let inputs = vec![x];
     let sig = Signature::new("relu2", vec![], &views(&inputs));
@@ -120,7 +120,7 @@ fn identical_kernels_share_one_compile_and_keep_their_own_values() {
   return %8
 }";
     let graph = tfn_ir::text::parse_graph(src).expect("parses");
-    let jit = tfn_backend::JitCompiler::new(CompileOptions { threads: 1 }).expect("jit");
+    let jit = tfn_backend::JitCompiler::new(CompileOptions { threads: 1, ..Default::default() }).expect("jit");
     let first = jit.compile(&graph).expect("compiles");
     let (compiled, reused) = jit.code_stats();
     assert!(reused >= 1, "the second layer reuses the first's kernels: {compiled} + {reused}");

@@ -33,6 +33,9 @@ pub(crate) mod ops;
 mod random;
 mod rows;
 pub(crate) mod scan;
+mod stage;
+pub(crate) use stage::WideFns;
+pub use stage::simd_from_env;
 pub(crate) mod storage;
 
 use crate::error::CodegenError;
@@ -236,6 +239,9 @@ struct RowVals {
     node_recip: HashMap<usize, (Value, Option<Value>)>,
     /// Stashed nodes whose values already sit in their output buffer (see [`Emitter::stash`]).
     stashed: Vec<usize>,
+    /// Staged nodes of the current block: node → its scratch slot's address minus the
+    /// block's start × 4 (see `stage.rs`).
+    staged: HashMap<usize, Value>,
 }
 
 /// Where one step evaluates: operand element offsets, the inner index `i + delta`, the width.
@@ -283,6 +289,10 @@ struct Emitter<'p> {
     index_slots: Vec<(Value, Value, Value)>,
     /// The error record (a null pointer in kernels without indexed reads, never written).
     err_record: Value,
+    /// The wide routines this kernel may call, and their imports in this function.
+    wide: &'p WideFns,
+    wide_refs: HashMap<MathFn, cranelift::codegen::ir::FuncRef>,
+    call_conv: cranelift::codegen::isa::CallConv,
 }
 
 /// Pins `v` to the current block by a round trip through a stack slot, so the optimiser
@@ -379,6 +389,7 @@ pub(crate) fn build(
     fctx: &mut FunctionBuilderContext,
     vector: Option<DType>,
     features: MathFeatures,
+    wide: &WideFns,
     frontend: TargetFrontendConfig,
 ) -> Result<(), CodegenError> {
     let ptr_ty = frontend.pointer_type();
@@ -437,9 +448,13 @@ pub(crate) fn build(
         ptr_ty,
         index_slots,
         err_record,
+        wide,
+        wide_refs: HashMap::new(),
+        call_conv: frontend.default_call_conv,
     };
     em.stash = em.plan_stash();
     em.hoist_constants(&mut b, features)?;
+    em.import_wide(&mut b);
     em.hoist_random(&mut b)?;
     let zero = b.ins().iconst(types::I64, 0);
     let offs = vec![zero; abi.operands];
@@ -895,6 +910,11 @@ impl Emitter<'_> {
         }
         if let Some(v) = memo.get(&Ref::Node(k)) {
             return Ok(*v);
+        }
+        if let Some(&adj) = vals.staged.get(&k) {
+            let v = self.load_staged(b, adj, at)?;
+            memo.insert(Ref::Node(k), v);
+            return Ok(v);
         }
         if matches!(node.op, Op::Index { .. }) {
             return self.indexed_read(b, vals, k, at, memo);

@@ -3,10 +3,10 @@
 //! also walks the reduced outer axes, if any, around its inner loops.
 
 use super::Width;
-use super::{lanes, loop_begin, loop_end, ops, scalar_type, At, Emitter, Memo, RowVals};
+use super::{lanes, ops, scalar_type, At, Emitter, Memo, RowVals};
 use super::{CodegenError, UNROLL};
 use crate::plan::Ref;
-use cranelift::codegen::ir::{types, InstBuilder, Value};
+use cranelift::codegen::ir::{InstBuilder, Value};
 use cranelift::frontend::{FunctionBuilder, Variable};
 use tfn_ir::{DType, Op, ReduceOp};
 
@@ -126,31 +126,20 @@ impl Emitter<'_> {
             b.def_var(var, init);
             scalar_acc.push(vec![var]);
         }
+        let staged = self.plan_staging(b, &elem, vals);
         let state: &RowVals = vals;
         let job = Pass { reduces: &info, outputs, to_stash: &to_stash };
         let axes = self.reduced_outer.clone();
+        let mut step = |b: &mut FunctionBuilder, st: &RowVals, at: At<'_>, u: usize, memo: &mut Memo| {
+            let acc = if at.width == Width::Scalar { &scalar_acc } else { &vector_acc };
+            self.step(b, st, &job, acc, u, at, memo)
+        };
         self.reduced_loops(b, &axes, offs, &mut |b, offs| {
-            let i_var = b.declare_var(types::I64);
-            b.def_var(i_var, lo);
-            if let Some(t) = self.vector {
-                let width = Width::Vector(t);
-                let l = lanes(t);
-                for unroll in [UNROLL, 1] {
-                    let lp = loop_begin(b, i_var, unroll * l, hi);
-                    let mut memo = Memo::new();
-                    for u in 0..unroll {
-                        let at = At { offs, i: lp.i, delta: u * l, width };
-                        self.step(b, state, &job, &vector_acc, u as usize, at, &mut memo)?;
-                    }
-                    loop_end(b, lp);
-                }
+            if staged.is_empty() {
+                self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| step(b, state, at, u, memo))
+            } else {
+                self.staged_steps(b, state, &staged, offs, lo, hi, &mut step)
             }
-            let lp = loop_begin(b, i_var, 1, hi);
-            let mut memo = Memo::new();
-            let at = At { offs, i: lp.i, delta: 0, width: Width::Scalar };
-            self.step(b, state, &job, &scalar_acc, 0, at, &mut memo)?;
-            loop_end(b, lp);
-            Ok(())
         })?;
         for (ri, &(r, op, d)) in info.iter().enumerate() {
             let mut s = b.use_var(scalar_acc[ri][0]);

@@ -33,6 +33,7 @@ mod state;
 mod steps;
 
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
+use crate::wide::SimdLevel;
 use state::{with_input_shapes, Direct, State};
 use steps::{compile_kernel, Step};
 
@@ -41,12 +42,15 @@ use steps::{compile_kernel, Step};
 pub struct CompileOptions {
     /// Threads large kernels may use (1 = never spawn). Default: all cores.
     pub threads: usize,
+    /// Which wide math routines kernels call ([`SimdLevel::from_env`]: `TFN_SIMD`, else the
+    /// widest this CPU has). Results are the same bits at every level.
+    pub simd: SimdLevel,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        CompileOptions { threads }
+        CompileOptions { threads, simd: crate::codegen::simd_from_env() }
     }
 }
 
@@ -76,7 +80,7 @@ impl CompiledFunction {
         graph: &Graph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
-        Self::compile_in(&Jit::new()?, graph, fuse(graph), options)
+        Self::compile_in(&Jit::new(options.simd)?, graph, fuse(graph), options)
     }
 
     /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`).

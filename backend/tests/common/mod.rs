@@ -167,7 +167,7 @@ pub fn check_against_interp(
     threads: usize,
 ) -> Result<CompiledFunction, String> {
     let f =
-        CompiledFunction::compile(graph, &CompileOptions { threads }).map_err(|e| e.to_string())?;
+        CompiledFunction::compile(graph, &CompileOptions { threads, ..Default::default() }).map_err(|e| e.to_string())?;
     let want = tfn_ir::interp::run(graph, inputs).map_err(|e| format!("interp: {e}"))?;
     let got = f.run(&views(inputs)).map_err(|e| format!("jit: {e}"))?;
     for (o, (g, w)) in got.iter().zip(&want).enumerate() {

@@ -1,0 +1,280 @@
+//! Block staging: wide math routines called from a kernel's row pass.
+//!
+//! Cranelift's vectors are 128 bits wide, so an inline `tanh` or `exp` computes 4 f32 lanes per
+//! instruction sequence while the CPU's FMA pipes take 16 (AVX-512) or 8 (AVX2). A pass that
+//! needs such a function on f32 elements therefore runs in blocks of [`BLOCK`] elements that
+//! stay in L1. For each block and each *staged* node (in plan order):
+//!
+//! 1. a 128-bit loop computes the node's argument and stores it into the node's scratch slot
+//!    (a stack slot of `BLOCK` f32s);
+//! 2. the kernel calls the node's wide routine (`crate::wide`) on the slot, in place;
+//!
+//! then the pass's usual loops run over the block, reading staged values from their slots
+//! instead of computing them. A later stage reads earlier staged values the same way.
+//!
+//! Invariants:
+//! - **Same bits at every level.** A wide routine is the same algorithm as the inline code
+//!   (`crate::math`, one generic source instantiated at 4, 8 and 16 lanes, with `fma` in the
+//!   same places), so staging changes speed, never results. Tests compare `TFN_SIMD=128`,
+//!   `avx2` and `avx512` bit for bit.
+//! - **Same order of reductions.** Blocks are multiples of 16 elements from the pass's start,
+//!   so the unrolled accumulators see the same elements as without blocks.
+//! - Kernels call routines through imports of the JIT module, resolved by name from the JIT's
+//!   symbol table (`isa::new_jit_module`); the import ids are [`WideFns`].
+//!
+//! Rows shorter than [`MIN_STAGED`] (a softmax over 10 classes) run the inline code instead:
+//! a kernel with rows has both versions and picks one per row at run time.
+
+use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, UNROLL};
+use crate::error::CodegenError;
+use crate::math::MathFn;
+use crate::wide::SimdLevel;
+use cranelift::codegen::ir::{
+    condcodes::IntCC, types, AbiParam, ExtFuncData, ExternalName, FuncRef, InstBuilder,
+    Signature, StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
+};
+use cranelift::frontend::FunctionBuilder;
+use std::collections::HashMap;
+use tfn_ir::DType;
+
+/// Elements per block: 2 KB of f32 per staged node, far inside L1 with the inputs' blocks.
+pub(crate) const BLOCK: i64 = 512;
+
+/// Rows shorter than this run the inline 128-bit code (a call per row would cost more).
+pub(crate) const MIN_STAGED: i64 = 64;
+
+/// The wide routines a JIT module's kernels may call: the level, and per function the
+/// index of its import in the module (`UserExternalName` namespace 0).
+#[derive(Clone, Debug)]
+pub(crate) struct WideFns {
+    pub level: SimdLevel,
+    pub f32: HashMap<MathFn, u32>,
+}
+
+impl Default for WideFns {
+    fn default() -> Self {
+        WideFns { level: SimdLevel::V128, f32: HashMap::new() }
+    }
+}
+
+/// The level `TFN_SIMD` asks for (`128`, `avx2`, `avx512`), clamped to this CPU; unset: the
+/// widest this CPU has. An unknown value is reported and ignored.
+pub fn simd_from_env() -> SimdLevel {
+    match std::env::var("TFN_SIMD") {
+        Ok(v) => match SimdLevel::parse(v.trim()) {
+            Some(level) => level.clamp_to_cpu(),
+            None => {
+                tfn_ir::tfn_log!(
+                    "tfn: ignoring TFN_SIMD={v:?} (expected 128, avx2 or avx512); using {}",
+                    SimdLevel::detect().name()
+                );
+                SimdLevel::detect()
+            }
+        },
+        Err(_) => SimdLevel::detect(),
+    }
+}
+
+/// One staged node of a pass: the node, its routine, its scratch slot.
+#[derive(Clone, Copy)]
+pub(super) struct Staged {
+    pub node: usize,
+    pub routine: FuncRef,
+    pub slot: StackSlot,
+}
+
+/// Per-step body of a pass's loops: `(builder, position, unroll slot, memo)`.
+pub(super) type StepBody<'a> =
+    dyn FnMut(&mut FunctionBuilder, At<'_>, usize, &mut Memo) -> Result<(), CodegenError> + 'a;
+
+impl Emitter<'_> {
+    /// Imports the wide routine of every f32 math node the kernel may stage (once per
+    /// function), when the kernel's vectors are f32.
+    pub(super) fn import_wide(&mut self, b: &mut FunctionBuilder) {
+        if self.vector != Some(DType::F32) || self.wide.f32.is_empty() {
+            return;
+        }
+        for k in 0..self.plan.nodes.len() {
+            let Some(f) = self.wide_fn_of(k) else { continue };
+            if self.wide_refs.contains_key(&f) {
+                continue;
+            }
+            let Some(&index) = self.wide.f32.get(&f) else { continue };
+            let mut sig = Signature::new(self.call_conv);
+            for _ in 0..3 {
+                sig.params.push(AbiParam::new(self.ptr_ty));
+            }
+            let signature = b.import_signature(sig);
+            let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
+            let data = ExtFuncData {
+                name: ExternalName::user(name),
+                signature,
+                colocated: false,
+                patchable: false,
+            };
+            self.wide_refs.insert(f, b.import_function(data));
+        }
+    }
+
+    /// The unary f32 math function of element node `k` when a wide routine can compute it.
+    fn wide_fn_of(&self, k: usize) -> Option<MathFn> {
+        let node = &self.plan.nodes[k];
+        if node.dtype != DType::F32 || node.args.len() != 1 {
+            return None;
+        }
+        if self.arg_dtype(node.args.first().copied()) != Some(DType::F32) {
+            return None;
+        }
+        let f = self.math_fn_of(k)?;
+        (f.arity() == 1 && self.wide.f32.contains_key(&f)).then_some(f)
+    }
+
+    /// The nodes a pass computing `elem` stages, in plan (dependency) order, each with a
+    /// scratch slot of its own.
+    pub(super) fn plan_staging(
+        &self,
+        b: &mut FunctionBuilder,
+        elem: &[bool],
+        vals: &RowVals,
+    ) -> Vec<Staged> {
+        if self.vector != Some(DType::F32) || self.columns {
+            return Vec::new();
+        }
+        (0..self.plan.nodes.len())
+            .filter(|&k| elem[k] && !self.is_row_node(k) && !vals.stashed.contains(&k))
+            .filter_map(|k| {
+                let routine = *self.wide_refs.get(&self.wide_fn_of(k)?)?;
+                let data =
+                    StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK as u32 * 4, 6);
+                Some(Staged { node: k, routine, slot: b.create_sized_stack_slot(data) })
+            })
+            .collect()
+    }
+
+    /// The loops of one pass over `lo..hi` at operand offsets `offs`: a 4×-unrolled vector
+    /// loop, a 1-vector loop, a scalar tail; `body` emits one step.
+    pub(super) fn steps_over(
+        &self,
+        b: &mut FunctionBuilder,
+        offs: &[Value],
+        lo: Value,
+        hi: Value,
+        body: &mut StepBody<'_>,
+    ) -> Result<(), CodegenError> {
+        let i_var = b.declare_var(types::I64);
+        b.def_var(i_var, lo);
+        if let Some(t) = self.vector {
+            let width = Width::Vector(t);
+            let l = super::lanes(t);
+            for unroll in [UNROLL, 1] {
+                let lp = loop_begin(b, i_var, unroll * l, hi);
+                let mut memo = Memo::new();
+                for u in 0..unroll {
+                    let at = At { offs, i: lp.i, delta: u * l, width };
+                    body(b, at, u as usize, &mut memo)?;
+                }
+                loop_end(b, lp);
+            }
+        }
+        let lp = loop_begin(b, i_var, 1, hi);
+        let mut memo = Memo::new();
+        let at = At { offs, i: lp.i, delta: 0, width: Width::Scalar };
+        body(b, at, 0, &mut memo)?;
+        loop_end(b, lp);
+        Ok(())
+    }
+
+    /// A pass's loops over `lo..hi` with `staged` nodes computed block by block by their wide
+    /// routines (see the module docs); `body` is the pass's step. Kernels with rows pick the
+    /// inline loops for rows shorter than [`MIN_STAGED`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn staged_steps(
+        &self,
+        b: &mut FunctionBuilder,
+        vals: &RowVals,
+        staged: &[Staged],
+        offs: &[Value],
+        lo: Value,
+        hi: Value,
+        body: &mut dyn FnMut(
+            &mut FunctionBuilder,
+            &RowVals,
+            At<'_>,
+            usize,
+            &mut Memo,
+        ) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        let done = b.create_block();
+        if self.abi.rank > 1 {
+            let inline = b.create_block();
+            let blocks = b.create_block();
+            let len = b.ins().isub(hi, lo);
+            let long = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, len, MIN_STAGED);
+            b.ins().brif(long, blocks, &[], inline, &[]);
+            b.switch_to_block(inline);
+            self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| body(b, vals, at, u, memo))?;
+            b.ins().jump(done, &[]);
+            b.switch_to_block(blocks);
+        }
+        // for (blk = lo; blk < hi; blk = end) { end = min(blk + BLOCK, hi); stages; body }
+        let blk_var = b.declare_var(types::I64);
+        b.def_var(blk_var, lo);
+        let header = b.create_block();
+        let block_body = b.create_block();
+        b.ins().jump(header, &[]);
+        b.switch_to_block(header);
+        let blk = b.use_var(blk_var);
+        let more = b.ins().icmp(IntCC::SignedLessThan, blk, hi);
+        b.ins().brif(more, block_body, &[], done, &[]);
+        b.switch_to_block(block_body);
+        let next = b.ins().iadd_imm_s(blk, BLOCK);
+        let short = b.ins().icmp(IntCC::SignedLessThan, hi, next);
+        let end = b.ins().select(short, hi, next);
+        let count = b.ins().isub(end, blk);
+        let blk_bytes = b.ins().ishl_imm_u(blk, 2);
+        let mut st = vals.clone();
+        for s in staged {
+            let base = b.ins().stack_addr(self.ptr_ty, s.slot, 0);
+            // Element `i` of the block lives at `base + (i - blk)·4`.
+            let adj = b.ins().isub(base, blk_bytes);
+            let arg = match self.plan.nodes[s.node].args.first() {
+                Some(&a) => a,
+                None => return Err(CodegenError::Internal("staged node lacks its argument".into())),
+            };
+            let state = &st;
+            self.steps_over(b, offs, blk, end, &mut |b, at, _, memo| {
+                memo.clear();
+                let x = self.eval_ref(b, state, arg, at, memo)?;
+                let (addr, off) = scratch_address(b, adj, at);
+                super::storage::store(b, at.width, DType::F32, x, addr, off);
+                Ok(())
+            })?;
+            b.ins().call(s.routine, &[base, base, count]);
+            st.staged.insert(s.node, adj);
+        }
+        let state = &st;
+        self.steps_over(b, offs, blk, end, &mut |b, at, u, memo| body(b, state, at, u, memo))?;
+        b.def_var(blk_var, end);
+        b.ins().jump(header, &[]);
+        b.switch_to_block(done);
+        Ok(())
+    }
+
+    /// A staged node's value at `at`, read from its scratch slot.
+    pub(super) fn load_staged(
+        &self,
+        b: &mut FunctionBuilder,
+        adj: Value,
+        at: At<'_>,
+    ) -> Result<Value, CodegenError> {
+        let (addr, off) = scratch_address(b, adj, at);
+        super::storage::load(b, at.width, DType::F32, addr, off)
+    }
+}
+
+/// The address of element `at.i + at.delta` of a scratch slot whose element `i` is at
+/// `adj + 4i`, as (base, immediate offset).
+fn scratch_address(b: &mut FunctionBuilder, adj: Value, at: At<'_>) -> (Value, i32) {
+    let bytes = b.ins().ishl_imm_u(at.i, 2);
+    (b.ins().iadd(adj, bytes), (at.delta * 4) as i32)
+}
