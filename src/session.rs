@@ -151,9 +151,11 @@ impl Session {
         });
         // Without a usable host ISA the JIT is absent and calls say so (a typed error).
         let jit = match options.backend {
-            Backend::Jit => {
-                JitCompiler::new(CompileOptions { threads: options.threads.max(1), ..Default::default() }).ok()
-            }
+            Backend::Jit => JitCompiler::new(CompileOptions {
+                threads: options.threads.max(1),
+                ..Default::default()
+            })
+            .ok(),
             Backend::Interp => None,
         };
         Session {

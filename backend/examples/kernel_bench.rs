@@ -175,7 +175,8 @@ struct Bench {
 impl Bench {
     fn new(src: &str, threads: usize, shapes: &[Vec<usize>]) -> Bench {
         let g = tfn_ir::text::parse_graph(src).expect("graph parses");
-        let f = CompiledFunction::compile(&g, &CompileOptions { threads, ..Default::default() }).expect("compiles");
+        let f = CompiledFunction::compile(&g, &CompileOptions { threads, ..Default::default() })
+            .expect("compiles");
         let inputs: Vec<Tensor> =
             shapes.iter().enumerate().map(|(i, s)| filled(s, i as u32)).collect();
         let views: Vec<TensorView<'_>> = inputs.iter().map(TensorView::from).collect();

@@ -34,12 +34,12 @@ mod scan;
 mod scatter;
 mod strided_copy;
 pub mod tensors;
-mod window;
 pub mod wide;
+mod window;
 
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
 pub use compiler::JitCompiler;
 pub use error::{CodegenError, RunError};
 pub use executor::{CompileOptions, CompiledFunction};
-pub use wide::SimdLevel;
 pub use tensors::{TensorView, TensorViewMut};
+pub use wide::SimdLevel;

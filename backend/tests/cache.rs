@@ -120,7 +120,8 @@ fn identical_kernels_share_one_compile_and_keep_their_own_values() {
   return %8
 }";
     let graph = tfn_ir::text::parse_graph(src).expect("parses");
-    let jit = tfn_backend::JitCompiler::new(CompileOptions { threads: 1, ..Default::default() }).expect("jit");
+    let jit = tfn_backend::JitCompiler::new(CompileOptions { threads: 1, ..Default::default() })
+        .expect("jit");
     let first = jit.compile(&graph).expect("compiles");
     let (compiled, reused) = jit.code_stats();
     assert!(reused >= 1, "the second layer reuses the first's kernels: {compiled} + {reused}");

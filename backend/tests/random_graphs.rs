@@ -104,6 +104,10 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
                         UnaryOp::Floor,
                         UnaryOp::Sin,
                         UnaryOp::Sign,
+                        UnaryOp::Exp,
+                        UnaryOp::Erf,
+                        UnaryOp::Expm1,
+                        UnaryOp::Atan,
                     ]
                 } else {
                     &[UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sign]
@@ -209,7 +213,13 @@ fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), St
     let mut rng = Rng(seed);
     let graph = random_graph(&mut rng, dtype, rank, ops);
     let size_sets: &[&[usize]] =
-        if rank == 3 { &[&[1], &[2, 5, 19], &[3, 1, 37]] } else { &[&[1], &[5, 9], &[3, 37]] };
+        // Each symbol takes one size of a set at random. The last sets have rows long enough
+        // for wide routines (`codegen/stage.rs`), over several blocks for rank 2.
+        if rank == 3 {
+            &[&[1], &[2, 5, 19], &[3, 1, 37], &[1, 3, 130]]
+        } else {
+            &[&[1], &[5, 9], &[3, 37], &[3, 1100]]
+        };
     for sizes in size_sets {
         let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
         let checked = check_against_interp(&graph, &inputs, tol, 1 + (seed as usize % 2)).and_then(
@@ -256,3 +266,4 @@ proptest! {
         }
     }
 }
+

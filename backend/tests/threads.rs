@@ -28,8 +28,11 @@ fn two_threads_match_one_bit_for_bit() {
         // 1030 × 1030 elements: above the parallel threshold, with vector tails everywhere.
         let inputs = random_inputs(&mut Rng(7), &graph, &[1030], (-2.0, 2.0));
         let run = |threads| {
-            let f =
-                CompiledFunction::compile(&graph, &CompileOptions { threads, ..Default::default() }).expect("compiles");
+            let f = CompiledFunction::compile(
+                &graph,
+                &CompileOptions { threads, ..Default::default() },
+            )
+            .expect("compiles");
             f.run(&views(&inputs)).expect("runs")
         };
         let (one, two) = (run(1), run(2));

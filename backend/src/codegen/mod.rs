@@ -34,8 +34,8 @@ mod random;
 mod rows;
 pub(crate) mod scan;
 mod stage;
-pub(crate) use stage::WideFns;
 pub use stage::simd_from_env;
+pub(crate) use stage::WideFns;
 pub(crate) mod storage;
 
 use crate::error::CodegenError;

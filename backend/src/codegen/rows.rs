@@ -130,10 +130,11 @@ impl Emitter<'_> {
         let state: &RowVals = vals;
         let job = Pass { reduces: &info, outputs, to_stash: &to_stash };
         let axes = self.reduced_outer.clone();
-        let mut step = |b: &mut FunctionBuilder, st: &RowVals, at: At<'_>, u: usize, memo: &mut Memo| {
-            let acc = if at.width == Width::Scalar { &scalar_acc } else { &vector_acc };
-            self.step(b, st, &job, acc, u, at, memo)
-        };
+        let mut step =
+            |b: &mut FunctionBuilder, st: &RowVals, at: At<'_>, u: usize, memo: &mut Memo| {
+                let acc = if at.width == Width::Scalar { &scalar_acc } else { &vector_acc };
+                self.step(b, st, &job, acc, u, at, memo)
+            };
         self.reduced_loops(b, &axes, offs, &mut |b, offs| {
             if staged.is_empty() {
                 self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| step(b, state, at, u, memo))

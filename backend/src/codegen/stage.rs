@@ -30,8 +30,8 @@ use crate::error::CodegenError;
 use crate::math::MathFn;
 use crate::wide::SimdLevel;
 use cranelift::codegen::ir::{
-    condcodes::IntCC, types, AbiParam, ExtFuncData, ExternalName, FuncRef, InstBuilder,
-    Signature, StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
+    condcodes::IntCC, types, AbiParam, ExtFuncData, ExternalName, FuncRef, InstBuilder, Signature,
+    StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
 };
 use cranelift::frontend::FunctionBuilder;
 use std::collections::HashMap;
@@ -144,8 +144,7 @@ impl Emitter<'_> {
             .filter(|&k| elem[k] && !self.is_row_node(k) && !vals.stashed.contains(&k))
             .filter_map(|k| {
                 let routine = *self.wide_refs.get(&self.wide_fn_of(k)?)?;
-                let data =
-                    StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK as u32 * 4, 6);
+                let data = StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK as u32 * 4, 6);
                 Some(Staged { node: k, routine, slot: b.create_sized_stack_slot(data) })
             })
             .collect()
@@ -239,7 +238,9 @@ impl Emitter<'_> {
             let adj = b.ins().isub(base, blk_bytes);
             let arg = match self.plan.nodes[s.node].args.first() {
                 Some(&a) => a,
-                None => return Err(CodegenError::Internal("staged node lacks its argument".into())),
+                None => {
+                    return Err(CodegenError::Internal("staged node lacks its argument".into()))
+                }
             };
             let state = &st;
             self.steps_over(b, offs, blk, end, &mut |b, at, _, memo| {

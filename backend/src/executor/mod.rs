@@ -32,8 +32,8 @@ mod loop_call;
 mod state;
 mod steps;
 
-use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 use crate::wide::SimdLevel;
+use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 use state::{with_input_shapes, Direct, State};
 use steps::{compile_kernel, Step};
 
