@@ -80,8 +80,22 @@ use cranelift::frontend::FunctionBuilder;
 pub use consts::{MathConsts, MathFeatures};
 pub use trig::reduction_limit as sin_cos_reduction_limit;
 
-use lanes::Lanes;
-use ops::{Ctx, LaneFormat};
+pub(crate) use lanes::Lanes;
+pub(crate) use ops::{FloatCC, IntCC, LaneFormat};
+
+use ops::Ctx;
+
+/// The generic approximations, for instantiations of [`Lanes`] other than [`emit`]'s (the wide
+/// routines of `crate::wide`).
+pub(crate) mod generic {
+    pub(crate) use super::atan::{acos, asin, atan};
+    pub(crate) use super::erf::erf;
+    pub(crate) use super::exp::{exp, exp_non_positive, expm1};
+    pub(crate) use super::hyperbolic::{cosh, sinh};
+    pub(crate) use super::log::{log, log1p};
+    pub(crate) use super::tanh::{sigmoid, tanh};
+    pub(crate) use super::trig::{cos, sin};
+}
 
 /// A function [`emit`] can inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
