@@ -8,6 +8,9 @@
 //! - [`executor`]: [`CompiledFunction`], which runs a fused graph (JIT loops, matmuls with a
 //!   fused epilogue, zero-copy reshapes, native strided copies for transpose/slice/concat, the
 //!   interpreter for anything else);
+//! - [`wide`]: precompiled AVX-512/AVX2 math routines (`tanh`, `exp`, `log`, … on blocks of
+//!   `f32`), the same source as [`math`] instantiated on wide registers, bit-identical to the
+//!   inline 128-bit code; kernels call them through the JIT's symbol table;
 //! - [`packed_gemm`]: tfn's own AVX-512 f32 GEMM (packed panels, 12 × 32 micro-kernel, any
 //!   operand strides) with a hook where output rows become final; `matmul` batches it, runs
 //!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512), reading

@@ -21,14 +21,12 @@
 //! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the
 //! `f32` sweep to some functions. The measured maxima are printed (`cargo test -- --nocapture`).
 
-use std::mem::transmute;
+mod math_jit;
 
-use cranelift::codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Opcode, Type, Value};
+use cranelift::codegen::ir::{types, AbiParam, Opcode};
 use cranelift::codegen::Context;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::JITModule;
-use cranelift_module::{FuncId, Linkage, Module};
-use tfn_backend::isa::native_jit_module;
+use math_jit::{build_loop, run, Jit, Kernel};
 use tfn_backend::math::{
     emit, sin_cos_reduction_limit, MathConsts, MathError, MathFeatures, MathFn,
 };
@@ -38,101 +36,6 @@ use tfn_backend::math::{
 const F32_STRIDE: u64 = 509;
 /// ULP bound for every `f32` function.
 const F32_MAX_ULP: u64 = 4;
-
-type Kernel = unsafe extern "C" fn(*const u8, *const u8, *mut u8, u64);
-
-/// JIT-compiled kernels `out[i] = f(x[i], y[i])` for `i < n`.
-struct Jit {
-    module: JITModule,
-    counter: usize,
-}
-
-impl Jit {
-    fn new() -> Self {
-        Self { module: native_jit_module().expect("host ISA"), counter: 0 }
-    }
-
-    fn features(&self) -> MathFeatures {
-        MathFeatures::of_isa(self.module.isa())
-    }
-
-    /// Compiles `f` for lanes of `lane` (`F32`/`F64`): a vector body and a scalar tail.
-    fn kernel(&mut self, f: MathFn, lane: Type, features: MathFeatures) -> Kernel {
-        let id = self.define(f, lane, features);
-        self.module.finalize_definitions().expect("finalize");
-        let code = self.module.get_finalized_function(id);
-        // SAFETY: the function was just defined with exactly this signature.
-        unsafe { transmute::<*const u8, Kernel>(code) }
-    }
-
-    fn define(&mut self, f: MathFn, lane: Type, features: MathFeatures) -> FuncId {
-        let ptr = self.module.target_config().pointer_type();
-        let mut ctx = self.module.make_context();
-        for _ in 0..4 {
-            ctx.func.signature.params.push(AbiParam::new(ptr));
-        }
-        self.counter += 1;
-        let name = format!("{}_{}_{}", f.name(), lane, self.counter);
-        let id = self
-            .module
-            .declare_function(&name, Linkage::Local, &ctx.func.signature)
-            .expect("declare");
-        let mut fctx = FunctionBuilderContext::new();
-        build_loop(&mut FunctionBuilder::new(&mut ctx.func, &mut fctx), f, lane, features);
-        self.module.define_function(id, &mut ctx).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-        id
-    }
-}
-
-/// The kernel body: `for i in (0..n).step_by(lanes)` vector, then `for i in ..n` scalar.
-fn build_loop(b: &mut FunctionBuilder, f: MathFn, lane: Type, features: MathFeatures) {
-    let vty = if lane == types::F32 { types::F32X4 } else { types::F64X2 };
-    let lanes = i64::from(vty.lane_count());
-    let size = i64::from(lane.bytes());
-    let entry = b.create_block();
-    let (v_head, v_body, s_head, s_body, exit) =
-        (b.create_block(), b.create_block(), b.create_block(), b.create_block(), b.create_block());
-    b.append_block_params_for_function_params(entry);
-    for block in [v_head, v_body, s_head, s_body, exit] {
-        b.append_block_param(block, types::I64);
-    }
-    b.switch_to_block(entry);
-    let [x, y, out, n] = b.block_params(entry) else { unreachable!() };
-    let (x, y, out, n) = (*x, *y, *out, *n);
-    let vconsts = MathConsts::new(b, vty, &[f], features).expect("vector consts");
-    let sconsts = MathConsts::new(b, lane, &[f], features).expect("scalar consts");
-    let n_vec = b.ins().band_imm_s(n, !(lanes - 1));
-    let zero = b.ins().iconst(types::I64, 0);
-    b.ins().jump(v_head, &[zero.into()]);
-
-    let flags = MemFlagsData::new().with_notrap();
-    let step = |b: &mut FunctionBuilder, head, body, next, bound, ty: Type, consts, stride| {
-        b.switch_to_block(head);
-        let i = b.block_params(head)[0];
-        let more =
-            b.ins().icmp(cranelift::codegen::ir::condcodes::IntCC::UnsignedLessThan, i, bound);
-        b.ins().brif(more, body, &[i.into()], next, &[i.into()]);
-        b.switch_to_block(body);
-        let i = b.block_params(body)[0];
-        let offset = b.ins().imul_imm_s(i, size);
-        let load = |b: &mut FunctionBuilder, base: Value| {
-            let addr = b.ins().iadd(base, offset);
-            b.ins().load(ty, flags, addr, 0)
-        };
-        let xv = load(b, x);
-        let args = if f.arity() == 2 { vec![xv, load(b, y)] } else { vec![xv] };
-        let r = emit(b, consts, f, &args).expect("emit");
-        let addr = b.ins().iadd(out, offset);
-        b.ins().store(flags, r, addr, 0);
-        let i_next = b.ins().iadd_imm_s(i, stride);
-        b.ins().jump(head, &[i_next.into()]);
-    };
-    step(b, v_head, v_body, s_head, n_vec, vty, &vconsts, lanes);
-    step(b, s_head, s_body, exit, n, lane, &sconsts, 1);
-    b.switch_to_block(exit);
-    b.ins().return_(&[]);
-    b.seal_all_blocks();
-}
 
 /// Distance in units in the last place between two finite floats given as ordered integers.
 fn ordered32(v: f32) -> i64 {
@@ -298,17 +201,6 @@ fn special_f32() -> Vec<f32> {
     ];
     v.extend(v.clone().iter().map(|x| -x));
     v
-}
-
-/// Runs `kernel` over `xs` (and `ys`) in chunks, returning outputs.
-fn run<T: Copy + Default>(kernel: Kernel, xs: &[T], ys: &[T]) -> Vec<T> {
-    assert_eq!(xs.len(), ys.len());
-    let mut out = vec![T::default(); xs.len()];
-    // SAFETY: the kernel reads `n` elements of `xs`/`ys` and writes `n` of `out`.
-    unsafe {
-        kernel(xs.as_ptr().cast(), ys.as_ptr().cast(), out.as_mut_ptr().cast(), xs.len() as u64)
-    };
-    out
 }
 
 /// `TFN_MATH_STRIDE` if set (applies to every variant), else `default`.

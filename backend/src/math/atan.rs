@@ -21,9 +21,8 @@
 //! factored `1 − x²` is exact up to one rounding where it cancels (`1 − |x|` is exact for
 //! `|x| ≥ ½`), and `|x| > 1` makes the square root, and so the result, NaN.
 
-use cranelift::codegen::ir::Value;
-
-use super::ops::{Ctx, FloatCC, IntCC};
+use super::lanes::Lanes;
+use super::ops::{FloatCC, IntCC};
 
 const TAN_PI_8: f64 = 0.414_213_562_373_095_03;
 const TAN_3PI_8: f64 = 2.414_213_562_373_095;
@@ -63,8 +62,8 @@ const AT_F32: [f64; 5] = [
 
 /// `(hi, lo)`: `v` rounded to the lane precision and the rest (`v_lo` being the part of `v`
 /// beyond `f64`).
-fn split(cx: &Ctx, v: f64, v_lo: f64) -> (f64, f64) {
-    if cx.fmt.is_f32() {
+fn split<L: Lanes>(cx: &L, v: f64, v_lo: f64) -> (f64, f64) {
+    if cx.fmt().is_f32() {
         let hi = f64::from(v as f32);
         (hi, (v - hi) + v_lo)
     } else {
@@ -73,7 +72,7 @@ fn split(cx: &Ctx, v: f64, v_lo: f64) -> (f64, f64) {
 }
 
 /// `atan a` for `a ≥ 0` or NaN (see the module docs).
-pub(crate) fn atan_nonneg(cx: &mut Ctx, a: Value) -> Value {
+pub(crate) fn atan_nonneg<L: Lanes>(cx: &mut L, a: L::F) -> L::F {
     let a = cx.min_c(a, ATAN_CLAMP);
     let big = cx.fcmp_c(FloatCC::GreaterThan, a, TAN_3PI_8);
     let mid = cx.fcmp_c(FloatCC::GreaterThan, a, TAN_PI_8);
@@ -93,7 +92,7 @@ pub(crate) fn atan_nonneg(cx: &mut Ctx, a: Value) -> Value {
     let lo = cx.select_c(mid, -pi4_lo, zero);
     let lo = cx.select_c(big, -pi2_lo, lo);
     let z = cx.mul(t, t);
-    let coeffs: &[f64] = if cx.fmt.is_f32() { &AT_F32 } else { &AT_F64 };
+    let coeffs: &[f64] = if cx.fmt().is_f32() { &AT_F32 } else { &AT_F64 };
     let p = cx.poly(z, coeffs);
     let zp = cx.mul(z, p);
     // hi − ((t·zP − lo) − t), with `lo` stored negated so the first step is one `mul_add`.
@@ -103,14 +102,14 @@ pub(crate) fn atan_nonneg(cx: &mut Ctx, a: Value) -> Value {
 }
 
 /// `atan x`.
-pub(crate) fn atan(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn atan<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let r = atan_nonneg(cx, a);
     cx.with_sign_of(r, x)
 }
 
 /// `atan2(y, x)`, C99 special cases included (see the module docs).
-pub(crate) fn atan2(cx: &mut Ctx, y: Value, x: Value) -> Value {
+pub(crate) fn atan2<L: Lanes>(cx: &mut L, y: L::F, x: L::F) -> L::F {
     let ax = cx.abs(x);
     let ay = cx.abs(y);
     let swap = cx.fcmp(FloatCC::GreaterThan, ay, ax);
@@ -130,7 +129,7 @@ pub(crate) fn atan2(cx: &mut Ctx, y: Value, x: Value) -> Value {
     let zero_i = cx.ci(0);
     let x_neg = cx.icmp(IntCC::SignedLessThan, x_bits, zero_i);
     // −r in exactly one of the two corrections (π − (π/2 − r) = π/2 + r).
-    let flip = cx.bxor(swap, x_neg);
+    let flip = cx.mask_xor(swap, x_neg);
     let minus_r = cx.neg(r);
     let signed_r = cx.select(flip, minus_r, r);
     let zero = cx.c(0.0);
@@ -147,7 +146,7 @@ pub(crate) fn atan2(cx: &mut Ctx, y: Value, x: Value) -> Value {
 }
 
 /// `√((1 − a)(1 + a))` for `a = |x|` or `x` itself: `√(1 − x²)` without the cancellation.
-fn cos_of_asin(cx: &mut Ctx, x: Value) -> Value {
+fn cos_of_asin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let one = cx.c(1.0);
     let m = cx.sub(one, x);
     let p = cx.add(one, x);
@@ -156,14 +155,14 @@ fn cos_of_asin(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// `asin x`; NaN for `|x| > 1`.
-pub(crate) fn asin(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn asin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let c = cos_of_asin(cx, a);
     atan2(cx, x, c)
 }
 
 /// `acos x`; NaN for `|x| > 1`.
-pub(crate) fn acos(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn acos<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let s = cos_of_asin(cx, x);
     atan2(cx, s, x)
 }

@@ -12,10 +12,9 @@
 //! arithmetic (`mpmath`), relative error of the rounded coefficients `< 1e-7` (`f32`) and
 //! `< 1e-16` (`f64`). The sign of `x` is copied onto the result.
 
-use cranelift::codegen::ir::Value;
-
 use super::exp::exp_normal_range;
-use super::ops::{Ctx, FloatCC};
+use super::lanes::Lanes;
+use super::ops::FloatCC;
 
 const SMALL: f64 = 0.84375;
 
@@ -72,8 +71,8 @@ const ERFC_LARGE_F64: [f64; 19] = [
 ];
 
 /// The error function.
-pub(crate) fn erf(cx: &mut Ctx, x: Value) -> Value {
-    let (small_p, large_p, k, sat): (&[f64], &[f64], f64, f64) = if cx.fmt.is_f32() {
+pub(crate) fn erf<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+    let (small_p, large_p, k, sat): (&[f64], &[f64], f64, f64) = if cx.fmt().is_f32() {
         (&ERF_SMALL_F32, &ERFC_LARGE_F32, 2.0, 4.0)
     } else {
         (&ERF_SMALL_F64, &ERFC_LARGE_F64, 3.0, 6.0)

@@ -10,9 +10,7 @@
 //! the exponent field. To reach denormal results and overflow to `inf` correctly, `exp` scales by
 //! `2^⌊n/2⌋ · 2^(n−⌊n/2⌋)` (two normal factors; only the last multiply rounds).
 
-use cranelift::codegen::ir::Value;
-
-use super::ops::Ctx;
+use super::lanes::Lanes;
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 
@@ -43,8 +41,8 @@ const EXPM1_P_F64: [f64; 12] = [
 ];
 
 /// `(ln2_hi, ln2_lo)`: `ln2_hi` with enough trailing zeros that `n·ln2_hi` is exact.
-fn ln2_parts(cx: &Ctx) -> (f64, f64) {
-    if cx.fmt.is_f32() {
+fn ln2_parts<L: Lanes>(cx: &L) -> (f64, f64) {
+    if cx.fmt().is_f32() {
         (0.693_359_375, -2.121_944_4e-4)
     } else {
         (6.931_471_803_691_238_164_9e-1, 1.908_214_929_270_587_700_02e-10)
@@ -54,8 +52,8 @@ fn ln2_parts(cx: &Ctx) -> (f64, f64) {
 /// `(x clamped, lowest useful input, highest useful input)` bounds for `exp`: below `lo` the
 /// result rounds to `+0`, above `hi` it overflows to `+inf`; both still yield a representable
 /// split scale `2^⌊n/2⌋`.
-fn exp_bounds(cx: &Ctx) -> (f64, f64) {
-    if cx.fmt.is_f32() {
+fn exp_bounds<L: Lanes>(cx: &L) -> (f64, f64) {
+    if cx.fmt().is_f32() {
         (-104.0, 88.8)
     } else {
         (-746.0, 709.9)
@@ -63,7 +61,7 @@ fn exp_bounds(cx: &Ctx) -> (f64, f64) {
 }
 
 /// Reduces `x` to `r = x − n·ln2`; returns `(r, n as float, round bits of n)`.
-pub(crate) fn reduce_ln2(cx: &mut Ctx, x: Value) -> (Value, Value, Value) {
+pub(crate) fn reduce_ln2<L: Lanes>(cx: &mut L, x: L::F) -> (L::F, L::F, L::I) {
     let (hi, lo) = ln2_parts(cx);
     let (n, bits) = cx.round_int_of_product(x, LOG2E);
     let neg_n = cx.neg(n);
@@ -75,17 +73,17 @@ pub(crate) fn reduce_ln2(cx: &mut Ctx, x: Value) -> (Value, Value, Value) {
 }
 
 /// `expm1(r)` for `|r| ≤ ln2/2`.
-pub(crate) fn expm1_poly(cx: &mut Ctx, r: Value) -> Value {
-    let coeffs: &[f64] = if cx.fmt.is_f32() { &EXPM1_P_F32 } else { &EXPM1_P_F64 };
+pub(crate) fn expm1_poly<L: Lanes>(cx: &mut L, r: L::F) -> L::F {
+    let coeffs: &[f64] = if cx.fmt().is_f32() { &EXPM1_P_F32 } else { &EXPM1_P_F64 };
     let p = cx.poly(r, coeffs);
     let r2 = cx.mul(r, r);
     cx.mul_add(r2, p, r)
 }
 
 /// `(2^⌊n/2⌋, 2^(n−⌊n/2⌋))` from the round bits of `n`; both normal for the clamped inputs.
-pub(crate) fn split_scale(cx: &mut Ctx, bits: Value) -> (Value, Value) {
-    let mant = cx.fmt.mantissa_bits;
-    let one_bits = cx.fmt.bias << mant;
+pub(crate) fn split_scale<L: Lanes>(cx: &mut L, bits: L::I) -> (L::F, L::F) {
+    let mant = cx.fmt().mantissa_bits;
+    let one_bits = cx.fmt().bias << mant;
     // `bits = M + n` with the magic `M` even and `M/2 << mant ≡ 0`, so the unsigned shift halves n.
     let half = cx.ushr(bits, 1);
     let half_exp = cx.shl(half, mant);
@@ -98,7 +96,7 @@ pub(crate) fn split_scale(cx: &mut Ctx, bits: Value) -> (Value, Value) {
 
 /// `eˣ` over the whole domain: `+inf` above `ln(MAX)`, denormals and then `+0` below
 /// `ln(MIN_POSITIVE)`, NaN for NaN.
-pub(crate) fn exp(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn exp<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (lo, hi) = exp_bounds(cx);
     let xc = cx.max_c(x, lo);
     let xc = cx.min_c(xc, hi);
@@ -116,18 +114,18 @@ pub(crate) fn exp(cx: &mut Ctx, x: Value) -> Value {
 /// underflow bound and the final multiply by `2^−K` rounds once into the denormals, exactly as
 /// [`exp`] does with its two-factor split — same results on the domain, five fewer
 /// instructions. On `x > 0` the result is unspecified (finite and deterministic).
-pub(crate) fn exp_non_positive(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn exp_non_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (lo, _) = exp_bounds(cx);
     // `n ≥ lo·log₂e − 1`: −151 (f32), −1077 (f64); `n + K` must stay ≥ the lowest normal exponent.
-    let k: i64 = if cx.fmt.is_f32() { 32 } else { 64 };
+    let k: i64 = if cx.fmt().is_f32() { 32 } else { 64 };
     let xc = cx.max_c(x, lo);
     let (r, _, bits) = reduce_ln2(cx, xc);
     let em = expm1_poly(cx, r);
     let one = cx.c(1.0);
     let p = cx.add(em, one);
-    let mant = cx.fmt.mantissa_bits;
+    let mant = cx.fmt().mantissa_bits;
     let shifted = cx.shl(bits, mant);
-    let scale_bits = cx.iadd_c(shifted, (cx.fmt.bias + k) << mant);
+    let scale_bits = cx.iadd_c(shifted, (cx.fmt().bias + k) << mant);
     let scale = cx.float_of_bits(scale_bits);
     let p = cx.mul(p, scale);
     let unscale = cx.c((-k as f64).exp2());
@@ -136,7 +134,7 @@ pub(crate) fn exp_non_positive(cx: &mut Ctx, x: Value) -> Value {
 
 /// `eˣ` for inputs whose result is a normal number (`x ∈ [−(bias−2)·ln2, bias·ln2]`, e.g.
 /// `[−87, 88]` for `f32`); the caller guarantees the range. Cheaper than [`exp`].
-pub(crate) fn exp_normal_range(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn exp_normal_range<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (r, _, bits) = reduce_ln2(cx, x);
     let em = expm1_poly(cx, r);
     let one = cx.c(1.0);
@@ -147,17 +145,17 @@ pub(crate) fn exp_normal_range(cx: &mut Ctx, x: Value) -> Value {
 
 /// `eˣ − 1`, accurate near zero: `expm1(x) = 2ⁿ·(expm1(r) + 1 − 2⁻ⁿ)`, which for `n = 0` is the
 /// polynomial itself.
-pub(crate) fn expm1(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn expm1<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (_, hi) = exp_bounds(cx);
     // Below `lo` the result rounds to −1; `2⁻ⁿ` stays a normal number.
-    let lo = if cx.fmt.is_f32() { -18.0 } else { -40.0 };
+    let lo = if cx.fmt().is_f32() { -18.0 } else { -40.0 };
     let xc = cx.max_c(x, lo);
     let xc = cx.min_c(xc, hi);
     let (r, n, bits) = reduce_ln2(cx, xc);
     let em = expm1_poly(cx, r);
     // 2⁻ⁿ, clamped where `1 − 2⁻ⁿ` rounds to 1 anyway.
     let neg_n = cx.neg(n);
-    let floor = -f64::from(cx.fmt.mantissa_bits + 3);
+    let floor = -f64::from(cx.fmt().mantissa_bits + 3);
     let neg_n = cx.max_c(neg_n, floor);
     let (_, neg_bits) = cx.round_int(neg_n);
     let inv_scale = cx.exp2_of_round_bits(neg_bits);

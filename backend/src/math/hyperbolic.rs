@@ -13,14 +13,13 @@
 //! denominator per lane first, so each function has one division. `sinh` copies the sign of
 //! `x` (`sinh(−0) = −0`); `cosh` is even.
 
-use cranelift::codegen::ir::Value;
-
 use super::exp::{expm1_poly, reduce_ln2, split_scale};
-use super::ops::{Ctx, FloatCC};
+use super::lanes::Lanes;
+use super::ops::FloatCC;
 
 /// Just past `ln(2·MAX)`, where `eᵃ/2` overflows; `2ⁿ⁻¹` still splits into two normal factors.
-fn clamp(cx: &Ctx) -> f64 {
-    if cx.fmt.is_f32() {
+fn clamp<L: Lanes>(cx: &L) -> f64 {
+    if cx.fmt().is_f32() {
         89.5
     } else {
         710.6
@@ -28,7 +27,7 @@ fn clamp(cx: &Ctx) -> f64 {
 }
 
 /// `(t, h)` for `a ≥ 0` (see the module docs): `t = expm1(a)` valid for `a < 1`, `h = eᵃ/2`.
-fn exp_parts(cx: &mut Ctx, a: Value) -> (Value, Value) {
+fn exp_parts<L: Lanes>(cx: &mut L, a: L::F) -> (L::F, L::F) {
     let hi = clamp(cx);
     let ac = cx.min_c(a, hi);
     let (r, n, bits) = reduce_ln2(cx, ac);
@@ -50,7 +49,7 @@ fn exp_parts(cx: &mut Ctx, a: Value) -> (Value, Value) {
 }
 
 /// Hyperbolic sine.
-pub(crate) fn sinh(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn sinh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let (t, h) = exp_parts(cx, a);
     let small = cx.fcmp_c(FloatCC::LessThan, a, 1.0);
@@ -69,7 +68,7 @@ pub(crate) fn sinh(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// Hyperbolic cosine.
-pub(crate) fn cosh(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn cosh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let (t, h) = exp_parts(cx, a);
     let small = cx.fcmp_c(FloatCC::LessThan, a, 0.5 * std::f64::consts::LN_2);

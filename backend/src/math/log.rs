@@ -9,9 +9,8 @@
 //!
 //! `log1p(x)` computes `u = 1 + x` and corrects the rounding of `u` with `(x − (u − 1))/u`.
 
-use cranelift::codegen::ir::Value;
-
-use super::ops::{Ctx, FloatCC};
+use super::lanes::Lanes;
+use super::ops::FloatCC;
 
 /// Cephes `logf` polynomial `P`, ascending.
 const LOG_P_F32: [f64; 9] = [
@@ -40,21 +39,21 @@ const LG: [f64; 7] = [
 const SQRT_HALF: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 /// `log x` for finite `x > 0` (denormals included); other inputs give unspecified values.
-fn log_positive(cx: &mut Ctx, x: Value) -> Value {
-    let mant = cx.fmt.mantissa_bits;
-    let bias = cx.fmt.bias;
+fn log_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+    let mant = cx.fmt().mantissa_bits;
+    let bias = cx.fmt().bias;
     // Scale denormals into the normal range.
-    let denormal = cx.fcmp_c(FloatCC::LessThan, x, cx.fmt.min_normal());
+    let denormal = cx.fcmp_c(FloatCC::LessThan, x, cx.fmt().min_normal());
     let up = cx.c(f64::from(mant).exp2());
     let scaled = cx.mul(x, up);
     let xs = cx.select(denormal, scaled, x);
     let bits = cx.bits_of(xs);
     // Exponent e with x = m·2^e, m ∈ [0.5, 1), converted to float via the rounding magic.
     let biased = cx.ushr(bits, mant);
-    let magic_bits = cx.fmt.round_magic_bits();
+    let magic_bits = cx.fmt().round_magic_bits();
     let e_bits = cx.iadd_c(biased, magic_bits - (bias - 1));
     let e_magic = cx.float_of_bits(e_bits);
-    let magic = cx.c(cx.fmt.round_magic());
+    let magic = cx.c(cx.fmt().round_magic());
     let e = cx.sub(e_magic, magic);
     let zero = cx.c(0.0);
     let den_adj = cx.select_c(denormal, f64::from(mant), zero);
@@ -73,7 +72,7 @@ fn log_positive(cx: &mut Ctx, x: Value) -> Value {
     let m_adj = cx.select(low, m, zero);
     let m2 = cx.add(m, m_adj);
     let f = cx.sub(m2, one);
-    if cx.fmt.is_f32() {
+    if cx.fmt().is_f32() {
         log1p_reduced_f32(cx, f, e)
     } else {
         log1p_reduced_f64(cx, f, e)
@@ -81,7 +80,7 @@ fn log_positive(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// Cephes `logf` tail: `e·ln2 + log1p(f)`.
-fn log1p_reduced_f32(cx: &mut Ctx, f: Value, e: Value) -> Value {
+fn log1p_reduced_f32<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
     let z = cx.mul(f, f);
     let p = cx.poly(f, &LOG_P_F32);
     let fz = cx.mul(f, z);
@@ -96,7 +95,7 @@ fn log1p_reduced_f32(cx: &mut Ctx, f: Value, e: Value) -> Value {
 }
 
 /// fdlibm `log` tail: `e·ln2_hi − ((hfsq − (s·(hfsq + R) + e·ln2_lo)) − f)`.
-fn log1p_reduced_f64(cx: &mut Ctx, f: Value, e: Value) -> Value {
+fn log1p_reduced_f64<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
     let two = cx.c(2.0);
     let denom = cx.add(f, two);
     let s = cx.div(f, denom);
@@ -122,7 +121,7 @@ fn log1p_reduced_f64(cx: &mut Ctx, f: Value, e: Value) -> Value {
 }
 
 /// Natural logarithm with IEEE special cases.
-pub(crate) fn log(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn log<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let y = log_positive(cx, x);
     let nan_or_neg = cx.fcmp_c(FloatCC::UnorderedOrLessThan, x, 0.0);
     let y = cx.select_c(nan_or_neg, f64::NAN, y);
@@ -133,7 +132,7 @@ pub(crate) fn log(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// `log(1 + x)`, accurate near zero.
-pub(crate) fn log1p(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn log1p<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let one = cx.c(1.0);
     let u = cx.add(one, x);
     let log_u = log(cx, u);

@@ -45,7 +45,13 @@
 //! Algorithms: Cody–Waite range reduction plus minimax/Taylor polynomials (Cephes, fdlibm, or
 //! fitted for this module where noted).
 //!
-//! Code map: `ops` type-generic helpers · `consts` hoisted constants and ISA features ·
+//! One source, several instantiations: every approximation is generic over `lanes::Lanes`
+//! (float/integer/mask lane arithmetic). `ops::Ctx` implements it by emitting Cranelift IR (the
+//! inline code above); `crate::wide` implements it on AVX-512/AVX2 registers, which makes
+//! precompiled routines bit-identical to the inline `f32x4` code with `fma`.
+//!
+//! Code map: `lanes` the trait and its shared compositions (Horner, rounding, sign copies) ·
+//! `ops` its Cranelift implementation `Ctx` · `consts` hoisted constants and ISA features ·
 //! `exp` exp, expm1 · `log` log, log1p · `tanh` tanh, sigmoid · `erf` erf ·
 //! `trig` sin, cos · `pow` pow (`pow_f64` its `f64` form) · `rsqrt` sqrt, rsqrt, reciprocal ·
 //! `atan` atan, atan2, asin, acos · `hyperbolic` sinh, cosh.
@@ -59,6 +65,7 @@ mod consts;
 mod erf;
 mod exp;
 mod hyperbolic;
+mod lanes;
 mod log;
 mod ops;
 mod pow;
@@ -73,7 +80,22 @@ use cranelift::frontend::FunctionBuilder;
 pub use consts::{MathConsts, MathFeatures};
 pub use trig::reduction_limit as sin_cos_reduction_limit;
 
-use ops::{Ctx, LaneFormat};
+pub(crate) use lanes::Lanes;
+pub(crate) use ops::{FloatCC, IntCC, LaneFormat};
+
+use ops::Ctx;
+
+/// The generic approximations, for instantiations of [`Lanes`] other than [`emit`]'s (the wide
+/// routines of `crate::wide`).
+pub(crate) mod generic {
+    pub(crate) use super::atan::{acos, asin, atan};
+    pub(crate) use super::erf::erf;
+    pub(crate) use super::exp::{exp, exp_non_positive, expm1};
+    pub(crate) use super::hyperbolic::{cosh, sinh};
+    pub(crate) use super::log::{log, log1p};
+    pub(crate) use super::tanh::{sigmoid, tanh};
+    pub(crate) use super::trig::{cos, sin};
+}
 
 /// A function [`emit`] can inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,9 +1,10 @@
-//! Type-generic emission helpers shared by every math function.
+//! [`Ctx`], the [`Lanes`] implementation that emits Cranelift IR.
 //!
 //! [`Ctx`] wraps a [`FunctionBuilder`] together with the float type being computed on (`F32X4`,
-//! `F64X2`, `F32` or `F64`) and exposes the handful of operations the approximations need —
-//! arithmetic, `fma`-or-`mul+add`, Horner polynomials, lane-wise selects and integer
-//! reinterpretation — so that each function is written once for all four types. Every helper is
+//! `F64X2`, `F32` or `F64`) and implements the operations the approximations need —
+//! arithmetic, `fma`-or-`mul+add`, lane-wise selects and integer reinterpretation — as
+//! instructions, so that each function is written once for all four types (and, through
+//! [`Lanes`], for the precompiled wide routines of `crate::wide`). Every operation is
 //! branch-free: conditions are lane masks (`fcmp`/`icmp` results) consumed by `bitselect`
 //! (vectors) or `select` (scalars).
 
@@ -11,6 +12,7 @@ use cranelift::codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
 use cranelift::frontend::FunctionBuilder;
 
 use super::consts::{ConstKey, MathConsts};
+use super::lanes::Lanes;
 
 pub use cranelift::codegen::ir::condcodes::{FloatCC, IntCC};
 
@@ -117,34 +119,48 @@ impl<'a, 'f> Ctx<'a, 'f> {
     pub fn with_type<'c>(&'c mut self, ty: Type, fmt: LaneFormat) -> Ctx<'c, 'f> {
         Ctx { b: &mut *self.b, consts: self.consts, ty, ity: ty.as_int(), fmt, fma: self.fma }
     }
+}
 
-    /// A float constant of type `ty` (rounded to the lane precision), hoisted when available.
-    pub fn c(&mut self, v: f64) -> Value {
+impl Lanes for Ctx<'_, '_> {
+    type F = Value;
+    type I = Value;
+    type M = Value;
+
+    fn fmt(&self) -> LaneFormat {
+        self.fmt
+    }
+
+    fn has_fma(&self) -> bool {
+        self.fma
+    }
+
+    /// Hoisted when available (see `MathConsts`).
+    fn c(&mut self, v: f64) -> Value {
         let bits = if self.fmt.is_f32() { u64::from((v as f32).to_bits()) } else { v.to_bits() };
         self.consts.get_or_emit(self.b, ConstKey { ty: self.ty, bits })
     }
 
-    /// An integer constant of type `ity` (truncated to the lane width), hoisted when available.
-    pub fn ci(&mut self, v: i64) -> Value {
+    /// Hoisted when available (see `MathConsts`).
+    fn ci(&mut self, v: i64) -> Value {
         let bits = if self.fmt.is_f32() { u64::from(v as u32) } else { v as u64 };
         self.consts.get_or_emit(self.b, ConstKey { ty: self.ity, bits })
     }
 
-    pub fn add(&mut self, x: Value, y: Value) -> Value {
+    fn add(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().fadd(x, y)
     }
-    pub fn sub(&mut self, x: Value, y: Value) -> Value {
+    fn sub(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().fsub(x, y)
     }
-    pub fn mul(&mut self, x: Value, y: Value) -> Value {
+    fn mul(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().fmul(x, y)
     }
-    pub fn div(&mut self, x: Value, y: Value) -> Value {
+    fn div(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().fdiv(x, y)
     }
-    /// `|x|`. On vectors this clears the sign bits with a hoisted mask: Cranelift's `fabs`
-    /// rebuilds its mask (`pcmpeqd` + `psrld`) at every use.
-    pub fn abs(&mut self, x: Value) -> Value {
+    /// On vectors this clears the sign bits with a hoisted mask: Cranelift's `fabs` rebuilds
+    /// its mask (`pcmpeqd` + `psrld`) at every use.
+    fn abs(&mut self, x: Value) -> Value {
         if !self.ty.is_vector() {
             return self.b.ins().fabs(x);
         }
@@ -153,15 +169,15 @@ impl<'a, 'f> Ctx<'a, 'f> {
         let magnitude = self.band_c(bits, magnitude_mask);
         self.float_of_bits(magnitude)
     }
-    pub fn neg(&mut self, x: Value) -> Value {
+    fn neg(&mut self, x: Value) -> Value {
         self.b.ins().fneg(x)
     }
-    pub fn sqrt(&mut self, x: Value) -> Value {
+    fn sqrt(&mut self, x: Value) -> Value {
         self.b.ins().sqrt(x)
     }
 
-    /// `x·y + z`, fused when the ISA has a native `fma`, otherwise a rounded `mul` then `add`.
-    pub fn mul_add(&mut self, x: Value, y: Value, z: Value) -> Value {
+    /// Fused when the ISA has a native `fma`, otherwise a rounded `mul` then `add`.
+    fn mul_add(&mut self, x: Value, y: Value, z: Value) -> Value {
         if self.fma {
             self.b.ins().fma(x, y, z)
         } else {
@@ -170,43 +186,16 @@ impl<'a, 'f> Ctx<'a, 'f> {
         }
     }
 
-    /// Whether [`Self::mul_add`] is a single rounding (changes which reduction constants are
-    /// exact).
-    pub fn has_fma(&self) -> bool {
-        self.fma
-    }
-
-    /// Horner evaluation of `coeffs[0] + coeffs[1]·t + … + coeffs[n]·tⁿ`.
-    pub fn poly(&mut self, t: Value, coeffs: &[f64]) -> Value {
-        let Some((&last, rest)) = coeffs.split_last() else {
-            return self.c(0.0);
-        };
-        let mut acc = self.c(last);
-        for &k in rest.iter().rev() {
-            let ck = self.c(k);
-            acc = self.mul_add(acc, t, ck);
-        }
-        acc
-    }
-
-    /// Lane mask of `x <cc> y` on floats.
-    pub fn fcmp(&mut self, cc: FloatCC, x: Value, y: Value) -> Value {
+    fn fcmp(&mut self, cc: FloatCC, x: Value, y: Value) -> Value {
         self.b.ins().fcmp(cc, x, y)
     }
 
-    /// Lane mask of `x <cc> c` for a float constant `c`.
-    pub fn fcmp_c(&mut self, cc: FloatCC, x: Value, c: f64) -> Value {
-        let k = self.c(c);
-        self.b.ins().fcmp(cc, x, k)
-    }
-
-    /// Lane mask of `x <cc> y` on integers of type `ity`.
-    pub fn icmp(&mut self, cc: IntCC, x: Value, y: Value) -> Value {
+    fn icmp(&mut self, cc: IntCC, x: Value, y: Value) -> Value {
         self.b.ins().icmp(cc, x, y)
     }
 
-    /// Lane-wise `mask ? x : y` for float or integer values of this context's lane layout.
-    pub fn select(&mut self, mask: Value, x: Value, y: Value) -> Value {
+    /// For float or integer values of this context's lane layout (`pow` selects integers).
+    fn select(&mut self, mask: Value, x: Value, y: Value) -> Value {
         if self.ty.is_vector() {
             let vty = self.b.func.dfg.value_type(x);
             let m = if self.b.func.dfg.value_type(mask) == vty {
@@ -220,117 +209,42 @@ impl<'a, 'f> Ctx<'a, 'f> {
         }
     }
 
-    /// Lane-wise `mask ? c : y` for a float constant `c`.
-    pub fn select_c(&mut self, mask: Value, c: f64, y: Value) -> Value {
-        let k = self.c(c);
-        self.select(mask, k, y)
-    }
-
-    pub fn mask_and(&mut self, m: Value, n: Value) -> Value {
+    fn mask_and(&mut self, m: Value, n: Value) -> Value {
         self.b.ins().band(m, n)
     }
-    pub fn mask_or(&mut self, m: Value, n: Value) -> Value {
+    fn mask_or(&mut self, m: Value, n: Value) -> Value {
         self.b.ins().bor(m, n)
     }
-
-    /// `x` clamped to `≤ hi`; NaN lanes stay NaN. Written as `hi < x ? hi : x` so that on
-    /// `f32x4`/`f64x2` Cranelift lowers it to one `minps(hi, x)` (which returns `x` for NaN).
-    pub fn min_c(&mut self, x: Value, hi: f64) -> Value {
-        let k = self.c(hi);
-        let m = self.b.ins().fcmp(FloatCC::LessThan, k, x);
-        self.select(m, k, x)
+    fn mask_xor(&mut self, m: Value, n: Value) -> Value {
+        self.b.ins().bxor(m, n)
     }
 
-    /// `x` clamped to `≥ lo`; NaN lanes stay NaN (`x < lo ? lo : x`, one `maxps(lo, x)` on
-    /// vectors).
-    pub fn max_c(&mut self, x: Value, lo: f64) -> Value {
-        let m = self.fcmp_c(FloatCC::LessThan, x, lo);
-        self.select_c(m, lo, x)
-    }
-
-    /// Reinterprets float bits as the integer type `ity`.
-    pub fn bits_of(&mut self, x: Value) -> Value {
+    fn bits_of(&mut self, x: Value) -> Value {
         self.b.ins().bitcast(self.ity, MemFlagsData::new(), x)
     }
-
-    /// Reinterprets integer bits of type `ity` as the float type `ty`.
-    pub fn float_of_bits(&mut self, i: Value) -> Value {
+    fn float_of_bits(&mut self, i: Value) -> Value {
         self.b.ins().bitcast(self.ty, MemFlagsData::new(), i)
     }
 
-    pub fn isub(&mut self, x: Value, y: Value) -> Value {
+    fn iadd(&mut self, x: Value, y: Value) -> Value {
+        self.b.ins().iadd(x, y)
+    }
+    fn isub(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().isub(x, y)
     }
-    pub fn bor(&mut self, x: Value, y: Value) -> Value {
+    fn band(&mut self, x: Value, y: Value) -> Value {
+        self.b.ins().band(x, y)
+    }
+    fn bor(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().bor(x, y)
     }
-    pub fn bxor(&mut self, x: Value, y: Value) -> Value {
+    fn bxor(&mut self, x: Value, y: Value) -> Value {
         self.b.ins().bxor(x, y)
     }
-    pub fn shl(&mut self, x: Value, amount: u32) -> Value {
+    fn shl(&mut self, x: Value, amount: u32) -> Value {
         self.b.ins().ishl_imm_u(x, i64::from(amount))
     }
-    pub fn ushr(&mut self, x: Value, amount: u32) -> Value {
+    fn ushr(&mut self, x: Value, amount: u32) -> Value {
         self.b.ins().ushr_imm_u(x, i64::from(amount))
-    }
-
-    /// `x + c` on integers for a constant `c`.
-    pub fn iadd_c(&mut self, x: Value, c: i64) -> Value {
-        let k = self.ci(c);
-        self.b.ins().iadd(x, k)
-    }
-
-    /// `x & c` on integers for a constant `c`.
-    pub fn band_c(&mut self, x: Value, c: i64) -> Value {
-        let k = self.ci(c);
-        self.b.ins().band(x, k)
-    }
-
-    /// Rounds `x` to the nearest integer (ties to even), valid for `|x| < 2^(mantissa_bits-1)`.
-    ///
-    /// Returns `(n, bits)`: `n` is the rounded value as a float, `bits` the integer
-    /// representation of `x + 1.5·2^mantissa_bits`, whose low bits hold `n` in two's complement
-    /// (so `bits << mantissa_bits` is `n << mantissa_bits`, and `bits & 3` is `n mod 4`).
-    pub fn round_int(&mut self, x: Value) -> (Value, Value) {
-        let magic = self.c(self.fmt.round_magic());
-        let t = self.add(x, magic);
-        let n = self.sub(t, magic);
-        let bits = self.bits_of(t);
-        (n, bits)
-    }
-
-    /// Like [`Self::round_int`] for `x·y`, fusing the multiply into the magic-number add.
-    pub fn round_int_of_product(&mut self, x: Value, y: f64) -> (Value, Value) {
-        let magic = self.c(self.fmt.round_magic());
-        let ky = self.c(y);
-        let t = self.mul_add(x, ky, magic);
-        let n = self.sub(t, magic);
-        let bits = self.bits_of(t);
-        (n, bits)
-    }
-
-    /// `2^n` for the integer `n` encoded in `round_bits` as returned by [`Self::round_int`];
-    /// valid when `2^n` is a normal number.
-    pub fn exp2_of_round_bits(&mut self, round_bits: Value) -> Value {
-        let shifted = self.shl(round_bits, self.fmt.mantissa_bits);
-        let one_bits = self.fmt.bias << self.fmt.mantissa_bits;
-        let scale_bits = self.iadd_c(shifted, one_bits);
-        self.float_of_bits(scale_bits)
-    }
-
-    /// Copies the sign bit of `sign_source` onto the non-negative value `magnitude`.
-    pub fn with_sign_of(&mut self, magnitude: Value, sign_source: Value) -> Value {
-        let sign_bits = self.bits_of(sign_source);
-        let sign = self.band_c(sign_bits, self.fmt.sign_mask());
-        let mag_bits = self.bits_of(magnitude);
-        let out = self.bor(mag_bits, sign);
-        self.float_of_bits(out)
-    }
-
-    /// Returns `x` itself in lanes where `x` is `±0` (keeps the sign of zero for odd functions)
-    /// and `y` elsewhere.
-    pub fn keep_zero(&mut self, x: Value, y: Value) -> Value {
-        let zero = self.fcmp_c(FloatCC::Equal, x, 0.0);
-        self.select(zero, x, y)
     }
 }

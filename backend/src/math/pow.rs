@@ -12,6 +12,7 @@
 use cranelift::codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value};
 
 use super::exp::exp;
+use super::lanes::Lanes;
 use super::log::log;
 use super::ops::{Ctx, FloatCC, IntCC, LaneFormat};
 use super::pow_f64::pow_f64;

@@ -19,6 +19,7 @@
 use cranelift::codegen::ir::{InstBuilder, Value};
 
 use super::exp::split_scale;
+use super::lanes::Lanes;
 use super::ops::{Ctx, FloatCC, IntCC};
 use super::pow::integer_and_odd;
 

@@ -4,18 +4,16 @@
 //! 1 ULP of the true value (no approximate `rsqrtps` + Newton step, whose results would differ
 //! between machines).
 
-use cranelift::codegen::ir::Value;
-
-use super::ops::Ctx;
+use super::lanes::Lanes;
 
 /// `1/√x`.
-pub(crate) fn rsqrt(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn rsqrt<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let s = cx.sqrt(x);
     reciprocal(cx, s)
 }
 
 /// `1/x`.
-pub(crate) fn reciprocal(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn reciprocal<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let one = cx.c(1.0);
     cx.div(one, x)
 }

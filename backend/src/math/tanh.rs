@@ -32,10 +32,9 @@
 //! `e/(1 + e)` for `x < 0`, which keeps full relative accuracy (down to denormals) for very
 //! negative `x`.
 
-use cranelift::codegen::ir::Value;
-
 use super::exp::{exp, expm1_poly, reduce_ln2};
-use super::ops::{Ctx, FloatCC};
+use super::lanes::Lanes;
+use super::ops::FloatCC;
 
 /// Inputs beyond `±TANH_F32_CLAMP` are clamped to it; `tanh` of it evaluates to exactly 1.
 const TANH_F32_CLAMP: f64 = 9.05;
@@ -48,8 +47,8 @@ const TANH_F32_P_TAIL: [f64; 2] = [0.02977743372321129, 0.00011432909377617761];
 const TANH_F32_Q: [f64; 4] = [2.0, 0.2262214720249176, 0.00241384981200099, 2.460999439790612e-06];
 
 /// Hyperbolic tangent.
-pub(crate) fn tanh(cx: &mut Ctx, x: Value) -> Value {
-    if cx.fmt.is_f32() {
+pub(crate) fn tanh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+    if cx.fmt().is_f32() {
         tanh_rational(cx, x)
     } else {
         tanh_expm1(cx, x)
@@ -57,7 +56,7 @@ pub(crate) fn tanh(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// `f32` `tanh`: the half-angle rational and the double-angle formula (see the module docs).
-fn tanh_rational(cx: &mut Ctx, x: Value) -> Value {
+fn tanh_rational<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let above = cx.max_c(x, -TANH_F32_CLAMP);
     let xc = cx.min_c(above, TANH_F32_CLAMP);
     let t = cx.mul(xc, xc);
@@ -73,7 +72,7 @@ fn tanh_rational(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// `f64` `tanh`: `m/(m + 2)` with `m = expm1(2|x|)` (see the module docs).
-fn tanh_expm1(cx: &mut Ctx, x: Value) -> Value {
+fn tanh_expm1<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let ac = cx.min_c(a, 22.0);
     let two_a = cx.add(ac, ac);
@@ -90,7 +89,7 @@ fn tanh_expm1(cx: &mut Ctx, x: Value) -> Value {
 }
 
 /// Logistic sigmoid `1/(1 + e^{−x})`.
-pub(crate) fn sigmoid(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn sigmoid<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let minus_a = cx.neg(a);
     let e = exp(cx, minus_a);

@@ -15,9 +15,8 @@
 //! `f64`: `≤ 2²⁸` with `fma`, `≤ 1 647 099` (`2²⁰·π/2`) without. Beyond it (and for `±inf`) the result is NaN: no
 //! Payne–Hanek reduction is implemented, and a NaN is preferred to a silently wrong value.
 
-use cranelift::codegen::ir::Value;
-
-use super::ops::{Ctx, FloatCC, IntCC};
+use super::lanes::Lanes;
+use super::ops::{FloatCC, IntCC};
 
 const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 
@@ -77,19 +76,19 @@ pub fn reduction_limit(is_f32: bool, fma: bool) -> f64 {
 }
 
 /// `sin x`.
-pub(crate) fn sin(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn sin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let y = sin_cos(cx, x, 0);
     cx.keep_zero(x, y)
 }
 
 /// `cos x`.
-pub(crate) fn cos(cx: &mut Ctx, x: Value) -> Value {
+pub(crate) fn cos<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     sin_cos(cx, x, 1)
 }
 
 /// `sin(x + quadrant_shift·π/2)`.
-fn sin_cos(cx: &mut Ctx, x: Value, quadrant_shift: i64) -> Value {
-    let is_f32 = cx.fmt.is_f32();
+fn sin_cos<L: Lanes>(cx: &mut L, x: L::F, quadrant_shift: i64) -> L::F {
+    let is_f32 = cx.fmt().is_f32();
     let pio2: &[f64] = match (is_f32, cx.has_fma()) {
         (true, true) => &PIO2_FMA_F32,
         (true, false) => &PIO2_SHORT_F32,
@@ -122,7 +121,7 @@ fn sin_cos(cx: &mut Ctx, x: Value, quadrant_shift: i64) -> Value {
     let swap = cx.icmp(IntCC::NotEqual, odd, zero_i);
     let y = cx.select(swap, cos_r, sin_r);
     let half_turn = cx.band_c(q, 2);
-    let flip = cx.shl(half_turn, cx.fmt.bits - 2);
+    let flip = cx.shl(half_turn, cx.fmt().bits - 2);
     let y_bits = cx.bits_of(y);
     let y_bits = cx.bxor(y_bits, flip);
     let y = cx.float_of_bits(y_bits);

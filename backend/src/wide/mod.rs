@@ -1,25 +1,99 @@
-//! TEMPORARY shim of the wide-routine API (replaced by the real module on merge).
-#![allow(dead_code)]
+//! Precompiled wide (AVX-512 / AVX2) math routines, bit-identical to the inline 128-bit code.
+//!
+//! Cranelift emits at most 128-bit vectors on x86, so a kernel whose time goes into `tanh` or
+//! `exp` runs at a quarter of what AVX-512 allows. The kernel code generator can instead stage
+//! a block of arguments (≤ 512 elements, in L1) and call a routine from here on it. The routines
+//! are the *same source* as the inline code: the approximations in [`crate::math`] are generic
+//! over `math::Lanes`, and each routine instantiates one of them on `__m512` (16 lanes,
+//! [`SimdLevel::Avx512`]) or `__m256` (8 lanes, [`SimdLevel::Avx2`]) inside a
+//! `#[target_feature]` function, with the operations, constants and rounding steps of
+//! [`crate::math::emit`] on `F32X4` with `MathFeatures { fma: true }`. So a routine's result is
+//! bit for bit the inline code's (NaN payloads aside), whatever block size or level is chosen,
+//! and the inline code stays every routine's twin (`tests/wide.rs` compares them exhaustively
+//! on specials, strided bit patterns and every tail length).
+//!
+//! Routines exist only where the CPU has FMA (the inline code without FMA rounds differently),
+//! for unary functions that are more than one instruction. Register them with the JIT through
+//! [`symbols`] and look them up with [`routine_f32`].
+//!
+//! Code map: `avx512`, `avx2` the [`Lanes`](crate::math::Lanes) implementations and the
+//! exported routines · `predicates` Cranelift condition codes as x86 compare predicates.
+
 use crate::math::MathFn;
 
+/// Calls `$callback! { (Variant, fn_name), … }` with every function that has wide routines
+/// (`fn_name` is the generic function in `math::generic` and the routines' name).
+macro_rules! for_each_routine {
+    ($callback:ident) => {
+        $callback! {
+            (Tanh, tanh),
+            (Exp, exp),
+            (ExpNonPositive, exp_non_positive),
+            (Sigmoid, sigmoid),
+            (Erf, erf),
+            (Log, log),
+            (Expm1, expm1),
+            (Log1p, log1p),
+            (Sin, sin),
+            (Cos, cos),
+            (Atan, atan),
+            (Asin, asin),
+            (Acos, acos),
+            (Sinh, sinh),
+            (Cosh, cosh),
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+use for_each_routine;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod predicates;
+
+/// How wide the math of a kernel may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SimdLevel {
+    /// No wide routines: the kernel's inline 128-bit code.
     V128,
+    /// AVX2 + FMA routines on 8 `f32` lanes.
     Avx2,
+    /// AVX-512 (F, DQ, VL) + FMA routines on 16 `f32` lanes.
     Avx512,
 }
+
 impl SimdLevel {
+    /// Every level, narrowest first.
+    pub const ALL: [SimdLevel; 3] = [SimdLevel::V128, SimdLevel::Avx2, SimdLevel::Avx512];
+
+    /// The widest level this CPU runs (features detected at run time).
     pub fn detect() -> SimdLevel {
-        SimdLevel::Avx512
-    }
-    pub fn parse(s: &str) -> Option<SimdLevel> {
-        match s {
-            "128" => Some(SimdLevel::V128),
-            "avx2" => Some(SimdLevel::Avx2),
-            "avx512" => Some(SimdLevel::Avx512),
-            _ => None,
+        #[cfg(target_arch = "x86_64")]
+        {
+            let fma = std::arch::is_x86_feature_detected!("fma");
+            if fma
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+            {
+                return SimdLevel::Avx512;
+            }
+            if fma && std::arch::is_x86_feature_detected!("avx2") {
+                return SimdLevel::Avx2;
+            }
         }
+        SimdLevel::V128
     }
+
+    /// `"128"`, `"avx2"` or `"avx512"` (the [`Self::name`]s); `None` for anything else.
+    pub fn parse(s: &str) -> Option<SimdLevel> {
+        SimdLevel::ALL.into_iter().find(|level| level.name() == s)
+    }
+
+    /// The level's name, as [`Self::parse`] reads it.
     pub fn name(self) -> &'static str {
         match self {
             SimdLevel::V128 => "128",
@@ -27,37 +101,121 @@ impl SimdLevel {
             SimdLevel::Avx512 => "avx512",
         }
     }
+
+    /// `self`, lowered to [`Self::detect`]'s level when the CPU cannot run it.
     pub fn clamp_to_cpu(self) -> SimdLevel {
-        self
+        let cpu = SimdLevel::detect();
+        if self.rank() <= cpu.rank() {
+            self
+        } else {
+            cpu
+        }
+    }
+
+    /// The number of `f32` lanes a routine of this level computes at once (4 for the inline
+    /// 128-bit code).
+    pub fn f32_lanes(self) -> usize {
+        match self {
+            SimdLevel::V128 => 4,
+            SimdLevel::Avx2 => 8,
+            SimdLevel::Avx512 => 16,
+        }
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            SimdLevel::V128 => 0,
+            SimdLevel::Avx2 => 1,
+            SimdLevel::Avx512 => 2,
+        }
     }
 }
+
+/// A wide routine: `dst[i] = f(src[i])` for `i < n`.
+///
+/// `src == dst` is allowed (in place); otherwise the ranges must not overlap. Any `n` (the tail
+/// is computed bit-identically through masked loads and stores); never reads or writes past
+/// `n`. Safety: `src` valid for `n` reads, `dst` for `n` writes, and the CPU has the routine's
+/// level (as [`routine_f32`] guarantees for levels clamped by [`SimdLevel::clamp_to_cpu`]).
 pub type WideF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize);
+
+/// A routine's symbol (for `JITBuilder::symbol` and kernels' imports) and address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Routine {
+    /// Unique across levels and functions: `tfn_wide_<fn>_f32_<level>`.
     pub symbol: &'static str,
+    /// The [`WideF32`] function's address.
     pub addr: *const u8,
 }
-unsafe extern "C" fn tanh_s(src: *const f32, dst: *mut f32, n: usize) {
-    for i in 0..n {
-        unsafe { *dst.add(i) = (*src.add(i)).tanh() };
+
+impl Routine {
+    /// The routine as a callable function pointer.
+    pub fn as_fn(self) -> WideF32 {
+        // SAFETY: `addr` was taken from a `WideF32` in this module's tables.
+        unsafe { std::mem::transmute::<*const u8, WideF32>(self.addr) }
     }
 }
-unsafe extern "C" fn exp_s(src: *const f32, dst: *mut f32, n: usize) {
-    for i in 0..n {
-        unsafe { *dst.add(i) = (*src.add(i)).exp() };
+
+/// `(function, symbol, routine)` rows of one level.
+type Table = &'static [(MathFn, &'static str, WideF32)];
+
+/// The rows of one level's [`Table`]: `$callback! { $module, "suffix" }` expands to the
+/// rows of every function of [`for_each_routine`].
+#[cfg(target_arch = "x86_64")]
+macro_rules! rows {
+    ($module:ident, $suffix:literal, $(($variant:ident, $fn_name:ident)),* $(,)?) => {
+        &[$((
+            MathFn::$variant,
+            concat!("tfn_wide_", stringify!($fn_name), "_f32_", $suffix),
+            $module::$fn_name as WideF32,
+        )),*]
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx2_rows {
+    ($($row:tt)*) => { rows!(avx2, "avx2", $($row)*) };
+}
+
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx512_rows {
+    ($($row:tt)*) => { rows!(avx512, "avx512", $($row)*) };
+}
+
+/// The routines of `level`, whether or not this CPU can run them.
+fn table(level: SimdLevel) -> Table {
+    match level {
+        SimdLevel::V128 => &[],
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => for_each_routine!(avx2_rows),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => for_each_routine!(avx512_rows),
+        #[cfg(not(target_arch = "x86_64"))]
+        SimdLevel::Avx2 | SimdLevel::Avx512 => &[],
     }
 }
+
+/// The routine for unary `f` on `f32` at `level`, or `None`: at [`SimdLevel::V128`], for
+/// binary functions (`pow`, `atan2`), single-instruction ones (`sqrt`, `reciprocal`, `rsqrt`),
+/// or when `level` is above what this CPU runs (so a returned routine is always safe to call
+/// with valid pointers).
 pub fn routine_f32(level: SimdLevel, f: MathFn) -> Option<Routine> {
-    if level == SimdLevel::V128 {
+    if level.clamp_to_cpu() != level {
         return None;
     }
-    match f {
-        MathFn::Tanh => Some(Routine { symbol: "tfn_shim_tanh", addr: tanh_s as *const u8 }),
-        MathFn::Exp | MathFn::ExpNonPositive => {
-            Some(Routine { symbol: "tfn_shim_exp", addr: exp_s as *const u8 })
-        }
-        _ => None,
-    }
+    table(level)
+        .iter()
+        .find(|row| row.0 == f)
+        .map(|&(_, symbol, routine)| Routine { symbol, addr: routine as *const u8 })
 }
+
+/// Every routine's `(symbol, address)` at every level, for `JITBuilder::symbol` (registering a
+/// routine the CPU cannot run is harmless: [`routine_f32`] never hands it to a kernel).
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    vec![("tfn_shim_tanh", tanh_s as *const u8), ("tfn_shim_exp", exp_s as *const u8)]
+    SimdLevel::ALL
+        .into_iter()
+        .flat_map(|level| {
+            table(level).iter().map(|&(_, symbol, routine)| (symbol, routine as *const u8))
+        })
+        .collect()
 }

@@ -1,0 +1,217 @@
+//! AVX2 + FMA instantiation: [`Lanes`] on `__m256` (8 `f32` lanes; masks are all-ones /
+//! all-zeros `__m256` lanes, as Cranelift's vector masks) and the exported `f32` routines.
+//!
+//! Every method is one intrinsic (or two: AVX2 has only `==` and signed `>` on integers),
+//! `#[inline(always)]`. Selects are `vblendvps`, exact for full-lane masks; `min_c`/`max_c`
+//! are `vminps(c, x)`/`vmaxps(c, x)`, which return `x` when it is NaN.
+
+use std::arch::x86_64::*;
+
+use super::predicates::float_cmp;
+use crate::math::{FloatCC, IntCC, LaneFormat, Lanes};
+
+/// [`Lanes`] on 8 `f32` lanes. Only constructed inside routines compiled for AVX2 and FMA, on
+/// CPUs that have them.
+#[derive(Clone, Copy)]
+pub(super) struct Avx2F32;
+
+/// `!x` on integer lanes.
+#[inline(always)]
+fn not(x: __m256i) -> __m256i {
+    unsafe { _mm256_xor_si256(x, _mm256_set1_epi32(-1)) }
+}
+
+/// Flips the sign bits, so that signed comparisons order the lanes as unsigned.
+#[inline(always)]
+fn unsigned_order(x: __m256i) -> __m256i {
+    unsafe { _mm256_xor_si256(x, _mm256_set1_epi32(i32::MIN)) }
+}
+
+/// Lane mask of the integer comparison `x <cc> y` (signed `>` and `==` are native).
+#[inline(always)]
+fn int_cmp(cc: IntCC, x: __m256i, y: __m256i) -> __m256i {
+    let (ux, uy) = (unsigned_order(x), unsigned_order(y));
+    unsafe {
+        match cc {
+            IntCC::Equal => _mm256_cmpeq_epi32(x, y),
+            IntCC::NotEqual => not(_mm256_cmpeq_epi32(x, y)),
+            IntCC::SignedLessThan => _mm256_cmpgt_epi32(y, x),
+            IntCC::SignedLessThanOrEqual => not(_mm256_cmpgt_epi32(x, y)),
+            IntCC::SignedGreaterThan => _mm256_cmpgt_epi32(x, y),
+            IntCC::SignedGreaterThanOrEqual => not(_mm256_cmpgt_epi32(y, x)),
+            IntCC::UnsignedLessThan => _mm256_cmpgt_epi32(uy, ux),
+            IntCC::UnsignedLessThanOrEqual => not(_mm256_cmpgt_epi32(ux, uy)),
+            IntCC::UnsignedGreaterThan => _mm256_cmpgt_epi32(ux, uy),
+            IntCC::UnsignedGreaterThanOrEqual => not(_mm256_cmpgt_epi32(uy, ux)),
+        }
+    }
+}
+
+impl Lanes for Avx2F32 {
+    type F = __m256;
+    type I = __m256i;
+    type M = __m256;
+
+    #[inline(always)]
+    fn fmt(&self) -> LaneFormat {
+        LaneFormat::F32
+    }
+    #[inline(always)]
+    fn has_fma(&self) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn c(&mut self, v: f64) -> __m256 {
+        unsafe { _mm256_set1_ps(v as f32) }
+    }
+    #[inline(always)]
+    fn ci(&mut self, v: i64) -> __m256i {
+        unsafe { _mm256_set1_epi32(v as u32 as i32) }
+    }
+    #[inline(always)]
+    fn add(&mut self, x: __m256, y: __m256) -> __m256 {
+        unsafe { _mm256_add_ps(x, y) }
+    }
+    #[inline(always)]
+    fn sub(&mut self, x: __m256, y: __m256) -> __m256 {
+        unsafe { _mm256_sub_ps(x, y) }
+    }
+    #[inline(always)]
+    fn mul(&mut self, x: __m256, y: __m256) -> __m256 {
+        unsafe { _mm256_mul_ps(x, y) }
+    }
+    #[inline(always)]
+    fn div(&mut self, x: __m256, y: __m256) -> __m256 {
+        unsafe { _mm256_div_ps(x, y) }
+    }
+    #[inline(always)]
+    fn abs(&mut self, x: __m256) -> __m256 {
+        unsafe { _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX))) }
+    }
+    #[inline(always)]
+    fn neg(&mut self, x: __m256) -> __m256 {
+        unsafe { _mm256_xor_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(i32::MIN))) }
+    }
+    #[inline(always)]
+    fn sqrt(&mut self, x: __m256) -> __m256 {
+        unsafe { _mm256_sqrt_ps(x) }
+    }
+    #[inline(always)]
+    fn mul_add(&mut self, x: __m256, y: __m256, z: __m256) -> __m256 {
+        unsafe { _mm256_fmadd_ps(x, y, z) }
+    }
+    #[inline(always)]
+    fn fcmp(&mut self, cc: FloatCC, x: __m256, y: __m256) -> __m256 {
+        unsafe { float_cmp!(cc, _mm256_cmp_ps, x, y) }
+    }
+    #[inline(always)]
+    fn icmp(&mut self, cc: IntCC, x: __m256i, y: __m256i) -> __m256 {
+        unsafe { _mm256_castsi256_ps(int_cmp(cc, x, y)) }
+    }
+    #[inline(always)]
+    fn select(&mut self, mask: __m256, x: __m256, y: __m256) -> __m256 {
+        unsafe { _mm256_blendv_ps(y, x, mask) }
+    }
+    #[inline(always)]
+    fn mask_and(&mut self, m: __m256, n: __m256) -> __m256 {
+        unsafe { _mm256_and_ps(m, n) }
+    }
+    #[inline(always)]
+    fn mask_or(&mut self, m: __m256, n: __m256) -> __m256 {
+        unsafe { _mm256_or_ps(m, n) }
+    }
+    #[inline(always)]
+    fn mask_xor(&mut self, m: __m256, n: __m256) -> __m256 {
+        unsafe { _mm256_xor_ps(m, n) }
+    }
+    #[inline(always)]
+    fn bits_of(&mut self, x: __m256) -> __m256i {
+        unsafe { _mm256_castps_si256(x) }
+    }
+    #[inline(always)]
+    fn float_of_bits(&mut self, i: __m256i) -> __m256 {
+        unsafe { _mm256_castsi256_ps(i) }
+    }
+    #[inline(always)]
+    fn iadd(&mut self, x: __m256i, y: __m256i) -> __m256i {
+        unsafe { _mm256_add_epi32(x, y) }
+    }
+    #[inline(always)]
+    fn isub(&mut self, x: __m256i, y: __m256i) -> __m256i {
+        unsafe { _mm256_sub_epi32(x, y) }
+    }
+    #[inline(always)]
+    fn band(&mut self, x: __m256i, y: __m256i) -> __m256i {
+        unsafe { _mm256_and_si256(x, y) }
+    }
+    #[inline(always)]
+    fn bor(&mut self, x: __m256i, y: __m256i) -> __m256i {
+        unsafe { _mm256_or_si256(x, y) }
+    }
+    #[inline(always)]
+    fn bxor(&mut self, x: __m256i, y: __m256i) -> __m256i {
+        unsafe { _mm256_xor_si256(x, y) }
+    }
+    #[inline(always)]
+    fn shl(&mut self, x: __m256i, amount: u32) -> __m256i {
+        unsafe { _mm256_sll_epi32(x, _mm_cvtsi32_si128(amount as i32)) }
+    }
+    #[inline(always)]
+    fn ushr(&mut self, x: __m256i, amount: u32) -> __m256i {
+        unsafe { _mm256_srl_epi32(x, _mm_cvtsi32_si128(amount as i32)) }
+    }
+    #[inline(always)]
+    fn min_c(&mut self, x: __m256, hi: f64) -> __m256 {
+        let k = self.c(hi);
+        unsafe { _mm256_min_ps(k, x) }
+    }
+    #[inline(always)]
+    fn max_c(&mut self, x: __m256, lo: f64) -> __m256 {
+        let k = self.c(lo);
+        unsafe { _mm256_max_ps(k, x) }
+    }
+}
+
+/// `dst[i] = f(src[i])` for `i < n`, 8 lanes at a time; the last `n mod 8` elements through
+/// `vmaskmovps` loads and stores (masked-off lanes are neither read nor written, and fault on
+/// no page; they compute `f(0)`, discarded).
+///
+/// # Safety
+/// The CPU must have AVX2; `src` valid for `n` reads and `dst` for `n` writes (they may be
+/// equal: each block is loaded before it is stored, but must not otherwise overlap).
+#[inline(always)]
+unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m256) -> __m256) {
+    let mut i = 0;
+    unsafe {
+        while i + 8 <= n {
+            let x = _mm256_loadu_ps(src.add(i));
+            _mm256_storeu_ps(dst.add(i), f(x));
+            i += 8;
+        }
+        if i < n {
+            let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((n - i) as i32), lane);
+            let x = _mm256_maskload_ps(src.add(i), mask);
+            _mm256_maskstore_ps(dst.add(i), mask, f(x));
+        }
+    }
+}
+
+/// One `#[target_feature]` routine per listed function, named after it.
+macro_rules! routines {
+    ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
+        $(
+            /// The AVX2 `f32` routine of this function (see [`crate::wide::WideF32`]).
+            ///
+            /// # Safety
+            /// As [`crate::wide::WideF32`]; the CPU must have AVX2 and FMA.
+            #[target_feature(enable = "avx2,fma")]
+            pub(super) unsafe extern "C" fn $fn_name(src: *const f32, dst: *mut f32, n: usize) {
+                // SAFETY: forwarded from the caller.
+                unsafe { run(src, dst, n, |x| crate::math::generic::$fn_name(&mut Avx2F32, x)) }
+            }
+        )*
+    };
+}
+
+super::for_each_routine!(routines);

@@ -1,0 +1,196 @@
+//! AVX-512 instantiation: [`Lanes`] on `__m512` (16 `f32` lanes, `__mmask16` masks) and the
+//! exported `f32` routines.
+//!
+//! Every method is one intrinsic (or a constant broadcast), `#[inline(always)]`, so a math
+//! function instantiated inside a `#[target_feature(enable = "avx512f,…")]` routine is straight
+//! AVX-512 code. Selects are `vblendmps` on a mask register, `min_c`/`max_c` are
+//! `vminps(c, x)`/`vmaxps(c, x)`: the operand order that returns `x` when it is NaN, as the
+//! Cranelift `fcmp` + `bitselect` form does.
+
+use std::arch::x86_64::*;
+
+use super::predicates::{float_cmp, int_cmp_avx512};
+use crate::math::{FloatCC, IntCC, LaneFormat, Lanes};
+
+/// [`Lanes`] on 16 `f32` lanes. Only constructed inside routines compiled for AVX-512F/DQ/VL
+/// and FMA, on CPUs that have them.
+#[derive(Clone, Copy)]
+pub(super) struct Avx512F32;
+
+impl Lanes for Avx512F32 {
+    type F = __m512;
+    type I = __m512i;
+    type M = __mmask16;
+
+    #[inline(always)]
+    fn fmt(&self) -> LaneFormat {
+        LaneFormat::F32
+    }
+    #[inline(always)]
+    fn has_fma(&self) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn c(&mut self, v: f64) -> __m512 {
+        unsafe { _mm512_set1_ps(v as f32) }
+    }
+    #[inline(always)]
+    fn ci(&mut self, v: i64) -> __m512i {
+        unsafe { _mm512_set1_epi32(v as u32 as i32) }
+    }
+    #[inline(always)]
+    fn add(&mut self, x: __m512, y: __m512) -> __m512 {
+        unsafe { _mm512_add_ps(x, y) }
+    }
+    #[inline(always)]
+    fn sub(&mut self, x: __m512, y: __m512) -> __m512 {
+        unsafe { _mm512_sub_ps(x, y) }
+    }
+    #[inline(always)]
+    fn mul(&mut self, x: __m512, y: __m512) -> __m512 {
+        unsafe { _mm512_mul_ps(x, y) }
+    }
+    #[inline(always)]
+    fn div(&mut self, x: __m512, y: __m512) -> __m512 {
+        unsafe { _mm512_div_ps(x, y) }
+    }
+    #[inline(always)]
+    fn abs(&mut self, x: __m512) -> __m512 {
+        unsafe {
+            _mm512_castsi512_ps(_mm512_and_si512(
+                _mm512_castps_si512(x),
+                _mm512_set1_epi32(i32::MAX),
+            ))
+        }
+    }
+    #[inline(always)]
+    fn neg(&mut self, x: __m512) -> __m512 {
+        unsafe {
+            _mm512_castsi512_ps(_mm512_xor_si512(
+                _mm512_castps_si512(x),
+                _mm512_set1_epi32(i32::MIN),
+            ))
+        }
+    }
+    #[inline(always)]
+    fn sqrt(&mut self, x: __m512) -> __m512 {
+        unsafe { _mm512_sqrt_ps(x) }
+    }
+    #[inline(always)]
+    fn mul_add(&mut self, x: __m512, y: __m512, z: __m512) -> __m512 {
+        unsafe { _mm512_fmadd_ps(x, y, z) }
+    }
+    #[inline(always)]
+    fn fcmp(&mut self, cc: FloatCC, x: __m512, y: __m512) -> __mmask16 {
+        unsafe { float_cmp!(cc, _mm512_cmp_ps_mask, x, y) }
+    }
+    #[inline(always)]
+    fn icmp(&mut self, cc: IntCC, x: __m512i, y: __m512i) -> __mmask16 {
+        unsafe { int_cmp_avx512!(cc, _mm512_cmp_epi32_mask, _mm512_cmp_epu32_mask, x, y) }
+    }
+    #[inline(always)]
+    fn select(&mut self, mask: __mmask16, x: __m512, y: __m512) -> __m512 {
+        unsafe { _mm512_mask_blend_ps(mask, y, x) }
+    }
+    #[inline(always)]
+    fn mask_and(&mut self, m: __mmask16, n: __mmask16) -> __mmask16 {
+        m & n
+    }
+    #[inline(always)]
+    fn mask_or(&mut self, m: __mmask16, n: __mmask16) -> __mmask16 {
+        m | n
+    }
+    #[inline(always)]
+    fn mask_xor(&mut self, m: __mmask16, n: __mmask16) -> __mmask16 {
+        m ^ n
+    }
+    #[inline(always)]
+    fn bits_of(&mut self, x: __m512) -> __m512i {
+        unsafe { _mm512_castps_si512(x) }
+    }
+    #[inline(always)]
+    fn float_of_bits(&mut self, i: __m512i) -> __m512 {
+        unsafe { _mm512_castsi512_ps(i) }
+    }
+    #[inline(always)]
+    fn iadd(&mut self, x: __m512i, y: __m512i) -> __m512i {
+        unsafe { _mm512_add_epi32(x, y) }
+    }
+    #[inline(always)]
+    fn isub(&mut self, x: __m512i, y: __m512i) -> __m512i {
+        unsafe { _mm512_sub_epi32(x, y) }
+    }
+    #[inline(always)]
+    fn band(&mut self, x: __m512i, y: __m512i) -> __m512i {
+        unsafe { _mm512_and_si512(x, y) }
+    }
+    #[inline(always)]
+    fn bor(&mut self, x: __m512i, y: __m512i) -> __m512i {
+        unsafe { _mm512_or_si512(x, y) }
+    }
+    #[inline(always)]
+    fn bxor(&mut self, x: __m512i, y: __m512i) -> __m512i {
+        unsafe { _mm512_xor_si512(x, y) }
+    }
+    #[inline(always)]
+    fn shl(&mut self, x: __m512i, amount: u32) -> __m512i {
+        unsafe { _mm512_sll_epi32(x, _mm_cvtsi32_si128(amount as i32)) }
+    }
+    #[inline(always)]
+    fn ushr(&mut self, x: __m512i, amount: u32) -> __m512i {
+        unsafe { _mm512_srl_epi32(x, _mm_cvtsi32_si128(amount as i32)) }
+    }
+    #[inline(always)]
+    fn min_c(&mut self, x: __m512, hi: f64) -> __m512 {
+        let k = self.c(hi);
+        unsafe { _mm512_min_ps(k, x) }
+    }
+    #[inline(always)]
+    fn max_c(&mut self, x: __m512, lo: f64) -> __m512 {
+        let k = self.c(lo);
+        unsafe { _mm512_max_ps(k, x) }
+    }
+}
+
+/// `dst[i] = f(src[i])` for `i < n`, 16 lanes at a time; the last `n mod 16` elements through
+/// masked loads and stores (masked-off lanes are neither read nor written; they compute
+/// `f(0)`, discarded).
+///
+/// # Safety
+/// The CPU must have AVX-512F; `src` valid for `n` reads and `dst` for `n` writes (they may be
+/// equal: each block is loaded before it is stored, but must not otherwise overlap).
+#[inline(always)]
+unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m512) -> __m512) {
+    let mut i = 0;
+    unsafe {
+        while i + 16 <= n {
+            let x = _mm512_loadu_ps(src.add(i));
+            _mm512_storeu_ps(dst.add(i), f(x));
+            i += 16;
+        }
+        if i < n {
+            let mask: __mmask16 = (1u16 << (n - i)) - 1;
+            let x = _mm512_maskz_loadu_ps(mask, src.add(i));
+            _mm512_mask_storeu_ps(dst.add(i), mask, f(x));
+        }
+    }
+}
+
+/// One `#[target_feature]` routine per listed function, named after it.
+macro_rules! routines {
+    ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
+        $(
+            /// The AVX-512 `f32` routine of this function (see [`crate::wide::WideF32`]).
+            ///
+            /// # Safety
+            /// As [`crate::wide::WideF32`]; the CPU must have AVX-512F/DQ/VL and FMA.
+            #[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+            pub(super) unsafe extern "C" fn $fn_name(src: *const f32, dst: *mut f32, n: usize) {
+                // SAFETY: forwarded from the caller.
+                unsafe { run(src, dst, n, |x| crate::math::generic::$fn_name(&mut Avx512F32, x)) }
+            }
+        )*
+    };
+}
+
+super::for_each_routine!(routines);

@@ -1,0 +1,326 @@
+//! The wide routines (`tfn_backend::wide`) against their inline twins, bit for bit.
+//!
+//! Every routine at every level this CPU runs (AVX-512 and AVX2 here; a level the CPU lacks is
+//! skipped and named in the output, the others always run) is compared with `math::emit`
+//! compiled at `F32X4` with `fma` (the `math_accuracy` harness: vector body plus scalar tail),
+//! element by element on the bits (NaN results only need to be NaN on both sides: payloads
+//! depend on operand order). Inputs: the specials (signed zeros, infinities, NaNs with
+//! payloads, denormals, extremes), each algorithm's boundary constants with their bit
+//! neighbours, 2²⁴ bit patterns 256 apart (every sign and exponent, spread mantissas) and
+//! random bits. Then every length `n` in `0..=40` and a few large ones, from unaligned
+//! addresses, in place and out of place, with guard values around the output (nothing written
+//! outside `0..n`), and AVX2 against AVX-512 on everything.
+
+mod math_jit;
+
+use cranelift::codegen::ir::types;
+use math_jit::{run, Jit, Kernel};
+use tfn_backend::math::{MathFeatures, MathFn};
+use tfn_backend::wide::{routine_f32, symbols, Routine, SimdLevel};
+
+/// The functions that must have routines at every wide level (the priority list
+/// and the rest of the unary functions).
+const EXPECTED: [MathFn; 15] = [
+    MathFn::Tanh,
+    MathFn::Exp,
+    MathFn::ExpNonPositive,
+    MathFn::Sigmoid,
+    MathFn::Erf,
+    MathFn::Log,
+    MathFn::Expm1,
+    MathFn::Log1p,
+    MathFn::Sin,
+    MathFn::Cos,
+    MathFn::Atan,
+    MathFn::Asin,
+    MathFn::Acos,
+    MathFn::Sinh,
+    MathFn::Cosh,
+];
+
+/// The wide levels this CPU runs; prints the ones it skips.
+fn levels() -> Vec<SimdLevel> {
+    let mut out = Vec::new();
+    for level in [SimdLevel::Avx2, SimdLevel::Avx512] {
+        if level.clamp_to_cpu() == level {
+            out.push(level);
+        } else {
+            println!(
+                "skipping {}: this CPU runs at most {}",
+                level.name(),
+                SimdLevel::detect().name()
+            );
+        }
+    }
+    out
+}
+
+/// Deterministic random bits (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Specials and every algorithm's boundary constants (clamps, interval edges, reduction
+/// limits), each with its bit neighbours, both signs.
+fn specials() -> Vec<f32> {
+    let exact = [
+        0.0f32,
+        f32::INFINITY,
+        f32::NAN,
+        f32::from_bits(0x7f80_0001), // signalling NaN
+        f32::from_bits(0x7fc1_2345), // quiet NaN with a payload
+        f32::from_bits(0x7fff_ffff),
+        f32::from_bits(1),           // smallest denormal
+        f32::from_bits(0x007f_ffff), // largest denormal
+        f32::from_bits(0x0040_0000),
+    ];
+    let boundaries = [
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::EPSILON,
+        1.0,
+        0.5,
+        2.0,
+        // exp, expm1, sigmoid: clamps, overflow and underflow thresholds, ln2 multiples
+        88.8,
+        88.722_83,
+        88.376_26,
+        104.0,
+        103.972_08,
+        87.336_54,
+        18.0,
+        0.693_359_4,
+        0.346_573_6,
+        // tanh clamp and saturation
+        9.05,
+        9.010_9,
+        0.125,
+        0.25,
+        // erf: interval edge, clamp, the change of variable's k
+        0.843_75,
+        4.0,
+        3.92,
+        // log: √½ renormalisation, denormal threshold
+        std::f32::consts::FRAC_1_SQRT_2,
+        std::f32::consts::SQRT_2,
+        // sinh/cosh: clamp, small-argument edges
+        89.5,
+        89.415_98,
+        // atan/asin/acos: interval edges, clamp, domain edge
+        0.414_213_57,
+        2.414_213_7,
+        1_152_921_504_606_846_976.0,
+        0.999_999_94,
+        // sin/cos: reduction limit, multiples of π/2 and π/4
+        262_144.0,
+        std::f32::consts::FRAC_PI_2,
+        std::f32::consts::FRAC_PI_4,
+        std::f32::consts::PI,
+        12_864.0,
+        1e-30,
+        1e30,
+    ];
+    let mut v: Vec<f32> = exact.to_vec();
+    for b in boundaries {
+        let bits = b.to_bits();
+        for d in 0..=3u32 {
+            v.push(f32::from_bits(bits + d));
+            v.push(f32::from_bits(bits - d));
+        }
+    }
+    v.extend(v.clone().iter().map(|x| -x));
+    v
+}
+
+/// Specials, 2²⁴ bit patterns 256 apart (low bits varied) and 2²⁰ random bit patterns.
+fn inputs() -> Vec<f32> {
+    let mut v = specials();
+    v.extend(
+        (0..1u32 << 24).map(|i| f32::from_bits((i << 8) | (i.wrapping_mul(0x9e37_79b9) >> 24))),
+    );
+    let mut rng = Rng(0x5eed);
+    v.extend((0..1 << 20).map(|_| f32::from_bits(rng.next() as u32)));
+    v
+}
+
+/// `routine(src)` out of place.
+fn call(routine: Routine, src: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0f32; src.len()];
+    // SAFETY: `routine_f32` only returns routines this CPU runs; `src` and `out` hold `n` each.
+    unsafe { routine.as_fn()(src.as_ptr(), out.as_mut_ptr(), src.len()) };
+    out
+}
+
+/// The inline `f32x4` code with `fma`, as a kernel.
+fn inline_kernel(jit: &mut Jit, f: MathFn) -> Kernel {
+    jit.kernel(f, types::F32, MathFeatures { fma: true })
+}
+
+/// Checks `got` against `want` bit for bit (any NaN matches any NaN); panics naming the
+/// first mismatches. (A plain indexed loop: the test crate is unoptimised.)
+fn assert_same(what: &str, xs: &[f32], got: &[f32], want: &[f32]) {
+    assert_eq!((got.len(), want.len()), (xs.len(), xs.len()), "{what}: lengths");
+    let mut bad = Vec::new();
+    for i in 0..xs.len() {
+        let (g, w) = (got[i], want[i]);
+        if g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()) && bad.len() < 8 {
+            let x = xs[i];
+            bad.push(format!(
+                "x = {x:e} ({:#010x}): got {g:e} ({:#010x}), want {w:e} ({:#010x})",
+                x.to_bits(),
+                g.to_bits(),
+                w.to_bits()
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{what}: differs from the inline code:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn levels_parse_name_and_clamp() {
+    for level in SimdLevel::ALL {
+        assert_eq!(SimdLevel::parse(level.name()), Some(level));
+        assert_eq!(level.clamp_to_cpu().clamp_to_cpu(), level.clamp_to_cpu());
+    }
+    for bad in ["", "AVX2", "sse", "256", "avx512 "] {
+        assert_eq!(SimdLevel::parse(bad), None, "{bad:?}");
+    }
+    let cpu = SimdLevel::detect();
+    assert_eq!(cpu.clamp_to_cpu(), cpu);
+    assert_eq!(SimdLevel::V128.clamp_to_cpu(), SimdLevel::V128);
+    assert_eq!(SimdLevel::Avx512.clamp_to_cpu(), cpu);
+    println!("this CPU: {}", cpu.name());
+}
+
+#[test]
+fn routines_exist_exactly_where_promised() {
+    let jit = Jit::new();
+    let wide = levels();
+    if !jit.features().fma {
+        assert!(wide.is_empty(), "wide levels without fma");
+    }
+    for f in MathFn::ALL {
+        assert_eq!(routine_f32(SimdLevel::V128, f), None, "{}", f.name());
+        for level in [SimdLevel::Avx2, SimdLevel::Avx512] {
+            let r = routine_f32(level, f);
+            let expected = EXPECTED.contains(&f) && wide.contains(&level);
+            assert_eq!(r.is_some(), expected, "{} at {}", f.name(), level.name());
+            if let Some(r) = r {
+                let want = format!("tfn_wide_{}_f32_{}", f.name(), level.name());
+                assert_eq!(r.symbol, want);
+                assert!(symbols().contains(&(r.symbol, r.addr)), "{want} not in symbols()");
+            }
+        }
+    }
+    let all = symbols();
+    let mut names: Vec<&str> = all.iter().map(|s| s.0).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), all.len(), "symbols are unique");
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(all.len(), 2 * EXPECTED.len(), "symbols() lists every level, runnable or not");
+    }
+}
+
+/// Every routine of `level` against the inline code on [`inputs`]; skipped (with a note) when
+/// the CPU lacks the level.
+fn sweep(level: SimdLevel) {
+    if !levels().contains(&level) {
+        return;
+    }
+    let mut jit = Jit::new();
+    let xs = inputs();
+    for f in EXPECTED {
+        let want = run(inline_kernel(&mut jit, f), &xs, &xs);
+        let got = call(routine_f32(level, f).expect("routine"), &xs);
+        assert_same(&format!("{} at {}", f.name(), level.name()), &xs, &got, &want);
+        println!("{} at {}: {} inputs identical", f.name(), level.name(), xs.len());
+    }
+}
+
+#[test]
+fn avx512_routines_match_the_inline_code_bit_for_bit() {
+    sweep(SimdLevel::Avx512);
+}
+
+#[test]
+fn avx2_routines_match_the_inline_code_bit_for_bit() {
+    sweep(SimdLevel::Avx2);
+}
+
+#[test]
+fn avx2_and_avx512_agree_bit_for_bit() {
+    let [a, b] = [SimdLevel::Avx2, SimdLevel::Avx512];
+    if !levels().contains(&b) {
+        return;
+    }
+    let mut xs = specials();
+    let mut rng = Rng(11);
+    xs.extend((0..1 << 18).map(|_| f32::from_bits(rng.next() as u32)));
+    for f in EXPECTED {
+        let (ra, rb) = (routine_f32(a, f).expect("avx2"), routine_f32(b, f).expect("avx512"));
+        assert_same(&format!("{}: avx512 vs avx2", f.name()), &xs, &call(rb, &xs), &call(ra, &xs));
+    }
+}
+
+#[test]
+fn every_length_offset_and_aliasing_is_exact() {
+    let mut jit = Jit::new();
+    let levels = levels();
+    if levels.is_empty() {
+        return;
+    }
+    let mut rng = Rng(7);
+    let mut pool = specials();
+    pool.extend((0..5000).map(|_| f32::from_bits(rng.next() as u32)));
+    pool.extend((0..5000).map(|_| (rng.next() as i32) as f32 * 1e-8));
+    const GUARD: usize = 19;
+    let sentinel = f32::from_bits(0x7fa5_a5a5);
+    let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 511, 512, 513, 4099]).collect();
+    for f in EXPECTED {
+        let kernel = inline_kernel(&mut jit, f);
+        for &level in &levels {
+            let routine = routine_f32(level, f).expect("routine").as_fn();
+            for &n in &lengths {
+                for offset in [0, 1, 3] {
+                    let start = (n * 31 + offset * 7) % (pool.len() - n);
+                    let src = &pool[start..start + n];
+                    let want = run(kernel, src, src);
+                    // Out of place, `dst` unaligned by `offset`, guards on both sides.
+                    let mut dst = vec![sentinel; n + 2 * GUARD + offset];
+                    let body = GUARD + offset;
+                    // SAFETY: `src` holds `n` values, `dst[body..]` has room for `n`.
+                    unsafe { routine(src.as_ptr(), dst.as_mut_ptr().add(body), n) };
+                    let what =
+                        format!("{} at {}, n = {n}, offset {offset}", f.name(), level.name());
+                    assert_same(&what, src, &dst[body..body + n], &want);
+                    let outside = dst[..body].iter().chain(&dst[body + n..]);
+                    assert!(
+                        outside.into_iter().all(|v| v.to_bits() == sentinel.to_bits()),
+                        "{what}: wrote outside 0..n"
+                    );
+                    // In place.
+                    let mut buf = vec![sentinel; n + 2 * GUARD + offset];
+                    buf[body..body + n].copy_from_slice(src);
+                    let p = buf.as_mut_ptr();
+                    // SAFETY: `p + body` holds `n` values, read and written in place.
+                    unsafe { routine(p.add(body), p.add(body), n) };
+                    assert_same(&format!("{what} in place"), src, &buf[body..body + n], &want);
+                    let outside = buf[..body].iter().chain(&buf[body + n..]);
+                    assert!(
+                        outside.into_iter().all(|v| v.to_bits() == sentinel.to_bits()),
+                        "{what} in place: wrote outside 0..n"
+                    );
+                }
+            }
+        }
+    }
+}
