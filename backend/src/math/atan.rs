@@ -62,6 +62,7 @@ const AT_F32: [f64; 5] = [
 
 /// `(hi, lo)`: `v` rounded to the lane precision and the rest (`v_lo` being the part of `v`
 /// beyond `f64`).
+#[inline(always)]
 fn split<L: Lanes>(cx: &L, v: f64, v_lo: f64) -> (f64, f64) {
     if cx.fmt().is_f32() {
         let hi = f64::from(v as f32);
@@ -72,6 +73,7 @@ fn split<L: Lanes>(cx: &L, v: f64, v_lo: f64) -> (f64, f64) {
 }
 
 /// `atan a` for `a ≥ 0` or NaN (see the module docs).
+#[inline(always)]
 pub(crate) fn atan_nonneg<L: Lanes>(cx: &mut L, a: L::F) -> L::F {
     let a = cx.min_c(a, ATAN_CLAMP);
     let big = cx.fcmp_c(FloatCC::GreaterThan, a, TAN_3PI_8);
@@ -102,6 +104,7 @@ pub(crate) fn atan_nonneg<L: Lanes>(cx: &mut L, a: L::F) -> L::F {
 }
 
 /// `atan x`.
+#[inline(always)]
 pub(crate) fn atan<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let r = atan_nonneg(cx, a);
@@ -109,6 +112,7 @@ pub(crate) fn atan<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// `atan2(y, x)`, C99 special cases included (see the module docs).
+#[inline(always)]
 pub(crate) fn atan2<L: Lanes>(cx: &mut L, y: L::F, x: L::F) -> L::F {
     let ax = cx.abs(x);
     let ay = cx.abs(y);
@@ -146,6 +150,7 @@ pub(crate) fn atan2<L: Lanes>(cx: &mut L, y: L::F, x: L::F) -> L::F {
 }
 
 /// `√((1 − a)(1 + a))` for `a = |x|` or `x` itself: `√(1 − x²)` without the cancellation.
+#[inline(always)]
 fn cos_of_asin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let one = cx.c(1.0);
     let m = cx.sub(one, x);
@@ -155,6 +160,7 @@ fn cos_of_asin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// `asin x`; NaN for `|x| > 1`.
+#[inline(always)]
 pub(crate) fn asin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let c = cos_of_asin(cx, a);
@@ -162,6 +168,7 @@ pub(crate) fn asin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// `acos x`; NaN for `|x| > 1`.
+#[inline(always)]
 pub(crate) fn acos<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let s = cos_of_asin(cx, x);
     atan2(cx, s, x)

@@ -71,6 +71,7 @@ const ERFC_LARGE_F64: [f64; 19] = [
 ];
 
 /// The error function.
+#[inline(always)]
 pub(crate) fn erf<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (small_p, large_p, k, sat): (&[f64], &[f64], f64, f64) = if cx.fmt().is_f32() {
         (&ERF_SMALL_F32, &ERFC_LARGE_F32, 2.0, 4.0)

@@ -41,6 +41,7 @@ const EXPM1_P_F64: [f64; 12] = [
 ];
 
 /// `(ln2_hi, ln2_lo)`: `ln2_hi` with enough trailing zeros that `n·ln2_hi` is exact.
+#[inline(always)]
 fn ln2_parts<L: Lanes>(cx: &L) -> (f64, f64) {
     if cx.fmt().is_f32() {
         (0.693_359_375, -2.121_944_4e-4)
@@ -52,6 +53,7 @@ fn ln2_parts<L: Lanes>(cx: &L) -> (f64, f64) {
 /// `(x clamped, lowest useful input, highest useful input)` bounds for `exp`: below `lo` the
 /// result rounds to `+0`, above `hi` it overflows to `+inf`; both still yield a representable
 /// split scale `2^⌊n/2⌋`.
+#[inline(always)]
 fn exp_bounds<L: Lanes>(cx: &L) -> (f64, f64) {
     if cx.fmt().is_f32() {
         (-104.0, 88.8)
@@ -61,6 +63,7 @@ fn exp_bounds<L: Lanes>(cx: &L) -> (f64, f64) {
 }
 
 /// Reduces `x` to `r = x − n·ln2`; returns `(r, n as float, round bits of n)`.
+#[inline(always)]
 pub(crate) fn reduce_ln2<L: Lanes>(cx: &mut L, x: L::F) -> (L::F, L::F, L::I) {
     let (hi, lo) = ln2_parts(cx);
     let (n, bits) = cx.round_int_of_product(x, LOG2E);
@@ -73,6 +76,7 @@ pub(crate) fn reduce_ln2<L: Lanes>(cx: &mut L, x: L::F) -> (L::F, L::F, L::I) {
 }
 
 /// `expm1(r)` for `|r| ≤ ln2/2`.
+#[inline(always)]
 pub(crate) fn expm1_poly<L: Lanes>(cx: &mut L, r: L::F) -> L::F {
     let coeffs: &[f64] = if cx.fmt().is_f32() { &EXPM1_P_F32 } else { &EXPM1_P_F64 };
     let p = cx.poly(r, coeffs);
@@ -81,6 +85,7 @@ pub(crate) fn expm1_poly<L: Lanes>(cx: &mut L, r: L::F) -> L::F {
 }
 
 /// `(2^⌊n/2⌋, 2^(n−⌊n/2⌋))` from the round bits of `n`; both normal for the clamped inputs.
+#[inline(always)]
 pub(crate) fn split_scale<L: Lanes>(cx: &mut L, bits: L::I) -> (L::F, L::F) {
     let mant = cx.fmt().mantissa_bits;
     let one_bits = cx.fmt().bias << mant;
@@ -96,6 +101,7 @@ pub(crate) fn split_scale<L: Lanes>(cx: &mut L, bits: L::I) -> (L::F, L::F) {
 
 /// `eˣ` over the whole domain: `+inf` above `ln(MAX)`, denormals and then `+0` below
 /// `ln(MIN_POSITIVE)`, NaN for NaN.
+#[inline(always)]
 pub(crate) fn exp<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (lo, hi) = exp_bounds(cx);
     let xc = cx.max_c(x, lo);
@@ -114,6 +120,7 @@ pub(crate) fn exp<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 /// underflow bound and the final multiply by `2^−K` rounds once into the denormals, exactly as
 /// [`exp`] does with its two-factor split — same results on the domain, five fewer
 /// instructions. On `x > 0` the result is unspecified (finite and deterministic).
+#[inline(always)]
 pub(crate) fn exp_non_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (lo, _) = exp_bounds(cx);
     // `n ≥ lo·log₂e − 1`: −151 (f32), −1077 (f64); `n + K` must stay ≥ the lowest normal exponent.
@@ -134,6 +141,7 @@ pub(crate) fn exp_non_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 
 /// `eˣ` for inputs whose result is a normal number (`x ∈ [−(bias−2)·ln2, bias·ln2]`, e.g.
 /// `[−87, 88]` for `f32`); the caller guarantees the range. Cheaper than [`exp`].
+#[inline(always)]
 pub(crate) fn exp_normal_range<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (r, _, bits) = reduce_ln2(cx, x);
     let em = expm1_poly(cx, r);
@@ -145,6 +153,7 @@ pub(crate) fn exp_normal_range<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 
 /// `eˣ − 1`, accurate near zero: `expm1(x) = 2ⁿ·(expm1(r) + 1 − 2⁻ⁿ)`, which for `n = 0` is the
 /// polynomial itself.
+#[inline(always)]
 pub(crate) fn expm1<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let (_, hi) = exp_bounds(cx);
     // Below `lo` the result rounds to −1; `2⁻ⁿ` stays a normal number.

@@ -18,6 +18,7 @@ use super::lanes::Lanes;
 use super::ops::FloatCC;
 
 /// Just past `ln(2·MAX)`, where `eᵃ/2` overflows; `2ⁿ⁻¹` still splits into two normal factors.
+#[inline(always)]
 fn clamp<L: Lanes>(cx: &L) -> f64 {
     if cx.fmt().is_f32() {
         89.5
@@ -27,6 +28,7 @@ fn clamp<L: Lanes>(cx: &L) -> f64 {
 }
 
 /// `(t, h)` for `a ≥ 0` (see the module docs): `t = expm1(a)` valid for `a < 1`, `h = eᵃ/2`.
+#[inline(always)]
 fn exp_parts<L: Lanes>(cx: &mut L, a: L::F) -> (L::F, L::F) {
     let hi = clamp(cx);
     let ac = cx.min_c(a, hi);
@@ -49,6 +51,7 @@ fn exp_parts<L: Lanes>(cx: &mut L, a: L::F) -> (L::F, L::F) {
 }
 
 /// Hyperbolic sine.
+#[inline(always)]
 pub(crate) fn sinh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let (t, h) = exp_parts(cx, a);
@@ -68,6 +71,7 @@ pub(crate) fn sinh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// Hyperbolic cosine.
+#[inline(always)]
 pub(crate) fn cosh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let (t, h) = exp_parts(cx, a);

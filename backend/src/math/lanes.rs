@@ -79,6 +79,7 @@ pub(crate) trait Lanes {
     fn ushr(&mut self, x: Self::I, amount: u32) -> Self::I;
 
     /// `x` clamped to `≤ hi`; NaN lanes stay NaN: `hi < x ? hi : x` (one `minps(hi, x)`).
+    #[inline(always)]
     fn min_c(&mut self, x: Self::F, hi: f64) -> Self::F {
         let k = self.c(hi);
         let m = self.fcmp(FloatCC::LessThan, k, x);
@@ -86,12 +87,14 @@ pub(crate) trait Lanes {
     }
 
     /// `x` clamped to `≥ lo`; NaN lanes stay NaN: `x < lo ? lo : x` (one `maxps(lo, x)`).
+    #[inline(always)]
     fn max_c(&mut self, x: Self::F, lo: f64) -> Self::F {
         let m = self.fcmp_c(FloatCC::LessThan, x, lo);
         self.select_c(m, lo, x)
     }
 
     /// Horner evaluation of `coeffs[0] + coeffs[1]·t + … + coeffs[n]·tⁿ`.
+    #[inline(always)]
     fn poly(&mut self, t: Self::F, coeffs: &[f64]) -> Self::F {
         let Some((&last, rest)) = coeffs.split_last() else {
             return self.c(0.0);
@@ -105,24 +108,28 @@ pub(crate) trait Lanes {
     }
 
     /// Lane mask of `x <cc> c` for a float constant `c`.
+    #[inline(always)]
     fn fcmp_c(&mut self, cc: FloatCC, x: Self::F, c: f64) -> Self::M {
         let k = self.c(c);
         self.fcmp(cc, x, k)
     }
 
     /// Lane-wise `mask ? c : y` for a float constant `c`.
+    #[inline(always)]
     fn select_c(&mut self, mask: Self::M, c: f64, y: Self::F) -> Self::F {
         let k = self.c(c);
         self.select(mask, k, y)
     }
 
     /// `x + c` on integers for a constant `c`.
+    #[inline(always)]
     fn iadd_c(&mut self, x: Self::I, c: i64) -> Self::I {
         let k = self.ci(c);
         self.iadd(x, k)
     }
 
     /// `x & c` on integers for a constant `c`.
+    #[inline(always)]
     fn band_c(&mut self, x: Self::I, c: i64) -> Self::I {
         let k = self.ci(c);
         self.band(x, k)
@@ -133,6 +140,7 @@ pub(crate) trait Lanes {
     /// Returns `(n, bits)`: `n` is the rounded value as a float, `bits` the integer
     /// representation of `x + 1.5·2^mantissa_bits`, whose low bits hold `n` in two's complement
     /// (so `bits << mantissa_bits` is `n << mantissa_bits`, and `bits & 3` is `n mod 4`).
+    #[inline(always)]
     fn round_int(&mut self, x: Self::F) -> (Self::F, Self::I) {
         let magic = self.c(self.fmt().round_magic());
         let t = self.add(x, magic);
@@ -142,6 +150,7 @@ pub(crate) trait Lanes {
     }
 
     /// Like [`Self::round_int`] for `x·y`, fusing the multiply into the magic-number add.
+    #[inline(always)]
     fn round_int_of_product(&mut self, x: Self::F, y: f64) -> (Self::F, Self::I) {
         let magic = self.c(self.fmt().round_magic());
         let ky = self.c(y);
@@ -153,6 +162,7 @@ pub(crate) trait Lanes {
 
     /// `2^n` for the integer `n` encoded in `round_bits` as returned by [`Self::round_int`];
     /// valid when `2^n` is a normal number.
+    #[inline(always)]
     fn exp2_of_round_bits(&mut self, round_bits: Self::I) -> Self::F {
         let fmt = self.fmt();
         let shifted = self.shl(round_bits, fmt.mantissa_bits);
@@ -162,6 +172,7 @@ pub(crate) trait Lanes {
     }
 
     /// Copies the sign bit of `sign_source` onto the non-negative value `magnitude`.
+    #[inline(always)]
     fn with_sign_of(&mut self, magnitude: Self::F, sign_source: Self::F) -> Self::F {
         let sign_bits = self.bits_of(sign_source);
         let sign = self.band_c(sign_bits, self.fmt().sign_mask());
@@ -172,6 +183,7 @@ pub(crate) trait Lanes {
 
     /// Returns `x` itself in lanes where `x` is `±0` (keeps the sign of zero for odd functions)
     /// and `y` elsewhere.
+    #[inline(always)]
     fn keep_zero(&mut self, x: Self::F, y: Self::F) -> Self::F {
         let zero = self.fcmp_c(FloatCC::Equal, x, 0.0);
         self.select(zero, x, y)

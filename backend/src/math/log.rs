@@ -39,6 +39,7 @@ const LG: [f64; 7] = [
 const SQRT_HALF: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 /// `log x` for finite `x > 0` (denormals included); other inputs give unspecified values.
+#[inline(always)]
 fn log_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let mant = cx.fmt().mantissa_bits;
     let bias = cx.fmt().bias;
@@ -80,6 +81,7 @@ fn log_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// Cephes `logf` tail: `e·ln2 + log1p(f)`.
+#[inline(always)]
 fn log1p_reduced_f32<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
     let z = cx.mul(f, f);
     let p = cx.poly(f, &LOG_P_F32);
@@ -95,6 +97,7 @@ fn log1p_reduced_f32<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
 }
 
 /// fdlibm `log` tail: `e·ln2_hi − ((hfsq − (s·(hfsq + R) + e·ln2_lo)) − f)`.
+#[inline(always)]
 fn log1p_reduced_f64<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
     let two = cx.c(2.0);
     let denom = cx.add(f, two);
@@ -121,6 +124,7 @@ fn log1p_reduced_f64<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
 }
 
 /// Natural logarithm with IEEE special cases.
+#[inline(always)]
 pub(crate) fn log<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let y = log_positive(cx, x);
     let nan_or_neg = cx.fcmp_c(FloatCC::UnorderedOrLessThan, x, 0.0);
@@ -132,6 +136,7 @@ pub(crate) fn log<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// `log(1 + x)`, accurate near zero.
+#[inline(always)]
 pub(crate) fn log1p<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let one = cx.c(1.0);
     let u = cx.add(one, x);

@@ -7,12 +7,14 @@
 use super::lanes::Lanes;
 
 /// `1/√x`.
+#[inline(always)]
 pub(crate) fn rsqrt<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let s = cx.sqrt(x);
     reciprocal(cx, s)
 }
 
 /// `1/x`.
+#[inline(always)]
 pub(crate) fn reciprocal<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let one = cx.c(1.0);
     cx.div(one, x)

@@ -47,6 +47,7 @@ const TANH_F32_P_TAIL: [f64; 2] = [0.02977743372321129, 0.00011432909377617761];
 const TANH_F32_Q: [f64; 4] = [2.0, 0.2262214720249176, 0.00241384981200099, 2.460999439790612e-06];
 
 /// Hyperbolic tangent.
+#[inline(always)]
 pub(crate) fn tanh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     if cx.fmt().is_f32() {
         tanh_rational(cx, x)
@@ -56,6 +57,7 @@ pub(crate) fn tanh<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// `f32` `tanh`: the half-angle rational and the double-angle formula (see the module docs).
+#[inline(always)]
 fn tanh_rational<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let above = cx.max_c(x, -TANH_F32_CLAMP);
     let xc = cx.min_c(above, TANH_F32_CLAMP);
@@ -72,6 +74,7 @@ fn tanh_rational<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// `f64` `tanh`: `m/(m + 2)` with `m = expm1(2|x|)` (see the module docs).
+#[inline(always)]
 fn tanh_expm1<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let ac = cx.min_c(a, 22.0);
@@ -89,6 +92,7 @@ fn tanh_expm1<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 }
 
 /// Logistic sigmoid `1/(1 + e^{−x})`.
+#[inline(always)]
 pub(crate) fn sigmoid<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let a = cx.abs(x);
     let minus_a = cx.neg(a);

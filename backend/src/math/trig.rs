@@ -76,17 +76,20 @@ pub fn reduction_limit(is_f32: bool, fma: bool) -> f64 {
 }
 
 /// `sin x`.
+#[inline(always)]
 pub(crate) fn sin<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let y = sin_cos(cx, x, 0);
     cx.keep_zero(x, y)
 }
 
 /// `cos x`.
+#[inline(always)]
 pub(crate) fn cos<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     sin_cos(cx, x, 1)
 }
 
 /// `sin(x + quadrant_shift·π/2)`.
+#[inline(always)]
 fn sin_cos<L: Lanes>(cx: &mut L, x: L::F, quadrant_shift: i64) -> L::F {
     let is_f32 = cx.fmt().is_f32();
     let pio2: &[f64] = match (is_f32, cx.has_fma()) {
