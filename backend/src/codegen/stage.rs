@@ -87,6 +87,10 @@ pub(super) struct Staged {
 pub(super) type StepBody<'a> =
     dyn FnMut(&mut FunctionBuilder, At<'_>, usize, &mut Memo) -> Result<(), CodegenError> + 'a;
 
+/// A pass's step given the row values it reads (with the block's staged nodes).
+pub(super) type PassStep<'a> = dyn FnMut(&mut FunctionBuilder, &RowVals, At<'_>, usize, &mut Memo) -> Result<(), CodegenError>
+    + 'a;
+
 impl Emitter<'_> {
     /// Imports the wide routine of every f32 math node the kernel may stage (once per
     /// function), when the kernel's vectors are f32.
@@ -195,13 +199,7 @@ impl Emitter<'_> {
         offs: &[Value],
         lo: Value,
         hi: Value,
-        body: &mut dyn FnMut(
-            &mut FunctionBuilder,
-            &RowVals,
-            At<'_>,
-            usize,
-            &mut Memo,
-        ) -> Result<(), CodegenError>,
+        body: &mut PassStep<'_>,
     ) -> Result<(), CodegenError> {
         let done = b.create_block();
         if self.abi.rank > 1 {
