@@ -182,3 +182,7 @@ pub fn quoted(text: &str) -> String {
     s.push('"');
     s
 }
+
+#[cfg(test)]
+#[path = "dot_tests.rs"]
+mod tests;
