@@ -1,7 +1,7 @@
 //! `Session::profile` / `profile_into` (what `tfnc bench --profile` prints): the structure of
 //! a profile, never its timings. One entry per fused kernel (the count the pass pipeline
 //! plans), in order, with the strategy the executor runs; shares that add up to 100 %; the
-//! byte and flop conventions of `docs/language.md` computed exactly; results identical to
+//! byte and flop conventions of `docs/profiling.md` computed exactly; results identical to
 //! unprofiled calls; errors as values.
 
 use ndarray::{ArrayD, IxDyn};

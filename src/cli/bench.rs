@@ -1,7 +1,8 @@
 //! `tfnc bench FILE FN --arg NAME=dtype[shape]...`: compile time, then median and minimum time
 //! per call on random inputs, and effective bandwidth (each input read once, each output
 //! written once). Outputs are preallocated and written with `call_into`: allocation is not
-//! included in the timings.
+//! included in the timings. `--profile` then profiles as many calls kernel by kernel
+//! ([`crate::Profile`], `docs/profiling.md`).
 
 use super::args::{parse_value, ArgValue};
 use super::{session_for, BackendArg, Outcome};

@@ -7,7 +7,7 @@
 //! --stage fused` totals); caches can make the real traffic smaller (a row re-read from L1)
 //! or larger (a GEMM re-reading panels).
 //!
-//! **Flops** (the convention of `docs/language.md`, "Profiles"): one per element of the
+//! **Flops** (the convention of `docs/profiling.md`): one per element of the
 //! result for every elementwise arithmetic, comparison or transcendental op (`exp` counts 1,
 //! like `add`); one per input element for reductions, `argmax`/`argmin`, and one per element
 //! for scans; `2·M·N·K` for a matmul (per batch); `2·N·Cout·OH·OW·(Cin/groups)·KH·KW` for every

@@ -57,7 +57,7 @@ pub struct KernelProfile {
     pub time: Duration,
     /// Bytes it reads and writes per call (each operand once).
     pub bytes: u64,
-    /// Floating-point (or integer) operations per call (see `docs/language.md`, "Profiles").
+    /// Floating-point (or integer) operations per call (the convention of `docs/profiling.md`).
     pub flops: u64,
 }
 
