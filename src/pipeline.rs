@@ -111,3 +111,24 @@ pub fn traffic(planned: &Planned, input_shapes: &[Vec<usize>]) -> Option<(usize,
     }
     Some((kernels, bytes))
 }
+
+/// The fused graph of a planned function as Graphviz DOT (`tfnc graph`): with the shapes of
+/// the call's tensor inputs, types show concrete sizes; otherwise (or when they do not bind)
+/// the symbolic ones (`f32[s0]`).
+pub fn graph_dot(planned: &Planned, input_shapes: Option<&[Vec<usize>]>) -> String {
+    let graph = &planned.graph;
+    let sizes = input_shapes.and_then(|shapes| {
+        let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        tfn_ir::bind::bind_sizes(graph, &shapes).ok()
+    });
+    let shape_text = |shape: &tfn_ir::Shape| -> String {
+        match sizes.as_deref().and_then(|s| tfn_ir::bind::try_concrete_shape(shape, s)) {
+            Some(dims) => {
+                let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                format!("[{}]", dims.join(", "))
+            }
+            None => shape.to_string(),
+        }
+    };
+    tfn_passes::fusion::print_dot(&planned.fused, graph, &shape_text)
+}

@@ -434,7 +434,7 @@ impl Session {
     }
 
     /// Instantiates (or finds in the cache) the function for these arguments' signature.
-    fn prepare(
+    pub(crate) fn prepare(
         &self,
         kind: CallKind,
         name: &str,

@@ -315,6 +315,31 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// The compiled kernels (`None` with the interpreter backend).
+    pub(crate) fn compiled(&self) -> Option<&CompiledFunction> {
+        match &self.executor {
+            Executor::Interp => None,
+            Executor::Jit(f) => Some(f),
+        }
+    }
+
+    /// [`Prepared::run_into`] adding each kernel's time to `times` (JIT only; `None` with the
+    /// interpreter, which has no kernels).
+    pub(crate) fn run_into_profiled(
+        &self,
+        inputs: &[TensorValue],
+        outputs: &mut [OutputMut],
+        externs: &dyn ExternKernels,
+        times: &mut tfn_backend::KernelTimes,
+    ) -> Option<Result<(), Error>> {
+        let f = self.compiled()?;
+        let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
+        let mut outs: Vec<TensorViewMut> = outputs.iter_mut().map(backend_view_mut).collect();
+        Some(f.run_into_profiled(&views, &mut outs, externs, times).map_err(run_error))
+    }
+}
+
 fn backend_view<'a>(t: &'a TensorValue) -> TensorView<'a> {
     match t {
         TensorValue::Bool(a) => TensorView::Bool(a.view()),

@@ -266,6 +266,23 @@ impl OutputMut<'_> {
     }
 }
 
+impl<'a> From<&'a mut Tensor> for OutputMut<'a> {
+    /// Writes into an owned tensor (e.g. the results of a first call, reused by later ones).
+    fn from(t: &'a mut Tensor) -> Self {
+        match t {
+            Tensor::Bool(a) => OutputMut::Bool(a.view_mut()),
+            Tensor::I32(a) => OutputMut::I32(a.view_mut()),
+            Tensor::I64(a) => OutputMut::I64(a.view_mut()),
+            Tensor::F32(a) => OutputMut::F32(a.view_mut()),
+            Tensor::F64(a) => OutputMut::F64(a.view_mut()),
+            Tensor::I8(a) => OutputMut::I8(a.view_mut()),
+            Tensor::U8(a) => OutputMut::U8(a.view_mut()),
+            Tensor::F16(a) => OutputMut::F16(a.view_mut()),
+            Tensor::BF16(a) => OutputMut::BF16(a.view_mut()),
+        }
+    }
+}
+
 macro_rules! output_from {
     ($t:ty, $v:ident) => {
         /// Any dimensionality: `Array2::view_mut()` converts as well as `ArrayViewMutD`.

@@ -7,6 +7,7 @@
 //! | `lower`    | `instantiate` each `lower` directive, print the graph | `case.out` (blessed) |
 //! | `simplify` | `instantiate`, then `tfn::pipeline::optimize`, print  | `case.out` (blessed) |
 //! | `fused`    | instantiate for the sizes, the pipeline, print kernels | `case.out` (blessed) |
+//! | `graph`    | as `fused`, then the DOT picture (`tfnc graph`)        | `case.out` (blessed) |
 //! | `run`      | `Session::call_kw`, every configuration               | `.npy` from NumPy    |
 //! | `grad`     | `Session::vjp_kw`, every configuration                | `.npy` from NumPy    |
 //!
@@ -18,6 +19,8 @@
 //! - `fused FN ARG=VALUE...`: as `lower`, but the sizes given are the call's (they decide
 //!   derived sizes and guarded equalities, as `tfnc ir --stage fused --arg` does); prints the
 //!   kernels the pipeline plans (what `tfnc ir --stage fused` shows) and their count.
+//! - `graph FN ARG=VALUE...`: as `fused`; prints the Graphviz DOT picture `tfnc graph` draws,
+//!   types with the given sizes.
 //! - `run FN ARG=VALUE... -> OUT.npy...`: VALUE is a `.npy` path relative to
 //!   `tests/cases/<stage>/data/` or a literal; every argument is passed by keyword. Each
 //!   result must match its `.npy`: same dtype and shape, ints and bools exactly, floats within
@@ -327,6 +330,51 @@ fn fused_case(case: &Case) -> String {
     out
 }
 
+/// The DOT picture (`tfnc graph`) of every `graph` directive of the case, for the given
+/// sizes; each block is preceded by the directive as a DOT comment, so the file stays DOT.
+fn graph_case(case: &Case) -> String {
+    let lib = match case.library() {
+        Ok(lib) => lib,
+        Err(e) => return e,
+    };
+    let directives = case.directives("graph");
+    if directives.is_empty() {
+        return "NO `graph` DIRECTIVE\n".into();
+    }
+    let mut out = String::new();
+    for d in &directives {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "// {}", d.text());
+        let dot = d.call().and_then(|call| {
+            let specs = arg_specs(&call.args)?;
+            let sizes = |p: &tfn_ir::lower::ParamSource| {
+                let tfn_ir::lower::ParamSource::Keyword(name) = p else { return None };
+                let (_, text) = call.args.iter().find(|(n, _)| n == name)?;
+                match parse_value(text) {
+                    Ok(ArgValue::TensorType(_, dims)) => Some(dims),
+                    _ => None,
+                }
+            };
+            let instance =
+                tfn_ir::lower::instantiate_for_sizes(&lib, call.function, &[], &specs, &sizes)
+                    .map_err(|e| {
+                        format!("LOWER FAILED\n{}", render_all(&e.diagnostics, &lib.sources))
+                    })?;
+            let shapes: Option<Vec<Vec<usize>>> = instance.params.iter().map(&sizes).collect();
+            let planned =
+                tfn::pipeline::plan(&lib, &instance.graph, true).map_err(|e| e.to_string())?;
+            Ok(tfn::pipeline::graph_dot(&planned, shapes.as_deref()))
+        });
+        match dot {
+            Ok(dot) => out.push_str(&dot),
+            Err(e) => out.push_str(&e),
+        }
+    }
+    out
+}
+
 fn lower_case(case: &Case) -> String {
     print_instances(case, "lower", false)
 }
@@ -537,4 +585,9 @@ fn grad() {
 #[test]
 fn fused() {
     run_snapshot_stage("fused", fused_case);
+}
+
+#[test]
+fn graph() {
+    run_snapshot_stage("graph", graph_case);
 }

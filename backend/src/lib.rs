@@ -43,6 +43,6 @@ mod window;
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
 pub use compiler::JitCompiler;
 pub use error::{CodegenError, RunError};
-pub use executor::{CompileOptions, CompiledFunction};
+pub use executor::{CompileOptions, CompiledFunction, KernelTimes};
 pub use tensors::{TensorView, TensorViewMut};
 pub use wide::SimdLevel;

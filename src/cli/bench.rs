@@ -1,7 +1,8 @@
 //! `tfnc bench FILE FN --arg NAME=dtype[shape]...`: compile time, then median and minimum time
 //! per call on random inputs, and effective bandwidth (each input read once, each output
 //! written once). Outputs are preallocated and written with `call_into`: allocation is not
-//! included in the timings.
+//! included in the timings. `--profile` then profiles as many calls kernel by kernel
+//! ([`crate::Profile`], `docs/profiling.md`).
 
 use super::args::{parse_value, ArgValue};
 use super::{session_for, BackendArg, Outcome};
@@ -20,11 +21,16 @@ pub(super) struct BenchRequest {
     pub threads: Option<usize>,
     pub json: bool,
     pub millis: u64,
+    /// After the timing, profile as many calls kernel by kernel.
+    pub profile: bool,
 }
 
 /// The largest random input `bench` generates (4 GiB of f32), and never more bytes than
 /// `TFN_MAX_TENSOR_BYTES`.
 const MAX_ELEMENTS: usize = 1 << 30;
+
+/// The most calls `--profile` records.
+const MAX_PROFILED_CALLS: usize = 10_000;
 
 /// Random data of `shape` (same sequence for every dtype); an allocation failure is an error.
 fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Result<Tensor, String> {
@@ -53,24 +59,12 @@ fn bytes(t: &Tensor) -> usize {
     t.shape().iter().product::<usize>() * t.dtype().size_bytes()
 }
 
-fn output_buffers(results: &mut [Tensor]) -> Vec<OutputMut<'_>> {
-    results
-        .iter_mut()
-        .map(|t| match t {
-            Tensor::Bool(a) => OutputMut::Bool(a.view_mut()),
-            Tensor::I32(a) => OutputMut::I32(a.view_mut()),
-            Tensor::I64(a) => OutputMut::I64(a.view_mut()),
-            Tensor::F32(a) => OutputMut::F32(a.view_mut()),
-            Tensor::F64(a) => OutputMut::F64(a.view_mut()),
-            Tensor::I8(a) => OutputMut::I8(a.view_mut()),
-            Tensor::U8(a) => OutputMut::U8(a.view_mut()),
-            Tensor::F16(a) => OutputMut::F16(a.view_mut()),
-            Tensor::BF16(a) => OutputMut::BF16(a.view_mut()),
-        })
-        .collect()
-}
-
 pub(super) fn bench(req: BenchRequest) -> Outcome {
+    if req.profile && req.backend == BackendArg::Interp {
+        return Outcome::UsageError(
+            "--profile needs --backend jit: the interpreter runs no kernels".into(),
+        );
+    }
     let session = match session_for(&req.file, req.backend, req.threads, true) {
         Ok(s) => s,
         Err(o) => return o,
@@ -122,7 +116,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
     let compile = session.stats().compile_time;
     let mut results: Vec<Tensor> = first.into_iter().filter_map(Value::into_tensor).collect();
     let bytes_out: usize = results.iter().map(bytes).sum();
-    let mut outs = output_buffers(&mut results);
+    let mut outs: Vec<OutputMut> = results.iter_mut().map(OutputMut::from).collect();
     let mut samples: Vec<Duration> = Vec::new();
     let budget = Duration::from_millis(req.millis);
     let begin = Instant::now();
@@ -142,9 +136,20 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
         BackendArg::Interp => "interp",
     };
     let threads = session.options().threads;
+    // As many calls as were timed (memory: 8 bytes per kernel per call).
+    let profile_calls = samples.len().min(MAX_PROFILED_CALLS);
+    let profile = if req.profile {
+        match session.profile_into(&req.function, &[], &kwargs, &mut outs, profile_calls) {
+            Ok(p) => Some(p),
+            Err(e) => return Outcome::from(e),
+        }
+    } else {
+        None
+    };
     if req.json {
+        let profile = profile.map(|p| format!(",\"profile\":{}", p.to_json())).unwrap_or_default();
         outln!(
-            "{{\"function\":\"{}\",\"backend\":\"{backend}\",\"threads\":{threads},\"compile_us\":{:.1},\"first_call_us\":{:.1},\"median_us\":{:.3},\"min_us\":{:.3},\"calls\":{},\"bytes\":{},\"gbps\":{:.3}}}",
+            "{{\"function\":\"{}\",\"backend\":\"{backend}\",\"threads\":{threads},\"compile_us\":{:.1},\"first_call_us\":{:.1},\"median_us\":{:.3},\"min_us\":{:.3},\"calls\":{},\"bytes\":{},\"gbps\":{:.3}{profile}}}",
             req.function,
             compile.as_secs_f64() * 1e6,
             first_call.as_secs_f64() * 1e6,
@@ -171,6 +176,9 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
             min.as_secs_f64() * 1e6
         );
         outln!("bandwidth    {gbps:.2} GB/s effective ({} bytes per call)", bytes_in + bytes_out);
+        if let Some(p) = profile {
+            outln!("{p}");
+        }
     }
     Outcome::Ok
 }

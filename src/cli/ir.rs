@@ -30,12 +30,15 @@ pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpe
 }
 
 /// The concrete shapes `--arg` gives for each graph parameter (`None` when one is missing).
-fn concrete_shapes(args: &[(String, String)], params: &[ParamSource]) -> Option<Vec<Vec<usize>>> {
+pub(super) fn concrete_shapes(
+    args: &[(String, String)],
+    params: &[ParamSource],
+) -> Option<Vec<Vec<usize>>> {
     params.iter().map(|p| arg_shape(args, p)).collect()
 }
 
 /// The concrete shape `--arg` gives for one graph parameter.
-fn arg_shape(args: &[(String, String)], param: &ParamSource) -> Option<Vec<usize>> {
+pub(super) fn arg_shape(args: &[(String, String)], param: &ParamSource) -> Option<Vec<usize>> {
     let ParamSource::Keyword(name) = param else { return None };
     let (_, text) = args.iter().find(|(n, _)| n == name)?;
     match parse_value(text) {

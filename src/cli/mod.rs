@@ -25,6 +25,7 @@ pub mod args;
 mod bench;
 mod check;
 mod gradcheck;
+mod graph;
 mod ir;
 pub mod output;
 mod run;
@@ -135,6 +136,24 @@ pub enum Command {
         /// Minimum measuring time per configuration, in milliseconds
         #[arg(long, default_value_t = 1000)]
         millis: u64,
+        /// Then profile as many calls: per kernel its time share, µs per call, GB/s, GFLOP/s
+        #[arg(long)]
+        profile: bool,
+    },
+    /// Draw the fused graph as Graphviz DOT (stdout), or write it with -o (.dot, .gv, .svg)
+    Graph {
+        file: PathBuf,
+        function: String,
+        /// NAME=dtype[shape] or NAME=literal
+        #[arg(long = "arg", value_parser = args::parse_named)]
+        args: Vec<(String, String)>,
+        /// Write to this file instead of stdout: DOT for .dot/.gv, SVG (by Graphviz `dot`)
+        /// for .svg
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Skip the egg optimiser
+        #[arg(long)]
+        no_optimize: bool,
     },
 }
 
@@ -165,7 +184,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Gradcheck { file, function, tolerance } => {
             gradcheck::gradcheck(&file, function.as_deref(), tolerance)
         }
-        Command::Bench { file, function, args, backend, threads, json, millis } => {
+        Command::Bench { file, function, args, backend, threads, json, millis, profile } => {
             bench::bench(bench::BenchRequest {
                 file,
                 function,
@@ -174,7 +193,11 @@ pub fn run(cli: Cli) -> Outcome {
                 threads,
                 json,
                 millis,
+                profile,
             })
+        }
+        Command::Graph { file, function, args, output, no_optimize } => {
+            graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)
         }
     }
 }

@@ -29,11 +29,13 @@ use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
 
 mod liveness;
 mod loop_call;
+mod profile;
 mod state;
 mod steps;
 
 use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
+pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, State};
 use steps::{compile_kernel, Step};
 
@@ -190,8 +192,19 @@ impl CompiledFunction {
     fn execute(
         &self,
         inputs: &[TensorView<'_>],
+        outputs: Option<&mut [TensorViewMut<'_>]>,
+        externs: &dyn ExternKernels,
+    ) -> Result<Vec<Tensor>, RunError> {
+        self.execute_profiled(inputs, outputs, externs, None)
+    }
+
+    /// The executor; with `times`, each step's wall time is added to it ([`profile`]).
+    fn execute_profiled(
+        &self,
+        inputs: &[TensorView<'_>],
         mut outputs: Option<&mut [TensorViewMut<'_>]>,
         externs: &dyn ExternKernels,
+        mut times: Option<&mut KernelTimes>,
     ) -> Result<Vec<Tensor>, RunError> {
         let graph = &self.graph;
         if inputs.len() != graph.params.len() {
@@ -256,9 +269,17 @@ impl CompiledFunction {
                 }
             }
         }
-        for ((kernel, step), dead) in self.fused.kernels.iter().zip(&self.steps).zip(&self.release)
-        {
-            self.run_step(&mut st, kernel, step, externs)?;
+        let steps = self.fused.kernels.iter().zip(&self.steps).zip(&self.release);
+        for (index, ((kernel, step), dead)) in steps.enumerate() {
+            // Profiling off costs one branch per step and no clock read.
+            match times.as_deref_mut() {
+                None => self.run_step(&mut st, kernel, step, externs)?,
+                Some(times) => {
+                    let started = std::time::Instant::now();
+                    self.run_step(&mut st, kernel, step, externs)?;
+                    times.record(index, started);
+                }
+            }
             st.release(dead);
         }
         match outputs {

@@ -49,11 +49,13 @@
 //!
 //! A merge is taken only when the group graph stays acyclic, so kernels can always be ordered.
 
+mod dot;
 mod group;
 mod print;
 mod verify;
 mod view;
 
+pub use dot::print_dot;
 pub use group::fuse;
 pub use print::print_fused;
 pub use verify::verify_fused;

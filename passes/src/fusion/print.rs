@@ -56,7 +56,7 @@ fn value_list(values: &[ValueId]) -> String {
 }
 
 /// The op's name with its attributes, e.g. `sum[axes=[1], keepdim=true]`.
-fn op_text(op: &Op) -> String {
+pub(super) fn op_text(op: &Op) -> String {
     let list = |v: &[u32]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
     match op {
         Op::Param(i) => format!("param[{i}]"),

@@ -1,0 +1,121 @@
+//! A [`Profile`] as a table (its `Display`, what `tfnc bench --profile` prints) and as JSON
+//! (`tfnc bench --profile --json`).
+
+use super::Profile;
+use std::fmt::{self, Write as _};
+
+impl fmt::Display for Profile {
+    /// ```text
+    /// profile      gelu: 1 kernel(s), 4.524 µs per call (mean of the faster 5000 of 10000 calls)
+    /// kernel kind    ops                                 calls %kernels   %call   µs/call     GB/s  GFLOP/s
+    ///      0 loop    mul×6 add×2 tanh                     5000    100.0    88.4     3.999     8.19     9.22
+    ///      - outside (call overhead)                      5000        -    11.6     0.525        -        -
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "profile      {}: {} kernel(s), {:.3} µs per call (mean of the faster {} of {} calls)",
+            self.function,
+            self.kernels.len(),
+            self.micros_per_call(self.total),
+            self.counted,
+            self.calls
+        )?;
+        writeln!(
+            f,
+            "{:>6} {:<7} {:<34} {:>6} {:>8} {:>7} {:>9} {:>8} {:>8}",
+            "kernel", "kind", "ops", "calls", "%kernels", "%call", "µs/call", "GB/s", "GFLOP/s"
+        )?;
+        for k in &self.kernels {
+            writeln!(
+                f,
+                "{:>6} {:<7} {:<34} {:>6} {:>8.1} {:>7.1} {:>9.3} {:>8.2} {:>8.2}",
+                k.index,
+                k.strategy,
+                k.ops,
+                self.counted,
+                self.kernel_share(k),
+                self.call_share(k.time),
+                self.micros_per_call(k.time),
+                self.gbps(k),
+                self.gflops(k)
+            )?;
+        }
+        write!(
+            f,
+            "{:>6} {:<7} {:<34} {:>6} {:>8} {:>7.1} {:>9.3} {:>8} {:>8}",
+            "-",
+            "outside",
+            "(call overhead)",
+            self.counted,
+            "-",
+            self.call_share(self.outside()),
+            self.micros_per_call(self.outside()),
+            "-",
+            "-"
+        )
+    }
+}
+
+impl Profile {
+    /// One JSON object (no newline): `function`, `threads`, `calls` (profiled), `counted`
+    /// (the faster half the times are over), `call_us`, `kernel_us`, `outside_us`,
+    /// `outside_share`, and `kernels`, each with `id`, `kind`, `ops`, `calls`, `share` (of the
+    /// kernel time), `call_share`, `us_per_call`, `bytes`, `flops`, `gbps`, `gflops`.
+    pub fn to_json(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "{{\"function\":{},\"threads\":{},\"calls\":{},\"counted\":{},\"call_us\":{:.3},\"kernel_us\":{:.3},\"outside_us\":{:.3},\"outside_share\":{:.2},\"kernels\":[",
+            json_string(&self.function),
+            self.threads,
+            self.calls,
+            self.counted,
+            self.micros_per_call(self.total),
+            self.micros_per_call(self.kernel_time()),
+            self.micros_per_call(self.outside()),
+            self.call_share(self.outside())
+        );
+        for (i, k) in self.kernels.iter().enumerate() {
+            let _ = write!(
+                s,
+                "{}{{\"id\":{},\"kind\":{},\"ops\":{},\"calls\":{},\"share\":{:.2},\"call_share\":{:.2},\"us_per_call\":{:.3},\"bytes\":{},\"flops\":{},\"gbps\":{:.3},\"gflops\":{:.3}}}",
+                if i == 0 { "" } else { "," },
+                k.index,
+                json_string(k.strategy),
+                json_string(&k.ops),
+                self.counted,
+                self.kernel_share(k),
+                self.call_share(k.time),
+                self.micros_per_call(k.time),
+                k.bytes,
+                k.flops,
+                self.gbps(k),
+                self.gflops(k)
+            );
+        }
+        s.push_str("]}");
+        s
+    }
+}
+
+/// A JSON string literal.
+pub(crate) fn json_string(text: &str) -> String {
+    let mut s = String::with_capacity(text.len() + 2);
+    s.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}

@@ -1,0 +1,230 @@
+//! `tfnc graph` and `tfnc bench --profile` as users run them: what they print, the files
+//! they write (atomically), and every error path's exit code (2: the command line, 1: the
+//! program, the data or the environment) and message. Graphviz is replaced by scripts on a
+//! private `PATH` (a fake `dot` that works, one that fails, none at all), so the outcome
+//! never depends on what the machine has installed. Nothing here depends on timing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NN: &str = r#"
+fn gelu(Tensor x) -> Tensor {
+    return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+}
+
+fn dense(Tensor x, Tensor w, Tensor b) -> Tensor {
+    return maximum(matmul(x, w) + b, 0.0)
+}
+
+fn two(Tensor x) -> (Tensor, Tensor) {
+    let y = x * 2.0
+    return (y, sum(y, dims=[-1]))
+}
+"#;
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tfn-cli-graph-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bin")).expect("create scratch dir");
+    std::fs::write(dir.join("nn.tfn"), NN).expect("write source");
+    dir
+}
+
+/// Runs `tfnc` in `dir` with `PATH` = `dir/bin` (only the fake tools a test puts there).
+fn tfnc(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", dir.join("bin"))
+        .output()
+        .expect("run tfnc")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn expect_exit(o: &Output, code: i32, what: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: exit code\nstdout:\n{}\nstderr:\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    if code != 0 {
+        assert!(!text(&o.stderr).contains("panicked"), "{what}: {}", text(&o.stderr));
+    }
+}
+
+/// A fake Graphviz `dot` in `dir/bin`: a shell script with this body.
+#[cfg(unix)]
+fn fake_dot(dir: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("bin/dot");
+    // The script's own tools come from the system (`tfnc` runs it with a private PATH).
+    let script = format!("#!/bin/sh\nPATH=/usr/bin:/bin\n{body}\n");
+    std::fs::write(&path, script).expect("write fake dot");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+const DENSE: [&str; 9] = [
+    "graph",
+    "nn.tfn",
+    "dense",
+    "--arg",
+    "x=f32[8,16]",
+    "--arg",
+    "w=f32[16,4]",
+    "--arg",
+    "b=f32[4]",
+];
+
+#[test]
+fn graph_prints_dot_and_writes_dot_files_atomically() {
+    let dir = scratch("dot");
+    let o = tfnc(&dir, &DENSE);
+    expect_exit(&o, 0, "graph to stdout");
+    let dot = text(&o.stdout);
+    assert!(dot.contains("digraph \"dense\" {"), "{dot}");
+    for part in ["matmul over [8, 4]", "%2 = matmul(%0, %1)", "<b>b</b><br/>f32[4]", "result 0"] {
+        assert!(dot.contains(part), "missing {part}:\n{dot}");
+    }
+    assert!(dot.trim_end().ends_with('}'), "{dot}");
+    // -o x.dot writes the same text; an existing file is replaced as a whole.
+    std::fs::write(dir.join("g.dot"), "old").unwrap();
+    let o = tfnc(&dir, &[&DENSE[..], &["-o", "g.dot"]].concat());
+    expect_exit(&o, 0, "graph -o g.dot");
+    assert!(o.stdout.is_empty(), "nothing on stdout with -o");
+    assert_eq!(std::fs::read_to_string(dir.join("g.dot")).unwrap(), dot);
+    let o = tfnc(&dir, &[&DENSE[..], &["--output", "g.gv"]].concat());
+    expect_exit(&o, 0, "graph --output g.gv");
+    assert_eq!(std::fs::read_to_string(dir.join("g.gv")).unwrap(), dot);
+    // No temporary file is left behind.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
+    // Two results, symbolic sizes when an argument is a literal-free type.
+    let o = tfnc(&dir, &["graph", "nn.tfn", "two", "--arg", "x=f32[3,5]"]);
+    expect_exit(&o, 0, "two results");
+    let dot = text(&o.stdout);
+    assert!(dot.contains("result 0") && dot.contains("result 1"), "{dot}");
+    assert!(dot.contains("f32[3]"), "{dot}");
+}
+
+#[cfg(unix)]
+#[test]
+fn graph_svg_runs_graphviz_or_says_what_to_do() {
+    let dir = scratch("svg");
+    let svg_args = [&DENSE[..], &["-o", "g.svg"]].concat();
+    // No Graphviz: exit 1, the message suggests DOT, nothing is written.
+    let o = tfnc(&dir, &svg_args);
+    expect_exit(&o, 1, "svg without graphviz");
+    let err = text(&o.stderr);
+    assert!(err.contains("Graphviz") && err.contains("-o g.dot"), "{err}");
+    assert!(!dir.join("g.svg").exists());
+    // A working `dot` gets the DOT on stdin and its output becomes the file.
+    fake_dot(&dir, "[ \"$1\" = -Tsvg ] || exit 9\necho '<svg>'\ncat\necho '</svg>'");
+    let o = tfnc(&dir, &svg_args);
+    expect_exit(&o, 0, "svg with graphviz");
+    let svg = std::fs::read_to_string(dir.join("g.svg")).unwrap();
+    let dot = text(&tfnc(&dir, &DENSE).stdout);
+    assert_eq!(svg, format!("<svg>\n{dot}</svg>\n"));
+    // A failing `dot`: exit 1 with its message, and the previous file is untouched.
+    fake_dot(&dir, "cat > /dev/null\necho 'Error: syntax error in line 3' >&2\nexit 1");
+    let o = tfnc(&dir, &svg_args);
+    expect_exit(&o, 1, "svg with failing graphviz");
+    assert!(text(&o.stderr).contains("syntax error in line 3"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(dir.join("g.svg")).unwrap(), svg);
+    // A `dot` that prints nothing and succeeds is a failure too (an empty picture).
+    fake_dot(&dir, "cat > /dev/null");
+    expect_exit(&tfnc(&dir, &svg_args), 1, "svg with silent graphviz");
+    assert_eq!(std::fs::read_to_string(dir.join("g.svg")).unwrap(), svg);
+}
+
+#[test]
+fn graph_errors_exit_1_or_2_naming_the_culprit() {
+    let dir = scratch("errors");
+    std::fs::write(dir.join("bad.tfn"), "fn f(Tensor x) -> Tensor {\n    return nosuch(x)\n}\n")
+        .unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        // The command line.
+        (&["graph", "nn.tfn"], 2, "FUNCTION"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[3"], 2, "missing `]`"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x"], 2, "NAME=VALUE"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x=data.npy"], 2, "tensor type"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "g.png"], 2, ".svg"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "g"], 2, ".dot"),
+        (&["graph", "nn.tfn", "gelu", "--bogus"], 2, "--bogus"),
+        // The program or the environment.
+        (&["graph", "missing.tfn", "gelu", "--arg", "x=f32[4]"], 1, "missing.tfn"),
+        (&["graph", "bad.tfn", "f", "--arg", "x=f32[4]"], 1, "nosuch"),
+        (&["graph", "nn.tfn", "gelux", "--arg", "x=f32[4]"], 1, "gelux"),
+        (&["graph", "nn.tfn", "f\"<{x}>", "--arg", "x=f32[4]"], 1, "f\"<{x}>"),
+        (&["graph", "nn.tfn", "gelu"], 1, "missing required argument `x`"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "no/such/dir/g.dot"], 1, "g.dot"),
+        (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "bin.dot/"], 1, "bin.dot"),
+    ];
+    std::fs::create_dir_all(dir.join("bin.dot")).unwrap();
+    for (args, code, needle) in cases {
+        let o = tfnc(&dir, args);
+        let what = args.join(" ");
+        expect_exit(&o, *code, &what);
+        let err = text(&o.stderr);
+        assert!(err.contains(needle), "{what}: stderr should name {needle:?}:\n{err}");
+        assert!(o.stdout.is_empty(), "{what}: nothing on stdout");
+    }
+}
+
+#[test]
+fn bench_profile_prints_a_kernel_table_and_json() {
+    let dir = scratch("profile");
+    let args = ["bench", "nn.tfn", "dense", "--arg", "x=f32[8,16]", "--arg", "w=f32[16,4]"];
+    let args = [&args[..], &["--arg", "b=f32[4]", "--millis", "1", "--threads", "1"]].concat();
+    let o = tfnc(&dir, &[&args[..], &["--profile"]].concat());
+    expect_exit(&o, 0, "bench --profile");
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("kernel kind")).expect("header");
+    assert!(lines[header - 1].starts_with("profile      dense: 1 kernel(s)"), "{out}");
+    for col in ["ops", "calls", "%kernels", "%call", "µs/call", "GB/s", "GFLOP/s"] {
+        assert!(lines[header].contains(col), "{out}");
+    }
+    let row: Vec<&str> = lines[header + 1].split_whitespace().collect();
+    assert_eq!(&row[..5], ["0", "matmul", "matmul", "add", "maximum"], "{out}");
+    let profile: Vec<&str> = lines[header - 1].split_whitespace().collect();
+    // "... (mean of the faster N of M calls)": the kernel's calls are the N counted.
+    assert_eq!(row[5], profile[profile.len() - 4], "{out}");
+    assert_eq!(row[6], "100.0", "one kernel has all the kernel time: {out}");
+    assert!(lines[header + 2].contains("outside (call overhead)"), "{out}");
+    assert_eq!(lines.len(), header + 3, "{out}");
+    // JSON: the bench object with a `profile` member holding one entry per kernel.
+    let o = tfnc(&dir, &[&args[..], &["--profile", "--json"]].concat());
+    expect_exit(&o, 0, "bench --profile --json");
+    let json = text(&o.stdout);
+    let line = json.trim();
+    assert!(line.starts_with('{') && line.ends_with("]}}") && !line.contains('\n'), "{json}");
+    for key in [
+        "\"median_us\":",
+        "\"profile\":{\"function\":\"dense\",\"threads\":1,",
+        "\"outside_us\":",
+        "\"kernels\":[{\"id\":0,\"kind\":\"matmul\",\"ops\":\"matmul add maximum\",",
+        "\"share\":100.00,",
+        "\"bytes\":",
+        "\"flops\":1088,",
+        "\"gbps\":",
+        "\"gflops\":",
+    ] {
+        assert!(line.contains(key), "missing {key}:\n{json}");
+    }
+    assert_eq!(line.matches("\"id\":").count(), 1, "{json}");
+    // Without --profile there is no profile.
+    let o = tfnc(&dir, &[&args[..], &["--json"]].concat());
+    assert!(!text(&o.stdout).contains("profile"), "{}", text(&o.stdout));
+    // The interpreter runs no kernels: a command-line error.
+    let o = tfnc(&dir, &[&args[..], &["--profile", "--backend", "interp"]].concat());
+    expect_exit(&o, 2, "profile with the interpreter");
+    assert!(text(&o.stderr).contains("--backend jit"), "{}", text(&o.stderr));
+}
