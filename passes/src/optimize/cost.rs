@@ -36,6 +36,11 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
     }
 }
 
+/// Relative arithmetic cost per element of `mul_add`: one instruction (`vfmadd`) where a `mul`
+/// and an `add` are two, and a little less than one so that `mul_add(a, b, neg(c))` (one
+/// `vfmsub`: Cranelift folds the negation into the FMA) beats `a*b - c`.
+pub const MUL_ADD_WEIGHT: f64 = 0.75;
+
 /// Relative arithmetic cost per element of `rand_like`/`randn_like`.
 pub const RANDOM_WEIGHT: f64 = 24.0;
 
@@ -80,6 +85,7 @@ pub fn node_cost<'a>(
         Unary(u, _) => elementwise(unary_weight(*u)),
         Binary(b, _) => elementwise(binary_weight(*b)),
         Where(_) | Cast(_) => elementwise(1.0),
+        MulAdd(_) => elementwise(MUL_ADD_WEIGHT),
         // Ten Philox rounds per element, plus `randn`'s log, sqrt and cosine.
         Random(..) => elementwise(RANDOM_WEIGHT),
         Reduce(op, [x, ..]) => {
