@@ -36,10 +36,11 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
     }
 }
 
-/// Relative arithmetic cost per element of `mul_add`: one instruction (`vfmadd`) where a `mul`
-/// and an `add` are two, and a little less than one so that `mul_add(a, b, neg(c))` (one
-/// `vfmsub`: Cranelift folds the negation into the FMA) beats `a*b - c`.
-pub const MUL_ADD_WEIGHT: f64 = 0.75;
+/// Relative arithmetic cost per element of `mul_add`: one instruction (`vfmadd`), where a
+/// `mul` and an `add` are two. Not less than one: on the FMA pipes a `mul_add` is a `mul`, and
+/// `x*(y + e)` (an add and a multiply) is as cheap as `mul_add(x, y, x*e)` (two FMA-pipe
+/// instructions), so ties keep the plain form (`Binary` sorts before `MulAdd`).
+pub const MUL_ADD_WEIGHT: f64 = 1.0;
 
 /// Relative arithmetic cost per element of `rand_like`/`randn_like`.
 pub const RANDOM_WEIGHT: f64 = 24.0;

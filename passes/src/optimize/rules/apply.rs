@@ -17,6 +17,8 @@ pub enum CompiledCond {
     NotConst(Var),
     Positive(Var),
     IntDType(Var),
+    FloatDType(Var),
+    NormalProduct(Var, Var),
     PowerOfTwo(Var),
     LosslessCast(Var, Var),
     IdentityPerm(Var),
@@ -34,6 +36,8 @@ impl CompiledCond {
             Cond::NotConst(v) => CompiledCond::NotConst(var(v)?),
             Cond::Positive(v) => CompiledCond::Positive(var(v)?),
             Cond::IntDType(v) => CompiledCond::IntDType(var(v)?),
+            Cond::FloatDType(v) => CompiledCond::FloatDType(var(v)?),
+            Cond::NormalProduct(a, b) => CompiledCond::NormalProduct(var(a)?, var(b)?),
             Cond::PowerOfTwo(v) => CompiledCond::PowerOfTwo(var(v)?),
             Cond::LosslessCast(x, m) => CompiledCond::LosslessCast(var(x)?, var(m)?),
             Cond::IdentityPerm(v) => CompiledCond::IdentityPerm(var(v)?),
@@ -52,6 +56,18 @@ impl CompiledCond {
             CompiledCond::Positive(v) => data(v).is_some_and(|d| d.sign == Sign::Positive),
             CompiledCond::IntDType(v) => {
                 data(v).and_then(|d| d.ty.as_ref()).is_some_and(|t| t.dtype.is_int())
+            }
+            CompiledCond::FloatDType(v) => {
+                let ty = data(v).and_then(|d| d.ty.as_ref());
+                ty.is_some_and(|t| tfn_ir::DTypeSet::FLOAT.contains(t.dtype))
+            }
+            CompiledCond::NormalProduct(a, b) => {
+                let (Some(a), Some(b)) = (data(a), data(b)) else { return false };
+                let dtype = a.ty.as_ref().map(|t| t.dtype);
+                match (a.constant_f64(), b.constant_f64(), dtype) {
+                    (Some(x), Some(y), Some(d)) => super::fma::is_normal_product(x, y, d),
+                    _ => false,
+                }
             }
             CompiledCond::PowerOfTwo(v) => {
                 data(v).and_then(ClassData::constant_f64).is_some_and(is_exact_reciprocal)

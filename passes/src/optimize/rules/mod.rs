@@ -24,6 +24,9 @@
 //!   `a*(b+c)` may be finite. Rules may replace an overflowed intermediate by the
 //!   mathematically exact value — that is the only way a rule turns a NaN into a number;
 //! - `pow-half`/`pow-neg-half` differ only at `x = -inf` (`pow` gives `inf`/0, `sqrt` NaN).
+//! - `fma-*` and `horner-*` ([`fma`]) round once where the original rounded twice, keep the
+//!   exact product where `a*b` alone would overflow, and differ like `factor-*` where an
+//!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`).
 //!
 //! Apart from that overflow case, rules never turn NaN into a number: `x * 0` and `x - x`
 //! fold to 0 only for integer dtypes (the analysis has no finiteness facts, and `inf * 0`,
@@ -32,6 +35,7 @@
 pub mod algebra;
 pub mod apply;
 pub mod custom;
+pub mod fma;
 pub mod indexed;
 pub mod layout;
 pub mod scans;
@@ -67,6 +71,8 @@ pub enum Custom {
     /// An indexed read of an elementwise op -> the op of the reads of its operands (see
     /// [`indexed`]).
     IndexOfElementwise,
+    /// `x + y*x` -> `x*(y + 1)` (see [`fma`]).
+    FactorOut,
 }
 
 /// A side condition, checked on the analysis data of a pattern variable's e-class.
@@ -82,6 +88,11 @@ pub enum Cond {
     Positive(&'static str),
     /// The variable has an integer dtype.
     IntDType(&'static str),
+    /// The variable has a compute float dtype, `f32` or `f64` (what `mul_add` takes).
+    FloatDType(&'static str),
+    /// Both variables are float splat constants whose product is a normal, finite number of
+    /// their dtype ([`fma::is_normal_product`]).
+    NormalProduct(&'static str, &'static str),
     /// The variable is a constant `±2^k`, `|k| <= 60`, so its reciprocal is exact.
     PowerOfTwo(&'static str),
     /// `cast(?x, ?m)` loses nothing: `(x, m)` is a widening conversion.
@@ -121,6 +132,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
+        .chain([fma::FMA, fma::HORNER])
         .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
         .chain([scans::SCANS])
         .flat_map(|table| table.iter())
