@@ -19,6 +19,7 @@ pub enum CompiledCond {
     IntDType(Var),
     FloatDType(Var),
     NormalProduct(Var, Var),
+    BroadcastAlong(Var, Var),
     PowerOfTwo(Var),
     LosslessCast(Var, Var),
     IdentityPerm(Var),
@@ -38,6 +39,7 @@ impl CompiledCond {
             Cond::IntDType(v) => CompiledCond::IntDType(var(v)?),
             Cond::FloatDType(v) => CompiledCond::FloatDType(var(v)?),
             Cond::NormalProduct(a, b) => CompiledCond::NormalProduct(var(a)?, var(b)?),
+            Cond::BroadcastAlong(y, x) => CompiledCond::BroadcastAlong(var(y)?, var(x)?),
             Cond::PowerOfTwo(v) => CompiledCond::PowerOfTwo(var(v)?),
             Cond::LosslessCast(x, m) => CompiledCond::LosslessCast(var(x)?, var(m)?),
             Cond::IdentityPerm(v) => CompiledCond::IdentityPerm(var(v)?),
@@ -68,6 +70,15 @@ impl CompiledCond {
                     (Some(x), Some(y), Some(d)) => super::fma::is_normal_product(x, y, d),
                     _ => false,
                 }
+            }
+            CompiledCond::BroadcastAlong(y, x) => {
+                let shape = |v| data(v).and_then(|d| d.ty.as_ref()).map(|t| &t.shape);
+                let (Some(y), Some(x)) = (shape(y), shape(x)) else { return false };
+                let one = tfn_ir::Dim::Const(1);
+                let offset = x.rank().saturating_sub(y.rank());
+                broadcasts_to(y, x)
+                    && (y.rank() < x.rank()
+                        || y.0.iter().zip(&x.0[offset..]).any(|(a, b)| *a == one && *b != one))
             }
             CompiledCond::PowerOfTwo(v) => {
                 data(v).and_then(ClassData::constant_f64).is_some_and(is_exact_reciprocal)

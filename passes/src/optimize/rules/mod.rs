@@ -38,6 +38,7 @@ pub mod custom;
 pub mod fma;
 pub mod indexed;
 pub mod layout;
+pub mod reciprocal;
 pub mod scans;
 
 use super::analysis::TfnAnalysis;
@@ -93,6 +94,9 @@ pub enum Cond {
     /// Both variables are float splat constants whose product is a normal, finite number of
     /// their dtype ([`fma::is_normal_product`]).
     NormalProduct(&'static str, &'static str),
+    /// Tensor `.0` broadcasts to the shape of tensor `.1` and has fewer elements: a lower rank,
+    /// or size 1 on an axis where `.1` is not of constant size 1.
+    BroadcastAlong(&'static str, &'static str),
     /// The variable is a constant `±2^k`, `|k| <= 60`, so its reciprocal is exact.
     PowerOfTwo(&'static str),
     /// `cast(?x, ?m)` loses nothing: `(x, m)` is a widening conversion.
@@ -132,7 +136,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
-        .chain([fma::FMA, fma::HORNER])
+        .chain([fma::FMA, fma::HORNER, reciprocal::RECIPROCAL])
         .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
         .chain([scans::SCANS])
         .flat_map(|table| table.iter())
