@@ -20,7 +20,9 @@
 //! the exact product: `a*b + c` with `a*b` overflowing to `inf` and `c = -inf` is NaN, the
 //! FMA `-inf`) or where an infinite operand meets a zero one on one side only:
 //! `fma-one-plus` at `a = ±inf, t = 0` (`inf*(0+1) = inf`, `fma(inf, 0, inf)` NaN) and
-//! `horner-factor-*` at `x = ±inf, y = 0` (`inf + 0*inf` NaN, `inf*(0+1) = inf`).
+//! `horner-factor-*` at `x = ±inf, y = 0` (`inf + 0*inf` NaN, `inf*(0+1) = inf`). Signed zeros
+//! may change like `add-zero`'s: `a*(1 + t)` with `t = -1` or `a = -0` is `-0` where
+//! `mul_add(a, t, a)` is `+0` (gelu of `-0` and of large negative `x`).
 
 use super::Cond::*;
 use super::Custom::*;

@@ -17,7 +17,8 @@
 //! Floating-point caveats (the soundness test compares with a tolerance and treats NaN = NaN):
 //! - rounding: `factor-*`, `div-by-sqrt`, `rsqrt-*`, `sum-of-*` reassociate or fuse roundings
 //!   (within ~2 ulp per op, or n ulp for a sum of n copies, which becomes exact `c*n`);
-//! - signed zero: `add-zero`, `zero-sub`, `neg-sub` may turn `-0.0` into `+0.0` or back;
+//! - signed zero: `add-zero`, `zero-sub`, `neg-sub`, `fma-one-plus` may turn `-0.0` into `+0.0`
+//!   or back;
 //! - overflow: `log-exp` and `log1p-expm1` return `x` where `exp(x)` would overflow to `inf`
 //!   (or underflow to 0); `factor-*` can overflow where the original did not, and the other
 //!   way round: `a*b + a*c` with both products overflowing to `±inf` is NaN while
@@ -26,7 +27,9 @@
 //! - `pow-half`/`pow-neg-half` differ only at `x = -inf` (`pow` gives `inf`/0, `sqrt` NaN).
 //! - `fma-*` and `horner-*` ([`fma`]) round once where the original rounded twice, keep the
 //!   exact product where `a*b` alone would overflow, and differ like `factor-*` where an
-//!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`).
+//!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`);
+//! - `div-by-row` ([`reciprocal`]) rounds twice, and differs where `1/y` overflows (`|y|`
+//!   below `2⁻¹²⁸` in f32): `x / y` may be finite where `x * (1/y)` is infinite.
 //!
 //! Apart from that overflow case, rules never turn NaN into a number: `x * 0` and `x - x`
 //! fold to 0 only for integer dtypes (the analysis has no finiteness facts, and `inf * 0`,
