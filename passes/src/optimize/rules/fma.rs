@@ -71,7 +71,7 @@ pub(crate) fn factor_out(egraph: &mut TfnEGraph, subst: &Subst) -> Option<Id> {
 
 /// Whether `c1*c2` (splat constants of a float dtype) is a normal, finite number of that dtype,
 /// so folding `(x*c1)*c2` into `x*(c1*c2)` neither overflows nor loses precision to underflow.
-pub(crate) fn is_normal_product(c1: f64, c2: f64, dtype: tfn_ir::DType) -> bool {
+pub fn is_normal_product(c1: f64, c2: f64, dtype: tfn_ir::DType) -> bool {
     let p = c1 * c2;
     let (min, max) = match dtype {
         tfn_ir::DType::F32 => (f64::from(f32::MIN_POSITIVE), f64::from(f32::MAX)),
