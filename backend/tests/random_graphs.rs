@@ -151,13 +151,24 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
                 let y = pick(rng, &pool);
                 let y = if compatible(&tx.shape, &g.ty(y).shape) { y } else { x };
                 let shape = broadcast(&tx.shape, &g.ty(y).shape);
-                let c = g.push(
-                    Op::Binary(BinaryOp::Lt),
-                    vec![x, y],
-                    TensorType { dtype: DType::Bool, shape: shape.clone() },
-                    Default::default(),
-                );
-                g.push(Op::Where, vec![c, x, y], TensorType { dtype, shape }, Default::default())
+                if floats && x.index() % 2 == 1 {
+                    // `x*y + x` rounded once (the optimiser's FMAs).
+                    let ty = TensorType { dtype, shape };
+                    g.push(Op::MulAdd, vec![x, y, x], ty, Default::default())
+                } else {
+                    let c = g.push(
+                        Op::Binary(BinaryOp::Lt),
+                        vec![x, y],
+                        TensorType { dtype: DType::Bool, shape: shape.clone() },
+                        Default::default(),
+                    );
+                    g.push(
+                        Op::Where,
+                        vec![c, x, y],
+                        TensorType { dtype, shape },
+                        Default::default(),
+                    )
+                }
             }
             _ if tx.shape.rank() >= 1 => {
                 let r = tx.shape.rank();

@@ -33,6 +33,7 @@ fn prelude_constraints_match_the_op_table() {
                 // `iota_like` reads only its operand's shape (any dtype), like `zeros_like`.
                 Prim::IotaLike => Op::Iota { axis: 0 },
                 Prim::MatMul => Op::MatMul,
+                Prim::MulAdd => Op::MulAdd,
                 Prim::Index(kind) => Op::Index { kind, axis: 0 },
                 Prim::Window(kind, _) => Op::Window { kind, attrs: Default::default() },
                 _ => continue,

@@ -222,6 +222,10 @@ pub enum Op {
     Binary(BinaryOp),
     /// `where(cond, a, b)`, elementwise with broadcasting; 3 inputs, `cond` is `bool`.
     Where,
+    /// `mul_add(a, b, c) = a·b + c` with ONE rounding (IEEE fused multiply-add), elementwise
+    /// with broadcasting; 3 float inputs. Internal: made by the optimiser's FMA rules
+    /// (`passes/src/optimize/rules/fma.rs`), never written by users.
+    MulAdd,
     /// Elementwise conversion to `dtype`; 1 input.
     Cast(DType),
     /// Reduction over `axes` (sorted, unique, non-negative; empty never occurs after lowering:
@@ -294,7 +298,7 @@ impl Op {
             Op::Reduce { op, .. } => op.dtypes(),
             Op::ArgMax { .. } | Op::ArgMin { .. } | Op::MatMul => DTypeSet::NUMERIC,
             Op::Scan { op, .. } => op.dtypes(),
-            Op::CumprodGrad { .. } => DTypeSet::FLOAT,
+            Op::CumprodGrad { .. } | Op::MulAdd => DTypeSet::FLOAT,
             Op::Iota { .. } => DTypeSet::ALL,
             Op::Index { kind, .. } => kind.dtypes(),
             Op::Window { kind, .. } => kind.dtypes(),
@@ -323,7 +327,10 @@ impl Op {
     /// True for ops computed independently per output element from the same-index elements
     /// of their (broadcast) inputs.
     pub fn is_elementwise(&self) -> bool {
-        matches!(self, Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) | Op::Const(_))
+        matches!(
+            self,
+            Op::Unary(_) | Op::Binary(_) | Op::Where | Op::MulAdd | Op::Cast(_) | Op::Const(_)
+        )
     }
 
     /// The op's name in the IR text format.
@@ -334,6 +341,7 @@ impl Op {
             Op::Unary(u) => unary_name(*u).into(),
             Op::Binary(b) => binary_name(*b).into(),
             Op::Where => "where".into(),
+            Op::MulAdd => "mul_add".into(),
             Op::Cast(_) => "cast".into(),
             Op::Reduce { op, .. } => reduce_name(*op).into(),
             Op::ArgMax { .. } => "argmax".into(),

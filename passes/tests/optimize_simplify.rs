@@ -42,6 +42,17 @@ const CASES: &[(&str, &str, &str)] = &[
      "return %0"),
     ("cast-roundtrip", "%1 = cast %0 {to=f64} : f64[s0, s1]\n%2 = cast %1 {to=f32} : f32[s0, s1]\nreturn %2",
      "return %0"),
+    // Fused multiply-adds (rules/fma.rs): `x*e + x` is one FMA; gelu's inner polynomial
+    // `c1*(x + k*x*x*x)` is `x * mul_add(x*(k*c1), x, c1)`; `h*(t + 1)` is `mul_add(h, t, h)`;
+    // `x*y - 2` is `mul_add(x, y, -2)` (the negation folds).
+    ("fma-mul-add", "%1 = exp %0 : f32[s0, s1]\n%2 = mul %0, %1 : f32[s0, s1]\n%3 = add %2, %0 : f32[s0, s1]\nreturn %3",
+     "%1 = exp %0 : f32[s0, s1]\n%2 = mul_add %0, %1, %0 : f32[s0, s1]\nreturn %2"),
+    ("horner-gelu", "%1 = const 0.044715 : f32[]\n%2 = mul %1, %0 : f32[s0, s1]\n%3 = mul %2, %0 : f32[s0, s1]\n%4 = mul %3, %0 : f32[s0, s1]\n%5 = add %0, %4 : f32[s0, s1]\n%6 = const 0.7978846 : f32[]\n%7 = mul %6, %5 : f32[s0, s1]\nreturn %7",
+     "%1 = const 0.035677406936883926 : f32[]\n%2 = mul %0, %1 : f32[s0, s1]\n%3 = const 0.7978845834732056 : f32[]\n%4 = mul_add %2, %0, %3 : f32[s0, s1]\n%5 = mul %0, %4 : f32[s0, s1]\nreturn %5"),
+    ("fma-one-plus", "%1 = tanh %0 : f32[s0, s1]\n%2 = const 1.0 : f32[]\n%3 = add %2, %1 : f32[s0, s1]\n%4 = const 0.5 : f32[]\n%5 = mul %4, %0 : f32[s0, s1]\n%6 = mul %5, %3 : f32[s0, s1]\nreturn %6",
+     "%1 = const 0.5 : f32[]\n%2 = mul %0, %1 : f32[s0, s1]\n%3 = tanh %0 : f32[s0, s1]\n%4 = mul_add %2, %3, %2 : f32[s0, s1]\nreturn %4"),
+    ("fma-sub-const", "%1 = exp %0 : f32[s0, s1]\n%2 = mul %0, %1 : f32[s0, s1]\n%3 = const 2.0 : f32[]\n%4 = sub %2, %3 : f32[s0, s1]\nreturn %4",
+     "%1 = exp %0 : f32[s0, s1]\n%2 = const -2.0 : f32[]\n%3 = mul_add %0, %1, %2 : f32[s0, s1]\nreturn %3"),
     ("reshape-reshape", "%1 = reshape %0 : f32[s1, s0]\n%2 = reshape %1 : f32[s0, s1]\nreturn %2",
      "return %0"),
 ];

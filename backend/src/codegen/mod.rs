@@ -1145,6 +1145,7 @@ impl Emitter<'_> {
                 ops::emit_binary(b, width, *op, arg_dtype, arg(0)?, arg(1)?, y_not_nan)
             }
             Op::Where => Ok(ops::blend(b, arg(0)?, arg(1)?, arg(2)?)),
+            Op::MulAdd => Ok(ops::mul_add(b, arg(0)?, arg(1)?, arg(2)?)),
             Op::Cast(to) => ops::emit_cast(b, width, arg_dtype, *to, arg(0)?),
             Op::BroadcastTo => arg(0),
             // Its index operand already holds the index (see `eval_ref`).

@@ -150,6 +150,13 @@ fn int_const(
 }
 
 /// `mask ? x : y` for a bool (scalar i8 or lane mask) `mask`.
+/// `mul_add(a, b, c)`: Cranelift's `fma`, one rounding on every host — `vfmadd` where the CPU
+/// has FMA (and `vfmsub`/`vfnmadd` when an operand is a negation), a `fmaf`/`fma` libcall per
+/// lane otherwise — so it agrees bit for bit with the interpreter's `mul_add`.
+pub(crate) fn mul_add(b: &mut FunctionBuilder, x: Value, y: Value, z: Value) -> Value {
+    b.ins().fma(x, y, z)
+}
+
 pub(crate) fn blend(b: &mut FunctionBuilder, mask: Value, x: Value, y: Value) -> Value {
     let ty = b.func.dfg.value_type(x);
     if !ty.is_vector() {

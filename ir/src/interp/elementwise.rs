@@ -1,4 +1,4 @@
-//! Elementwise ops: unary, binary (with broadcasting) and `where`.
+//! Elementwise ops: unary, binary (with broadcasting), `where` and `mul_add`.
 //!
 //! Each (op, dtype) pair is its own monomorphised `mapv`/`Zip` loop over the one per-element
 //! definition in [`super::scalar`] (which constant folding calls too).
@@ -126,6 +126,33 @@ pub(crate) fn binary(op: BinaryOp, lhs: &Tensor, rhs: &Tensor) -> OpResult {
         }
         _ => return Err(OpError::Internal("operands have different dtypes".into())),
     }))
+}
+
+/// `mul_add(a, b, c)`: one rounding per element ([`scalar::float_mul_add`]), broadcasting.
+pub(crate) fn mul_add(a: &Tensor, b: &Tensor, c: &Tensor) -> OpResult {
+    fn zip<T: scalar::FloatElem>(
+        a: &ArrayD<T>,
+        b: &ArrayD<T>,
+        c: &ArrayD<T>,
+    ) -> Result<ArrayD<T>, OpError> {
+        let shape = broadcast_shapes(&[a.shape(), b.shape(), c.shape()])?;
+        let (av, bv, cv) = (view_as(a, &shape)?, view_as(b, &shape)?, view_as(c, &shape)?);
+        Ok(Zip::from(&av)
+            .and(&bv)
+            .and(&cv)
+            .map_collect(|&x, &y, &z| scalar::float_mul_add(x, y, z)))
+    }
+    match (a, b, c) {
+        (Tensor::F32(x), Tensor::F32(y), Tensor::F32(z)) => Ok(Tensor::F32(zip(x, y, z)?)),
+        (Tensor::F64(x), Tensor::F64(y), Tensor::F64(z)) => Ok(Tensor::F64(zip(x, y, z)?)),
+        (Tensor::F32(_) | Tensor::F64(_), _, _) => Err(OpError::Internal(format!(
+            "`mul_add` operands have different dtypes ({}, {}, {})",
+            a.dtype(),
+            b.dtype(),
+            c.dtype()
+        ))),
+        _ => Err(OpError::Unsupported(a.dtype())),
+    }
 }
 
 fn zip3<T: Copy>(c: &ArrayD<bool>, a: &ArrayD<T>, b: &ArrayD<T>) -> Result<ArrayD<T>, OpError> {

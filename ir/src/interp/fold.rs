@@ -77,6 +77,12 @@ pub fn fold_binary(op: BinaryOp, dtype: DType, a: Scalar, b: Scalar) -> Option<S
     scalar(&elementwise::binary(op, &tensor(a, dtype)?, &tensor(b, dtype)?).ok()?)
 }
 
+/// `mul_add(a, b, c)` for float constants of `dtype` (one rounding, like the interpreter).
+pub fn fold_mul_add(dtype: DType, a: Scalar, b: Scalar, c: Scalar) -> Option<Scalar> {
+    let t = |s| tensor(s, dtype);
+    scalar(&elementwise::mul_add(&t(a)?, &t(b)?, &t(c)?).ok()?)
+}
+
 /// `cast(x, to)` for a constant `x` of dtype `from`.
 pub fn fold_cast(from: DType, to: DType, x: Scalar) -> Option<Scalar> {
     scalar(&cast::cast(&tensor(x, from)?, to))

@@ -18,7 +18,7 @@
 //! - Bool: `eq`, `ne` and `logical_*` only (the op table gives bools no order and no arithmetic).
 //! - Every (op, dtype) pair outside the op table ([`crate::op::Op::operand_dtypes`]) is an
 //!   error; the per-element definitions are [`scalar`], which constant folding
-//!   ([`fold_unary`], [`fold_binary`], [`fold_cast`]) also runs.
+//!   ([`fold_unary`], [`fold_binary`], [`fold_mul_add`], [`fold_cast`]) also runs.
 //! - Reductions over axes of size 0: `sum` = 0, `prod` = 1, `mean` = NaN, `max`/`min` fail with
 //!   [`InterpError::ZeroSizeReduction`]. `f32` sums, means and products accumulate in `f64`.
 //!   `argmax` returns the first index of the maximum, a NaN counting as the maximum;
@@ -50,7 +50,7 @@ mod shape_ops;
 mod window;
 
 pub use crate::op_index::row_major_strides;
-pub use fold::{fold_binary, fold_cast, fold_cast_value, fold_unary};
+pub use fold::{fold_binary, fold_cast, fold_cast_value, fold_mul_add, fold_unary};
 
 use crate::attr::Attr;
 use crate::bind::{bind_sizes, try_concrete_shape, BindError};
@@ -356,6 +356,10 @@ fn eval_node(
         Op::Where => {
             arity(args, 3)?;
             elementwise::select(args[0], args[1], args[2])
+        }
+        Op::MulAdd => {
+            arity(args, 3)?;
+            elementwise::mul_add(args[0], args[1], args[2])
         }
         Op::Cast(to) => {
             arity(args, 1)?;

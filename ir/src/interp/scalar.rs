@@ -53,6 +53,9 @@ pub trait FloatElem: Copy + PartialOrd + std::ops::Neg<Output = Self> {
     fn sinh(self) -> Self;
     fn cosh(self) -> Self;
     fn atan2(self, x: Self) -> Self;
+    /// `self·y + z` rounded once (IEEE 754 fusedMultiplyAdd; Rust's `mul_add`, a libm call
+    /// where the CPU has no FMA instruction: correctly rounded either way).
+    fn mul_add(self, y: Self, z: Self) -> Self;
 }
 
 macro_rules! float_elem {
@@ -174,6 +177,10 @@ macro_rules! float_elem {
             fn atan2(self, x: $t) -> $t {
                 $atan2(self, x)
             }
+            #[inline(always)]
+            fn mul_add(self, y: $t, z: $t) -> $t {
+                <$t>::mul_add(self, y, z)
+            }
         }
     };
 }
@@ -216,6 +223,13 @@ float_elem!(
     libm::cosh,
     libm::atan2
 );
+
+/// `mul_add(a, b, c) = a·b + c` with one rounding ([`crate::op::Op::MulAdd`]): NaN if any
+/// operand is NaN or for `0·inf`, `inf - inf`; no intermediate overflow of `a·b`.
+#[inline(always)]
+pub fn float_mul_add<T: FloatElem>(a: T, b: T, c: T) -> T {
+    a.mul_add(b, c)
+}
 
 /// A unary op on a float; `None` for `logical_not`, `bitwise_not` and the predicates (see
 /// [`predicate`]).

@@ -89,7 +89,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         | Op::BroadcastTo
         | Op::Slice { .. } => (1, 1),
         Op::Binary(_) | Op::MatMul | Op::CumprodGrad { .. } => (2, 2),
-        Op::Where => (3, 3),
+        Op::Where | Op::MulAdd => (3, 3),
         Op::Concat { .. } => (1, usize::MAX),
         Op::Index { kind, .. } => (kind.arity(), kind.arity()),
         Op::Window { kind, .. } => kind.arity(),
@@ -161,6 +161,21 @@ pub fn infer(
                     format!("cannot broadcast {}, {} and {}", c.shape, x.shape, y.shape)
                 })?;
             same(x.dtype, shape)
+        }
+        Op::MulAdd => {
+            let (a, b, c) = (inputs[0], inputs[1], inputs[2]);
+            if a.dtype != b.dtype || a.dtype != c.dtype {
+                return Err(format!(
+                    "operand dtypes differ: {}, {}, {}",
+                    a.dtype, b.dtype, c.dtype
+                ));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape)
+                .and_then(|s| broadcast_shapes(&s, &c.shape))
+                .ok_or_else(|| {
+                    format!("cannot broadcast {}, {} and {}", a.shape, b.shape, c.shape)
+                })?;
+            same(a.dtype, shape)
         }
         Op::Cast(d) => same(*d, inputs[0].shape.clone()),
         Op::Reduce { axes, keepdim, .. } => {

@@ -21,6 +21,8 @@ pub enum Prim {
     /// `add.scalar(x, y)`: the scalar becomes a constant of `x`'s dtype.
     BinaryScalar(BinaryOp),
     Where,
+    /// The internal `mul_add(x, y, z)` (declared in `grads.tfn`): [`Op::MulAdd`].
+    MulAdd,
     Cast,
     Reduce(ReduceOp),
     ArgMax,
@@ -74,6 +76,7 @@ pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
             elementwise.or(reduce.map(Prim::Reduce)).or_else(|| {
                 Some(match name {
                     "where" => Prim::Where,
+                    "mul_add" => Prim::MulAdd,
                     "cast" => Prim::Cast,
                     "argmax" => Prim::ArgMax,
                     "argmin" => Prim::ArgMin,
@@ -143,6 +146,7 @@ impl Lowerer<'_> {
                 self.elementwise(Op::Binary(b), call, &names)
             }
             Prim::Where => self.elementwise(Op::Where, call, &["cond", "x", "y"]),
+            Prim::MulAdd => self.elementwise(Op::MulAdd, call, &["x", "y", "z"]),
             Prim::BinaryScalar(b) => {
                 let x = call.tensor("x")?;
                 let dtype = self.graph.ty(x).dtype;

@@ -46,6 +46,7 @@ pub fn narrows_result(op: &Op) -> bool {
         | Op::Index { .. }
         | Op::Scan { .. }
         | Op::CumprodGrad { .. }
+        | Op::MulAdd
         | Op::Window { .. }
         | Op::Iota { .. } => true,
         Op::Param(_)

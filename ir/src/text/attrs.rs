@@ -126,6 +126,7 @@ impl Attrs<'_> {
         }
         Ok(match name {
             "where" => Op::Where,
+            "mul_add" => Op::MulAdd,
             "matmul" => Op::MatMul,
             "reshape" => Op::Reshape,
             "broadcast_to" => Op::BroadcastTo,

@@ -171,6 +171,7 @@ fn node_text(node: &Node) -> String {
         Op::Unary(_)
         | Op::Binary(_)
         | Op::Where
+        | Op::MulAdd
         | Op::MatMul
         | Op::Reshape
         | Op::BroadcastTo

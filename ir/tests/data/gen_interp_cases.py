@@ -252,6 +252,80 @@ for dt in DT:
     r = g.node(f"where {pc}, {pa}, {pb}", dt, (2, 4, 3))
     case(f"where_{dt}", g, [r], [cond, a, bb], [np.where(cond, a, bb)])
 
+# ---------------------------------------------------------------- mul_add
+# `a*b + c` rounded once (IEEE fma). NumPy has no fma: the expected values are the exact
+# rational a*b + c (Fractions) rounded to nearest-even in the dtype, computed here.
+from fractions import Fraction
+
+
+def round_f32(fr):
+    f = float(fr)  # correctly rounded to f64, then fixed up for double rounding
+    c = np.float32(f)
+    if not np.isfinite(c):
+        return c
+    best = c
+    for n in (np.nextafter(c, np.float32(-np.inf)), np.nextafter(c, np.float32(np.inf))):
+        if not np.isfinite(n):
+            continue
+        dn, db = abs(Fraction(float(n)) - fr), abs(Fraction(float(best)) - fr)
+        if dn < db or (dn == db and int(n.view(np.int32)) % 2 == 0):
+            best = n
+    return best
+
+
+def exact_fma(a, b, c, dt):
+    out = np.empty(np.broadcast(a, b, c).shape, DT[dt])
+    for idx, (x, y, z) in zip(np.ndindex(out.shape), np.broadcast(a, b, c)):
+        x, y, z = float(x), float(y), float(z)
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            out[idx] = x * y + z  # inf/NaN: the same in f64 without intermediate rounding issues
+            continue
+        fr = Fraction(x) * Fraction(y) + Fraction(z)
+        try:
+            out[idx] = round_f32(fr) if dt == "f32" else float(fr)
+        except OverflowError:
+            out[idx] = math.inf if fr > 0 else -math.inf
+    return out
+
+
+fma_rng = np.random.default_rng(14)  # its own stream: the later cases keep their values
+for dt in ["f32", "f64"]:
+    t = DT[dt]
+    e = 2.0 ** (-20 if dt == "f32" else -40)
+    # Cancellation: a*b rounded loses the low bits that a*b + c keeps.
+    a = np.array([1 + e, 1 - e, 3.0, 0.1, -0.7, 1e30 if dt == "f32" else 1e300, math.inf, 0.0,
+                  math.nan, 2.5, -0.0, 0.0], t)
+    b = np.array([1 + e, 1 + e, 1 / 3, 0.3, 0.7, 1e10 if dt == "f32" else 1e10, 0.0, math.inf,
+                  1.0, math.inf, 5.0, -5.0], t)
+    c = np.array([0, 0, -1.0, 0, 0, -3e38 if dt == "f32" else -1.7e308, 1.0, -1.0, 1.0,
+                  -math.inf, 0.0, 0.0], t)
+    # Scaled so that the residual a*b - fl(a*b) is far above the test tolerance (mul then
+    # add gives 0 there; the exact answer is >= 1e-3).
+    for i in (0, 1, 3, 4):
+        a[i] *= t(2.0 ** (40 if dt == "f32" else 80))
+    c[0] = -t(a[0] * b[0])
+    c[1] = -t(a[1] * b[1])
+    c[3] = -t(a[3] * b[3])
+    c[4] = -t(a[4] * b[4])
+    binary_like = G()
+    pa, pb, pc = (binary_like.param(n, dt, v.shape) for n, v in (("a", a), ("b", b), ("c", c)))
+    r = binary_like.node(f"mul_add {pa}, {pb}, {pc}", dt, a.shape)
+    case(f"mul_add_{dt}", binary_like, [r], [a, b, c], [exact_fma(a, b, c, dt)])
+    # Broadcasting, random values with the product's rounding error as the answer.
+    a = fma_rng.standard_normal((2, 1)).astype(t)
+    b = fma_rng.standard_normal((3,)).astype(t)
+    c = -(a * b).astype(t)
+    g = G()
+    pa, pb, pc = g.param("a", dt, a.shape), g.param("b", dt, b.shape), g.param("c", dt, c.shape)
+    r = g.node(f"mul_add {pa}, {pb}, {pc}", dt, (2, 3))
+    case(f"mul_add_broadcast_{dt}", g, [r], [a, b, c], [exact_fma(a, b, c, dt)])
+for dt in ["i32", "i64", "bool"]:
+    v = np.array([1, 0], DT[dt])
+    g = G()
+    pa, pb, pc = g.param("a", dt, v.shape), g.param("b", dt, v.shape), g.param("c", dt, v.shape)
+    r = g.node(f"mul_add {pa}, {pb}, {pc}", dt, v.shape)
+    case(f"mul_add_{dt}", g, [r], [v, v, v], error="is not defined for")
+
 # ---------------------------------------------------------------- cast
 def sat_cast(v, dt):
     info = np.iinfo(DT[dt])

@@ -104,6 +104,12 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
             vec![one("cond", input(0)?), one("x", input(1)?), one("y", input(2)?)],
             vec![],
         ),
+        // Internal (made by the optimiser); declared in `grads.tfn` with its `grad` block.
+        Op::MulAdd => plain(
+            "mul_add",
+            vec![one("x", input(0)?), one("y", input(1)?), one("z", input(2)?)],
+            vec![],
+        ),
         Op::Cast(d) => {
             plain("cast", vec![one("x", input(0)?)], vec![("dtype".into(), Attr::DType(*d))])
         }

@@ -104,6 +104,7 @@ impl Walk<'_> {
             Op::Unary(_)
             | Op::Binary(_)
             | Op::Where
+            | Op::MulAdd
             | Op::Cast(_)
             | Op::BroadcastTo
             | Op::Full { .. }

@@ -15,7 +15,7 @@
 //! Two classes that a rule merges must have equal types: the analysis keeps the first and
 //! counts a conflict (a bug in a rule; tests assert there are none).
 
-use super::fold::{fold_binary, fold_cast, fold_unary, scalar_of_dtype};
+use super::fold::{fold_binary, fold_cast, fold_mul_add, fold_unary, scalar_of_dtype};
 use super::infer::{dim_of, infer_type};
 use super::language::{FloatBits, TfnNode};
 use egg::{Analysis, DidMerge, EGraph, Id};
@@ -148,6 +148,7 @@ fn fold<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassData)
             Scalar::Bool(false) => c(*b),
             _ => None,
         },
+        MulAdd([a, b, z]) => fold_mul_add(ty.dtype, c(*a)?, c(*b)?, c(*z)?),
         Cast([_, x]) => fold_cast(dtype_of(*x)?, ty.dtype, c(*x)?),
         Reshape([x, _]) | Transpose([x, _]) | BroadcastTo([x, _]) => c(*x),
         Reduce(op, [x, axes, _]) => {
@@ -196,6 +197,16 @@ fn sign_of<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassDa
             let (a, b) = (s(*x), s(*y));
             if a.min(b) >= Sign::NonNegative {
                 a.max(b)
+            } else {
+                Sign::Unknown
+            }
+        }
+        // One rounding of `a·b + c`: as `add` of a product (rounding is monotone, so
+        // `a·b ≥ 0, c > 0` stays `≥ c > 0`).
+        MulAdd([a, b, c]) => {
+            let p = if a == b { Sign::NonNegative } else { at_most_nonneg(s(*a).min(s(*b))) };
+            if p.min(s(*c)) >= Sign::NonNegative {
+                p.max(s(*c))
             } else {
                 Sign::Unknown
             }

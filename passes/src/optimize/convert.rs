@@ -85,6 +85,10 @@ pub fn add_graph(
                 arity(3)?;
                 TfnNode::Where([inputs[0], inputs[1], inputs[2]])
             }
+            Op::MulAdd => {
+                arity(3)?;
+                TfnNode::MulAdd([inputs[0], inputs[1], inputs[2]])
+            }
             Op::Cast(to) => {
                 arity(1)?;
                 TfnNode::Cast([egraph.add(TfnNode::DType(*to)), inputs[0]])

@@ -36,6 +36,12 @@ pub fn unary_weight(u: UnaryOp) -> f64 {
     }
 }
 
+/// Relative arithmetic cost per element of `mul_add`: one instruction (`vfmadd`), where a
+/// `mul` and an `add` are two. Not less than one: on the FMA pipes a `mul_add` is a `mul`, and
+/// `x*(y + e)` (an add and a multiply) is as cheap as `mul_add(x, y, x*e)` (two FMA-pipe
+/// instructions), so ties keep the plain form (`Binary` sorts before `MulAdd`).
+pub const MUL_ADD_WEIGHT: f64 = 1.0;
+
 /// Relative arithmetic cost per element of `rand_like`/`randn_like`.
 pub const RANDOM_WEIGHT: f64 = 24.0;
 
@@ -80,6 +86,7 @@ pub fn node_cost<'a>(
         Unary(u, _) => elementwise(unary_weight(*u)),
         Binary(b, _) => elementwise(binary_weight(*b)),
         Where(_) | Cast(_) => elementwise(1.0),
+        MulAdd(_) => elementwise(MUL_ADD_WEIGHT),
         // Ten Philox rounds per element, plus `randn`'s log, sqrt and cosine.
         Random(..) => elementwise(RANDOM_WEIGHT),
         Reduce(op, [x, ..]) => {

@@ -1,7 +1,9 @@
 //! Deterministic extraction: the cheapest term of each e-class under [`super::cost`].
 //!
 //! A bottom-up fixpoint over the e-classes in ascending id order picks, per class, the node of
-//! least tree cost (shared sub-terms counted per use, like egg's `Extractor`); ties go to the
+//! least tree cost (shared sub-terms counted per use, like egg's `Extractor`, except that a
+//! class that is several operands of one node — `x*x`, `mul_add(a, t, a)` — counts once, as it
+//! is computed once); ties go to the
 //! smallest node in `TfnNode`'s derived order. No hash-map iteration order reaches the result,
 //! so the same e-graph always gives the same term. The chosen terms of several roots are then
 //! laid out as one `RecExpr` DAG, each e-class once.
@@ -47,8 +49,15 @@ pub fn best_nodes(
                 }
                 let mut total = node_cost(node, &class.data, |c| &egraph[c].data);
                 let mut complete = true;
+                let mut seen: Vec<Id> = Vec::with_capacity(node.children().len());
                 for c in node.children() {
-                    match best.get(&egraph.find(*c)) {
+                    let c = egraph.find(*c);
+                    // A class that is several operands of one node is computed once.
+                    if seen.contains(&c) {
+                        continue;
+                    }
+                    seen.push(c);
+                    match best.get(&c) {
                         Some((cost, _)) => total += cost,
                         None => complete = false,
                     }

@@ -6,7 +6,7 @@
 use tfn_ir::storage::bits;
 use tfn_ir::{DType, Scalar};
 
-pub use tfn_ir::interp::{fold_binary, fold_cast, fold_unary};
+pub use tfn_ir::interp::{fold_binary, fold_cast, fold_mul_add, fold_unary};
 
 /// Converts a literal to a constant of `dtype` (`None` if it does not fit exactly).
 pub fn scalar_of_dtype(value: Scalar, dtype: DType) -> Option<Scalar> {

@@ -60,6 +60,7 @@ pub fn inferred_op(
         N::Unary(u, c) => (Op::Unary(*u), c),
         N::Binary(b, c) => (Op::Binary(*b), c),
         N::Where(c) => (Op::Where, c),
+        N::MulAdd(c) => (Op::MulAdd, c),
         N::Cast([d, x]) => match attr(*d) {
             Some(AttrValue::DType(d)) => (Op::Cast(d), one(x)),
             other => return Err(attr_error("a dtype", other)),

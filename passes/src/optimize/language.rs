@@ -13,6 +13,7 @@
 //! (const f32 1.0)                   rank-0 constant
 //! (full f32 0.0 (shape s0 3))       constant tensor of a shape
 //! (exp ?x) (add ?x ?y) (where ?c ?a ?b) (cast f64 ?x)
+//! (mul_add ?a ?b ?c)                a·b + c, one rounding
 //! (sum ?x (list 0 1) false)         reduce: input, axes, keepdim
 //! (argmax ?x 1 false)               input, axis, keepdim (also argmin)
 //! (iota i64 1 (shape s0 3))         dtype, axis, shape (`iota_like` and `arange`)
@@ -96,6 +97,8 @@ pub enum TfnNode {
     Binary(BinaryOp, [Id; 2]),
     /// `(where cond a b)`.
     Where([Id; 3]),
+    /// `(mul_add a b c)`: `a·b + c` rounded once.
+    MulAdd([Id; 3]),
     /// `(cast dtype x)`.
     Cast([Id; 2]),
     /// `(sum x axes keepdim)` and the other reductions.
@@ -173,6 +176,7 @@ impl Language for TfnNode {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &[],
             List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) | Window(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
+            MulAdd(c) => c,
             Random(_, c) => c,
             Scan(_, c) => c,
             CumprodGrad(c) => c,
@@ -194,6 +198,7 @@ impl Language for TfnNode {
             Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) => &mut [],
             List(c) | Shape(c) | Concat(c) | Extern(c) | Index(_, c) | Window(_, c) => c,
             Param(c) | Where(c) | Reduce(_, c) | ArgMax(c) | ArgMin(c) | Iota(c) | Full(c) => c,
+            MulAdd(c) => c,
             Random(_, c) => c,
             Scan(_, c) => c,
             CumprodGrad(c) => c,
@@ -227,6 +232,7 @@ impl TfnNode {
             Unary(u, _) => tfn_ir::op::unary_name(*u).into(),
             Binary(b, _) => tfn_ir::op::binary_name(*b).into(),
             Where(_) => "where".into(),
+            MulAdd(_) => "mul_add".into(),
             Cast(_) => "cast".into(),
             Reduce(r, _) => tfn_ir::op::reduce_name(*r).into(),
             ArgMax(_) => "argmax".into(),
@@ -345,6 +351,7 @@ impl egg::FromOp for TfnNode {
             "param" => fixed(&children).map(Param),
             "const" => fixed(&children).map(Const),
             "where" => fixed(&children).map(Where),
+            "mul_add" => fixed(&children).map(MulAdd),
             "cast" => fixed(&children).map(Cast),
             "argmax" => fixed(&children).map(ArgMax),
             "argmin" => fixed(&children).map(ArgMin),
@@ -381,6 +388,7 @@ mod tests {
             "(randn_like f64 (shape s0 3) (param 0 i64 (shape)))",
             "(const f32 nan)",
             "(slice (param 0 f32 (shape 5)) 0 1 (list) -1 (shape 2))",
+            "(mul_add (param 0 f32 (shape 3)) (const f32 2.0) (param 1 f32 (shape 1)))",
         ];
         for text in cases {
             let expr: RecExpr<TfnNode> = text.parse().expect("parses");

@@ -17,6 +17,9 @@ pub enum CompiledCond {
     NotConst(Var),
     Positive(Var),
     IntDType(Var),
+    FloatDType(Var),
+    NormalProduct(Var, Var),
+    BroadcastAlong(Var, Var),
     PowerOfTwo(Var),
     LosslessCast(Var, Var),
     IdentityPerm(Var),
@@ -34,6 +37,9 @@ impl CompiledCond {
             Cond::NotConst(v) => CompiledCond::NotConst(var(v)?),
             Cond::Positive(v) => CompiledCond::Positive(var(v)?),
             Cond::IntDType(v) => CompiledCond::IntDType(var(v)?),
+            Cond::FloatDType(v) => CompiledCond::FloatDType(var(v)?),
+            Cond::NormalProduct(a, b) => CompiledCond::NormalProduct(var(a)?, var(b)?),
+            Cond::BroadcastAlong(y, x) => CompiledCond::BroadcastAlong(var(y)?, var(x)?),
             Cond::PowerOfTwo(v) => CompiledCond::PowerOfTwo(var(v)?),
             Cond::LosslessCast(x, m) => CompiledCond::LosslessCast(var(x)?, var(m)?),
             Cond::IdentityPerm(v) => CompiledCond::IdentityPerm(var(v)?),
@@ -52,6 +58,27 @@ impl CompiledCond {
             CompiledCond::Positive(v) => data(v).is_some_and(|d| d.sign == Sign::Positive),
             CompiledCond::IntDType(v) => {
                 data(v).and_then(|d| d.ty.as_ref()).is_some_and(|t| t.dtype.is_int())
+            }
+            CompiledCond::FloatDType(v) => {
+                let ty = data(v).and_then(|d| d.ty.as_ref());
+                ty.is_some_and(|t| tfn_ir::DTypeSet::FLOAT.contains(t.dtype))
+            }
+            CompiledCond::NormalProduct(a, b) => {
+                let (Some(a), Some(b)) = (data(a), data(b)) else { return false };
+                let dtype = a.ty.as_ref().map(|t| t.dtype);
+                match (a.constant_f64(), b.constant_f64(), dtype) {
+                    (Some(x), Some(y), Some(d)) => super::fma::is_normal_product(x, y, d),
+                    _ => false,
+                }
+            }
+            CompiledCond::BroadcastAlong(y, x) => {
+                let shape = |v| data(v).and_then(|d| d.ty.as_ref()).map(|t| &t.shape);
+                let (Some(y), Some(x)) = (shape(y), shape(x)) else { return false };
+                let one = tfn_ir::Dim::Const(1);
+                let offset = x.rank().saturating_sub(y.rank());
+                broadcasts_to(y, x)
+                    && (y.rank() < x.rank()
+                        || y.0.iter().zip(&x.0[offset..]).any(|(a, b)| *a == one && *b != one))
             }
             CompiledCond::PowerOfTwo(v) => {
                 data(v).and_then(ClassData::constant_f64).is_some_and(is_exact_reciprocal)

@@ -75,6 +75,7 @@ impl CustomApplier {
                 Some(egraph.add(TfnNode::Binary(BinaryOp::Mul, [x, r])))
             }
             Custom::ReduceOfBroadcast => self.reduce_of_broadcast(egraph, subst),
+            Custom::FactorOut => super::fma::factor_out(egraph, subst),
             Custom::IndexOfElementwise => {
                 super::indexed::index_of_elementwise(egraph, self.index?, eclass, subst)
             }

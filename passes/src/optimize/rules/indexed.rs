@@ -68,7 +68,7 @@ pub fn index_of_elementwise(
         let operands: Vec<Id> = match &node {
             TfnNode::Unary(_, [a]) | TfnNode::Cast([_, a]) => vec![*a],
             TfnNode::Binary(_, [a, b]) => vec![*a, *b],
-            TfnNode::Where([c, a, b]) => vec![*c, *a, *b],
+            TfnNode::Where([c, a, b]) | TfnNode::MulAdd([c, a, b]) => vec![*c, *a, *b],
             _ => continue,
         };
         let roles: Option<Vec<Operand>> = operands
@@ -100,6 +100,7 @@ pub fn index_of_elementwise(
             (TfnNode::Cast([dtype, _]), [a]) => TfnNode::Cast([*dtype, *a]),
             (TfnNode::Binary(op, _), [a, b]) => TfnNode::Binary(*op, [*a, *b]),
             (TfnNode::Where(_), [c, a, b]) => TfnNode::Where([*c, *a, *b]),
+            (TfnNode::MulAdd(_), [a, b, c]) => TfnNode::MulAdd([*a, *b, *c]),
             _ => continue,
         };
         return Some(egraph.add(rebuilt));

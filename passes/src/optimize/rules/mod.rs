@@ -17,13 +17,19 @@
 //! Floating-point caveats (the soundness test compares with a tolerance and treats NaN = NaN):
 //! - rounding: `factor-*`, `div-by-sqrt`, `rsqrt-*`, `sum-of-*` reassociate or fuse roundings
 //!   (within ~2 ulp per op, or n ulp for a sum of n copies, which becomes exact `c*n`);
-//! - signed zero: `add-zero`, `zero-sub`, `neg-sub` may turn `-0.0` into `+0.0` or back;
+//! - signed zero: `add-zero`, `zero-sub`, `neg-sub`, `fma-one-plus` may turn `-0.0` into `+0.0`
+//!   or back;
 //! - overflow: `log-exp` and `log1p-expm1` return `x` where `exp(x)` would overflow to `inf`
 //!   (or underflow to 0); `factor-*` can overflow where the original did not, and the other
 //!   way round: `a*b + a*c` with both products overflowing to `±inf` is NaN while
 //!   `a*(b+c)` may be finite. Rules may replace an overflowed intermediate by the
 //!   mathematically exact value — that is the only way a rule turns a NaN into a number;
 //! - `pow-half`/`pow-neg-half` differ only at `x = -inf` (`pow` gives `inf`/0, `sqrt` NaN).
+//! - `fma-*` and `horner-*` ([`fma`]) round once where the original rounded twice, keep the
+//!   exact product where `a*b` alone would overflow, and differ like `factor-*` where an
+//!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`);
+//! - `div-by-row` ([`reciprocal`]) rounds twice, and differs where `1/y` overflows (`|y|`
+//!   below `2⁻¹²⁸` in f32): `x / y` may be finite where `x * (1/y)` is infinite.
 //!
 //! Apart from that overflow case, rules never turn NaN into a number: `x * 0` and `x - x`
 //! fold to 0 only for integer dtypes (the analysis has no finiteness facts, and `inf * 0`,
@@ -32,8 +38,10 @@
 pub mod algebra;
 pub mod apply;
 pub mod custom;
+pub mod fma;
 pub mod indexed;
 pub mod layout;
+pub mod reciprocal;
 pub mod scans;
 
 use super::analysis::TfnAnalysis;
@@ -67,6 +75,8 @@ pub enum Custom {
     /// An indexed read of an elementwise op -> the op of the reads of its operands (see
     /// [`indexed`]).
     IndexOfElementwise,
+    /// `x + y*x` -> `x*(y + 1)` (see [`fma`]).
+    FactorOut,
 }
 
 /// A side condition, checked on the analysis data of a pattern variable's e-class.
@@ -82,6 +92,14 @@ pub enum Cond {
     Positive(&'static str),
     /// The variable has an integer dtype.
     IntDType(&'static str),
+    /// The variable has a compute float dtype, `f32` or `f64` (what `mul_add` takes).
+    FloatDType(&'static str),
+    /// Both variables are float splat constants whose product is a normal, finite number of
+    /// their dtype ([`fma::is_normal_product`]).
+    NormalProduct(&'static str, &'static str),
+    /// Tensor `.0` broadcasts to the shape of tensor `.1` and has fewer elements: a lower rank,
+    /// or size 1 on an axis where `.1` is not of constant size 1.
+    BroadcastAlong(&'static str, &'static str),
     /// The variable is a constant `±2^k`, `|k| <= 60`, so its reciprocal is exact.
     PowerOfTwo(&'static str),
     /// `cast(?x, ?m)` loses nothing: `(x, m)` is a widening conversion.
@@ -121,6 +139,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
         .into_iter()
+        .chain([fma::FMA, fma::HORNER, reciprocal::RECIPROCAL])
         .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
         .chain([scans::SCANS])
         .flat_map(|table| table.iter())
