@@ -34,8 +34,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-/// How long an idle worker (and a caller waiting for the last chunk) spins before parking.
+/// How long an idle worker (and a caller waiting for the last chunk) waits before parking.
 pub const SPIN: Duration = Duration::from_micros(50);
+
+/// How much of [`SPIN`] is spent spinning without yielding the core.
+pub const SPIN_HOT: Duration = Duration::from_micros(10);
 
 /// The most workers the pool ever starts (a call asking for more threads gets at most these).
 pub const MAX_WORKERS: usize = 63;
@@ -172,24 +175,27 @@ impl Job {
     }
 }
 
-/// Waits for up to [`SPIN`] until `ready()`, spinning briefly and then yielding (a waiter
-/// must not keep a thread it shares a core with from finishing the work it waits for);
+/// Waits for up to [`SPIN`] until `ready()`: spinning on the core for the first [`SPIN_HOT`]
+/// (back-to-back kernels hand over in well under that), then yielding the core between checks
+/// (a waiter must not keep a thread it shares a core with from finishing what it waits for);
 /// whether it became ready.
 fn spin_until(ready: impl Fn() -> bool) -> bool {
-    for _ in 0..256 {
-        if ready() {
-            return true;
-        }
-        std::hint::spin_loop();
-    }
     let start = Instant::now();
-    while start.elapsed() < SPIN {
-        if ready() {
-            return true;
+    loop {
+        for _ in 0..64 {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
         }
-        std::thread::yield_now();
+        let waited = start.elapsed();
+        if waited >= SPIN {
+            return ready();
+        }
+        if waited >= SPIN_HOT {
+            std::thread::yield_now();
+        }
     }
-    ready()
 }
 
 /// One worker thread's mailbox.

@@ -232,7 +232,9 @@ fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Resu
     let graph = random_graph(&mut rng, dtype, rank, ops);
     let sizes: &[usize] = if rank == 3 { &[43, 45, 47] } else { &[263, 271, 301] };
     let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
-    let run = |threads| -> Result<Vec<(Vec<usize>, Vec<u64>)>, String> {
+    // Per output: its shape and its elements' bits.
+    type Bits = Vec<(Vec<usize>, Vec<u64>)>;
+    let run = |threads| -> Result<Bits, String> {
         let f = CompiledFunction::compile(&graph, &CompileOptions { threads })
             .map_err(|e| format!("compile: {e}"))?;
         let outs = f.run(&views(&inputs)).map_err(|e| format!("{threads} threads: {e}"))?;
