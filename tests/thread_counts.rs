@@ -35,6 +35,9 @@ fn stats(Tensor x) -> Tensor {
 fn mm(Tensor a, Tensor b) -> Tensor {
     return matmul(a, b)
 }
+fn rows(Tensor table, Tensor index) -> Tensor {
+    return index_select(table, index, dim=0) * 2.0
+}
 "#;
 
 /// A deterministic stream of uniforms in [-1, 1).
@@ -66,13 +69,18 @@ fn bits(v: &Value<'static>) -> Vec<u64> {
     }
 }
 
+fn session(threads: usize) -> Session {
+    let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+    s.load_str("workloads.tfn", WORKLOADS).expect("workloads load");
+    s.load_str("more.tfn", MORE).expect("more loads");
+    s
+}
+
 /// Calls (or, with cotangents, differentiates) `name` on sessions of 1 to 4 threads.
 fn check(name: &str, args: &[Value], cotangents: Option<&[Value]>) {
     let mut first: Option<Vec<Vec<u64>>> = None;
     for threads in 1..=4 {
-        let s = Session::with_options(SessionOptions { threads, ..Default::default() });
-        s.load_str("workloads.tfn", WORKLOADS).expect("workloads load");
-        s.load_str("more.tfn", MORE).expect("more loads");
+        let s = session(threads);
         let outs = match cotangents {
             None => s.call(name, args),
             Some(c) => s.vjp(name, args, c),
@@ -137,4 +145,25 @@ fn matmuls_and_window_ops_are_bit_identical_on_1_to_4_threads() {
         Some(&[f32s(ArrayD::from_elem(IxDyn(&[]), 1.0))]),
     );
     check("pool", &[f32s(x)], None);
+}
+
+/// An index out of range in a kernel split across threads (each chunk has its own error
+/// record) is reported as the first bad index in row-major order, whatever the thread count.
+#[test]
+fn index_errors_are_the_same_on_1_to_4_threads() {
+    let table = f32s(Lcg(0x5151).array(&[300, 257]));
+    let mut index: Vec<i64> = (0..1001).map(|i| (i * 7) % 300 - 150).collect();
+    let valid: Value = ArrayD::from_shape_vec(IxDyn(&[1001]), index.clone()).expect("shape").into();
+    check("rows", &[table.clone(), valid], None);
+    index[900] = 300; // in the last chunk on any thread count
+    index[950] = -301;
+    let index: Value = ArrayD::from_shape_vec(IxDyn(&[1001]), index).expect("shape").into();
+    let errors: Vec<String> = (1..=4)
+        .map(|threads| match session(threads).call("rows", &[table.clone(), index.clone()]) {
+            Ok(_) => panic!("{threads} threads: index 300 of an axis of 300 accepted"),
+            Err(e) => e.to_string(),
+        })
+        .collect();
+    assert!(errors[0].contains("300"), "{}", errors[0]);
+    assert!(errors.iter().all(|e| *e == errors[0]), "{errors:#?}");
 }
