@@ -9,7 +9,7 @@
 
 use crate::buffers::RawBuf;
 use crate::error::RunError;
-use crate::strided_copy::{copy_axes, copy_strided};
+use crate::strided_copy::{copy_axes, copy_strided, MIN_PARALLEL_BYTES};
 use tfn_ir::bind::slice_range;
 use tfn_ir::Op;
 use tfn_passes::fusion::{contiguous_strides, ViewOp};
@@ -27,19 +27,16 @@ unsafe fn copy_view(
     to: RawBuf,
     (dst_base, dst_strides): (isize, &[isize]),
     shape: &[usize],
+    threads: usize,
 ) -> Result<(), RunError> {
     let Some(axes) = copy_axes(shape, src_strides, dst_strides) else { return Ok(()) };
     let size = from.dtype.size_bytes();
     // SAFETY: the view is not empty, so both bases are element addresses of live buffers (the
     // caller's guarantee), and so is every element `axes` reaches from them.
-    let copied = unsafe {
+    unsafe {
         let src = from.ptr.offset(src_base * size as isize);
         let dst = to.ptr.offset(dst_base * size as isize);
-        copy_strided(size, src, dst, &axes)
-    };
-    match copied {
-        true => Ok(()),
-        false => Err(RunError::Internal(format!("copy kernel: element size {size}"))),
+        copy_strided(size, src, dst, &axes, threads, MIN_PARALLEL_BYTES)
     }
 }
 
@@ -49,7 +46,7 @@ fn same_except(a: &[usize], b: &[usize], axis: usize) -> bool {
 }
 
 /// Runs one copy op: `inputs` are the operands' buffers and shapes, `out` the output buffer of
-/// shape `out_shape`.
+/// shape `out_shape`; large copies use up to `threads` threads.
 ///
 /// # Safety
 /// Buffers must be live, contiguous row-major for their shapes and of the op's dtype, and the
@@ -59,6 +56,7 @@ pub(crate) unsafe fn run_copy(
     inputs: &[(RawBuf, Vec<usize>)],
     out: RawBuf,
     out_shape: &[usize],
+    threads: usize,
 ) -> Result<(), RunError> {
     let bad = |what: &str| RunError::Internal(format!("copy kernel: {what}"));
     let out_strides = contiguous_strides(out_shape).ok_or_else(|| bad("output too large"))?;
@@ -73,7 +71,9 @@ pub(crate) unsafe fn run_copy(
                 .and_then(|v| v.layout(shape))
                 .ok_or_else(|| bad("permutation out of range"))?;
             // SAFETY: the strides permute the input's own, over the permuted (output) shape.
-            unsafe { copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape)? };
+            unsafe {
+                copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape, threads)?
+            };
         }
         Op::Slice { axis, start, end, step } => {
             let [(buf, shape)] = inputs else { return Err(bad("slice takes one input")) };
@@ -88,7 +88,9 @@ pub(crate) unsafe fn run_copy(
                 ViewOp::of_op(op).and_then(|v| v.layout(shape)).ok_or_else(|| bad("slice"))?;
             // SAFETY: indices first + i·step, i < count, stay inside the axis (slice_range);
             // the other axes are the input's own.
-            unsafe { copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape)? };
+            unsafe {
+                copy_view(*buf, (base, &strides), out, (0, &out_strides), out_shape, threads)?
+            };
         }
         Op::Concat { axis } => {
             let axis = *axis as usize;
@@ -106,7 +108,9 @@ pub(crate) unsafe fn run_copy(
                 let dst_base = at as isize * out_strides[axis];
                 // SAFETY: each operand lands in its own slab of the output along `axis`, and
                 // its other axes are the output's.
-                unsafe { copy_view(*buf, (0, &strides), out, (dst_base, &out_strides), shape)? };
+                unsafe {
+                    copy_view(*buf, (0, &strides), out, (dst_base, &out_strides), shape, threads)?
+                };
                 at += len;
             }
             if at != out_shape[axis] {

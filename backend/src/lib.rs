@@ -15,7 +15,8 @@
 //!   operand strides) with a hook where output rows become final; `matmul` batches it, runs
 //!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512), reading
 //!   transposed operands (folded by fusion) through swapped strides;
-//! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`].
+//! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`];
+//! - [`workers`]: the one persistent thread pool every parallel kernel runs on.
 
 pub mod isa;
 pub mod math;
@@ -39,6 +40,7 @@ mod strided_copy;
 pub mod tensors;
 pub mod wide;
 mod window;
+pub mod workers;
 
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
 pub use compiler::JitCompiler;

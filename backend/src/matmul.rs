@@ -1,10 +1,14 @@
 //! Matrix products, batched NumPy style with broadcast batch axes, with the fused elementwise
 //! epilogue run on each block of output rows as soon as it is final.
 //!
-//! f32 on AVX-512 CPUs runs tfn's own packed GEMM (`crate::packed_gemm`), threads splitting
-//! the flattened `batch × rows` range into contiguous row panels. Everything else (f64, CPUs
-//! without AVX-512) calls the `gemm` crate per batch matrix and leaves the epilogue to one pass
-//! over the whole output afterwards ([`EpilogueRun::Pending`]).
+//! f32 on AVX-512 CPUs runs tfn's own packed GEMM (`crate::packed_gemm`), the pool's threads
+//! (`crate::workers`) splitting the flattened `batch × rows` range into contiguous row panels
+//! (`KC` is fixed, so an element's sum runs in one order however the rows are split).
+//! Everything else (f64, CPUs without AVX-512) calls the `gemm` crate single-threaded on
+//! blocks of rows of one batch matrix whose size depends only on the problem
+//! ([`crate_row_block`]: the crate picks its depth blocking from the block's sizes, so the
+//! partition must not depend on the thread count), the threads claiming blocks, and leaves the
+//! epilogue to one pass over the whole output afterwards ([`EpilogueRun::Pending`]).
 //!
 //! Why not a Cranelift micro-kernel: Cranelift only has 128-bit vectors and no register tiling
 //! help, so a JIT micro-kernel tops out far below the 150 GFLOP/s target.
@@ -72,6 +76,16 @@ pub(crate) enum EpilogueRun {
 
 /// Below this many multiply-adds a matmul runs on the calling thread.
 const MIN_PARALLEL_FLOPS: usize = 1 << 21;
+
+/// Fewest multiply-adds in one `gemm`-crate row block ([`crate_row_block`]).
+const CRATE_BLOCK_FLOPS: usize = 1 << 18;
+
+/// Rows per `gemm`-crate call: a multiple of 64 with at least [`CRATE_BLOCK_FLOPS`]
+/// multiply-adds, a function of the sizes only (never of the thread count).
+fn crate_row_block(n: usize, k: usize) -> usize {
+    let rows = CRATE_BLOCK_FLOPS / n.saturating_mul(k).max(1);
+    rows.max(1).next_multiple_of(64)
+}
 
 /// Row-major element strides of the batch axes of `shape` aligned to `batch` (0 = broadcast).
 fn batch_strides(shape: &[usize], batch: &[usize], matrix: usize) -> Vec<usize> {
@@ -157,7 +171,7 @@ pub(crate) unsafe fn matmul(
             problem: &problem,
         };
         // SAFETY: guaranteed by the caller; AVX-512F was just detected.
-        unsafe { run_packed(&job, threads, epilogue.filter(|e| e.unit > 0)) };
+        unsafe { run_packed(&job, threads, epilogue.filter(|e| e.unit > 0))? };
         return Ok(if epilogue.is_some() { EpilogueRun::Done } else { EpilogueRun::Pending });
     }
     // SAFETY: guaranteed by the caller.
@@ -165,7 +179,8 @@ pub(crate) unsafe fn matmul(
     Ok(EpilogueRun::Pending)
 }
 
-/// The `gemm` crate, one call per batch matrix (its own Rayon threads on large products).
+/// The `gemm` crate, single-threaded per row block of each batch matrix, the blocks claimed by
+/// up to `threads` threads.
 ///
 /// # Safety
 /// As [`matmul`].
@@ -177,25 +192,29 @@ unsafe fn run_gemm_crate(
     threads: usize,
 ) -> Result<(), RunError> {
     let Problem { m, n, k, a_strides: (rs_a, cs_a), b_strides: (rs_b, cs_b), .. } = *problem;
-    let parallelism = if threads > 1 && m * n * k >= MIN_PARALLEL_FLOPS {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
+    if !matches!(a.dtype, DType::F32 | DType::F64) {
+        return Err(RunError::Internal(format!("matmul of {} has no gemm kernel", a.dtype)));
+    }
+    let block = crate_row_block(n, k);
+    let per_matrix = m.div_ceil(block);
+    let blocks = problem.offsets.len() * per_matrix;
+    let work = blocks.saturating_mul(block).saturating_mul(n).saturating_mul(k);
+    let threads = if work >= MIN_PARALLEL_FLOPS { threads } else { 1 };
+    let (a_at, b_at, out_at) = (a.ptr as usize, b.ptr as usize, out.ptr as usize);
     macro_rules! call {
-        ($t:ty, $c:expr, $a_off:expr, $b_off:expr) => {
+        ($t:ty, $c:expr, $i0:expr, $rows:expr, $a_off:expr, $b_off:expr) => {
             gemm::gemm(
-                m,
+                $rows,
                 n,
                 k,
-                (out.ptr as *mut $t).add($c * m * n),
+                (out_at as *mut $t).add($c * m * n + $i0 * n),
                 1,
                 n as isize,
                 false,
-                (a.ptr as *const $t).add($a_off),
+                (a_at as *const $t).add($a_off + $i0 * rs_a),
                 cs_a as isize,
                 rs_a as isize,
-                (b.ptr as *const $t).add($b_off),
+                (b_at as *const $t).add($b_off),
                 cs_b as isize,
                 rs_b as isize,
                 0.0 as $t,
@@ -203,21 +222,25 @@ unsafe fn run_gemm_crate(
                 false,
                 false,
                 false,
-                parallelism,
+                gemm::Parallelism::None,
             )
         };
     }
-    for (c, &(a_off, b_off)) in problem.offsets.iter().enumerate() {
-        // SAFETY: offsets stay inside the buffers for the shapes checked in `Problem::new`.
+    let run_block = |item: usize| {
+        let (c, i0) = (item / per_matrix, item % per_matrix * block);
+        let rows = block.min(m - i0);
+        let Some(&(a_off, b_off)) = problem.offsets.get(c) else { return };
+        // SAFETY: offsets stay inside the buffers for the shapes checked in `Problem::new`;
+        // rows `i0..i0 + rows` of batch matrix `c` are this block's alone.
         unsafe {
-            match a.dtype {
-                DType::F32 => call!(f32, c, a_off, b_off),
-                DType::F64 => call!(f64, c, a_off, b_off),
-                d => return Err(RunError::Internal(format!("matmul of {d} has no gemm kernel"))),
+            if a.dtype == DType::F32 {
+                call!(f32, c, i0, rows, a_off, b_off)
+            } else {
+                call!(f64, c, i0, rows, a_off, b_off)
             }
         }
-    }
-    Ok(())
+    };
+    crate::workers::run(blocks, threads, &run_block).map_err(|e| RunError::Internal(e.to_string()))
 }
 
 /// The raw operands of a packed f32 product, shared by the threads computing it.
@@ -229,12 +252,13 @@ struct PackedJob<'p> {
 }
 
 // SAFETY: the threads only read `a` and `b`, and write disjoint row ranges of `out`
-// (see `run_packed`); the buffers outlive the scoped threads.
+// (see `run_packed`); the buffers outlive the pool run (`workers::run` returns after every
+// chunk has finished).
 unsafe impl Sync for PackedJob<'_> {}
 
 thread_local! {
-    /// Packing buffers per region, kept by the calling thread across calls (helper threads are
-    /// spawned per call; their own thread-locals would start empty every time).
+    /// Packing buffers per region, kept by the calling thread across calls (regions are claimed
+    /// by whichever pool thread is free, so they are the caller's, not the workers').
     static REGION_BUFFERS: Cell<Vec<PackBuffers>> = const { Cell::new(Vec::new()) };
 }
 
@@ -243,7 +267,11 @@ thread_local! {
 /// # Safety
 /// As [`matmul`], for f32 buffers; the CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
-unsafe fn run_packed(job: &PackedJob<'_>, threads: usize, epilogue: Option<&TileEpilogue<'_>>) {
+unsafe fn run_packed(
+    job: &PackedJob<'_>,
+    threads: usize,
+    epilogue: Option<&TileEpilogue<'_>>,
+) -> Result<(), RunError> {
     let Problem { m, n, k, .. } = *job.problem;
     let rows = job.problem.offsets.len() * m;
     let work = rows.saturating_mul(n).saturating_mul(k);
@@ -260,27 +288,24 @@ unsafe fn run_packed(job: &PackedJob<'_>, threads: usize, epilogue: Option<&Tile
     // Taken out of the thread-local (not borrowed), so a re-entrant call gets fresh ones.
     let mut bufs = REGION_BUFFERS.take();
     bufs.resize_with(regions.len().max(bufs.len()), PackBuffers::default);
-    if let ([(lo, hi)], [mine, ..]) = (regions.as_slice(), bufs.as_mut_slice()) {
+    let ran = if let ([(lo, hi)], [mine, ..]) = (regions.as_slice(), bufs.as_mut_slice()) {
         // SAFETY: guaranteed by the caller; one region covering every row.
         unsafe { run_region(job, *lo, *hi, mine, epilogue) };
+        Ok(())
     } else {
-        std::thread::scope(|scope| {
-            let mut work = regions.iter().zip(bufs.iter_mut());
-            let first = work.next();
-            for (&(lo, hi), region_bufs) in work {
-                // SAFETY: regions are disjoint row ranges (see `PackedJob`'s `Sync`).
-                scope.spawn(move || unsafe { run_region(job, lo, hi, region_bufs, epilogue) });
-            }
-            if let Some((&(lo, hi), region_bufs)) = first {
-                // SAFETY: as above.
-                unsafe { run_region(job, lo, hi, region_bufs, epilogue) };
-            }
-        });
-    }
+        let region = |c: usize, region_bufs: &mut PackBuffers| {
+            let (lo, hi) = regions[c];
+            // SAFETY: regions are disjoint row ranges (see `PackedJob`'s `Sync`).
+            unsafe { run_region(job, lo, hi, region_bufs, epilogue) }
+        };
+        crate::workers::run_mut(&mut bufs[..regions.len()], threads, &region)
+    };
     REGION_BUFFERS.set(bufs);
+    ran.map_err(|e| RunError::Internal(e.to_string()))?;
     if let Some(e) = epilogue {
         run_straddling_steps(&regions, n, rows * n, e);
     }
+    Ok(())
 }
 
 /// Runs the epilogue steps not wholly inside one region (those the threads skipped).

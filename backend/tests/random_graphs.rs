@@ -5,9 +5,10 @@
 
 mod common;
 
-use common::{check_against_interp, random_inputs, Rng, Tol};
+use common::{bits, check_against_interp, random_inputs, views, Rng, Tol};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
+use tfn_backend::{CompileOptions, CompiledFunction};
 use tfn_ir::{
     BinaryOp, DType, Dim, Graph, GraphParam, Op, ReduceOp, Scalar, Shape, Sym, SymDef, TensorType,
     UnaryOp, ValueId,
@@ -245,6 +246,34 @@ fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), St
     Ok(())
 }
 
+/// Builds the graph of one case and runs it at sizes above the parallel threshold (odd, so
+/// chunks are uneven) on 1, 2, 3 and 4 threads: every output must be the same bits.
+fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), String> {
+    let mut rng = Rng(seed);
+    let graph = random_graph(&mut rng, dtype, rank, ops);
+    let sizes: &[usize] = if rank == 3 { &[43, 45, 47] } else { &[263, 271, 301] };
+    let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
+    // Per output: its shape and its elements' bits.
+    type Bits = Vec<(Vec<usize>, Vec<u64>)>;
+    let run = |threads| -> Result<Bits, String> {
+        let f =
+            CompiledFunction::compile(&graph, &CompileOptions { threads, ..Default::default() })
+                .map_err(|e| format!("compile: {e}"))?;
+        let outs = f.run(&views(&inputs)).map_err(|e| format!("{threads} threads: {e}"))?;
+        Ok(outs.iter().map(|t| (t.shape().to_vec(), bits(t))).collect())
+    };
+    let one = run(1)?;
+    for threads in 2..=4 {
+        if run(threads)? != one {
+            return Err(format!(
+                "outputs differ between 1 and {threads} threads\n{}",
+                tfn_ir::text::print_graph(&graph)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// 160 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
 /// `PROPTEST_RNG_SEED` explore further. A failure shrinks to the fewest operations.
 fn config() -> ProptestConfig {
@@ -273,6 +302,22 @@ proptest! {
         ops in 1usize..=10,
     ) {
         if let Err(e) = check_case(seed, DTYPES[dtype], rank, ops) {
+            return Err(TestCaseError::fail(format!("seed {seed} ops {ops}: {e}")));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..config() })]
+
+    #[test]
+    fn random_graphs_are_bit_identical_on_1_to_4_threads(
+        seed in any::<u64>(),
+        dtype in 0..DTYPES.len(),
+        rank in 2usize..=3,
+        ops in 1usize..=10,
+    ) {
+        if let Err(e) = check_thread_counts(seed, DTYPES[dtype], rank, ops) {
             return Err(TestCaseError::fail(format!("seed {seed} ops {ops}: {e}")));
         }
     }

@@ -1,43 +1,77 @@
-//! Splitting kernels across threads: row reductions, column reductions and elementwise
-//! kernels large enough to be split give bit-identical results on 1 and 2 threads (the split
-//! is deterministic and every reduction over a row or column stays in one thread).
+//! Thread counts never change a result: every `tests/cases/*.tir` graph (loops, row and column
+//! reductions, full reductions, scans, arg-reductions, matmuls with epilogues, strided copies)
+//! runs on 1, 2, 3 and 4 threads at sizes above the parallel thresholds — odd sizes, so chunk
+//! boundaries, vector tails and GEMM edge tiles all occur — and every output must be the same
+//! bits as on one thread. The split is a function of the sizes and the thread count only, and
+//! nothing sums across chunks, so this holds by construction; this test keeps it so.
 
 mod common;
 
-use common::{random_inputs, views, Rng};
+use common::{bits, random_inputs, views, Rng};
+use std::path::Path;
 use tfn_backend::{CompileOptions, CompiledFunction};
 use tfn_ir::Tensor;
 
-const CASES: [&str; 5] =
-    ["softmax.tir", "column_stats.tir", "gelu.tir", "scans.tir", "iota_vector.tir"];
-
-fn bits(t: &Tensor) -> Vec<u64> {
-    match t {
-        Tensor::F32(a) => a.iter().map(|x| x.to_bits() as u64).collect(),
-        Tensor::F64(a) => a.iter().map(|x| x.to_bits()).collect(),
-        _ => Vec::new(),
+/// An odd size per symbol such that a full-rank parameter has at least `elements` elements.
+fn odd_size(rank: usize, elements: usize) -> usize {
+    let mut s = (elements as f64).powf(1.0 / rank.max(1) as f64).ceil() as usize;
+    while s.pow(rank.max(1) as u32) < elements {
+        s += 1;
     }
+    s | 1
 }
 
-#[test]
-fn two_threads_match_one_bit_for_bit() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    for case in CASES {
-        let src = std::fs::read_to_string(dir.join(case)).expect("case exists");
-        let graph = tfn_ir::text::parse_graph(&src).expect("case parses");
-        // 1030 × 1030 elements: above the parallel threshold, with vector tails everywhere.
-        let inputs = random_inputs(&mut Rng(7), &graph, &[1030], (-2.0, 2.0));
-        let run = |threads| {
-            let f = CompiledFunction::compile(
-                &graph,
-                &CompileOptions { threads, ..Default::default() },
-            )
-            .expect("compiles");
-            f.run(&views(&inputs)).expect("runs")
-        };
-        let (one, two) = (run(1), run(2));
-        for (o, (a, b)) in one.iter().zip(&two).enumerate() {
-            assert!(bits(a) == bits(b), "{case}: output {o} differs between 1 and 2 threads");
+fn check_case(path: &Path, elements: usize) -> Result<(), String> {
+    let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let graph = tfn_ir::text::parse_graph(&src).map_err(|e| format!("parse: {e}"))?;
+    let rank = graph.params.iter().map(|p| p.ty.shape.rank()).max().unwrap_or(1);
+    let size = odd_size(rank, elements);
+    let inputs = random_inputs(&mut Rng(7), &graph, &[size], (-2.0, 2.0));
+    let run = |threads| -> Result<Vec<Tensor>, String> {
+        let f =
+            CompiledFunction::compile(&graph, &CompileOptions { threads, ..Default::default() })
+                .map_err(|e| format!("compile: {e}"))?;
+        f.run(&views(&inputs)).map_err(|e| format!("{threads} threads: {e}"))
+    };
+    let one = run(1)?;
+    for threads in 2..=4 {
+        let many = run(threads)?;
+        for (o, (a, b)) in one.iter().zip(&many).enumerate() {
+            if bits(a) != bits(b) {
+                return Err(format!(
+                    "size {size}: output {o} differs between 1 and {threads} threads"
+                ));
+            }
         }
     }
+    Ok(())
+}
+
+fn check_all(elements: usize) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let mut paths: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.retain(|p| p.extension().is_some_and(|e| e == "tir"));
+    paths.sort();
+    assert!(paths.len() > 20, "cases in {}", dir.display());
+    let failures: Vec<String> = paths
+        .iter()
+        .filter_map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            check_case(p, elements).err().map(|e| format!("{name}: {e}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Just above the 64K-element loop threshold (and the 2M multiply-add GEMM threshold).
+#[test]
+fn every_case_is_bit_identical_on_1_to_4_threads_near_the_threshold() {
+    check_all(70_000);
+}
+
+/// Larger: every kind of kernel splits into four uneven chunks.
+#[test]
+fn every_case_is_bit_identical_on_1_to_4_threads_at_300k_elements() {
+    check_all(300_000);
 }

@@ -55,6 +55,8 @@ pub(super) fn kernel_cost(graph: &Graph, kernel: &Kernel, sizes: &[usize]) -> (u
         let first_input = || node.inputs.first().map_or(0, |&i| elements(i));
         let f = match &node.op {
             Op::Unary(_) | Op::Binary(_) | Op::Scan { .. } | Op::CumprodGrad { .. } => out,
+            // A multiply and an add.
+            Op::MulAdd => out.saturating_mul(2),
             Op::Reduce { .. } | Op::ArgMax { .. } | Op::ArgMin { .. } => first_input(),
             Op::MatMul => {
                 let k = node.inputs.first().and_then(|&a| shape(a).last().copied()).unwrap_or(0);

@@ -101,23 +101,18 @@ impl LoopCall {
     ///
     /// # Safety
     /// The buffers behind `args` must be alive and finished where the kernel reads them.
-    pub(super) unsafe fn call_all(&mut self, func: KernelFn, threads: usize) {
-        let args = &mut self.args;
+    pub(super) unsafe fn call_all(
+        &mut self,
+        func: KernelFn,
+        threads: usize,
+    ) -> Result<(), RunError> {
         let range = self.sizes.get(self.split).copied().unwrap_or(1);
         let record = self.record.as_ref().map(|r| r.slot);
+        let split = parallel::Split { range, work: self.total, align: self.align };
+        let slots = parallel::ArgSlots { begin: self.begin_slot, record };
         // SAFETY: every pointer is a live buffer of the operand's bound shape and dtype, and
         // sizes/strides describe exactly those buffers (see `LoopPlan`).
-        unsafe {
-            parallel::call_split(
-                func,
-                args,
-                parallel::ArgSlots { begin: self.begin_slot, record },
-                range,
-                self.total,
-                threads,
-                self.align,
-            )
-        };
+        unsafe { parallel::call_split(func, &mut self.args, slots, split, threads) }
     }
 
     /// The error the kernel recorded, if any (status 1: an index out of range; see

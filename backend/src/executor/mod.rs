@@ -376,7 +376,7 @@ impl CompiledFunction {
                 let out = st.alloc(*node, n.ty.dtype, &shape);
                 // SAFETY: inputs are finished values alive in `st`, `out` is a fresh or caller
                 // buffer of the node's bound shape; shapes are the graph's (checked in `copy`).
-                unsafe { copy::run_copy(&n.op, &inputs, out, &shape) }
+                unsafe { copy::run_copy(&n.op, &inputs, out, &shape, self.threads) }
             }
             Step::Scan(scan) => {
                 let n = self.graph.node(scan.node);
@@ -393,6 +393,8 @@ impl CompiledFunction {
                 args.extend([0, 0]);
                 let total = outer * len * inner;
                 if total > 0 {
+                    let split = crate::parallel::Split { range: outer, work: total, align: 1 };
+                    let slots = crate::parallel::ArgSlots { begin: begin_slot, record: None };
                     // SAFETY: the inputs are finished values alive in `st`, `out` a buffer of
                     // the node's bound shape; all are contiguous `[outer, len, inner]` arrays
                     // of the node's dtype, and each outer position is written by one call.
@@ -400,12 +402,10 @@ impl CompiledFunction {
                         crate::parallel::call_split(
                             scan.func,
                             &mut args,
-                            crate::parallel::ArgSlots { begin: begin_slot, record: None },
-                            outer,
-                            total,
+                            slots,
+                            split,
                             self.threads,
-                            1,
-                        )
+                        )?
                     };
                 }
                 Ok(())
@@ -425,21 +425,15 @@ impl CompiledFunction {
                 let out = st.alloc(arg.node, n.ty.dtype, &out_shape);
                 let mut args: Vec<i64> = vec![x_buf.ptr as i64, out.ptr as i64];
                 args.extend([outer as i64, len as i64, inner as i64, 0, 0]);
+                let work = outer * len * inner;
+                let split = crate::parallel::Split { range: outer, work, align: 1 };
+                let slots = crate::parallel::ArgSlots { begin: 5, record: None };
                 // SAFETY: `x` is a finished contiguous `[outer, len, inner]` array of its dtype,
                 // `out` an `i64` buffer of `outer * inner` elements (the node's shape, with or
                 // without the kept unit axis); each outer position is written by one call.
                 unsafe {
-                    crate::parallel::call_split(
-                        arg.func,
-                        &mut args,
-                        crate::parallel::ArgSlots { begin: 5, record: None },
-                        outer,
-                        outer * len * inner,
-                        self.threads,
-                        1,
-                    )
-                };
-                Ok(())
+                    crate::parallel::call_split(arg.func, &mut args, slots, split, self.threads)
+                }
             }
             Step::Scatter { node } => {
                 let n = self.graph.node(*node);
@@ -519,7 +513,7 @@ impl CompiledFunction {
         let ran = body(tiles.as_ref())?;
         if let (Some((mut c, _, func)), matmul::EpilogueRun::Pending) = (call, ran) {
             // SAFETY: as `run_loop`'s call.
-            unsafe { c.call_all(func, self.threads) };
+            unsafe { c.call_all(func, self.threads)? };
         }
         Ok(())
     }
@@ -534,7 +528,7 @@ impl CompiledFunction {
     ) -> Result<(), RunError> {
         if let Some(mut call) = self.prepare_loop(st, plan, domain, checks_empty)? {
             // SAFETY: see `prepare_loop`.
-            unsafe { call.call_all(func, self.threads) };
+            unsafe { call.call_all(func, self.threads)? };
             call.recorded_error(plan)?;
         }
         Ok(())
@@ -691,8 +685,9 @@ impl CompiledFunction {
         if empty {
             return Ok(None);
         }
-        // Splitting the inner axis keeps whole 4-vector blocks per chunk.
-        let align = if split + 1 == rank { 16 } else { 1 };
+        // Splitting the inner axis keeps whole unrolled vector blocks per chunk (and output
+        // cache lines apart), so every element is computed by the same code on any split.
+        let align = if split + 1 == rank { 64 } else { 1 };
         Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align, record }))
     }
 

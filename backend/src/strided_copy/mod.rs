@@ -16,8 +16,14 @@
 //!
 //! Elements are moved as unsigned integers of their size (1, 2, 4 or 8 bytes), so one generic
 //! path serves every dtype, and all loads and stores are unaligned-tolerant.
+//!
+//! Large copies are split across the [`crate::workers`] pool into sub-boxes along one axis
+//! (the outermost one long enough, boundaries on whole transpose blocks or pages), each
+//! copied by the walk above; a copy is exact, so any split moves the same bits.
 
 mod tile;
+
+use crate::error::RunError;
 
 use tile::{copy_run, copy_tile, copy_tile_edge};
 
@@ -63,9 +69,15 @@ pub(crate) fn copy_axes(shape: &[usize], src: &[isize], dst: &[isize]) -> Option
     Some(axes)
 }
 
+/// Below this many bytes moved a copy runs on the calling thread (measured: a 256 KB f32
+/// transpose is ~1.15× faster on 2 threads, smaller ones are not; ARCHITECTURE.md → "Threads").
+pub(crate) const MIN_PARALLEL_BYTES: usize = 1 << 18;
+
 /// Copies the elements `axes` describe from `src` to `dst`, both pointing at the element of
-/// index 0; `elem_size` is the element size in bytes. Returns false (copying nothing) for an
-/// element size other than 1, 2, 4 or 8.
+/// index 0; `elem_size` is the element size in bytes; on up to `threads` threads when the
+/// copy moves at least `min_bytes` ([`MIN_PARALLEL_BYTES`] outside tests), each chunk at
+/// least half that. An element size
+/// other than 1, 2, 4 or 8 is an error (nothing is copied).
 ///
 /// # Safety
 /// For every index of `axes`, `src + Σ idx·src_stride` and `dst + Σ idx·dst_stride` (in
@@ -76,7 +88,70 @@ pub(crate) unsafe fn copy_strided(
     src: *const u8,
     dst: *mut u8,
     axes: &[CopyAxis],
-) -> bool {
+    threads: usize,
+    min_bytes: usize,
+) -> Result<(), RunError> {
+    if !matches!(elem_size, 1 | 2 | 4 | 8) {
+        return Err(RunError::Internal(format!("copy kernel: element size {elem_size}")));
+    }
+    let bytes = axes.iter().map(|a| a.len).product::<usize>() * elem_size;
+    let chunks = if threads > 1 && bytes >= min_bytes {
+        threads.min(bytes / (min_bytes / 2).max(1)).max(1)
+    } else {
+        1
+    };
+    let Some((j, per)) = split_axis(axes, chunks, elem_size) else {
+        // SAFETY: forwarded from the caller; the element size is supported.
+        unsafe { copy_whole(elem_size, src, dst, axes) };
+        return Ok(());
+    };
+    let (src_at, dst_at, size) = (src as usize, dst as usize, elem_size as isize);
+    let len = axes[j].len;
+    let chunk = |c: usize| {
+        let lo = c * per;
+        let mut sub = axes.to_vec();
+        sub[j].len = per.min(len - lo);
+        let (s, d) = (lo as isize * axes[j].src * size, lo as isize * axes[j].dst * size);
+        // SAFETY: the sub-box of indices `lo..lo + sub[j].len` along axis `j` (all of the
+        // others) is part of the caller's copy, and no other chunk writes its elements.
+        unsafe {
+            copy_whole(
+                elem_size,
+                (src_at as *const u8).offset(s),
+                (dst_at as *mut u8).offset(d),
+                &sub,
+            )
+        }
+    };
+    crate::workers::run(len.div_ceil(per), threads, &chunk)
+        .map_err(|e| RunError::Internal(e.to_string()))
+}
+
+/// The axis to split a copy into `chunks` along, and the length per chunk: the outermost
+/// axis whose length spans at least two chunks once the length is rounded to whole
+/// transpose blocks (the two inner axes, where tiles run) or pages (the innermost axis).
+/// `None` for one chunk or when no axis is long enough.
+fn split_axis(axes: &[CopyAxis], chunks: usize, elem_size: usize) -> Option<(usize, usize)> {
+    if chunks <= 1 {
+        return None;
+    }
+    let rank = axes.len();
+    axes.iter().enumerate().find_map(|(j, a)| {
+        let align = match rank - j {
+            1 => BLOCK.max(4096 / elem_size),
+            2 => BLOCK,
+            _ => 1,
+        };
+        let per = a.len.div_ceil(chunks).div_ceil(align) * align;
+        (per < a.len).then_some((j, per))
+    })
+}
+
+/// [`copy_strided`] on the calling thread.
+///
+/// # Safety
+/// As [`copy_strided`]; `elem_size` is 1, 2, 4 or 8.
+unsafe fn copy_whole(elem_size: usize, src: *const u8, dst: *mut u8, axes: &[CopyAxis]) {
     // SAFETY: forwarded from the caller; the element type matches `elem_size`.
     unsafe {
         match elem_size {
@@ -84,10 +159,9 @@ pub(crate) unsafe fn copy_strided(
             2 => copy_typed::<u16, { TILE_BYTES / 2 }>(src.cast(), dst.cast(), axes),
             4 => copy_typed::<u32, { TILE_BYTES / 4 }>(src.cast(), dst.cast(), axes),
             8 => copy_typed::<u64, { TILE_BYTES / 8 }>(src.cast(), dst.cast(), axes),
-            _ => return false,
+            _ => {}
         }
     }
-    true
 }
 
 /// [`copy_strided`] for elements of type `T`, with transpose tiles of `E × E` elements.

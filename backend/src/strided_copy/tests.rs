@@ -59,6 +59,13 @@ fn offset(index: &[usize], strides: &[isize], base: isize) -> usize {
 
 #[test]
 fn random_layouts_match_an_index_walk() {
+    for threads in 1..=4 {
+        random_layouts(threads);
+    }
+}
+
+/// Random layouts copied on `threads` threads, split whatever their size.
+fn random_layouts(threads: usize) {
     const SIZES: [usize; 13] = [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 33, 64, 65];
     for seed in 1..=300u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -93,13 +100,27 @@ fn random_layouts_match_an_index_walk() {
             let copied = unsafe {
                 let s = src.as_ptr().offset(sbase * size as isize);
                 let d = dst.as_mut_ptr().offset(dbase * size as isize);
-                copy_strided(size, s, d, &axes)
+                copy_strided(size, s, d, &axes, threads, 0)
             };
-            assert!(copied, "element size {size}");
+            assert_eq!(copied, Ok(()), "element size {size}");
         }
         assert!(
             dst == want,
-            "seed {seed}: size {size}, shape {shape:?}, src {ss:?}+{sbase}, dst {ds:?}+{dbase}"
+            "seed {seed}, {threads} threads: size {size}, shape {shape:?}, src {ss:?}+{sbase}, \
+             dst {ds:?}+{dbase}"
         );
     }
+}
+
+#[test]
+fn large_copies_split_on_block_and_page_boundaries() {
+    // A 2-D transpose plane: the outer axis is split in whole 128-element blocks.
+    let axes = [axis(1000, 1, 3000), axis(3000, 1000, 1)];
+    assert_eq!(split_axis(&axes, 2, 4), Some((0, 512)));
+    assert_eq!(split_axis(&axes, 1, 4), None);
+    // One contiguous run: split in whole pages.
+    assert_eq!(split_axis(&[axis(10_000, 1, 1)], 3, 4), Some((0, 4096)));
+    // Too short to split along the outer axis: the next one.
+    assert_eq!(split_axis(&[axis(1, 7, 7), axis(5000, 1, 1)], 2, 8), Some((1, 2560)));
+    assert_eq!(split_axis(&[axis(100, 1, 1)], 2, 4), None);
 }

@@ -55,16 +55,16 @@ pub(super) unsafe fn forward(
                 let tiles = epilogue.filter(|e| e.unit > 0 && per_image.is_multiple_of(e.unit));
                 // SAFETY: the caller's contract; AVX-512F was just detected.
                 unsafe {
-                    implicit_gemm::forward(g, x.ptr as _, w.ptr as _, out.ptr as _, threads, tiles)
+                    implicit_gemm::forward(g, x.ptr as _, w.ptr as _, out.ptr as _, threads, tiles)?
                 };
                 return Ok(if tiles.is_some() { EpilogueRun::Done } else { EpilogueRun::Pending });
             }
             // SAFETY: the caller's contract.
-            unsafe { direct_forward::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads) };
+            unsafe { direct_forward::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)? };
         }
         // SAFETY: the caller's contract.
         DType::F64 => unsafe {
-            direct_forward::<f64>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
+            direct_forward::<f64>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)?
         },
         d => return Err(RunError::Internal(format!("conv2d of {d}"))),
     }
@@ -87,7 +87,7 @@ unsafe fn direct_forward<T: Real>(
     w: *const T,
     out: *mut T,
     threads: usize,
-) {
+) -> Result<(), RunError> {
     let (x, w, out) = (Shared(x as *mut T), Shared(w as *mut T), Shared(out));
     let g = *g;
     let (cin_g, cout_g, plane, oplane) = (g.cin_g(), g.cout_g(), g.h * g.w, g.oh * g.ow);
@@ -124,7 +124,7 @@ unsafe fn direct_forward<T: Real>(
                 }
             }
         }
-    });
+    })
 }
 
 /// `big = conv_transpose(small, w)`: each image's big planes accumulate every small plane
@@ -146,15 +146,15 @@ pub(super) unsafe fn transpose(
             if crate::packed_gemm::available() && super::conv_grad::use_gemm_transpose(g) {
                 // SAFETY: the caller's contract; AVX-512F was just detected.
                 unsafe {
-                    super::conv_grad::transpose(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
+                    super::conv_grad::transpose(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)?
                 };
                 return Ok(());
             }
             // SAFETY: the caller's contract.
-            unsafe { direct_transpose::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads) }
+            unsafe { direct_transpose::<f32>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)? }
         }
         DType::F64 => unsafe {
-            direct_transpose::<f64>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)
+            direct_transpose::<f64>(g, x.ptr as _, w.ptr as _, out.ptr as _, threads)?
         },
         d => return Err(RunError::Internal(format!("conv_transpose2d of {d}"))),
     }
@@ -167,7 +167,7 @@ unsafe fn direct_transpose<T: Real>(
     w: *const T,
     out: *mut T,
     threads: usize,
-) {
+) -> Result<(), RunError> {
     let (x, w, out) = (Shared(x as *mut T), Shared(w as *mut T), Shared(out));
     let g = *g;
     let (cin_g, cout_g, plane, oplane) = (g.cin_g(), g.cout_g(), g.h * g.w, g.oh * g.ow);
@@ -208,7 +208,7 @@ unsafe fn direct_transpose<T: Real>(
                 }
             }
         }
-    });
+    })
 }
 
 /// `w = conv_weight(big, small)`: each weight tap is the correlation of its big channel with
@@ -230,15 +230,15 @@ pub(super) unsafe fn weight(
             if crate::packed_gemm::available() && super::conv_grad::use_gemm_weight(g) {
                 // SAFETY: the caller's contract; AVX-512F was just detected.
                 unsafe {
-                    super::conv_grad::weight(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
+                    super::conv_grad::weight(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)?
                 };
                 return Ok(());
             }
             // SAFETY: the caller's contract.
-            unsafe { direct_weight::<f32>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads) }
+            unsafe { direct_weight::<f32>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)? }
         }
         DType::F64 => unsafe {
-            direct_weight::<f64>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)
+            direct_weight::<f64>(g, x.ptr as _, dy.ptr as _, out.ptr as _, threads)?
         },
         d => return Err(RunError::Internal(format!("conv2d_weight of {d}"))),
     }
@@ -251,7 +251,7 @@ unsafe fn direct_weight<T: Real>(
     dy: *const T,
     out: *mut T,
     threads: usize,
-) {
+) -> Result<(), RunError> {
     let (x, dy, out) = (Shared(x as *mut T), Shared(dy as *mut T), Shared(out));
     let g = *g;
     let (cin_g, cout_g, plane, oplane) = (g.cin_g(), g.cout_g(), g.h * g.w, g.oh * g.ow);
@@ -293,12 +293,13 @@ unsafe fn direct_weight<T: Real>(
                 }
             }
         }
-    });
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
 mod implicit_gemm {
     use super::super::{split, Shared};
+    use crate::error::RunError;
     use crate::matmul::TileEpilogue;
     use crate::packed_gemm::{
         gemm_f32, Dims, OutputMatrix, PackBuffers, PanelSource, StridedMatrix, NR,
@@ -396,7 +397,7 @@ mod implicit_gemm {
         out: *mut f32,
         threads: usize,
         epilogue: Option<&TileEpilogue<'_>>,
-    ) {
+    ) -> Result<(), RunError> {
         let g = *g;
         let (x, w, out) = (Shared(x as *mut f32), Shared(w as *mut f32), Shared(out));
         let (cin_g, cout_g, p) = (g.cin_g(), g.cout_g(), g.oh * g.ow);
@@ -429,6 +430,6 @@ mod implicit_gemm {
             }
             BUFFERS.set(bufs);
         };
-        split(g.n, threads, g.macs(), &run);
+        split(g.n, threads, g.macs(), &run)
     }
 }

@@ -17,6 +17,7 @@
 //! dispatch; tiny channel counts and depthwise convolutions keep the direct loops.
 
 use super::{split, Shared, MIN_PARALLEL_WORK};
+use crate::error::RunError;
 use crate::packed_gemm::{
     gemm_f32, Dims, OutputMatrix, PackBuffers, PanelSource, StridedMatrix, NR,
 };
@@ -114,7 +115,7 @@ pub(super) unsafe fn weight(
     dy: *const f32,
     out: *mut f32,
     threads: usize,
-) {
+) -> Result<(), RunError> {
     let g = *g;
     let (x, dy, out) = (Shared(x as *mut f32), Shared(dy as *mut f32), Shared(out));
     let (cin_g, cout_g, p) = (g.cin_g(), g.cout_g(), g.oh * g.ow);
@@ -185,7 +186,7 @@ pub(super) unsafe fn weight(
         });
         BUFFERS.set(bufs);
     };
-    split(g.groups * chunks, threads, g.macs(), &run);
+    split(g.groups * chunks, threads, g.macs(), &run)
 }
 
 /// A panel source read from column `col0` on.
@@ -211,7 +212,7 @@ pub(super) unsafe fn transpose(
     w: *const f32,
     out: *mut f32,
     threads: usize,
-) {
+) -> Result<(), RunError> {
     let g = *g;
     let (dy, w, out) = (Shared(dy as *mut f32), Shared(w as *mut f32), Shared(out));
     let (cin_g, cout_g, p, plane) = (g.cin_g(), g.cout_g(), g.oh * g.ow, g.h * g.w);
@@ -263,7 +264,7 @@ pub(super) unsafe fn transpose(
         });
         BUFFERS.set(bufs);
     };
-    split(g.n, threads, g.macs(), &run);
+    split(g.n, threads, g.macs(), &run)
 }
 
 /// Adds the columns `cols` (`[cin_g·kh·kw, oh·ow]`) of one image and group into its big

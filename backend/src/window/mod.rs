@@ -27,31 +27,35 @@ use tfn_ir::{ValueId, WindowAttrs, WindowKind};
 /// Below this many multiply-adds (or elements) a window op runs on the calling thread.
 const MIN_PARALLEL_WORK: usize = 1 << 20;
 
-/// Runs `f(lo, hi)` over `0..count` in up to `threads` contiguous chunks (scoped threads)
-/// when `work` is large enough, else on the calling thread.
-fn split(count: usize, threads: usize, work: usize, f: &(dyn Fn(usize, usize) + Sync)) {
+/// Runs `f(lo, hi)` over `0..count` in up to `threads` contiguous chunks on the
+/// [`crate::workers`] pool when `work` is large enough, else on the calling thread.
+fn split(
+    count: usize,
+    threads: usize,
+    work: usize,
+    f: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(), RunError> {
     let chunks = if threads > 1 && work >= MIN_PARALLEL_WORK { threads.min(count) } else { 1 };
     if chunks <= 1 {
         f(0, count);
-        return;
+        return Ok(());
     }
     let per = count.div_ceil(chunks);
-    std::thread::scope(|scope| {
-        for c in 1..chunks {
-            let (lo, hi) = ((c * per).min(count), ((c + 1) * per).min(count));
-            if lo < hi {
-                scope.spawn(move || f(lo, hi));
-            }
+    let chunk = |c: usize| {
+        let (lo, hi) = ((c * per).min(count), ((c + 1) * per).min(count));
+        if lo < hi {
+            f(lo, hi);
         }
-        f(0, per.min(count));
-    });
+    };
+    crate::workers::run(chunks, threads, &chunk).map_err(|e| RunError::Internal(e.to_string()))
 }
 
 /// A raw pointer shared by the threads of one call, each touching a disjoint part.
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
 
-// SAFETY: used only for buffers that outlive the scoped threads, which read shared inputs
+// SAFETY: used only for buffers that outlive the pool run (`workers::run` returns after every
+// chunk has finished), whose chunks read shared inputs
 // and write disjoint output ranges (see each kernel).
 unsafe impl<T> Sync for Shared<T> {}
 unsafe impl<T> Send for Shared<T> {}

@@ -160,6 +160,5 @@ unsafe fn typed<T: Real>(
             }
         }
     };
-    split(g.planes, threads, work, &body);
-    Ok(())
+    split(g.planes, threads, work, &body)
 }

@@ -238,3 +238,18 @@ pub fn zeros_like(t: &Tensor) -> Tensor {
         DType::BF16 => Tensor::BF16(ArrayD::from_elem(s, bf16::ZERO)),
     }
 }
+
+/// Every element as its bit pattern (NaN payloads and signed zeros included).
+pub fn bits(t: &Tensor) -> Vec<u64> {
+    match t {
+        Tensor::Bool(a) => a.iter().map(|&x| u64::from(x)).collect(),
+        Tensor::I8(a) => a.iter().map(|&x| x as u8 as u64).collect(),
+        Tensor::U8(a) => a.iter().map(|&x| u64::from(x)).collect(),
+        Tensor::I32(a) => a.iter().map(|&x| x as u32 as u64).collect(),
+        Tensor::I64(a) => a.iter().map(|&x| x as u64).collect(),
+        Tensor::F16(a) => a.iter().map(|x| u64::from(x.to_bits())).collect(),
+        Tensor::BF16(a) => a.iter().map(|x| u64::from(x.to_bits())).collect(),
+        Tensor::F32(a) => a.iter().map(|x| u64::from(x.to_bits())).collect(),
+        Tensor::F64(a) => a.iter().map(|x| x.to_bits()).collect(),
+    }
+}
