@@ -43,12 +43,22 @@ pub struct SessionOptions {
     /// error instead of a counted fallback (default: the `TFN_STRICT` environment variable,
     /// `1` = strict; the test suite runs strict).
     pub strict: bool,
+    /// The wide math routines kernels call (default: `TFN_SIMD` = `128`, `avx2` or `avx512`,
+    /// else the widest this CPU runs). Every level gives the same bits; `V128` is the forced
+    /// fallback of CPUs without AVX2/AVX-512.
+    pub simd: tfn_backend::SimdLevel,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        SessionOptions { backend: Backend::Jit, threads, optimize: true, strict: strict_from_env() }
+        SessionOptions {
+            backend: Backend::Jit,
+            threads,
+            optimize: true,
+            strict: strict_from_env(),
+            simd: tfn_backend::SimdLevel::from_env(),
+        }
     }
 }
 
@@ -153,7 +163,7 @@ impl Session {
         let jit = match options.backend {
             Backend::Jit => JitCompiler::new(CompileOptions {
                 threads: options.threads.max(1),
-                ..Default::default()
+                simd: options.simd,
             })
             .ok(),
             Backend::Interp => None,

@@ -237,6 +237,7 @@ fn session_for(
         threads,
         optimize,
         strict: crate::session::strict_from_env(),
+        simd: defaults.simd,
     };
     let session = crate::Session::with_options(options);
     match session.load_file(file) {

@@ -34,7 +34,6 @@ mod random;
 mod rows;
 pub(crate) mod scan;
 mod stage;
-pub use stage::simd_from_env;
 pub(crate) use stage::WideFns;
 pub(crate) mod storage;
 

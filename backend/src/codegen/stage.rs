@@ -57,24 +57,6 @@ impl Default for WideFns {
     }
 }
 
-/// The level `TFN_SIMD` asks for (`128`, `avx2`, `avx512`), clamped to this CPU; unset: the
-/// widest this CPU has. An unknown value is reported and ignored.
-pub fn simd_from_env() -> SimdLevel {
-    match std::env::var("TFN_SIMD") {
-        Ok(v) => match SimdLevel::parse(v.trim()) {
-            Some(level) => level.clamp_to_cpu(),
-            None => {
-                tfn_ir::tfn_log!(
-                    "tfn: ignoring TFN_SIMD={v:?} (expected 128, avx2 or avx512); using {}",
-                    SimdLevel::detect().name()
-                );
-                SimdLevel::detect()
-            }
-        },
-        Err(_) => SimdLevel::detect(),
-    }
-}
-
 /// One staged node of a pass: the node, its routine, its scratch slot.
 #[derive(Clone, Copy)]
 pub(super) struct Staged {

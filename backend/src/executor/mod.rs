@@ -52,7 +52,7 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        CompileOptions { threads, simd: crate::codegen::simd_from_env() }
+        CompileOptions { threads, simd: crate::wide::SimdLevel::from_env() }
     }
 }
 

@@ -102,6 +102,24 @@ impl SimdLevel {
         }
     }
 
+    /// The level `TFN_SIMD` asks for (`128`, `avx2`, `avx512`), clamped to this CPU; unset: the
+    /// widest this CPU has. An unknown value is reported and ignored.
+    pub fn from_env() -> SimdLevel {
+        match std::env::var("TFN_SIMD") {
+            Ok(v) => match SimdLevel::parse(v.trim()) {
+                Some(level) => level.clamp_to_cpu(),
+                None => {
+                    tfn_ir::tfn_log!(
+                        "tfn: ignoring TFN_SIMD={v:?} (expected 128, avx2 or avx512); using {}",
+                        SimdLevel::detect().name()
+                    );
+                    SimdLevel::detect()
+                }
+            },
+            Err(_) => SimdLevel::detect(),
+        }
+    }
+
     /// `self`, lowered to [`Self::detect`]'s level when the CPU cannot run it.
     pub fn clamp_to_cpu(self) -> SimdLevel {
         let cpu = SimdLevel::detect();
