@@ -190,7 +190,7 @@ fn declare_wide(
     for ty in [ptr, ptr, ptr] {
         sig.params.push(cranelift::codegen::ir::AbiParam::new(ty));
     }
-    for f in crate::math::MathFn::ALL {
+    for &f in crate::math::MathFn::ALL {
         let Some(routine) = wide::routine_f32(level, f) else { continue };
         let id = module
             .declare_function(routine.symbol, Linkage::Import, &sig)

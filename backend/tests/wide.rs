@@ -20,13 +20,14 @@ use tfn_backend::wide::{routine_f32, symbols, Routine, SimdLevel};
 
 /// The functions that must have routines at every wide level (the priority list
 /// and the rest of the unary functions).
-const EXPECTED: [MathFn; 15] = [
+const EXPECTED: [MathFn; 16] = [
     MathFn::Tanh,
     MathFn::Exp,
     MathFn::ExpNonPositive,
     MathFn::Sigmoid,
     MathFn::Erf,
     MathFn::Log,
+    MathFn::Log2,
     MathFn::Expm1,
     MathFn::Log1p,
     MathFn::Sin,
@@ -207,7 +208,7 @@ fn routines_exist_exactly_where_promised() {
     if !jit.features().fma {
         assert!(wide.is_empty(), "wide levels without fma");
     }
-    for f in MathFn::ALL {
+    for &f in MathFn::ALL {
         assert_eq!(routine_f32(SimdLevel::V128, f), None, "{}", f.name());
         for level in [SimdLevel::Avx2, SimdLevel::Avx512] {
             let r = routine_f32(level, f);

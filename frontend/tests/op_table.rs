@@ -36,7 +36,26 @@ fn prelude_constraints_match_the_op_table() {
                 Prim::MulAdd => Op::MulAdd,
                 Prim::Index(kind) => Op::Index { kind, axis: 0 },
                 Prim::Window(kind, _) => Op::Window { kind, attrs: Default::default() },
-                _ => continue,
+                // Accept any dtype (shape ops, creation, `where`'s branches, `cast`) or lower
+                // to several ops whose own rows are checked (`dropout`, `pad`, `arange`).
+                Prim::Where
+                | Prim::Cast
+                | Prim::Arange
+                | Prim::Reshape
+                | Prim::Transpose
+                | Prim::TransposeSwap
+                | Prim::BroadcastTo
+                | Prim::Unsqueeze
+                | Prim::Squeeze
+                | Prim::Concat
+                | Prim::Slice
+                | Prim::Full
+                | Prim::ZerosLike
+                | Prim::OnesLike
+                | Prim::FullLike
+                | Prim::Random(_)
+                | Prim::Dropout
+                | Prim::Pad => continue,
             };
             // The dtype variable of the first tensor parameter.
             let var = def.params.iter().find_map(|p| match &p.ty {
@@ -64,4 +83,27 @@ fn prelude_constraints_match_the_op_table() {
         }
     }
     assert!(checked >= 40, "only {checked} ops checked");
+}
+
+/// Every op of the IR's tables is declared in the prelude under its table name, so that a new
+/// row of `unary_ops!`/`binary_ops!` cannot reach the compiler without a signature users can
+/// call (the declaration then meets `prelude_constraints_match_the_op_table`).
+#[test]
+fn every_table_op_is_declared_in_the_prelude() {
+    let lib = tfn_frontend::prelude().expect("the prelude loads");
+    let declared = |name: &str| {
+        lib.functions
+            .values()
+            .flatten()
+            .any(|d| d.name == name && matches!(d.body, Body::Primitive) && d.overload.is_none())
+    };
+    let names = tfn_ir::UnaryOp::ALL
+        .iter()
+        .map(|u| u.name())
+        .chain(tfn_ir::BinaryOp::ALL.iter().map(|b| b.name()))
+        .chain(tfn_ir::ReduceOp::ALL.iter().map(|r| r.name()));
+    for name in names {
+        assert!(declared(name), "`{name}` is in the op table but not declared in the prelude");
+        assert!(lookup_primitive(name, None).is_some(), "`{name}` does not resolve to a primitive");
+    }
 }

@@ -12,138 +12,244 @@ use crate::attr::Scalar;
 use crate::dtype::{DType, DTypeSet};
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Exp,
-    Log,
-    Sqrt,
-    Rsqrt,
-    Tanh,
-    Sigmoid,
-    Sin,
-    Cos,
-    Erf,
-    Floor,
-    Ceil,
-    /// Round half to even, like NumPy.
-    Round,
-    Sign,
-    Reciprocal,
-    Log1p,
-    Expm1,
-    LogicalNot,
-    /// `isnan`, `isinf`, `isfinite`: predicates, `bool` results. NumPy semantics on every dtype:
-    /// an integer or bool is never NaN or infinite.
-    IsNan,
-    IsInf,
-    IsFinite,
-    /// Bitwise complement (`~x`); on `bool`, logical not.
-    BitwiseNot,
-    Asin,
-    Acos,
-    Atan,
-    Sinh,
-    Cosh,
+/// The elementwise unary ops, declared once. Each row is
+/// `Variant "name" DTYPES Result cost Sign`:
+///
+/// - `"name"`: the prelude's and the IR text format's name ([`UnaryOp::name`],
+///   [`UnaryOp::from_name`]); the e-graph language and the prelude lookup derive from it;
+/// - `DTYPES`: the [`DTypeSet`] the operand may have ([`UnaryOp::dtypes`]); the prelude's
+///   constraint on the op must be this set (`frontend/tests/op_table.rs` checks it);
+/// - `Result`: `Same` (the operand's dtype) or `Bool` (a predicate);
+/// - `cost`: arithmetic per element in simple instructions, for the optimiser's cost model;
+/// - `Sign`: what the optimiser may assume of the result's sign ([`UnarySign`]).
+///
+/// The callback receives the rows after its own arguments; [`UnaryOp`] and its facts are
+/// `define_unary!`'s expansion, and the interpreter's per-op monomorphisation expands the
+/// same table, so a new row reaches every `match` on [`UnaryOp`] and the compiler lists the
+/// places that must say what the op does (`ARCHITECTURE.md`, "Adding an op").
+macro_rules! unary_ops {
+    ($callback:ident ! ($($args:tt)*)) => {
+        $callback! { $($args)*
+            Neg "neg" NUMERIC Same 1.0 Unknown,
+            Abs "abs" NUMERIC Same 1.0 NonNegative,
+            Exp "exp" FLOAT Same 16.0 NonNegative,
+            Log "log" FLOAT Same 16.0 Unknown,
+            /// `log2(x)`, the base-2 logarithm (NumPy `log2`).
+            Log2 "log2" FLOAT Same 16.0 Unknown,
+            Sqrt "sqrt" FLOAT Same 4.0 NonNegative,
+            Rsqrt "rsqrt" FLOAT Same 4.0 KeepsNonNegative,
+            Tanh "tanh" FLOAT Same 16.0 Unknown,
+            Sigmoid "sigmoid" FLOAT Same 16.0 NonNegative,
+            Sin "sin" FLOAT Same 16.0 Unknown,
+            Cos "cos" FLOAT Same 16.0 Unknown,
+            Erf "erf" FLOAT Same 16.0 Unknown,
+            Floor "floor" FLOAT Same 1.0 Unknown,
+            Ceil "ceil" FLOAT Same 1.0 Unknown,
+            /// Round half to even, like NumPy.
+            Round "round" FLOAT Same 1.0 Unknown,
+            Sign "sign" NUMERIC Same 1.0 Unknown,
+            Reciprocal "reciprocal" FLOAT Same 4.0 KeepsNonNegative,
+            Log1p "log1p" FLOAT Same 16.0 Unknown,
+            Expm1 "expm1" FLOAT Same 16.0 Unknown,
+            LogicalNot "logical_not" BOOL Same 1.0 Unknown,
+            /// `isnan`, `isinf`, `isfinite`: predicates, `bool` results. NumPy semantics on
+            /// every dtype: an integer or bool is never NaN or infinite.
+            IsNan "isnan" COMPUTE Bool 1.0 Unknown,
+            IsInf "isinf" COMPUTE Bool 1.0 Unknown,
+            IsFinite "isfinite" COMPUTE Bool 1.0 Unknown,
+            /// Bitwise complement (`~x`); on `bool`, logical not.
+            BitwiseNot "bitwise_not" INT_BOOL Same 1.0 Unknown,
+            Asin "asin" FLOAT Same 16.0 Unknown,
+            Acos "acos" FLOAT Same 16.0 Unknown,
+            Atan "atan" FLOAT Same 16.0 Unknown,
+            Sinh "sinh" FLOAT Same 16.0 Unknown,
+            Cosh "cosh" FLOAT Same 16.0 Unknown,
+        }
+    };
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    LogicalAnd,
-    LogicalOr,
-    /// Python `//` (NumPy `floor_divide`): the floor of the quotient. Integers: `x // 0 == 0`
-    /// (NumPy's value, without its warning), `MIN // -1 == MIN` (wraps).
-    FloorDiv,
-    /// Python `%` (NumPy `remainder`): the sign of the divisor, `x - floor_div(x, y) * y`.
-    /// Integers: `x % 0 == 0`.
-    Remainder,
-    BitwiseAnd,
-    BitwiseOr,
-    BitwiseXor,
-    /// `x << y`; a count outside `[0, bits)` gives 0 (NumPy).
-    ShiftLeft,
-    /// Arithmetic `x >> y`; a count outside `[0, bits)` gives the sign fill, 0 or -1 (NumPy).
-    ShiftRight,
-    /// `atan2(y, x)`: the angle of the point `(x, y)`, in `[-π, π]`.
-    Atan2,
+/// The elementwise binary ops, declared once: rows `Variant "name" DTYPES Result cost`, as
+/// [`unary_ops!`] (both operands have the same dtype; `Bool` marks the comparisons).
+macro_rules! binary_ops {
+    ($callback:ident ! ($($args:tt)*)) => {
+        $callback! { $($args)*
+            Add "add" NUMERIC Same 1.0,
+            Sub "sub" NUMERIC Same 1.0,
+            Mul "mul" NUMERIC Same 1.0,
+            Div "div" FLOAT Same 4.0,
+            Pow "pow" FLOAT Same 24.0,
+            Maximum "maximum" NUMERIC Same 1.0,
+            Minimum "minimum" NUMERIC Same 1.0,
+            Eq "eq" COMPUTE Bool 1.0,
+            Ne "ne" COMPUTE Bool 1.0,
+            Lt "lt" NUMERIC Bool 1.0,
+            Le "le" NUMERIC Bool 1.0,
+            Gt "gt" NUMERIC Bool 1.0,
+            Ge "ge" NUMERIC Bool 1.0,
+            LogicalAnd "logical_and" BOOL Same 1.0,
+            LogicalOr "logical_or" BOOL Same 1.0,
+            /// Python `//` (NumPy `floor_divide`): the floor of the quotient. Integers:
+            /// `x // 0 == 0` (NumPy's value, without its warning), `MIN // -1 == MIN` (wraps).
+            /// No vector instruction for integers; floats take `fmod`'s loop.
+            FloorDiv "floor_div" NUMERIC Same 8.0,
+            /// Python `%` (NumPy `remainder`): the sign of the divisor,
+            /// `x - floor_div(x, y) * y`. Integers: `x % 0 == 0`.
+            Remainder "remainder" NUMERIC Same 8.0,
+            BitwiseAnd "bitwise_and" INT_BOOL Same 1.0,
+            BitwiseOr "bitwise_or" INT_BOOL Same 1.0,
+            BitwiseXor "bitwise_xor" INT_BOOL Same 1.0,
+            /// `x << y`; a count outside `[0, bits)` gives 0 (NumPy).
+            ShiftLeft "shift_left" INT Same 1.0,
+            /// Arithmetic `x >> y`; a count outside `[0, bits)` gives the sign fill, 0 or -1
+            /// (NumPy).
+            ShiftRight "shift_right" INT Same 1.0,
+            /// `atan2(y, x)`: the angle of the point `(x, y)`, in `[-π, π]`.
+            Atan2 "atan2" FLOAT Same 24.0,
+        }
+    };
 }
+
+/// What the optimiser may assume of a unary op's result sign, NaN aside (a column of
+/// [`unary_ops!`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnarySign {
+    /// Nothing.
+    Unknown,
+    /// Every element is NaN or `>= 0` (`exp` may underflow to 0).
+    NonNegative,
+    /// Non-negative where the operand is (`reciprocal`, `rsqrt` of `>= 0` or `> 0`).
+    KeepsNonNegative,
+}
+
+/// The result dtype rule of an elementwise op (a column of [`unary_ops!`], [`binary_ops!`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResultDType {
+    /// The operands' dtype.
+    Same,
+    /// `bool`: predicates and comparisons.
+    Bool,
+}
+
+/// Expands an op table into its enum, the `ALL` list, names and per-op facts.
+macro_rules! define_elementwise {
+    (($enum:ident, $all:ident)
+        $($(#[doc = $doc:literal])* $v:ident $name:literal $dtypes:ident $result:ident
+          $cost:literal $($sign:ident)?,)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $enum {
+            $($(#[doc = $doc])* $v,)*
+        }
+
+        /// Every op of the table, in declaration order.
+        pub const $all: &[$enum] = &[$($enum::$v),*];
+
+        impl $enum {
+            /// Every op of the table, in declaration order.
+            pub const ALL: &'static [$enum] = $all;
+
+            /// The prelude's and the IR text format's name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($enum::$v => $name,)*
+                }
+            }
+
+            /// The op of a prelude / IR text name.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($name => Some($enum::$v),)*
+                    _ => None,
+                }
+            }
+
+            /// The dtypes the op accepts. The prelude's constraint on the op of the same name
+            /// must be this set: a test checks it.
+            pub fn dtypes(self) -> DTypeSet {
+                match self {
+                    $($enum::$v => DTypeSet::$dtypes,)*
+                }
+            }
+
+            /// Whether the result is `bool` whatever the operands' dtype.
+            pub fn result_is_bool(self) -> bool {
+                match self {
+                    $($enum::$v => ResultDType::$result == ResultDType::Bool,)*
+                }
+            }
+
+            /// The result dtype for operands of dtype `x` (in the op table).
+            pub fn result_dtype(self, x: DType) -> DType {
+                if self.result_is_bool() {
+                    DType::Bool
+                } else {
+                    x
+                }
+            }
+
+            /// Arithmetic per element in simple instructions (the optimiser's cost model).
+            pub fn cost_weight(self) -> f64 {
+                match self {
+                    $($enum::$v => $cost,)*
+                }
+            }
+        }
+
+        impl fmt::Display for $enum {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+unary_ops!(define_elementwise!((UnaryOp, ALL_UNARY)));
+binary_ops!(define_elementwise!((BinaryOp, ALL_BINARY)));
+
+/// The sign column of [`unary_ops!`].
+macro_rules! define_unary_sign {
+    (() $($(#[doc = $doc:literal])* $v:ident $name:literal $dtypes:ident $result:ident
+          $cost:literal $sign:ident,)*) => {
+        impl UnaryOp {
+            /// What the optimiser may assume of the result's sign.
+            pub fn sign(self) -> UnarySign {
+                match self {
+                    $(UnaryOp::$v => UnarySign::$sign,)*
+                }
+            }
+        }
+    };
+}
+unary_ops!(define_unary_sign!(()));
+
+/// Expands `$body` once per variant of an op table with `$o` bound to that variant as a
+/// constant, so a per-element closure is compiled for one op (a `match` on `$o` folds away):
+/// `unary_ops!(per_variant_table!(UnaryOp, op, OP, body))`. Exhaustive by construction.
+macro_rules! per_variant_table {
+    (($enum:ident, $op:expr, $o:ident, $body:expr)
+        $($(#[doc = $doc:literal])* $v:ident $name:literal $dtypes:ident $result:ident
+          $cost:literal $($sign:ident)?,)*) => {
+        match $op {
+            $($crate::op::$enum::$v => {
+                const $o: $crate::op::$enum = $crate::op::$enum::$v;
+                $body
+            })*
+        }
+    };
+}
+
+pub(crate) use {binary_ops, per_variant_table, unary_ops};
 
 impl UnaryOp {
-    /// The dtypes the op accepts (its result has the operand's dtype). The prelude's
-    /// constraint on the op of the same name must be this set: a test checks it.
-    pub fn dtypes(self) -> DTypeSet {
-        use UnaryOp::*;
-        match self {
-            Neg | Abs | Sign => DTypeSet::NUMERIC,
-            Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil | Round
-            | Reciprocal | Log1p | Expm1 => DTypeSet::FLOAT,
-            LogicalNot => DTypeSet::BOOL,
-            Asin | Acos | Atan | Sinh | Cosh => DTypeSet::FLOAT,
-            IsNan | IsInf | IsFinite => DTypeSet::COMPUTE,
-            BitwiseNot => DTypeSet::INT_BOOL,
-        }
-    }
-
     /// Predicates produce `bool` whatever their operand's dtype.
     pub fn is_predicate(self) -> bool {
-        matches!(self, UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite)
-    }
-
-    /// The result dtype for an operand of dtype `x` (in the op table).
-    pub fn result_dtype(self, x: DType) -> DType {
-        if self.is_predicate() {
-            DType::Bool
-        } else {
-            x
-        }
+        self.result_is_bool()
     }
 }
 
 impl BinaryOp {
-    /// The dtypes the op accepts (both operands have the same dtype). See [`UnaryOp::dtypes`].
-    pub fn dtypes(self) -> DTypeSet {
-        use BinaryOp::*;
-        match self {
-            Add | Sub | Mul | Maximum | Minimum | Lt | Le | Gt | Ge => DTypeSet::NUMERIC,
-            Div | Pow => DTypeSet::FLOAT,
-            Eq | Ne => DTypeSet::COMPUTE,
-            LogicalAnd | LogicalOr => DTypeSet::BOOL,
-            Atan2 => DTypeSet::FLOAT,
-            FloorDiv | Remainder => DTypeSet::NUMERIC,
-            BitwiseAnd | BitwiseOr | BitwiseXor => DTypeSet::INT_BOOL,
-            ShiftLeft | ShiftRight => DTypeSet::INT,
-        }
-    }
-
-    /// The result dtype for operands of dtype `x` (in the op table).
-    pub fn result_dtype(self, x: DType) -> DType {
-        if self.is_comparison() {
-            DType::Bool
-        } else {
-            x
-        }
-    }
-
     /// Comparisons produce `bool` whatever their operands' dtype.
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
+        self.result_is_bool()
     }
 }
 
@@ -208,6 +314,13 @@ impl RandomDist {
 }
 
 pub const ALL_RANDOM: [RandomDist; 2] = [RandomDist::Uniform, RandomDist::Normal];
+
+impl RandomDist {
+    /// The distribution of a prelude / IR text name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        ALL_RANDOM.iter().copied().find(|r| r.name() == name)
+    }
+}
 
 /// A primitive operation. Each node of a [`crate::Graph`] holds one.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -327,10 +440,29 @@ impl Op {
     /// True for ops computed independently per output element from the same-index elements
     /// of their (broadcast) inputs.
     pub fn is_elementwise(&self) -> bool {
-        matches!(
-            self,
-            Op::Unary(_) | Op::Binary(_) | Op::Where | Op::MulAdd | Op::Cast(_) | Op::Const(_)
-        )
+        match self {
+            Op::Unary(_) | Op::Binary(_) | Op::Where | Op::MulAdd | Op::Cast(_) | Op::Const(_) => {
+                true
+            }
+            Op::Param(_)
+            | Op::Reduce { .. }
+            | Op::ArgMax { .. }
+            | Op::ArgMin { .. }
+            | Op::Iota { .. }
+            | Op::Scan { .. }
+            | Op::CumprodGrad { .. }
+            | Op::MatMul
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::BroadcastTo
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Full { .. }
+            | Op::Random { .. }
+            | Op::Extern { .. }
+            | Op::Index { .. }
+            | Op::Window { .. } => false,
+        }
     }
 
     /// The op's name in the IR text format.
@@ -338,12 +470,12 @@ impl Op {
         match self {
             Op::Param(_) => "param".into(),
             Op::Const(_) => "const".into(),
-            Op::Unary(u) => unary_name(*u).into(),
-            Op::Binary(b) => binary_name(*b).into(),
+            Op::Unary(u) => u.name().into(),
+            Op::Binary(b) => b.name().into(),
             Op::Where => "where".into(),
             Op::MulAdd => "mul_add".into(),
             Op::Cast(_) => "cast".into(),
-            Op::Reduce { op, .. } => reduce_name(*op).into(),
+            Op::Reduce { op, .. } => op.name().into(),
             Op::ArgMax { .. } => "argmax".into(),
             Op::ArgMin { .. } => "argmin".into(),
             Op::Iota { .. } => "iota".into(),
@@ -364,109 +496,27 @@ impl Op {
     }
 }
 
-pub fn unary_name(u: UnaryOp) -> &'static str {
-    use UnaryOp::*;
-    match u {
-        Neg => "neg",
-        Abs => "abs",
-        Exp => "exp",
-        Log => "log",
-        Sqrt => "sqrt",
-        Rsqrt => "rsqrt",
-        Tanh => "tanh",
-        Sigmoid => "sigmoid",
-        Sin => "sin",
-        Cos => "cos",
-        Erf => "erf",
-        Floor => "floor",
-        Ceil => "ceil",
-        Round => "round",
-        Sign => "sign",
-        Reciprocal => "reciprocal",
-        Log1p => "log1p",
-        Expm1 => "expm1",
-        LogicalNot => "logical_not",
-        IsNan => "isnan",
-        IsInf => "isinf",
-        IsFinite => "isfinite",
-        BitwiseNot => "bitwise_not",
-        Asin => "asin",
-        Acos => "acos",
-        Atan => "atan",
-        Sinh => "sinh",
-        Cosh => "cosh",
+impl ReduceOp {
+    /// Every reduction, in declaration order.
+    pub const ALL: &'static [ReduceOp] =
+        &[ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
+
+    /// The prelude's and the IR text format's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Prod => "prod",
+        }
+    }
+
+    /// The reduction of a prelude / IR text name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|r| r.name() == name)
     }
 }
 
-pub fn binary_name(b: BinaryOp) -> &'static str {
-    use BinaryOp::*;
-    match b {
-        Add => "add",
-        Sub => "sub",
-        Mul => "mul",
-        Div => "div",
-        Pow => "pow",
-        Maximum => "maximum",
-        Minimum => "minimum",
-        Eq => "eq",
-        Ne => "ne",
-        Lt => "lt",
-        Le => "le",
-        Gt => "gt",
-        Ge => "ge",
-        LogicalAnd => "logical_and",
-        LogicalOr => "logical_or",
-        FloorDiv => "floor_div",
-        Remainder => "remainder",
-        BitwiseAnd => "bitwise_and",
-        BitwiseOr => "bitwise_or",
-        BitwiseXor => "bitwise_xor",
-        ShiftLeft => "shift_left",
-        ShiftRight => "shift_right",
-        Atan2 => "atan2",
-    }
-}
-
-pub fn reduce_name(r: ReduceOp) -> &'static str {
-    match r {
-        ReduceOp::Sum => "sum",
-        ReduceOp::Mean => "mean",
-        ReduceOp::Max => "max",
-        ReduceOp::Min => "min",
-        ReduceOp::Prod => "prod",
-    }
-}
-
-pub const ALL_UNARY: [UnaryOp; 28] = {
-    use UnaryOp::*;
-    [
-        Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos, Erf, Floor, Ceil, Round, Sign,
-        Reciprocal, Log1p, Expm1, LogicalNot, // Predicates and bitwise.
-        IsNan, IsInf, IsFinite, BitwiseNot, // Inverse trigonometric and hyperbolic.
-        Asin, Acos, Atan, Sinh, Cosh,
-    ]
-};
-
-pub const ALL_BINARY: [BinaryOp; 23] = {
-    use BinaryOp::*;
-    [
-        Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
-        // Integer division and bitwise.
-        FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight, Atan2,
-    ]
-};
-
-pub const ALL_REDUCE: [ReduceOp; 5] =
-    [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
-
-impl fmt::Display for UnaryOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(unary_name(*self))
-    }
-}
-
-impl fmt::Display for BinaryOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(binary_name(*self))
-    }
-}
+/// Every reduction, in declaration order ([`ReduceOp::ALL`]).
+pub const ALL_REDUCE: &[ReduceOp] = ReduceOp::ALL;

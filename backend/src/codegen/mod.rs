@@ -46,7 +46,7 @@ use cranelift::codegen::ir::{
 use cranelift::codegen::ir::{Block, ConstantData, MemFlagsData, StackSlotData, StackSlotKind};
 use cranelift::codegen::isa::TargetFrontendConfig;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use ops::{lanes, scalar_type, unsupported, Width};
+use ops::{lanes, math_fn, scalar_type, unsupported, Width};
 use std::collections::HashMap;
 use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
@@ -86,72 +86,6 @@ impl Abi {
     }
     pub fn begin(&self) -> usize {
         self.operands + self.rank + self.operands * (self.rank - 1)
-    }
-}
-
-/// The math function behind a unary or binary op, if it needs one. Exhaustive over the
-/// elementwise ops: a new one must say whether it is computed by `math`.
-fn math_fn(op: &Op) -> Option<MathFn> {
-    use BinaryOp as B;
-    use UnaryOp as U;
-    match op {
-        Op::Unary(u) => match u {
-            U::Exp => Some(MathFn::Exp),
-            U::Expm1 => Some(MathFn::Expm1),
-            U::Log => Some(MathFn::Log),
-            U::Log1p => Some(MathFn::Log1p),
-            U::Tanh => Some(MathFn::Tanh),
-            U::Sigmoid => Some(MathFn::Sigmoid),
-            U::Erf => Some(MathFn::Erf),
-            U::Sin => Some(MathFn::Sin),
-            U::Cos => Some(MathFn::Cos),
-            U::Asin => Some(MathFn::Asin),
-            U::Acos => Some(MathFn::Acos),
-            U::Atan => Some(MathFn::Atan),
-            U::Sinh => Some(MathFn::Sinh),
-            U::Cosh => Some(MathFn::Cosh),
-            U::Neg
-            | U::Abs
-            | U::Sqrt
-            | U::Rsqrt
-            | U::Floor
-            | U::Ceil
-            | U::Round
-            | U::Sign
-            | U::Reciprocal
-            | U::LogicalNot
-            | U::IsNan
-            | U::IsInf
-            | U::IsFinite
-            | U::BitwiseNot => None,
-        },
-        Op::Binary(b) => match b {
-            B::Pow => Some(MathFn::Pow),
-            B::Atan2 => Some(MathFn::Atan2),
-            B::Add
-            | B::Sub
-            | B::Mul
-            | B::Div
-            | B::Maximum
-            | B::Minimum
-            | B::Eq
-            | B::Ne
-            | B::Lt
-            | B::Le
-            | B::Gt
-            | B::Ge
-            | B::LogicalAnd
-            | B::LogicalOr
-            | B::FloorDiv
-            | B::Remainder
-            | B::BitwiseAnd
-            | B::BitwiseOr
-            | B::BitwiseXor
-            | B::ShiftLeft
-            | B::ShiftRight => None,
-        },
-        // Not elementwise arithmetic.
-        _ => None,
     }
 }
 

@@ -6,12 +6,13 @@
 
 use super::lane_ops;
 use crate::error::CodegenError;
+use crate::math::MathFn;
 use cranelift::codegen::ir::{
     condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, Type, Value,
 };
 use cranelift::codegen::ir::{Endianness, MemFlagsData};
 use cranelift::frontend::FunctionBuilder;
-use tfn_ir::{BinaryOp, DType, ReduceOp, Scalar, UnaryOp};
+use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
 /// How many elements one value holds: one, or a full 128-bit vector of lane dtype `T`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,6 +194,94 @@ pub(crate) fn float_max_min(
     blend(b, pick_y, y, x)
 }
 
+/// The math function behind a unary or binary op, if it needs one. Exhaustive over the
+/// elementwise ops: a new one must say whether it is computed by `math`.
+pub(super) fn math_fn(op: &Op) -> Option<MathFn> {
+    use BinaryOp as B;
+    use UnaryOp as U;
+    match op {
+        Op::Unary(u) => match u {
+            U::Exp => Some(MathFn::Exp),
+            U::Expm1 => Some(MathFn::Expm1),
+            U::Log => Some(MathFn::Log),
+            U::Log2 => Some(MathFn::Log2),
+            U::Log1p => Some(MathFn::Log1p),
+            U::Tanh => Some(MathFn::Tanh),
+            U::Sigmoid => Some(MathFn::Sigmoid),
+            U::Erf => Some(MathFn::Erf),
+            U::Sin => Some(MathFn::Sin),
+            U::Cos => Some(MathFn::Cos),
+            U::Asin => Some(MathFn::Asin),
+            U::Acos => Some(MathFn::Acos),
+            U::Atan => Some(MathFn::Atan),
+            U::Sinh => Some(MathFn::Sinh),
+            U::Cosh => Some(MathFn::Cosh),
+            U::Neg
+            | U::Abs
+            | U::Sqrt
+            | U::Rsqrt
+            | U::Floor
+            | U::Ceil
+            | U::Round
+            | U::Sign
+            | U::Reciprocal
+            | U::LogicalNot
+            | U::IsNan
+            | U::IsInf
+            | U::IsFinite
+            | U::BitwiseNot => None,
+        },
+        Op::Binary(b) => match b {
+            B::Pow => Some(MathFn::Pow),
+            B::Atan2 => Some(MathFn::Atan2),
+            B::Add
+            | B::Sub
+            | B::Mul
+            | B::Div
+            | B::Maximum
+            | B::Minimum
+            | B::Eq
+            | B::Ne
+            | B::Lt
+            | B::Le
+            | B::Gt
+            | B::Ge
+            | B::LogicalAnd
+            | B::LogicalOr
+            | B::FloorDiv
+            | B::Remainder
+            | B::BitwiseAnd
+            | B::BitwiseOr
+            | B::BitwiseXor
+            | B::ShiftLeft
+            | B::ShiftRight => None,
+        },
+        // Not elementwise arithmetic.
+        Op::Param(_)
+        | Op::Const(_)
+        | Op::Where
+        | Op::MulAdd
+        | Op::Cast(_)
+        | Op::Reduce { .. }
+        | Op::ArgMax { .. }
+        | Op::ArgMin { .. }
+        | Op::Iota { .. }
+        | Op::Scan { .. }
+        | Op::CumprodGrad { .. }
+        | Op::MatMul
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::BroadcastTo
+        | Op::Concat { .. }
+        | Op::Slice { .. }
+        | Op::Full { .. }
+        | Op::Random { .. }
+        | Op::Extern { .. }
+        | Op::Index { .. }
+        | Op::Window { .. } => None,
+    }
+}
+
 pub(crate) fn emit_unary(
     b: &mut FunctionBuilder,
     width: Width,
@@ -235,8 +324,8 @@ pub(crate) fn emit_unary(
                 let cc = if op == IsInf { FloatCC::Equal } else { FloatCC::LessThan };
                 float_cmp(b, cc, a, inf)
             }
-            // Computed by `math` (see `codegen::math_fn`), or outside the op table.
-            Exp | Expm1 | Log | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot
+            // Computed by `math` (see [`math_fn`]), or outside the op table.
+            Exp | Expm1 | Log | Log2 | Log1p | Tanh | Sigmoid | Erf | Sin | Cos | LogicalNot
             | BitwiseNot | Asin | Acos | Atan | Sinh | Cosh => return not_here(op, d),
         });
     }
@@ -260,18 +349,18 @@ pub(crate) fn emit_unary(
                 blend(b, gt, one, neg)
             }
             // Outside the op table for integers.
-            Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
-            | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite | Asin | Acos
-            | Atan | Sinh | Cosh => return not_here(op, d),
+            Floor | Ceil | Round | Exp | Log | Log2 | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos
+            | Erf | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite | Asin
+            | Acos | Atan | Sinh | Cosh => return not_here(op, d),
         });
     }
     match (op, width) {
         (LogicalNot | BitwiseNot, Width::Scalar) => Ok(b.ins().bxor_imm_u(x, 1)),
         (LogicalNot | BitwiseNot, Width::Vector(_)) => Ok(b.ins().bnot(x)),
         (
-            Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-            | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite | Asin | Acos
-            | Atan | Sinh | Cosh,
+            Neg | Abs | Exp | Log | Log2 | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor
+            | Ceil | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite | Asin
+            | Acos | Atan | Sinh | Cosh,
             _,
         ) => not_here(op, d),
     }

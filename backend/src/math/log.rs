@@ -41,6 +41,35 @@ const SQRT_HALF: f64 = std::f64::consts::FRAC_1_SQRT_2;
 /// `log x` for finite `x > 0` (denormals included); other inputs give unspecified values.
 #[inline(always)]
 fn log_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+    let (f, e) = reduce(cx, x);
+    log1p_reduced(cx, f, e)
+}
+
+/// `log₂ x` for finite `x > 0`: `e + log(1 + f)·log₂e`, exact at powers of two (`f = 0`).
+/// `|log(1 + f)| < 0.35`, so where `e ≠ 0` the sum is at least 0.5 and nothing cancels.
+#[inline(always)]
+fn log2_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+    let (f, e) = reduce(cx, x);
+    let zero = cx.c(0.0);
+    let l = log1p_reduced(cx, f, zero);
+    let log2_e = cx.c(std::f64::consts::LOG2_E);
+    cx.mul_add(l, log2_e, e)
+}
+
+/// `e·ln2 + log1p(f)` for the format's width.
+#[inline(always)]
+fn log1p_reduced<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
+    if cx.fmt().is_f32() {
+        log1p_reduced_f32(cx, f, e)
+    } else {
+        log1p_reduced_f64(cx, f, e)
+    }
+}
+
+/// `(f, e)` with `x = 2ᵉ·(1 + f)`, `1 + f ∈ [√½, √2)`, for finite `x > 0` (denormals
+/// included); `e` is an integer-valued float.
+#[inline(always)]
+fn reduce<L: Lanes>(cx: &mut L, x: L::F) -> (L::F, L::F) {
     let mant = cx.fmt().mantissa_bits;
     let bias = cx.fmt().bias;
     // Scale denormals into the normal range.
@@ -73,11 +102,7 @@ fn log_positive<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let m_adj = cx.select(low, m, zero);
     let m2 = cx.add(m, m_adj);
     let f = cx.sub(m2, one);
-    if cx.fmt().is_f32() {
-        log1p_reduced_f32(cx, f, e)
-    } else {
-        log1p_reduced_f64(cx, f, e)
-    }
+    (f, e)
 }
 
 /// Cephes `logf` tail: `e·ln2 + log1p(f)`.
@@ -127,6 +152,20 @@ fn log1p_reduced_f64<L: Lanes>(cx: &mut L, f: L::F, e: L::F) -> L::F {
 #[inline(always)]
 pub(crate) fn log<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
     let y = log_positive(cx, x);
+    with_specials(cx, x, y)
+}
+
+/// Base-2 logarithm with IEEE special cases, exact at powers of two.
+#[inline(always)]
+pub(crate) fn log2<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+    let y = log2_positive(cx, x);
+    with_specials(cx, x, y)
+}
+
+/// `y` (a logarithm of finite `x > 0`) with the IEEE results elsewhere: NaN below zero and
+/// for NaN, `−inf` at `±0`, `+inf` at `+inf`.
+#[inline(always)]
+fn with_specials<L: Lanes>(cx: &mut L, x: L::F, y: L::F) -> L::F {
     let nan_or_neg = cx.fcmp_c(FloatCC::UnorderedOrLessThan, x, 0.0);
     let y = cx.select_c(nan_or_neg, f64::NAN, y);
     let zero = cx.fcmp_c(FloatCC::Equal, x, 0.0);

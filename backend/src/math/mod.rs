@@ -92,116 +92,95 @@ pub(crate) mod generic {
     pub(crate) use super::erf::erf;
     pub(crate) use super::exp::{exp, exp_non_positive, expm1};
     pub(crate) use super::hyperbolic::{cosh, sinh};
-    pub(crate) use super::log::{log, log1p};
+    pub(crate) use super::log::{log, log1p, log2};
     pub(crate) use super::tanh::{sigmoid, tanh};
     pub(crate) use super::trig::{cos, sin};
 }
 
-/// A function [`emit`] can inline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MathFn {
-    /// `eˣ`; overflows to `+inf`, underflows through denormals to `+0`.
-    Exp,
-    /// `eˣ` on `x ≤ 0` only (the code generator proves the sign, e.g. `x − max(x)` in
-    /// softmax); cheaper than [`MathFn::Exp`] because nothing overflows. Unspecified for `x > 0`.
-    ExpNonPositive,
-    /// `eˣ − 1`, accurate near 0.
-    Expm1,
-    /// Natural logarithm; `log(±0) = −inf`, `log(x<0) = NaN`, `log(+inf) = +inf`.
-    Log,
-    /// `log(1 + x)`, accurate near 0.
-    Log1p,
-    /// Hyperbolic tangent, saturating to `±1`.
-    Tanh,
-    /// Logistic sigmoid `1 / (1 + e⁻ˣ)`, computed without overflow.
-    Sigmoid,
-    /// Error function.
-    Erf,
-    /// Sine; `NaN` for `|x|` beyond [`sin_cos_reduction_limit`] (`2¹⁸` for `f32` with `fma`).
-    Sin,
-    /// Cosine; `NaN` for `|x|` beyond [`sin_cos_reduction_limit`].
-    Cos,
-    /// `xʸ` with C99 special cases (binary: `args = [x, y]`).
-    Pow,
-    /// `1 / √x` (correctly rounded `sqrt` followed by a correctly rounded division).
-    Rsqrt,
-    /// `√x` (a single hardware instruction).
-    Sqrt,
-    /// `1 / x` (a single hardware division).
-    Reciprocal,
-    /// Arcsine; NaN outside `[−1, 1]`.
-    Asin,
-    /// Arccosine; NaN outside `[−1, 1]`.
-    Acos,
-    /// Arctangent; `atan(±inf) = ±π/2`.
-    Atan,
-    /// Hyperbolic sine; overflows to `±inf`.
-    Sinh,
-    /// Hyperbolic cosine; overflows to `+inf`.
-    Cosh,
-    /// `atan2(y, x)` with C99 special cases (binary: `args = [y, x]`).
-    Atan2,
+/// The functions [`emit`] can inline, declared once: rows `Variant "name" arity` (the name
+/// as in C's `math.h` where one exists). [`MathFn`], [`MathFn::ALL`], [`MathFn::name`] and
+/// [`MathFn::arity`] are its expansion; [`emit`]'s `match` says how each is computed.
+macro_rules! math_fns {
+    ($callback:ident) => {
+        $callback! {
+            /// `eˣ`; overflows to `+inf`, underflows through denormals to `+0`.
+            Exp "exp" 1,
+            /// `eˣ` on `x ≤ 0` only (the code generator proves the sign, e.g. `x − max(x)` in
+            /// softmax); cheaper than [`MathFn::Exp`] because nothing overflows. Unspecified
+            /// for `x > 0`.
+            ExpNonPositive "exp_non_positive" 1,
+            /// `eˣ − 1`, accurate near 0.
+            Expm1 "expm1" 1,
+            /// Natural logarithm; `log(±0) = −inf`, `log(x<0) = NaN`, `log(+inf) = +inf`.
+            Log "log" 1,
+            /// Base-2 logarithm, exact at powers of two; special cases as [`MathFn::Log`].
+            Log2 "log2" 1,
+            /// `log(1 + x)`, accurate near 0.
+            Log1p "log1p" 1,
+            /// Hyperbolic tangent, saturating to `±1`.
+            Tanh "tanh" 1,
+            /// Logistic sigmoid `1 / (1 + e⁻ˣ)`, computed without overflow.
+            Sigmoid "sigmoid" 1,
+            /// Error function.
+            Erf "erf" 1,
+            /// Sine; `NaN` for `|x|` beyond [`sin_cos_reduction_limit`] (`2¹⁸` for `f32` with
+            /// `fma`).
+            Sin "sin" 1,
+            /// Cosine; `NaN` for `|x|` beyond [`sin_cos_reduction_limit`].
+            Cos "cos" 1,
+            /// `xʸ` with C99 special cases (binary: `args = [x, y]`).
+            Pow "pow" 2,
+            /// `1 / √x` (correctly rounded `sqrt` followed by a correctly rounded division).
+            Rsqrt "rsqrt" 1,
+            /// `√x` (a single hardware instruction).
+            Sqrt "sqrt" 1,
+            /// `1 / x` (a single hardware division).
+            Reciprocal "reciprocal" 1,
+            /// Arcsine; NaN outside `[−1, 1]`.
+            Asin "asin" 1,
+            /// Arccosine; NaN outside `[−1, 1]`.
+            Acos "acos" 1,
+            /// Arctangent; `atan(±inf) = ±π/2`.
+            Atan "atan" 1,
+            /// Hyperbolic sine; overflows to `±inf`.
+            Sinh "sinh" 1,
+            /// Hyperbolic cosine; overflows to `+inf`.
+            Cosh "cosh" 1,
+            /// `atan2(y, x)` with C99 special cases (binary: `args = [y, x]`).
+            Atan2 "atan2" 2,
+        }
+    };
 }
 
-impl MathFn {
-    /// Every function, in declaration order.
-    pub const ALL: [MathFn; 20] = [
-        MathFn::Exp,
-        MathFn::ExpNonPositive,
-        MathFn::Expm1,
-        MathFn::Log,
-        MathFn::Log1p,
-        MathFn::Tanh,
-        MathFn::Sigmoid,
-        MathFn::Erf,
-        MathFn::Sin,
-        MathFn::Cos,
-        MathFn::Pow,
-        MathFn::Rsqrt,
-        MathFn::Sqrt,
-        MathFn::Reciprocal,
-        MathFn::Asin,
-        MathFn::Acos,
-        MathFn::Atan,
-        MathFn::Sinh,
-        MathFn::Cosh,
-        MathFn::Atan2,
-    ];
-
-    /// Number of arguments `emit` expects.
-    pub fn arity(self) -> usize {
-        match self {
-            MathFn::Pow | MathFn::Atan2 => 2,
-            _ => 1,
+macro_rules! define_math_fns {
+    ($($(#[doc = $doc:literal])* $v:ident $name:literal $arity:literal,)*) => {
+        /// A function [`emit`] can inline.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum MathFn {
+            $($(#[doc = $doc])* $v,)*
         }
-    }
 
-    /// Lower-case name, as in C's `math.h` where one exists.
-    pub fn name(self) -> &'static str {
-        match self {
-            MathFn::Exp => "exp",
-            MathFn::ExpNonPositive => "exp_non_positive",
-            MathFn::Expm1 => "expm1",
-            MathFn::Log => "log",
-            MathFn::Log1p => "log1p",
-            MathFn::Tanh => "tanh",
-            MathFn::Sigmoid => "sigmoid",
-            MathFn::Erf => "erf",
-            MathFn::Sin => "sin",
-            MathFn::Cos => "cos",
-            MathFn::Pow => "pow",
-            MathFn::Rsqrt => "rsqrt",
-            MathFn::Sqrt => "sqrt",
-            MathFn::Reciprocal => "reciprocal",
-            MathFn::Asin => "asin",
-            MathFn::Acos => "acos",
-            MathFn::Atan => "atan",
-            MathFn::Sinh => "sinh",
-            MathFn::Cosh => "cosh",
-            MathFn::Atan2 => "atan2",
+        impl MathFn {
+            /// Every function, in declaration order.
+            pub const ALL: &'static [MathFn] = &[$(MathFn::$v),*];
+
+            /// Number of arguments `emit` expects.
+            pub fn arity(self) -> usize {
+                match self {
+                    $(MathFn::$v => $arity,)*
+                }
+            }
+
+            /// Lower-case name, as in C's `math.h` where one exists.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(MathFn::$v => $name,)*
+                }
+            }
         }
-    }
+    };
 }
+math_fns!(define_math_fns);
 
 /// Misuse of the emitter API by the code generator (these always represent a compiler bug).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -250,6 +229,7 @@ pub fn emit(
         MathFn::ExpNonPositive => exp::exp_non_positive(cx, x),
         MathFn::Expm1 => exp::expm1(cx, x),
         MathFn::Log => log::log(cx, x),
+        MathFn::Log2 => log::log2(cx, x),
         MathFn::Log1p => log::log1p(cx, x),
         MathFn::Tanh => tanh::tanh(cx, x),
         MathFn::Sigmoid => tanh::sigmoid(cx, x),

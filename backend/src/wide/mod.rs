@@ -32,6 +32,7 @@ macro_rules! for_each_routine {
             (Sigmoid, sigmoid),
             (Erf, erf),
             (Log, log),
+            (Log2, log2),
             (Expm1, expm1),
             (Log1p, log1p),
             (Sin, sin),

@@ -6,38 +6,22 @@
 use super::broadcast::{broadcast_shapes, view_as};
 use super::scalar;
 use super::{OpError, OpResult};
-use crate::op::{BinaryOp, UnaryOp};
+use crate::op::{per_variant_table, BinaryOp, UnaryOp};
 use crate::tensor::Tensor;
 use ndarray::{ArrayD, Zip};
 
-/// Expands `$body` once per variant with `$o` bound to that variant as a constant, so each
-/// per-element closure is compiled for one op (the match in [`scalar`] folds away). The match
-/// is exhaustive: a new op fails to compile here until it is listed.
-macro_rules! per_variant {
-    ($op:expr, $ty:ident, [$($v:ident),* $(,)?], $o:ident => $body:expr) => {
-        match $op {
-            $($ty::$v => {
-                const $o: $ty = $ty::$v;
-                $body
-            })*
-        }
-    };
-}
-
+/// Expands `$body` once per op of the table with `$o` bound to it as a constant, so each
+/// per-element closure is compiled for one op (the match in [`scalar`] folds away). Generated
+/// from the op tables (`crate::op`): exhaustive by construction.
 macro_rules! per_unary {
     ($op:expr, $o:ident => $body:expr) => {
-        per_variant!($op, UnaryOp, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos,
-            Erf, Floor, Ceil, Round, Sign, Reciprocal, Log1p, Expm1, LogicalNot,
-            IsNan, IsInf, IsFinite, BitwiseNot, Asin, Acos, Atan, Sinh, Cosh], $o => $body)
+        crate::op::unary_ops!(per_variant_table!((UnaryOp, $op, $o, $body)))
     };
 }
 
 macro_rules! per_binary {
     ($op:expr, $o:ident => $body:expr) => {
-        per_variant!($op, BinaryOp, [Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le,
-            Gt, Ge, LogicalAnd, LogicalOr,
-            FloorDiv, Remainder, BitwiseAnd, BitwiseOr, BitwiseXor, ShiftLeft, ShiftRight, Atan2],
-            $o => $body)
+        crate::op::binary_ops!(per_variant_table!((BinaryOp, $op, $o, $body)))
     };
 }
 

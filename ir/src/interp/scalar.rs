@@ -37,6 +37,7 @@ pub trait FloatElem: Copy + PartialOrd + std::ops::Neg<Output = Self> {
     fn round_even(self) -> Self;
     fn exp(self) -> Self;
     fn log(self) -> Self;
+    fn log2(self) -> Self;
     fn tanh(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
@@ -59,7 +60,7 @@ pub trait FloatElem: Copy + PartialOrd + std::ops::Neg<Output = Self> {
 }
 
 macro_rules! float_elem {
-    ($t:ty, $exp:path, $log:path, $tanh:path, $sin:path, $cos:path, $erf:path, $log1p:path,
+    ($t:ty, $exp:path, $log:path, $log2:path, $tanh:path, $sin:path, $cos:path, $erf:path, $log1p:path,
      $expm1:path, $pow:path, $fmod:path, $asin:path, $acos:path, $atan:path, $sinh:path,
      $cosh:path, $atan2:path) => {
         impl FloatElem for $t {
@@ -126,6 +127,10 @@ macro_rules! float_elem {
                 $cos(self)
             }
             #[inline(always)]
+            fn log2(self) -> $t {
+                $log2(self)
+            }
+            #[inline(always)]
             fn erf(self) -> $t {
                 $erf(self)
             }
@@ -189,6 +194,7 @@ float_elem!(
     f32,
     libm::expf,
     libm::logf,
+    libm::log2f,
     libm::tanhf,
     libm::sinf,
     libm::cosf,
@@ -208,6 +214,7 @@ float_elem!(
     f64,
     libm::exp,
     libm::log,
+    libm::log2,
     libm::tanh,
     libm::sin,
     libm::cos,
@@ -241,6 +248,7 @@ pub fn float_unary<T: FloatElem>(op: UnaryOp, x: T) -> Option<T> {
         Abs => x.abs(),
         Exp => x.exp(),
         Log => x.log(),
+        Log2 => x.log2(),
         Sqrt => x.sqrt(),
         Rsqrt => T::ONE.div(x.sqrt()),
         Tanh => x.tanh(),
@@ -290,8 +298,8 @@ pub fn predicate(op: UnaryOp, nan: bool, inf: bool) -> Option<bool> {
         IsNan => Some(nan),
         IsInf => Some(inf),
         IsFinite => Some(!nan && !inf),
-        Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-        | Round | Sign | Reciprocal | Log1p | Expm1 | LogicalNot | BitwiseNot => None,
+        Neg | Abs | Exp | Log | Log2 | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor
+        | Ceil | Round | Sign | Reciprocal | Log1p | Expm1 | LogicalNot | BitwiseNot => None,
         Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
@@ -491,8 +499,8 @@ pub fn int_unary<T: IntElem>(op: UnaryOp, x: T) -> Option<T> {
         Abs => Some(x.wrapping_abs()),
         Sign => Some(x.signum()),
         BitwiseNot => Some(x.not()),
-        Floor | Ceil | Round | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf
-        | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite => None,
+        Floor | Ceil | Round | Exp | Log | Log2 | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos
+        | Erf | Reciprocal | Log1p | Expm1 | LogicalNot | IsNan | IsInf | IsFinite => None,
         Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
@@ -504,8 +512,8 @@ pub fn bool_unary(op: UnaryOp, x: bool) -> Option<bool> {
     use UnaryOp::*;
     match op {
         LogicalNot | BitwiseNot => Some(!x),
-        Neg | Abs | Exp | Log | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor | Ceil
-        | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite => None,
+        Neg | Abs | Exp | Log | Log2 | Sqrt | Rsqrt | Tanh | Sigmoid | Sin | Cos | Erf | Floor
+        | Ceil | Round | Sign | Reciprocal | Log1p | Expm1 | IsNan | IsInf | IsFinite => None,
         Asin | Acos | Atan | Sinh | Cosh => None,
     }
 }
@@ -575,7 +583,7 @@ mod tests {
     /// `Some` exactly for the dtypes the table lists.
     #[test]
     fn definitions_cover_exactly_the_op_table() {
-        for op in ALL_UNARY {
+        for &op in ALL_UNARY {
             let t = op.dtypes();
             if op.is_predicate() {
                 assert!(predicate(op, false, false).is_some(), "{op}");
@@ -588,7 +596,7 @@ mod tests {
             assert_eq!(int_unary(op, 3i64).is_some(), t.contains(DType::I64), "{op}");
             assert_eq!(bool_unary(op, true).is_some(), t.contains(DType::Bool), "{op}");
         }
-        for op in ALL_BINARY {
+        for &op in ALL_BINARY {
             let t = op.dtypes();
             let cmp = op.is_comparison();
             let f = if cmp {

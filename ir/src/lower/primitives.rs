@@ -8,9 +8,7 @@ use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::graph::TensorType;
 use crate::library::ParamType;
-use crate::op::{
-    BinaryOp, Op, RandomDist, ReduceOp, UnaryOp, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY,
-};
+use crate::op::{BinaryOp, Op, RandomDist, ReduceOp, UnaryOp};
 use crate::shape::{Dim, Shape};
 
 /// How a primitive of the prelude lowers.
@@ -62,16 +60,16 @@ pub enum Prim {
 
 /// The primitive a prelude `op` declaration names, if the compiler implements it.
 pub fn lookup(name: &str, overload: Option<&str>) -> Option<Prim> {
-    let unary = ALL_UNARY.iter().find(|u| u.to_string() == name).copied();
-    let binary = ALL_BINARY.iter().find(|b| b.to_string() == name).copied();
-    let reduce = ALL_REDUCE.iter().find(|r| crate::op::reduce_name(**r) == name).copied();
+    let unary = UnaryOp::from_name(name);
+    let binary = BinaryOp::from_name(name);
+    let reduce = ReduceOp::from_name(name);
     match overload {
         Some("scalar") => binary.filter(|b| !b.is_comparison()).map(Prim::BinaryScalar),
         Some("swap") if name == "transpose" => Some(Prim::TransposeSwap),
         Some(_) => None,
         None => {
             let elementwise = unary.map(Prim::Unary).or(binary.map(Prim::Binary));
-            let random = ALL_RANDOM.iter().find(|r| r.name() == name).copied();
+            let random = RandomDist::from_name(name);
             let elementwise = elementwise.or(random.map(Prim::Random));
             elementwise.or(reduce.map(Prim::Reduce)).or_else(|| {
                 Some(match name {

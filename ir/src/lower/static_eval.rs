@@ -7,7 +7,7 @@
 
 use crate::attr::Attr;
 use crate::interp::scalar::{float_divmod, float_unary, IntElem};
-use crate::op::{BinaryOp, UnaryOp, ALL_UNARY};
+use crate::op::{BinaryOp, UnaryOp};
 
 /// Whether a call of `name` (with optional overload) on attributes is evaluated statically.
 pub fn is_static_op(name: &str, overload: Option<&str>) -> bool {
@@ -56,11 +56,7 @@ pub fn eval(name: &str, args: &[Attr]) -> Result<Attr, String> {
 /// literal `2.0`, which then takes its dtype from where it is used (like any float literal),
 /// or `f32` on its own.
 pub fn float_math(name: &str) -> Option<UnaryOp> {
-    ALL_UNARY
-        .iter()
-        .copied()
-        .find(|u| u.to_string() == name)
-        .filter(|u| u.dtypes() == crate::dtype::DTypeSet::FLOAT)
+    UnaryOp::from_name(name).filter(|u| u.dtypes() == crate::dtype::DTypeSet::FLOAT)
 }
 
 fn unary(name: &str, x: &Attr) -> Result<Attr, String> {

@@ -4,7 +4,7 @@
 use super::parse::{AttrValue, PResult, Parser};
 use crate::attr::{Attr, Scalar};
 use crate::dtype::DType;
-use crate::op::{Op, ScanOp, ALL_BINARY, ALL_REDUCE, ALL_UNARY};
+use crate::op::{BinaryOp, Op, ReduceOp, ScanOp, UnaryOp};
 
 /// The attributes of one node, consumed by key as the op is built.
 pub(super) struct Attrs<'p> {
@@ -92,13 +92,13 @@ impl Attrs<'_> {
     }
 
     pub(super) fn op(&mut self, name: &str, op_at: usize) -> PResult<Op> {
-        if let Some(&u) = ALL_UNARY.iter().find(|u| u.to_string() == name) {
+        if let Some(u) = UnaryOp::from_name(name) {
             return Ok(Op::Unary(u));
         }
-        if let Some(&b) = ALL_BINARY.iter().find(|b| b.to_string() == name) {
+        if let Some(b) = BinaryOp::from_name(name) {
             return Ok(Op::Binary(b));
         }
-        if let Some(&r) = ALL_REDUCE.iter().find(|r| crate::op::reduce_name(**r) == name) {
+        if let Some(r) = ReduceOp::from_name(name) {
             let axes = self.u32_list("axes", op_at)?;
             return Ok(Op::Reduce { op: r, axes, keepdim: self.bool("keepdim", op_at)? });
         }

@@ -8,7 +8,6 @@
 
 use tfn_ir::attr::Attr;
 use tfn_ir::library::{FunctionDef, Library, ParamType};
-use tfn_ir::op::{binary_name, reduce_name, unary_name};
 use tfn_ir::{Graph, Op, ValueId, WindowAttrs, WindowKind};
 
 /// A tensor argument of a call: one tensor, or a `Tensor[]` list.
@@ -94,11 +93,10 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
             ],
         ),
         // Inputs by the names the prelude declares (`atan2(y, x)`), else `x` and `y`.
-        Op::Unary(u) => extern_call(lib, unary_name(*u), ins, &[])
-            .or_else(|| plain(unary_name(*u), vec![one("x", input(0)?)], vec![])),
-        Op::Binary(b) => extern_call(lib, binary_name(*b), ins, &[]).or_else(|| {
-            plain(binary_name(*b), vec![one("x", input(0)?), one("y", input(1)?)], vec![])
-        }),
+        Op::Unary(u) => extern_call(lib, u.name(), ins, &[])
+            .or_else(|| plain(u.name(), vec![one("x", input(0)?)], vec![])),
+        Op::Binary(b) => extern_call(lib, b.name(), ins, &[])
+            .or_else(|| plain(b.name(), vec![one("x", input(0)?), one("y", input(1)?)], vec![])),
         Op::Where => plain(
             "where",
             vec![one("cond", input(0)?), one("x", input(1)?), one("y", input(2)?)],
@@ -114,7 +112,7 @@ pub(crate) fn prim_call(lib: &Library, graph: &Graph, node: ValueId) -> Option<P
             plain("cast", vec![one("x", input(0)?)], vec![("dtype".into(), Attr::DType(*d))])
         }
         Op::Reduce { op, axes, keepdim } => plain(
-            reduce_name(*op),
+            op.name(),
             vec![one("x", input(0)?)],
             vec![("dims".into(), ints(axes)), ("keepdim".into(), Attr::Bool(*keepdim))],
         ),

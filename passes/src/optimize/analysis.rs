@@ -19,7 +19,8 @@ use super::fold::{fold_binary, fold_cast, fold_mul_add, fold_unary, scalar_of_dt
 use super::infer::{dim_of, infer_type};
 use super::language::{FloatBits, TfnNode};
 use egg::{Analysis, DidMerge, EGraph, Id};
-use tfn_ir::{BinaryOp, DType, Dim, ReduceOp, Scalar, Shape, TensorType, UnaryOp};
+use tfn_ir::op::UnarySign;
+use tfn_ir::{BinaryOp, DType, Dim, ReduceOp, Scalar, Shape, TensorType};
 
 /// The value of an attribute leaf or list.
 #[derive(Clone, Debug, PartialEq)]
@@ -187,10 +188,11 @@ fn sign_of<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassDa
     let s = |id: Id| data(id).sign;
     let at_most_nonneg = |sg: Sign| sg.min(Sign::NonNegative);
     match node {
-        Unary(UnaryOp::Exp | UnaryOp::Sigmoid | UnaryOp::Sqrt | UnaryOp::Abs, _) => {
-            Sign::NonNegative
-        }
-        Unary(UnaryOp::Rsqrt | UnaryOp::Reciprocal, [x]) => at_most_nonneg(s(*x)),
+        Unary(u, [x]) => match u.sign() {
+            UnarySign::Unknown => Sign::Unknown,
+            UnarySign::NonNegative => Sign::NonNegative,
+            UnarySign::KeepsNonNegative => at_most_nonneg(s(*x)),
+        },
         Binary(BinaryOp::Mul, [x, y]) if x == y => Sign::NonNegative,
         Binary(BinaryOp::Mul | BinaryOp::Div, [x, y]) => at_most_nonneg(s(*x).min(s(*y))),
         Binary(BinaryOp::Add, [x, y]) => {

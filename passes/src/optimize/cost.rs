@@ -24,16 +24,9 @@ pub const ARITHMETIC: f64 = 0.25;
 /// Cost of an op that fusion makes free (constants, shape views).
 pub const FREE_OP: f64 = 0.5;
 
-/// Relative arithmetic cost per element of an elementwise unary op.
+/// Relative arithmetic cost per element of an elementwise unary op (its op-table row).
 pub fn unary_weight(u: UnaryOp) -> f64 {
-    use UnaryOp::*;
-    match u {
-        Neg | Abs | Floor | Ceil | Round | Sign | LogicalNot => 1.0,
-        IsNan | IsInf | IsFinite | BitwiseNot => 1.0,
-        Sqrt | Rsqrt | Reciprocal => 4.0,
-        Exp | Log | Tanh | Sigmoid | Sin | Cos | Erf | Log1p | Expm1 => 16.0,
-        Asin | Acos | Atan | Sinh | Cosh => 16.0,
-    }
+    u.cost_weight()
 }
 
 /// Relative arithmetic cost per element of `mul_add`: one instruction (`vfmadd`), where a
@@ -45,16 +38,9 @@ pub const MUL_ADD_WEIGHT: f64 = 1.0;
 /// Relative arithmetic cost per element of `rand_like`/`randn_like`.
 pub const RANDOM_WEIGHT: f64 = 24.0;
 
-/// Relative arithmetic cost per element of an elementwise binary op.
+/// Relative arithmetic cost per element of an elementwise binary op (its op-table row).
 pub fn binary_weight(b: BinaryOp) -> f64 {
-    match b {
-        BinaryOp::Div => 4.0,
-        BinaryOp::Pow => 24.0,
-        // Integer division has no vector instruction; floats take `fmod`'s loop.
-        BinaryOp::FloorDiv | BinaryOp::Remainder => 8.0,
-        BinaryOp::Atan2 => 24.0,
-        _ => 1.0,
-    }
+    b.cost_weight()
 }
 
 fn bytes(ty: Option<&TensorType>) -> f64 {

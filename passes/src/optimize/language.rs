@@ -36,7 +36,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
-use tfn_ir::op::{RandomDist, ALL_BINARY, ALL_RANDOM, ALL_REDUCE, ALL_UNARY};
+use tfn_ir::op::RandomDist;
 use tfn_ir::{BinaryOp, DType, IndexKind, ReduceOp, ScanOp, UnaryOp, WindowKind};
 
 /// An `f64` leaf that is equal, ordered and hashed by its bits (NaN and `-0.0` included).
@@ -229,12 +229,12 @@ impl TfnNode {
             Shape(_) => "shape".into(),
             Param(_) => "param".into(),
             Const(_) => "const".into(),
-            Unary(u, _) => tfn_ir::op::unary_name(*u).into(),
-            Binary(b, _) => tfn_ir::op::binary_name(*b).into(),
+            Unary(u, _) => u.name().into(),
+            Binary(b, _) => b.name().into(),
             Where(_) => "where".into(),
             MulAdd(_) => "mul_add".into(),
             Cast(_) => "cast".into(),
-            Reduce(r, _) => tfn_ir::op::reduce_name(*r).into(),
+            Reduce(r, _) => r.name().into(),
             ArgMax(_) => "argmax".into(),
             ArgMin(_) => "argmin".into(),
             Iota(_) => "iota".into(),
@@ -317,14 +317,14 @@ impl egg::FromOp for TfnNode {
                 return Ok(leaf);
             }
         }
-        if let Some(u) = ALL_UNARY.iter().find(|u| tfn_ir::op::unary_name(**u) == op) {
-            return fixed(&children).map(|c| Unary(*u, c)).ok_or_else(err);
+        if let Some(u) = UnaryOp::from_name(op) {
+            return fixed(&children).map(|c| Unary(u, c)).ok_or_else(err);
         }
-        if let Some(b) = ALL_BINARY.iter().find(|b| tfn_ir::op::binary_name(**b) == op) {
-            return fixed(&children).map(|c| Binary(*b, c)).ok_or_else(err);
+        if let Some(b) = BinaryOp::from_name(op) {
+            return fixed(&children).map(|c| Binary(b, c)).ok_or_else(err);
         }
-        if let Some(r) = ALL_REDUCE.iter().find(|r| tfn_ir::op::reduce_name(**r) == op) {
-            return fixed(&children).map(|c| Reduce(*r, c)).ok_or_else(err);
+        if let Some(r) = ReduceOp::from_name(op) {
+            return fixed(&children).map(|c| Reduce(r, c)).ok_or_else(err);
         }
         if let Some(k) = IndexKind::from_name(op) {
             return if children.len() == k.arity() + 1 {
@@ -342,8 +342,8 @@ impl egg::FromOp for TfnNode {
                 Err(err())
             };
         }
-        if let Some(r) = ALL_RANDOM.iter().find(|r| r.name() == op) {
-            return fixed(&children).map(|c| Random(*r, c)).ok_or_else(err);
+        if let Some(r) = RandomDist::from_name(op) {
+            return fixed(&children).map(|c| Random(r, c)).ok_or_else(err);
         }
         let node = match op {
             "list" => Some(List(children.clone())),
@@ -401,10 +401,10 @@ mod tests {
     #[test]
     fn every_elementwise_op_round_trips() {
         let x = "(param 0 f64 (shape 3))";
-        let texts = ALL_UNARY
+        let texts = UnaryOp::ALL
             .iter()
-            .map(|u| format!("({} {x})", tfn_ir::op::unary_name(*u)))
-            .chain(ALL_BINARY.iter().map(|b| format!("({} {x} {x})", tfn_ir::op::binary_name(*b))));
+            .map(|u| format!("({u} {x})"))
+            .chain(BinaryOp::ALL.iter().map(|b| format!("({b} {x} {x})")));
         for text in texts {
             let expr: RecExpr<TfnNode> = text.parse().expect("parses");
             assert_eq!(expr.to_string(), text);

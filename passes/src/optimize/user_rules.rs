@@ -24,7 +24,6 @@ use egg::{Applier, Id, Pattern, PatternAst, Rewrite, Subst, Symbol, Var};
 use std::collections::BTreeSet;
 use tfn_ir::attr::fmt_float;
 use tfn_ir::library::{ExprKind, RewriteDef};
-use tfn_ir::op::{ALL_BINARY, ALL_UNARY};
 use tfn_ir::{
     Attr, BinaryOp, DType, Diagnostic, Library, Scalar, Shape, Span, TensorType, UnaryOp,
 };
@@ -74,8 +73,8 @@ fn literal_text(s: Scalar) -> String {
 
 fn op_text(op: CallOp) -> String {
     match op {
-        CallOp::Unary(u) => tfn_ir::op::unary_name(u).into(),
-        CallOp::Binary(b) => tfn_ir::op::binary_name(b).into(),
+        CallOp::Unary(u) => u.name().into(),
+        CallOp::Binary(b) => b.name().into(),
         CallOp::Where => "where".into(),
         CallOp::Cast(d) => format!("cast {d}"),
     }
@@ -98,14 +97,10 @@ fn to_template(expr: &tfn_ir::library::Expr, diags: &mut Vec<Diagnostic>) -> Opt
                 diags.push(unsupported("a keyword argument".into(), arg.value.span));
                 return None;
             }
-            let op = if let Some(u) =
-                ALL_UNARY.iter().find(|u| tfn_ir::op::unary_name(**u) == callee)
-            {
-                CallOp::Unary(*u)
-            } else if let Some(b) =
-                ALL_BINARY.iter().find(|b| tfn_ir::op::binary_name(**b) == callee)
-            {
-                CallOp::Binary(*b)
+            let op = if let Some(u) = UnaryOp::from_name(callee) {
+                CallOp::Unary(u)
+            } else if let Some(b) = BinaryOp::from_name(callee) {
+                CallOp::Binary(b)
             } else if callee == "where" {
                 CallOp::Where
             } else if callee == "cast" {
