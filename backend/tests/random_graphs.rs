@@ -96,23 +96,13 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
         let tx = g.ty(x).clone();
         let v = match rng.below(10) {
             0..=2 => {
-                let ops: &[UnaryOp] = if floats {
-                    &[
-                        UnaryOp::Neg,
-                        UnaryOp::Abs,
-                        UnaryOp::Tanh,
-                        UnaryOp::Sigmoid,
-                        UnaryOp::Floor,
-                        UnaryOp::Sin,
-                        UnaryOp::Sign,
-                        UnaryOp::Exp,
-                        UnaryOp::Erf,
-                        UnaryOp::Expm1,
-                        UnaryOp::Atan,
-                    ]
-                } else {
-                    &[UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sign]
-                };
+                // Every op of the table that keeps the dtype: a new row is tested here
+                // without being listed.
+                let ops: Vec<UnaryOp> = UnaryOp::ALL
+                    .iter()
+                    .copied()
+                    .filter(|u| u.dtypes().contains(dtype) && !u.is_predicate())
+                    .collect();
                 g.push(Op::Unary(ops[rng.below(ops.len())]), vec![x], tx, Default::default())
             }
             3..=6 => {

@@ -13,7 +13,7 @@ use crate::dtype::{DType, DTypeSet};
 use std::fmt;
 
 /// The elementwise unary ops, declared once. Each row is
-/// `Variant "name" DTYPES Result cost Sign`:
+/// `Variant "name" DTYPES Result cost Wrap Sign`:
 ///
 /// - `"name"`: the prelude's and the IR text format's name ([`UnaryOp::name`],
 ///   [`UnaryOp::from_name`]); the e-graph language and the prelude lookup derive from it;
@@ -21,6 +21,9 @@ use std::fmt;
 ///   constraint on the op must be this set (`frontend/tests/op_table.rs` checks it);
 /// - `Result`: `Same` (the operand's dtype) or `Bool` (a predicate);
 /// - `cost`: arithmetic per element in simple instructions, for the optimiser's cost model;
+/// - `Wrap`: `Wraps` where the low 8 bits of an integer result depend only on the low 8 bits
+///   of the operands (ring operations modulo 2⁸, bitwise logic), so the op may read a wide
+///   `i32` value of an `i8`/`u8` computation; else `NoWrap`;
 /// - `Sign`: what the optimiser may assume of the result's sign ([`UnarySign`]).
 ///
 /// The callback receives the rows after its own arguments; [`UnaryOp`] and its facts are
@@ -30,81 +33,81 @@ use std::fmt;
 macro_rules! unary_ops {
     ($callback:ident ! ($($args:tt)*)) => {
         $callback! { $($args)*
-            Neg "neg" NUMERIC Same 1.0 Unknown,
-            Abs "abs" NUMERIC Same 1.0 NonNegative,
-            Exp "exp" FLOAT Same 16.0 NonNegative,
-            Log "log" FLOAT Same 16.0 Unknown,
+            Neg "neg" NUMERIC Same 1.0 Wraps Unknown,
+            Abs "abs" NUMERIC Same 1.0 NoWrap NonNegative,
+            Exp "exp" FLOAT Same 16.0 NoWrap NonNegative,
+            Log "log" FLOAT Same 16.0 NoWrap Unknown,
             /// `log2(x)`, the base-2 logarithm (NumPy `log2`).
-            Log2 "log2" FLOAT Same 16.0 Unknown,
-            Sqrt "sqrt" FLOAT Same 4.0 NonNegative,
-            Rsqrt "rsqrt" FLOAT Same 4.0 KeepsNonNegative,
-            Tanh "tanh" FLOAT Same 16.0 Unknown,
-            Sigmoid "sigmoid" FLOAT Same 16.0 NonNegative,
-            Sin "sin" FLOAT Same 16.0 Unknown,
-            Cos "cos" FLOAT Same 16.0 Unknown,
-            Erf "erf" FLOAT Same 16.0 Unknown,
-            Floor "floor" FLOAT Same 1.0 Unknown,
-            Ceil "ceil" FLOAT Same 1.0 Unknown,
+            Log2 "log2" FLOAT Same 16.0 NoWrap Unknown,
+            Sqrt "sqrt" FLOAT Same 4.0 NoWrap NonNegative,
+            Rsqrt "rsqrt" FLOAT Same 4.0 NoWrap KeepsNonNegative,
+            Tanh "tanh" FLOAT Same 16.0 NoWrap Unknown,
+            Sigmoid "sigmoid" FLOAT Same 16.0 NoWrap NonNegative,
+            Sin "sin" FLOAT Same 16.0 NoWrap Unknown,
+            Cos "cos" FLOAT Same 16.0 NoWrap Unknown,
+            Erf "erf" FLOAT Same 16.0 NoWrap Unknown,
+            Floor "floor" FLOAT Same 1.0 NoWrap Unknown,
+            Ceil "ceil" FLOAT Same 1.0 NoWrap Unknown,
             /// Round half to even, like NumPy.
-            Round "round" FLOAT Same 1.0 Unknown,
-            Sign "sign" NUMERIC Same 1.0 Unknown,
-            Reciprocal "reciprocal" FLOAT Same 4.0 KeepsNonNegative,
-            Log1p "log1p" FLOAT Same 16.0 Unknown,
-            Expm1 "expm1" FLOAT Same 16.0 Unknown,
-            LogicalNot "logical_not" BOOL Same 1.0 Unknown,
+            Round "round" FLOAT Same 1.0 NoWrap Unknown,
+            Sign "sign" NUMERIC Same 1.0 NoWrap Unknown,
+            Reciprocal "reciprocal" FLOAT Same 4.0 NoWrap KeepsNonNegative,
+            Log1p "log1p" FLOAT Same 16.0 NoWrap Unknown,
+            Expm1 "expm1" FLOAT Same 16.0 NoWrap Unknown,
+            LogicalNot "logical_not" BOOL Same 1.0 NoWrap Unknown,
             /// `isnan`, `isinf`, `isfinite`: predicates, `bool` results. NumPy semantics on
             /// every dtype: an integer or bool is never NaN or infinite.
-            IsNan "isnan" COMPUTE Bool 1.0 Unknown,
-            IsInf "isinf" COMPUTE Bool 1.0 Unknown,
-            IsFinite "isfinite" COMPUTE Bool 1.0 Unknown,
+            IsNan "isnan" COMPUTE Bool 1.0 NoWrap Unknown,
+            IsInf "isinf" COMPUTE Bool 1.0 NoWrap Unknown,
+            IsFinite "isfinite" COMPUTE Bool 1.0 NoWrap Unknown,
             /// Bitwise complement (`~x`); on `bool`, logical not.
-            BitwiseNot "bitwise_not" INT_BOOL Same 1.0 Unknown,
-            Asin "asin" FLOAT Same 16.0 Unknown,
-            Acos "acos" FLOAT Same 16.0 Unknown,
-            Atan "atan" FLOAT Same 16.0 Unknown,
-            Sinh "sinh" FLOAT Same 16.0 Unknown,
-            Cosh "cosh" FLOAT Same 16.0 Unknown,
+            BitwiseNot "bitwise_not" INT_BOOL Same 1.0 Wraps Unknown,
+            Asin "asin" FLOAT Same 16.0 NoWrap Unknown,
+            Acos "acos" FLOAT Same 16.0 NoWrap Unknown,
+            Atan "atan" FLOAT Same 16.0 NoWrap Unknown,
+            Sinh "sinh" FLOAT Same 16.0 NoWrap Unknown,
+            Cosh "cosh" FLOAT Same 16.0 NoWrap Unknown,
         }
     };
 }
 
-/// The elementwise binary ops, declared once: rows `Variant "name" DTYPES Result cost`, as
+/// The elementwise binary ops, declared once: rows `Variant "name" DTYPES Result cost Wrap`, as
 /// [`unary_ops!`] (both operands have the same dtype; `Bool` marks the comparisons).
 macro_rules! binary_ops {
     ($callback:ident ! ($($args:tt)*)) => {
         $callback! { $($args)*
-            Add "add" NUMERIC Same 1.0,
-            Sub "sub" NUMERIC Same 1.0,
-            Mul "mul" NUMERIC Same 1.0,
-            Div "div" FLOAT Same 4.0,
-            Pow "pow" FLOAT Same 24.0,
-            Maximum "maximum" NUMERIC Same 1.0,
-            Minimum "minimum" NUMERIC Same 1.0,
-            Eq "eq" COMPUTE Bool 1.0,
-            Ne "ne" COMPUTE Bool 1.0,
-            Lt "lt" NUMERIC Bool 1.0,
-            Le "le" NUMERIC Bool 1.0,
-            Gt "gt" NUMERIC Bool 1.0,
-            Ge "ge" NUMERIC Bool 1.0,
-            LogicalAnd "logical_and" BOOL Same 1.0,
-            LogicalOr "logical_or" BOOL Same 1.0,
+            Add "add" NUMERIC Same 1.0 Wraps,
+            Sub "sub" NUMERIC Same 1.0 Wraps,
+            Mul "mul" NUMERIC Same 1.0 Wraps,
+            Div "div" FLOAT Same 4.0 NoWrap,
+            Pow "pow" FLOAT Same 24.0 NoWrap,
+            Maximum "maximum" NUMERIC Same 1.0 NoWrap,
+            Minimum "minimum" NUMERIC Same 1.0 NoWrap,
+            Eq "eq" COMPUTE Bool 1.0 NoWrap,
+            Ne "ne" COMPUTE Bool 1.0 NoWrap,
+            Lt "lt" NUMERIC Bool 1.0 NoWrap,
+            Le "le" NUMERIC Bool 1.0 NoWrap,
+            Gt "gt" NUMERIC Bool 1.0 NoWrap,
+            Ge "ge" NUMERIC Bool 1.0 NoWrap,
+            LogicalAnd "logical_and" BOOL Same 1.0 NoWrap,
+            LogicalOr "logical_or" BOOL Same 1.0 NoWrap,
             /// Python `//` (NumPy `floor_divide`): the floor of the quotient. Integers:
             /// `x // 0 == 0` (NumPy's value, without its warning), `MIN // -1 == MIN` (wraps).
             /// No vector instruction for integers; floats take `fmod`'s loop.
-            FloorDiv "floor_div" NUMERIC Same 8.0,
+            FloorDiv "floor_div" NUMERIC Same 8.0 NoWrap,
             /// Python `%` (NumPy `remainder`): the sign of the divisor,
             /// `x - floor_div(x, y) * y`. Integers: `x % 0 == 0`.
-            Remainder "remainder" NUMERIC Same 8.0,
-            BitwiseAnd "bitwise_and" INT_BOOL Same 1.0,
-            BitwiseOr "bitwise_or" INT_BOOL Same 1.0,
-            BitwiseXor "bitwise_xor" INT_BOOL Same 1.0,
+            Remainder "remainder" NUMERIC Same 8.0 NoWrap,
+            BitwiseAnd "bitwise_and" INT_BOOL Same 1.0 Wraps,
+            BitwiseOr "bitwise_or" INT_BOOL Same 1.0 Wraps,
+            BitwiseXor "bitwise_xor" INT_BOOL Same 1.0 Wraps,
             /// `x << y`; a count outside `[0, bits)` gives 0 (NumPy).
-            ShiftLeft "shift_left" INT Same 1.0,
+            ShiftLeft "shift_left" INT Same 1.0 NoWrap,
             /// Arithmetic `x >> y`; a count outside `[0, bits)` gives the sign fill, 0 or -1
             /// (NumPy).
-            ShiftRight "shift_right" INT Same 1.0,
+            ShiftRight "shift_right" INT Same 1.0 NoWrap,
             /// `atan2(y, x)`: the angle of the point `(x, y)`, in `[-π, π]`.
-            Atan2 "atan2" FLOAT Same 24.0,
+            Atan2 "atan2" FLOAT Same 24.0 NoWrap,
         }
     };
 }
@@ -121,6 +124,15 @@ pub enum UnarySign {
     KeepsNonNegative,
 }
 
+/// The 8-bit wrapping column of [`unary_ops!`], [`binary_ops!`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wrap {
+    /// Commutes with wrapping to 8 bits.
+    Wraps,
+    /// Does not (or is not an integer op).
+    NoWrap,
+}
+
 /// The result dtype rule of an elementwise op (a column of [`unary_ops!`], [`binary_ops!`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResultDType {
@@ -134,7 +146,7 @@ pub enum ResultDType {
 macro_rules! define_elementwise {
     (($enum:ident, $all:ident)
         $($(#[doc = $doc:literal])* $v:ident $name:literal $dtypes:ident $result:ident
-          $cost:literal $($sign:ident)?,)*) => {
+          $cost:literal $wrap:ident $($sign:ident)?,)*) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $enum {
             $($(#[doc = $doc])* $v,)*
@@ -186,6 +198,14 @@ macro_rules! define_elementwise {
                 }
             }
 
+            /// Whether the low 8 bits of an integer result depend only on the low 8 bits of
+            /// the operands ([`Wrap`]).
+            pub fn wraps_to_8_bits(self) -> bool {
+                match self {
+                    $($enum::$v => Wrap::$wrap == Wrap::Wraps,)*
+                }
+            }
+
             /// Arithmetic per element in simple instructions (the optimiser's cost model).
             pub fn cost_weight(self) -> f64 {
                 match self {
@@ -208,7 +228,7 @@ binary_ops!(define_elementwise!((BinaryOp, ALL_BINARY)));
 /// The sign column of [`unary_ops!`].
 macro_rules! define_unary_sign {
     (() $($(#[doc = $doc:literal])* $v:ident $name:literal $dtypes:ident $result:ident
-          $cost:literal $sign:ident,)*) => {
+          $cost:literal $wrap:ident $sign:ident,)*) => {
         impl UnaryOp {
             /// What the optimiser may assume of the result's sign.
             pub fn sign(self) -> UnarySign {
@@ -227,7 +247,7 @@ unary_ops!(define_unary_sign!(()));
 macro_rules! per_variant_table {
     (($enum:ident, $op:expr, $o:ident, $body:expr)
         $($(#[doc = $doc:literal])* $v:ident $name:literal $dtypes:ident $result:ident
-          $cost:literal $($sign:ident)?,)*) => {
+          $cost:literal $wrap:ident $($sign:ident)?,)*) => {
         match $op {
             $($crate::op::$enum::$v => {
                 const $o: $crate::op::$enum = $crate::op::$enum::$v;

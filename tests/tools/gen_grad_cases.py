@@ -298,6 +298,7 @@ fn f_sqrt(Tensor x) -> Tensor { return sqrt(x) }
 fn f_rsqrt(Tensor x) -> Tensor { return rsqrt(x) }
 fn f_reciprocal(Tensor x) -> Tensor { return reciprocal(x) }
 fn f_log1p(Tensor x) -> Tensor { return log1p(x) }
+fn f_log2(Tensor x) -> Tensor { return log2(x) }
 fn f_pow(Tensor x, Tensor y) -> Tensor { return x ** y }
 fn f_sub(Tensor x, Tensor y) -> Tensor { return x - y }
 fn f_maximum(Tensor x, Tensor y) -> Tensor { return maximum(x, y) }
@@ -317,7 +318,8 @@ fn f_cast(Tensor x) -> Tensor { return cast(x, f64) * 2.0 }
         c.vjp(fn, fn[2:], {"x": x}, [g], [g * d])
     p = uniform(r, [2, 5], 0.2, 3, F64)
     for fn, d in [("f_log", 1 / p), ("f_sqrt", 0.5 / np.sqrt(p)), ("f_rsqrt", -0.5 * p**-1.5),
-                  ("f_reciprocal", -1 / p**2), ("f_log1p", 1 / (1 + p))]:
+                  ("f_reciprocal", -1 / p**2), ("f_log1p", 1 / (1 + p)),
+                  ("f_log2", 1 / (p * np.log(2)))]:
         c.vjp(fn, fn[2:], {"x": p}, [g], [g * d])
     # f32 versions of a few, so the f32 grads are exercised too
     x32, g32 = x.astype(F32), g.astype(F32)

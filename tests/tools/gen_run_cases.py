@@ -506,8 +506,8 @@ fn unary_any(Tensor x) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tenso
     return (neg(x), abs(x), exp(x), tanh(x), sigmoid(x), sin(x), cos(x), erf(x), floor(x), ceil(x), round(x), sign(x), expm1(x))
 }
 
-fn unary_positive(Tensor x) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
-    return (log(x), sqrt(x), rsqrt(x), reciprocal(x), log1p(x))
+fn unary_positive(Tensor x) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) {
+    return (log(x), sqrt(x), rsqrt(x), reciprocal(x), log1p(x), log2(x))
 }
 
 fn binary(Tensor x, Tensor y) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) {
@@ -531,7 +531,7 @@ fn square(Tensor x) -> Tensor {
         c.run("unary_any", f"unary_any_{name}", {"x": x}, [cast(o, dt) for o in outs])
         p = uniform(r, [2, 4], 0.1, 4, dt)
         pd = f64(p)
-        outs = [np.log(pd), np.sqrt(pd), 1 / np.sqrt(pd), 1 / pd, np.log1p(pd)]
+        outs = [np.log(pd), np.sqrt(pd), 1 / np.sqrt(pd), 1 / pd, np.log1p(pd), np.log2(pd)]
         c.run("unary_positive", f"unary_positive_{name}", {"x": p}, [cast(o, dt) for o in outs])
         x, y = uniform(r, [2, 3], 0.5, 2, dt), uniform(r, [3], 0.5, 2, dt)
         xd, yd = f64(x), f64(y)

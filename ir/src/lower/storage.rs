@@ -19,7 +19,7 @@ use super::call::Val;
 use super::instantiate::Lowerer;
 use crate::dtype::DType;
 use crate::graph::{TensorType, ValueId};
-use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::op::{Op, ReduceOp};
 use crate::span::Span;
 use crate::storage;
 
@@ -34,7 +34,23 @@ fn moves_data(op: &Op) -> bool {
         | Op::Concat { .. }
         | Op::Slice { .. } => true,
         Op::Index { kind, .. } => kind.is_read(),
-        _ => false,
+        Op::Param(_)
+        | Op::Const(_)
+        | Op::Unary(_)
+        | Op::Binary(_)
+        | Op::MulAdd
+        | Op::Cast(_)
+        | Op::Reduce { .. }
+        | Op::ArgMax { .. }
+        | Op::ArgMin { .. }
+        | Op::Iota { .. }
+        | Op::Scan { .. }
+        | Op::CumprodGrad { .. }
+        | Op::MatMul
+        | Op::Full { .. }
+        | Op::Random { .. }
+        | Op::Extern { .. }
+        | Op::Window { .. } => false,
     }
 }
 
@@ -42,16 +58,33 @@ fn moves_data(op: &Op) -> bool {
 /// on the low 8 bits of the data operands (ring operations modulo 2^8 and bitwise logic), so
 /// they may read a wide `i32` value of an `i8`/`u8` computation.
 pub(crate) fn reads_wide_int(op: &Op) -> bool {
-    use BinaryOp as B;
     match op {
-        Op::Unary(u) => matches!(u, UnaryOp::Neg | UnaryOp::BitwiseNot),
-        Op::Binary(b) => {
-            matches!(b, B::Add | B::Sub | B::Mul | B::BitwiseAnd | B::BitwiseOr | B::BitwiseXor)
-        }
-        Op::Reduce { op, .. } => matches!(op, ReduceOp::Sum | ReduceOp::Prod),
+        Op::Unary(u) => u.wraps_to_8_bits(),
+        Op::Binary(b) => b.wraps_to_8_bits(),
+        Op::Reduce { op, .. } => match op {
+            ReduceOp::Sum | ReduceOp::Prod => true,
+            ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min => false,
+        },
         Op::Scan { .. } | Op::MatMul => true,
         Op::Index { kind, .. } => !kind.is_read(),
-        _ => false,
+        Op::Param(_)
+        | Op::Const(_)
+        | Op::Where
+        | Op::MulAdd
+        | Op::Cast(_)
+        | Op::ArgMax { .. }
+        | Op::ArgMin { .. }
+        | Op::Iota { .. }
+        | Op::CumprodGrad { .. }
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::BroadcastTo
+        | Op::Concat { .. }
+        | Op::Slice { .. }
+        | Op::Full { .. }
+        | Op::Random { .. }
+        | Op::Extern { .. }
+        | Op::Window { .. } => false,
     }
 }
 

@@ -29,7 +29,27 @@ pub(crate) fn data_inputs(graph: &Graph, index: usize) -> &[ValueId] {
         Some(node) => match node.op {
             Op::Full { .. } | Op::Iota { .. } => &[],
             Op::Random { .. } => node.inputs.get(..1).unwrap_or(&[]),
-            _ => &node.inputs,
+            Op::Param(_)
+            | Op::Const(_)
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Where
+            | Op::MulAdd
+            | Op::Cast(_)
+            | Op::Reduce { .. }
+            | Op::ArgMax { .. }
+            | Op::ArgMin { .. }
+            | Op::Scan { .. }
+            | Op::CumprodGrad { .. }
+            | Op::MatMul
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::BroadcastTo
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Extern { .. }
+            | Op::Index { .. }
+            | Op::Window { .. } => &node.inputs,
         },
         None => &[],
     }

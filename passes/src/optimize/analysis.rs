@@ -162,10 +162,15 @@ fn fold<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassData)
                 .all(|&a| matches!(in_ty.shape.0.get(a as usize), Some(Dim::Const(n)) if *n > 0));
             match op {
                 ReduceOp::Max | ReduceOp::Min | ReduceOp::Mean if non_empty => Some(value),
-                _ => None,
+                ReduceOp::Max | ReduceOp::Min | ReduceOp::Mean | ReduceOp::Sum | ReduceOp::Prod => {
+                    None
+                }
             }
         }
-        _ => None,
+        // Leaves are attributes, not tensors; the other ops are not folded.
+        Int(_) | Float(_) | Bool(_) | DType(_) | Sym(_) | List(_) | Shape(_) | Param(_)
+        | ArgMax(_) | ArgMin(_) | Iota(_) | Scan(..) | CumprodGrad(_) | MatMul(_) | Concat(_)
+        | Slice(_) | Extern(_) | Index(..) | Random(..) | Window(..) => None,
     }
 }
 
@@ -231,7 +236,46 @@ fn sign_of<'a>(node: &TfnNode, ty: &TensorType, data: impl Fn(Id) -> &'a ClassDa
             _ => Sign::Unknown,
         },
         MatMul([a, b]) => at_most_nonneg(s(*a).min(s(*b))),
-        _ => Sign::Unknown,
+        Binary(
+            BinaryOp::Sub
+            | BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge
+            | BinaryOp::LogicalAnd
+            | BinaryOp::LogicalOr
+            | BinaryOp::FloorDiv
+            | BinaryOp::Remainder
+            | BinaryOp::BitwiseAnd
+            | BinaryOp::BitwiseOr
+            | BinaryOp::BitwiseXor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRight
+            | BinaryOp::Atan2,
+            _,
+        ) => Sign::Unknown,
+        Int(_)
+        | Float(_)
+        | Bool(_)
+        | DType(_)
+        | Sym(_)
+        | List(_)
+        | Shape(_)
+        | Param(_)
+        | Const(_)
+        | Full(_)
+        | ArgMax(_)
+        | ArgMin(_)
+        | Iota(_)
+        | Scan(..)
+        | CumprodGrad(_)
+        | Concat(_)
+        | Extern(_)
+        | Index(..)
+        | Random(tfn_ir::RandomDist::Normal, _)
+        | Window(..) => Sign::Unknown,
     }
 }
 

@@ -69,7 +69,33 @@ pub fn index_of_elementwise(
             TfnNode::Unary(_, [a]) | TfnNode::Cast([_, a]) => vec![*a],
             TfnNode::Binary(_, [a, b]) => vec![*a, *b],
             TfnNode::Where([c, a, b]) | TfnNode::MulAdd([c, a, b]) => vec![*c, *a, *b],
-            _ => continue,
+            // Not elementwise: not moved past an indexed read.
+            TfnNode::Int(_)
+            | TfnNode::Float(_)
+            | TfnNode::Bool(_)
+            | TfnNode::DType(_)
+            | TfnNode::Sym(_)
+            | TfnNode::List(_)
+            | TfnNode::Shape(_)
+            | TfnNode::Param(_)
+            | TfnNode::Const(_)
+            | TfnNode::Reduce(..)
+            | TfnNode::ArgMax(_)
+            | TfnNode::ArgMin(_)
+            | TfnNode::Iota(_)
+            | TfnNode::Scan(..)
+            | TfnNode::CumprodGrad(_)
+            | TfnNode::MatMul(_)
+            | TfnNode::Reshape(_)
+            | TfnNode::Transpose(_)
+            | TfnNode::BroadcastTo(_)
+            | TfnNode::Concat(_)
+            | TfnNode::Slice(_)
+            | TfnNode::Full(_)
+            | TfnNode::Extern(_)
+            | TfnNode::Index(..)
+            | TfnNode::Random(..)
+            | TfnNode::Window(..) => continue,
         };
         let roles: Option<Vec<Operand>> = operands
             .iter()
