@@ -21,6 +21,7 @@
 pub mod isa;
 pub mod math;
 
+mod abi;
 mod buffers;
 pub mod cache;
 mod codegen;

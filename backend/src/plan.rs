@@ -583,34 +583,31 @@ impl LoopPlan {
             .collect()
     }
 
-    /// Appends the outer-axis strides of an input read through a view (see
+    /// Writes the outer-axis strides of an input read through a view (see
     /// [`Operand::view`]), given the view's per-axis element strides (`ViewOp::layout`): each
     /// collapsed axis steps like its innermost domain axis (views only merge contiguous axes),
     /// broadcast axes by 0.
-    pub fn push_view_strides(&self, args: &mut Vec<i64>, op: &Operand, view_strides: &[isize]) {
-        let rank = self.rank();
+    pub fn write_view_strides(&self, slots: &mut [i64], op: &Operand, view_strides: &[isize]) {
         let pad = self.domain_rank.saturating_sub(view_strides.len());
-        for (j, group) in self.axes.iter().enumerate().take(rank.saturating_sub(1)) {
+        for (slot, (j, group)) in slots.iter_mut().zip(self.axes.iter().enumerate()) {
             let full = op.full.get(j).copied().unwrap_or(false);
             let stride = match group.last() {
                 Some(&a) if full && a >= pad => view_strides.get(a - pad).copied().unwrap_or(0),
                 _ => 0,
             };
-            args.push(stride as i64);
+            *slot = stride as i64;
         }
     }
 
-    /// Appends one operand's element strides over the collapsed axes, for collapsed `sizes`,
+    /// Writes one operand's element strides over the collapsed axes, for collapsed `sizes`,
     /// without the innermost axis (the kernel ABI has no slot for it): the
     /// kernel ABI's stride slots, written without allocating.
-    pub fn push_outer_strides(args: &mut Vec<i64>, full: &[bool], sizes: &[usize]) {
-        let rank = sizes.len();
-        let start = args.len();
-        args.resize(start + rank.saturating_sub(1), 0);
+    pub fn write_outer_strides(slots: &mut [i64], full: &[bool], sizes: &[usize]) {
+        slots.fill(0);
         let mut acc: i64 = 1;
         for (j, &size) in sizes.iter().enumerate().rev() {
             if full.get(j).copied().unwrap_or(false) {
-                if let Some(slot) = args.get_mut(start + j) {
+                if let Some(slot) = slots.get_mut(j) {
                     *slot = acc;
                 }
                 acc = acc.saturating_mul(size as i64);

@@ -15,6 +15,7 @@
 
 use super::ops::{self, scalar_type};
 use super::{loop_begin, loop_end, mem};
+use crate::abi::AxisAbi;
 use crate::error::CodegenError;
 use cranelift::codegen::ir::{
     condcodes::FloatCC, condcodes::IntCC, types, AbiParam, Function, InstBuilder, MemFlagsData,
@@ -45,10 +46,11 @@ pub(crate) fn build_arg(
     let load_slot = |b: &mut FunctionBuilder, slot: usize| {
         b.ins().load(types::I64, MemFlagsData::trusted(), args, (slot * 8) as i32)
     };
-    let (x_ptr, out_ptr) = (load_slot(&mut b, 0), load_slot(&mut b, 1));
-    let n = load_slot(&mut b, 3);
-    let inner = load_slot(&mut b, 4);
-    let (begin, end) = (load_slot(&mut b, 5), load_slot(&mut b, 6));
+    let abi = AxisAbi { operands: 2 };
+    let (x_ptr, out_ptr) = (load_slot(&mut b, abi.ptr(0)), load_slot(&mut b, abi.ptr(1)));
+    let n = load_slot(&mut b, abi.len_slot());
+    let inner = load_slot(&mut b, abi.inner());
+    let (begin, end) = (load_slot(&mut b, abi.begin()), load_slot(&mut b, abi.end()));
     let ty = scalar_type(dtype);
     let shift = dtype.size_bytes().trailing_zeros() as i64;
     let plane = b.ins().imul(n, inner);

@@ -1,16 +1,20 @@
 //! Cranelift IR for one loop kernel ([`LoopPlan`]): the loop nest, the row passes, the
 //! unrolled vector inner loops, reductions with independent accumulators, and scalar tails.
-//! Row reductions (inner axis reduced) are in `rows.rs`, column reductions (inner axis kept,
-//! reduced axes outside it) in `columns.rs`; this file holds the ABI, the loop nest over kept
-//! axes, and the evaluation of one element step shared by both.
+//!
+//! Code map: this file holds the entry (`build`: the kernel's arguments, constants, the loop
+//! nest over kept axes) and the `Emitter` state; `element.rs` the value of one element step,
+//! shared by every pass; `rows.rs` row reductions (inner axis reduced), `columns.rs` column
+//! reductions (inner axis kept, reduced axes outside it); `lane_dtype.rs` which dtype the
+//! vectors hold; `loops.rs` counted loops; `ops.rs` the instruction sequence of each op;
+//! `stage.rs` calls of the wide math routines; `indexed.rs`, `random.rs`, `storage.rs` indexed
+//! reads, random numbers and storage dtypes; `scan.rs`, `arg.rs` kernels along one axis.
 //!
 //! # Kernel ABI
 //!
-//! `extern "C" fn(args: *const i64)` where, with `P` operands (inputs then outputs) and `R`
-//! collapsed axes, `args` holds: `P` base pointers, `R` sizes, `P × (R-1)` outer strides (in
-//! elements, operand-major), then `begin` and `end`, the range of the split axis
-//! ([`LoopPlan::split_axis`], the outermost kept axis) this call covers, so threads can split
-//! it. For `R = 1` (a flat elementwise loop) axis 0 is the inner axis.
+//! `extern "C" fn(args: *const i64)`; [`crate::abi::LoopAbi`] says where each argument sits
+//! (the executor writes the array through the same type). The split axis
+//! ([`LoopPlan::split_axis`], the outermost kept axis) runs over `begin..end`, so threads can
+//! split it. For rank 1 (a flat elementwise loop) axis 0 is the inner axis.
 //!
 //! # Shape of the code
 //!
@@ -26,9 +30,15 @@
 
 pub(crate) mod arg;
 mod columns;
+mod element;
 mod indexed;
 pub(crate) use indexed::STATUS_INDEX;
+mod lane_dtype;
 mod lane_ops;
+mod loops;
+use lane_dtype::narrow_index;
+pub(crate) use lane_dtype::vector_lane;
+pub(crate) use loops::{loop_begin, loop_end};
 pub(crate) mod ops;
 mod random;
 mod rows;
@@ -37,127 +47,20 @@ mod stage;
 pub(crate) use stage::WideFns;
 pub(crate) mod storage;
 
+use crate::abi::LoopAbi;
 use crate::error::CodegenError;
 use crate::math::{self, MathConsts, MathFeatures, MathFn};
 use crate::plan::{LoopPlan, Ref};
-use cranelift::codegen::ir::{
-    condcodes::IntCC, types, AbiParam, Function, InstBuilder, Type, Value,
-};
-use cranelift::codegen::ir::{Block, ConstantData, MemFlagsData, StackSlotData, StackSlotKind};
+use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, Type, Value};
+use cranelift::codegen::ir::{ConstantData, MemFlagsData, StackSlotData, StackSlotKind};
 use cranelift::codegen::isa::TargetFrontendConfig;
-use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
 use ops::{lanes, math_fn, scalar_type, unsupported, Width};
 use std::collections::HashMap;
 use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
 /// Vectors per iteration of the main loop.
 pub(crate) const UNROLL: i64 = 4;
-
-/// Argument slots of the kernel ABI.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Abi {
-    pub operands: usize,
-    pub rank: usize,
-}
-
-/// Slots after `begin`/`end` in kernels with indexed reads (see `indexed.rs`): the error
-/// record pointer, then per source its axis size and stride.
-impl Abi {
-    pub fn error_record(&self) -> usize {
-        self.begin() + 2
-    }
-    pub fn index_size(&self, q: usize) -> usize {
-        self.begin() + 3 + 3 * q
-    }
-    pub fn index_stride(&self, q: usize) -> usize {
-        self.begin() + 4 + 3 * q
-    }
-    pub fn index_inner(&self, q: usize) -> usize {
-        self.begin() + 5 + 3 * q
-    }
-}
-
-impl Abi {
-    pub fn size(&self, j: usize) -> usize {
-        self.operands + j
-    }
-    pub fn stride(&self, p: usize, j: usize) -> usize {
-        self.operands + self.rank + p * (self.rank - 1) + j
-    }
-    pub fn begin(&self) -> usize {
-        self.operands + self.rank + self.operands * (self.rank - 1)
-    }
-}
-
-/// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
-/// mixed-dtype operands, casts between number types). Integer `iota`s compared only with each
-/// other (a causal mask `iota <= iota` in an f32 kernel) do not count: in vector code they are
-/// computed as integers of the lane's width ([`narrow_index`]).
-pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
-    // Storage dtypes live in registers of their compute dtype (`storage.rs`).
-    let lane = plan.data_operands().find(|o| !o.index).map(|o| o.dtype.compute())?;
-    if lane == DType::Bool {
-        return None;
-    }
-    let narrow = narrow_iotas(plan);
-    let node_of_input = |j: usize| {
-        plan.nodes.iter().position(|n| matches!(n.op, Op::Iota { .. }) && n.args == [Ref::Input(j)])
-    };
-    for (j, o) in plan.inputs.iter().enumerate() {
-        // Not element data (see `LoopPlan::data_operands`).
-        if o.key_only || o.indexed == Some(crate::plan::IndexedRole::Index) {
-            continue;
-        }
-        let narrowed = o.index && node_of_input(j).is_some_and(|k| narrow[k]);
-        if o.dtype.compute() != lane && !narrowed {
-            return None;
-        }
-    }
-    if plan.outputs.iter().any(|o| o.dtype.compute() != lane) {
-        return None;
-    }
-    for (k, n) in plan.nodes.iter().enumerate() {
-        if n.dtype.compute() != lane && n.dtype != DType::Bool && !narrow[k] {
-            return None;
-        }
-    }
-    Some(lane)
-}
-
-/// Integer `iota` nodes read only by comparisons between such nodes, and not stored.
-fn narrow_iotas(plan: &LoopPlan) -> Vec<bool> {
-    let is_int_iota =
-        |k: usize| matches!(plan.nodes[k].op, Op::Iota { .. }) && plan.nodes[k].dtype.is_int();
-    let stored = |k: usize| plan.outputs.iter().any(|o| o.node == Some(k));
-    (0..plan.nodes.len())
-        .map(|k| {
-            is_int_iota(k)
-                && !stored(k)
-                && plan.nodes.iter().all(|n| {
-                    !n.args.contains(&Ref::Node(k))
-                        || (matches!(n.op, Op::Binary(b) if b.is_comparison())
-                            && n.args.iter().all(|a| matches!(a, Ref::Node(m) if is_int_iota(*m))))
-                })
-        })
-        .collect()
-}
-
-/// The integer dtype an index of dtype `dtype` is computed in at `width`: its own, or — for an
-/// integer index in a vector kernel of another lane dtype (see [`vector_lane`]) — the integer
-/// of the lane's width (`i32` lanes in an f32 kernel: exact for axes shorter than 2^31, which
-/// the executor checks).
-fn narrow_index(width: Width, dtype: DType) -> DType {
-    match width {
-        Width::Vector(t) if t != dtype && dtype.is_int() => {
-            if lanes(t) == 4 {
-                DType::I32
-            } else {
-                DType::I64
-            }
-        }
-        _ => dtype,
-    }
-}
 
 /// Values constant within one pass: row values as scalars and splats (row reductions), or
 /// reduction results per column slot (column reductions), and which nodes are stashed.
@@ -194,7 +97,7 @@ type Memo = HashMap<Ref, Value>;
 
 struct Emitter<'p> {
     plan: &'p LoopPlan,
-    abi: Abi,
+    abi: LoopAbi,
     vector: Option<DType>,
     ptrs: Vec<Value>,
     sizes: Vec<Value>,
@@ -332,18 +235,18 @@ pub(crate) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let args = b.block_params(entry)[0];
-    let abi = Abi { operands: plan.operands().count(), rank: plan.rank() };
+    let abi = LoopAbi::of(plan);
     let load_slot = |b: &mut FunctionBuilder, slot: usize| {
         b.ins().load(types::I64, MemFlagsData::trusted(), args, (slot * 8) as i32)
     };
-    let ptrs: Vec<Value> = (0..abi.operands).map(|p| load_slot(&mut b, p)).collect();
+    let ptrs: Vec<Value> = (0..abi.operands).map(|p| load_slot(&mut b, abi.ptr(p))).collect();
     let sizes: Vec<Value> = (0..abi.rank).map(|j| load_slot(&mut b, abi.size(j))).collect();
     let strides: Vec<Vec<Value>> = (0..abi.operands)
         .map(|p| (0..abi.rank - 1).map(|j| load_slot(&mut b, abi.stride(p, j))).collect())
         .collect();
     let begin = load_slot(&mut b, abi.begin());
-    let end = load_slot(&mut b, abi.begin() + 1);
-    let sources = plan.index_sources();
+    let end = load_slot(&mut b, abi.end());
+    let sources = abi.index_sources;
     let err_record = if sources > 0 {
         load_slot(&mut b, abi.error_record())
     } else {
@@ -415,35 +318,6 @@ fn levels(plan: &LoopPlan) -> Vec<usize> {
         level[k] = if matches!(n.op, Op::Reduce { .. }) { arg_level + 1 } else { arg_level };
     }
     level
-}
-
-pub(crate) struct Loop {
-    var: Variable,
-    header: Block,
-    exit: Block,
-    pub i: Value,
-    next: Value,
-}
-
-/// Starts `for (i = var; i + step <= limit; i += step)`; the body follows at the builder.
-pub(crate) fn loop_begin(b: &mut FunctionBuilder, var: Variable, step: i64, limit: Value) -> Loop {
-    let header = b.create_block();
-    let body = b.create_block();
-    let exit = b.create_block();
-    b.ins().jump(header, &[]);
-    b.switch_to_block(header);
-    let i = b.use_var(var);
-    let next = b.ins().iadd_imm_s(i, step);
-    let ok = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, limit);
-    b.ins().brif(ok, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    Loop { var, header, exit, i, next }
-}
-
-pub(crate) fn loop_end(b: &mut FunctionBuilder, l: Loop) {
-    b.def_var(l.var, l.next);
-    b.ins().jump(l.header, &[]);
-    b.switch_to_block(l.exit);
 }
 
 impl Emitter<'_> {
@@ -776,336 +650,5 @@ impl Emitter<'_> {
             }
         }
         Ok(())
-    }
-
-    fn eval_ref(
-        &self,
-        b: &mut FunctionBuilder,
-        vals: &RowVals,
-        r: Ref,
-        at: At<'_>,
-        memo: &mut Memo,
-    ) -> Result<Value, CodegenError> {
-        let j = match r {
-            Ref::Node(m) => return self.eval_elem(b, vals, m, at, memo),
-            Ref::Input(j) => j,
-        };
-        if let Some(v) = memo.get(&r) {
-            return Ok(*v);
-        }
-        let input = &self.plan.inputs[j];
-        let v = if input.index && !self.is_row_input(j) {
-            // An iota: the index is the operand's offset, plus the inner position when the
-            // iota runs along the inner axis.
-            let base = if self.inner_full(&input.full) {
-                let i = b.ins().iadd(at.offs[j], at.i);
-                b.ins().iadd_imm_s(i, at.delta)
-            } else {
-                at.offs[j]
-            };
-            let lane_step = self.inner_full(&input.full);
-            index_value(b, base, at.width, narrow_index(at.width, input.dtype), lane_step)?
-        } else if self.inner_full(&input.full) {
-            let addr = self.address(b, j, at.offs[j], Some(at.i), input.dtype);
-            let off = (at.delta * input.dtype.size_bytes() as i64) as i32;
-            storage::load(b, at.width, input.dtype, addr, off)?
-        } else if self.is_row_input(j) {
-            let map =
-                if at.width == Width::Scalar { &vals.input_scalar } else { &vals.input_splat };
-            map.get(&j)
-                .copied()
-                .ok_or_else(|| CodegenError::Internal(format!("row input {j} not loaded")))?
-        } else {
-            // Constant along the inner axis but not along a reduced one: one scalar per step.
-            let addr = self.address(b, j, at.offs[j], None, input.dtype);
-            let s = storage::load(b, Width::Scalar, input.dtype, addr, 0)?;
-            ops::splat(b, at.width, input.dtype, s)?
-        };
-        memo.insert(r, v);
-        Ok(v)
-    }
-
-    fn eval_elem(
-        &self,
-        b: &mut FunctionBuilder,
-        vals: &RowVals,
-        k: usize,
-        at: At<'_>,
-        memo: &mut Memo,
-    ) -> Result<Value, CodegenError> {
-        let node = &self.plan.nodes[k];
-        if self.is_row_node(k) {
-            let map = if at.width == Width::Scalar { &vals.node_scalar } else { &vals.node_splat };
-            return map
-                .get(&k)
-                .copied()
-                .ok_or_else(|| CodegenError::Internal(format!("row value {k} missing")));
-        }
-        if let Some(v) = memo.get(&Ref::Node(k)) {
-            return Ok(*v);
-        }
-        if let Some(&adj) = vals.staged.get(&k) {
-            let v = self.load_staged(b, adj, at)?;
-            memo.insert(Ref::Node(k), v);
-            return Ok(v);
-        }
-        if matches!(node.op, Op::Index { .. }) {
-            return self.indexed_read(b, vals, k, at, memo);
-        }
-        if matches!(node.op, Op::Random { .. }) {
-            let v = self.random_value(b, k, at)?;
-            memo.insert(Ref::Node(k), v);
-            return Ok(v);
-        }
-        let v = match self.stash.get(&k) {
-            Some(&o) if vals.stashed.contains(&k) => {
-                let out = &self.plan.outputs[o];
-                let p = self.plan.inputs.len() + o;
-                let addr = self.address(b, p, at.offs[p], Some(at.i), out.dtype);
-                let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
-                storage::load(b, at.width, out.dtype, addr, off)?
-            }
-            _ => match self.row_reciprocal(vals, k, at.width) {
-                Some(recip) => {
-                    let x = match node.args.first() {
-                        Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
-                        None => return Err(CodegenError::Internal("division lacks x".into())),
-                    };
-                    b.ins().fmul(x, recip)
-                }
-                None => {
-                    let mut args = Vec::with_capacity(node.args.len());
-                    for &a in &node.args {
-                        args.push(self.eval_ref(b, vals, a, at, memo)?);
-                    }
-                    self.op(b, k, at.width, &args)?
-                }
-            },
-        };
-        memo.insert(Ref::Node(k), v);
-        Ok(v)
-    }
-
-    /// Row node `m` is a float divisor of an element-level division (`e / sum(e)` in softmax).
-    fn divides_elements(&self, m: usize) -> bool {
-        self.plan.nodes[m].dtype.is_float()
-            && self.plan.nodes.iter().enumerate().any(|(k, n)| {
-                matches!(n.op, Op::Binary(BinaryOp::Div))
-                    && n.args.get(1) == Some(&Ref::Node(m))
-                    && !self.is_row_node(k)
-            })
-    }
-
-    /// For a float division of node `k` by a row value whose reciprocal this pass holds:
-    /// that reciprocal at `width`. `x · (1/s)` may differ from `x / s` by one rounding (within
-    /// the JIT-vs-interpreter tolerance); body and tail use the same form, so results do not
-    /// depend on where the vector loop ends.
-    fn row_reciprocal(&self, vals: &RowVals, k: usize, width: Width) -> Option<Value> {
-        let node = &self.plan.nodes[k];
-        if !matches!(node.op, Op::Binary(BinaryOp::Div)) || !node.dtype.is_float() {
-            return None;
-        }
-        let Some(Ref::Node(m)) = node.args.get(1) else { return None };
-        let (scalar, splat) = vals.node_recip.get(m)?;
-        match width {
-            Width::Scalar => Some(*scalar),
-            Width::Vector(_) => *splat,
-        }
-    }
-
-    /// The math function node `k` needs: [`math_fn`], specialised where the argument's range
-    /// allows a cheaper form (`exp` of a value known to be `≤ 0`).
-    fn math_fn_of(&self, k: usize) -> Option<MathFn> {
-        let node = &self.plan.nodes[k];
-        match math_fn(&node.op)? {
-            MathFn::Exp if node.args.first().is_some_and(|&a| self.non_positive(a)) => {
-                Some(MathFn::ExpNonPositive)
-            }
-            f => Some(f),
-        }
-    }
-
-    /// Every element of `r` is `≤ 0` or NaN: `x − max(x)` (the max reducing over `x` itself,
-    /// so each element is among those maximised over; a reduction *node* of the plan is a row
-    /// value, broadcast back along exactly the axes it reduced), `−|x|`, `min(x, c)` with
-    /// `c ≤ 0`.
-    fn non_positive(&self, r: Ref) -> bool {
-        let Ref::Node(k) = r else { return false };
-        let node = &self.plan.nodes[k];
-        let arg = |i: usize| node.args.get(i).copied();
-        let node_op = |r: Option<Ref>| match r {
-            Some(Ref::Node(m)) => Some(&self.plan.nodes[m]),
-            _ => None,
-        };
-        match node.op {
-            Op::Binary(BinaryOp::Sub) => node_op(arg(1)).is_some_and(|m| {
-                matches!(m.op, Op::Reduce { op: ReduceOp::Max, .. })
-                    && m.args.first() == arg(0).as_ref()
-            }),
-            Op::Unary(UnaryOp::Neg) => {
-                node_op(arg(0)).is_some_and(|m| matches!(m.op, Op::Unary(UnaryOp::Abs)))
-            }
-            Op::Binary(BinaryOp::Minimum) => [arg(0), arg(1)].into_iter().any(|a| {
-                node_op(a).is_some_and(|m| match m.op {
-                    Op::Const(Scalar::Float(c)) | Op::Full { value: Scalar::Float(c) } => c <= 0.0,
-                    _ => false,
-                }) || a.is_some_and(|a| self.non_positive(a))
-            }),
-            _ => false,
-        }
-    }
-
-    /// Stores `v` (one step's value) into output `o` at the step's position.
-    fn store_output(&self, b: &mut FunctionBuilder, o: usize, v: Value, at: At<'_>) {
-        let out = &self.plan.outputs[o];
-        let p = self.plan.inputs.len() + o;
-        let addr = self.address(b, p, at.offs[p], Some(at.i), out.dtype);
-        let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
-        storage::store(b, at.width, out.dtype, v, addr, off);
-    }
-
-    fn row_input(
-        &self,
-        b: &mut FunctionBuilder,
-        offs: &[Value],
-        vals: &mut RowVals,
-        j: usize,
-    ) -> Result<Value, CodegenError> {
-        if let Some(v) = vals.input_scalar.get(&j) {
-            return Ok(*v);
-        }
-        let d = self.plan.inputs[j].dtype;
-        let v = if self.plan.inputs[j].index {
-            index_value(b, offs[j], Width::Scalar, d, false)?
-        } else {
-            let addr = self.address(b, j, offs[j], None, d);
-            storage::load(b, Width::Scalar, d, addr, 0)?
-        };
-        vals.input_scalar.insert(j, v);
-        Ok(v)
-    }
-
-    /// A row-level value as a scalar (reductions must already have run).
-    fn eval_row(
-        &self,
-        b: &mut FunctionBuilder,
-        offs: &[Value],
-        vals: &mut RowVals,
-        k: usize,
-    ) -> Result<Value, CodegenError> {
-        if let Some(v) = vals.node_scalar.get(&k) {
-            return Ok(*v);
-        }
-        let node = &self.plan.nodes[k];
-        if matches!(node.op, Op::Reduce { .. }) {
-            return Err(CodegenError::Internal(format!("reduction {k} used before its pass")));
-        }
-        if matches!(node.op, Op::Index { .. }) {
-            let v = self.indexed_read_row(b, offs, vals, k)?;
-            vals.node_scalar.insert(k, v);
-            return Ok(v);
-        }
-        if matches!(node.op, Op::Random { .. }) {
-            // Constant along the inner axis: its index is the counter's offset at the row.
-            let zero = b.ins().iconst(types::I64, 0);
-            let at = At { offs, i: zero, delta: 0, width: Width::Scalar };
-            let v = self.random_value(b, k, at)?;
-            vals.node_scalar.insert(k, v);
-            return Ok(v);
-        }
-        let mut args = Vec::with_capacity(node.args.len());
-        for &a in &node.args {
-            args.push(match a {
-                Ref::Node(m) => self.eval_row(b, offs, vals, m)?,
-                Ref::Input(j) => self.row_input(b, offs, vals, j)?,
-            });
-        }
-        let v = self.op(b, k, Width::Scalar, &args)?;
-        vals.node_scalar.insert(k, v);
-        Ok(v)
-    }
-
-    /// The instructions of node `k` on already computed arguments.
-    fn op(
-        &self,
-        b: &mut FunctionBuilder,
-        k: usize,
-        width: Width,
-        args: &[Value],
-    ) -> Result<Value, CodegenError> {
-        let node = &self.plan.nodes[k];
-        let arg = |i: usize| {
-            args.get(i)
-                .copied()
-                .ok_or_else(|| CodegenError::Internal(format!("node {k} lacks argument {i}")))
-        };
-        let arg_dtype = self.arg_dtype(node.args.first().copied()).unwrap_or(node.dtype);
-        if let Some(f) = self.math_fn_of(k) {
-            let ty = width.ty(arg_dtype)?;
-            let consts = self
-                .math
-                .get(&ty)
-                .ok_or_else(|| CodegenError::Internal("math constants not hoisted".into()))?;
-            return math::emit(b, consts, f, args)
-                .map_err(|e| CodegenError::Unsupported(e.to_string()));
-        }
-        match &node.op {
-            Op::Const(_) | Op::Full { .. } => {
-                let (s, v) = self
-                    .consts
-                    .get(&k)
-                    .copied()
-                    .ok_or_else(|| CodegenError::Internal("constant".into()))?;
-                match width {
-                    Width::Scalar => Ok(s),
-                    Width::Vector(_) => {
-                        v.ok_or_else(|| CodegenError::Internal("constant splat".into()))
-                    }
-                }
-            }
-            Op::Unary(u) => ops::emit_unary(b, width, *u, arg_dtype, arg(0)?),
-            Op::Binary(op) => {
-                let y_not_nan = match node.args.get(1) {
-                    Some(Ref::Node(m)) => match self.plan.nodes[*m].op {
-                        Op::Const(Scalar::Float(f)) | Op::Full { value: Scalar::Float(f) } => {
-                            !f.is_nan()
-                        }
-                        Op::Const(_) | Op::Full { .. } => true,
-                        _ => false,
-                    },
-                    _ => false,
-                };
-                ops::emit_binary(b, width, *op, arg_dtype, arg(0)?, arg(1)?, y_not_nan)
-            }
-            Op::Where => Ok(ops::blend(b, arg(0)?, arg(1)?, arg(2)?)),
-            Op::MulAdd => Ok(ops::mul_add(b, arg(0)?, arg(1)?, arg(2)?)),
-            Op::Cast(to) => ops::emit_cast(b, width, arg_dtype, *to, arg(0)?),
-            Op::BroadcastTo => arg(0),
-            // Its index operand already holds the index (see `eval_ref`).
-            Op::Iota { .. } => arg(0),
-            // Evaluated with its position by `eval_elem`/`eval_row` (`random.rs`).
-            Op::Random { .. } => {
-                Err(CodegenError::Internal("`rand_like` reached the instruction emitter".into()))
-            }
-            // Reductions and views are emitted by the row/column passes and the operand
-            // addressing, never as a plain instruction; the rest never joins a loop kernel.
-            // Reaching here is a planner bug: the kernel falls back, loudly.
-            Op::Param(_)
-            | Op::Reduce { .. }
-            | Op::ArgMax { .. }
-            | Op::ArgMin { .. }
-            | Op::Scan { .. }
-            | Op::CumprodGrad { .. }
-            | Op::MatMul
-            | Op::Reshape
-            | Op::Transpose { .. }
-            | Op::Concat { .. }
-            | Op::Slice { .. }
-            | Op::Index { .. }
-            | Op::Window { .. }
-            | Op::Extern { .. } => {
-                unsupported(format!("`{}` inside a loop kernel", node.op.name()))
-            }
-        }
     }
 }

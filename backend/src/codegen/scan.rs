@@ -18,6 +18,7 @@
 
 use super::ops::{self, lanes, Width};
 use super::{loop_begin, loop_end, mem, UNROLL};
+use crate::abi::AxisAbi;
 use crate::error::CodegenError;
 use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, MemFlagsData, Value};
 use cranelift::codegen::isa::TargetFrontendConfig;
@@ -75,12 +76,12 @@ pub(crate) fn build_scan(
     let load_slot = |b: &mut FunctionBuilder, slot: usize| {
         b.ins().load(types::I64, MemFlagsData::trusted(), args, (slot * 8) as i32)
     };
-    let p = spec.operands();
-    let ptrs: Vec<Value> = (0..p).map(|k| load_slot(&mut b, k)).collect();
-    let n = load_slot(&mut b, p + 1);
-    let inner = load_slot(&mut b, p + 2);
-    let begin = load_slot(&mut b, p + 3);
-    let end = load_slot(&mut b, p + 4);
+    let abi = AxisAbi { operands: spec.operands() };
+    let ptrs: Vec<Value> = (0..abi.operands).map(|k| load_slot(&mut b, abi.ptr(k))).collect();
+    let n = load_slot(&mut b, abi.len_slot());
+    let inner = load_slot(&mut b, abi.inner());
+    let begin = load_slot(&mut b, abi.begin());
+    let end = load_slot(&mut b, abi.end());
     let em = ScanEmitter { spec, ptrs, n, inner };
     let plane = b.ins().imul(n, inner);
 

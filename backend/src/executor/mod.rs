@@ -11,6 +11,7 @@
 //! the event is a *fallback*: [`CompiledFunction::interpreted_kernels`] lists it, and the
 //! session counts, logs and (in strict mode) refuses it.
 
+use crate::abi::{AxisAbi, LoopAbi};
 use crate::buffers;
 use crate::copy;
 use crate::error::{CodegenError, RunError};
@@ -382,15 +383,17 @@ impl CompiledFunction {
                 let n = self.graph.node(scan.node);
                 let shape = st.shape(&n.ty.shape)?;
                 let [outer, len, inner] = crate::scan::scan_sizes(&shape, scan.axis);
-                let mut args: Vec<i64> = Vec::with_capacity(n.inputs.len() + 6);
-                for v in &n.inputs {
-                    args.push(st.buf(*v)?.ptr as i64);
+                let abi = AxisAbi { operands: n.inputs.len() + 1 };
+                let mut args = vec![0i64; abi.len()];
+                for (k, v) in n.inputs.iter().enumerate() {
+                    args[abi.ptr(k)] = st.buf(*v)?.ptr as i64;
                 }
                 let out = st.alloc(scan.node, n.ty.dtype, &shape);
-                args.push(out.ptr as i64);
-                args.extend([outer as i64, len as i64, inner as i64]);
-                let begin_slot = args.len();
-                args.extend([0, 0]);
+                args[abi.ptr(n.inputs.len())] = out.ptr as i64;
+                args[abi.outer()] = outer as i64;
+                args[abi.len_slot()] = len as i64;
+                args[abi.inner()] = inner as i64;
+                let begin_slot = abi.begin();
                 let total = outer * len * inner;
                 if total > 0 {
                     let split = crate::parallel::Split { range: outer, work: total, align: 1 };
@@ -423,11 +426,16 @@ impl CompiledFunction {
                 let out_shape = st.shape(&n.ty.shape)?;
                 let x_buf = st.buf(x)?;
                 let out = st.alloc(arg.node, n.ty.dtype, &out_shape);
-                let mut args: Vec<i64> = vec![x_buf.ptr as i64, out.ptr as i64];
-                args.extend([outer as i64, len as i64, inner as i64, 0, 0]);
+                let abi = AxisAbi { operands: 2 };
+                let mut args = vec![0i64; abi.len()];
+                args[abi.ptr(0)] = x_buf.ptr as i64;
+                args[abi.ptr(1)] = out.ptr as i64;
+                args[abi.outer()] = outer as i64;
+                args[abi.len_slot()] = len as i64;
+                args[abi.inner()] = inner as i64;
                 let work = outer * len * inner;
                 let split = crate::parallel::Split { range: outer, work, align: 1 };
-                let slots = crate::parallel::ArgSlots { begin: 5, record: None };
+                let slots = crate::parallel::ArgSlots { begin: abi.begin(), record: None };
                 // SAFETY: `x` is a finished contiguous `[outer, len, inner]` array of its dtype,
                 // `out` an `i64` buffer of `outer * inner` elements (the node's shape, with or
                 // without the kept unit axis); each outer position is written by one call.
@@ -577,8 +585,11 @@ impl CompiledFunction {
                 .map_or_else(|| "max".to_string(), |n| n.op.name());
             return Err(RunError::ZeroSizeReduction { op });
         }
-        let operands = plan.operands().count();
-        let mut args: Vec<i64> = Vec::with_capacity(operands * rank + rank + 2);
+        let abi = LoopAbi::of(plan);
+        if abi.rank != rank {
+            return Err(RunError::Internal(format!("{rank} loop sizes for rank {}", abi.rank)));
+        }
+        let mut args = vec![0i64; abi.len()];
         // Inputs read through a view: the source buffer at the view's base offset, strides
         // from the source's bound shape.
         // (operand index, strides) of the view inputs; empty (no allocation) without views.
@@ -590,7 +601,6 @@ impl CompiledFunction {
         for (k, op) in plan.inputs.iter().enumerate() {
             if op.index {
                 // An iota's index operand has no buffer; the kernel never dereferences it.
-                args.push(0);
                 continue;
             }
             let buf = st.buf(op.value)?;
@@ -616,20 +626,20 @@ impl CompiledFunction {
                     view_strides.push((k, strides));
                 }
             }
-            match &op.view {
-                None => args.push(buf.ptr as i64),
+            args[abi.ptr(k)] = match &op.view {
+                None => buf.ptr as i64,
                 Some((view, _)) => {
                     let source = st.shape(&self.graph.ty(op.value).shape)?;
                     let (base, strides) = view.layout(&source).ok_or_else(|| {
                         RunError::Internal(format!("view of {} does not fit {source:?}", op.value))
                     })?;
                     let bytes = base * op.dtype.size_bytes() as isize;
-                    args.push((buf.ptr as i64).wrapping_add(bytes as i64));
                     view_strides.push((k, strides));
+                    (buf.ptr as i64).wrapping_add(bytes as i64)
                 }
-            }
+            };
         }
-        for op in &plan.outputs {
+        for (i, op) in plan.outputs.iter().enumerate() {
             let buf = match st.take_direct(op.value) {
                 Some(buf) => buf,
                 None => {
@@ -637,25 +647,33 @@ impl CompiledFunction {
                     st.alloc(op.value, op.dtype, &shape)
                 }
             };
-            args.push(buf.ptr as i64);
+            args[abi.ptr(plan.inputs.len() + i)] = buf.ptr as i64;
         }
-        // Random nodes' counter operands have no buffer.
-        args.extend(plan.randoms.iter().map(|_| 0));
-        args.extend(sizes.iter().map(|&s| s as i64));
+        // Random nodes' counter operands have no buffer: their slots stay 0.
+        for (j, &s) in sizes.iter().enumerate() {
+            args[abi.size(j)] = s as i64;
+        }
         for (k, op) in plan.operands().enumerate() {
+            let slots = &mut args[abi.strides(k)];
             match view_strides.iter().find(|(j, _)| *j == k) {
-                Some((_, strides)) => plan.push_view_strides(&mut args, op, strides),
-                None => LoopPlan::push_outer_strides(&mut args, &op.full, &sizes),
+                Some((_, strides)) => plan.write_view_strides(slots, op, strides),
+                None => LoopPlan::write_outer_strides(slots, &op.full, &sizes),
             }
         }
-        let begin_slot = args.len();
-        args.extend([0, 0]);
+        let begin_slot = abi.begin();
+        if index_slots.len() != abi.index_sources {
+            return Err(RunError::Internal(format!(
+                "{} indexed sources bound for {}",
+                index_slots.len(),
+                abi.index_sources
+            )));
+        }
         let record = if index_slots.is_empty() {
             None
         } else {
             let record = Box::new([0i64; 4]);
-            let slot = args.len();
-            args.push(&*record as *const [i64; 4] as i64);
+            let slot = abi.error_record();
+            args[slot] = &*record as *const [i64; 4] as i64;
             let sizes = index_slots.iter().map(|(n, _, _)| *n as usize);
             let reads: Vec<ReadIndex> = index_bufs
                 .into_iter()
@@ -667,8 +685,10 @@ impl CompiledFunction {
                     size,
                 })
                 .collect();
-            for (n, sd, inner) in index_slots {
-                args.extend([n, sd, inner]);
+            for (q, (n, sd, inner)) in index_slots.into_iter().enumerate() {
+                args[abi.index_size(q)] = n;
+                args[abi.index_stride(q)] = sd;
+                args[abi.index_inner(q)] = inner;
             }
             Some(ErrorRecord { record, slot, reads })
         };
