@@ -308,7 +308,7 @@ impl Prepared {
             Executor::Jit(f) => {
                 let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
                 let mut outs: Vec<TensorViewMut> =
-                    outputs.iter_mut().map(backend_view_mut).collect();
+                    outputs.iter_mut().map(OutputMut::reborrow).collect();
                 f.run_into_with_externs(&views, &mut outs, externs).map_err(run_error)
             }
         }
@@ -335,7 +335,7 @@ impl Prepared {
     ) -> Option<Result<(), Error>> {
         let f = self.compiled()?;
         let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
-        let mut outs: Vec<TensorViewMut> = outputs.iter_mut().map(backend_view_mut).collect();
+        let mut outs: Vec<TensorViewMut> = outputs.iter_mut().map(OutputMut::reborrow).collect();
         Some(f.run_into_profiled(&views, &mut outs, externs, times).map_err(run_error))
     }
 }
@@ -351,20 +351,6 @@ fn backend_view<'a>(t: &'a TensorValue) -> TensorView<'a> {
         TensorValue::U8(a) => TensorView::U8(a.view()),
         TensorValue::F16(a) => TensorView::F16(a.view()),
         TensorValue::BF16(a) => TensorView::BF16(a.view()),
-    }
-}
-
-fn backend_view_mut<'a>(o: &'a mut OutputMut) -> TensorViewMut<'a> {
-    match o {
-        OutputMut::Bool(a) => TensorViewMut::Bool(a.view_mut()),
-        OutputMut::I32(a) => TensorViewMut::I32(a.view_mut()),
-        OutputMut::I64(a) => TensorViewMut::I64(a.view_mut()),
-        OutputMut::F32(a) => TensorViewMut::F32(a.view_mut()),
-        OutputMut::F64(a) => TensorViewMut::F64(a.view_mut()),
-        OutputMut::I8(a) => TensorViewMut::I8(a.view_mut()),
-        OutputMut::U8(a) => TensorViewMut::U8(a.view_mut()),
-        OutputMut::F16(a) => TensorViewMut::F16(a.view_mut()),
-        OutputMut::BF16(a) => TensorViewMut::BF16(a.view_mut()),
     }
 }
 

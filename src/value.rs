@@ -1,9 +1,7 @@
 //! Call arguments and results of a [`crate::Session`]: tensors (borrowed or owned `ndarray`
 //! arrays of any strides) and compile-time attribute values.
 
-use ndarray::{
-    ArrayD, ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, CowArray, Dimension, IxDyn,
-};
+use ndarray::{ArrayD, ArrayView, ArrayViewD, CowArray, Dimension, IxDyn};
 use tfn_ir::half;
 use tfn_ir::{Attr, DType, Tensor};
 
@@ -222,75 +220,12 @@ impl From<Attr> for Value<'_> {
     }
 }
 
-/// A caller-provided output buffer for [`crate::Session::call_into`].
-#[derive(Debug)]
-pub enum OutputMut<'a> {
-    Bool(ArrayViewMutD<'a, bool>),
-    I32(ArrayViewMutD<'a, i32>),
-    I64(ArrayViewMutD<'a, i64>),
-    F32(ArrayViewMutD<'a, f32>),
-    F64(ArrayViewMutD<'a, f64>),
-    I8(ArrayViewMutD<'a, i8>),
-    U8(ArrayViewMutD<'a, u8>),
-    F16(ArrayViewMutD<'a, half::f16>),
-    BF16(ArrayViewMutD<'a, half::bf16>),
-}
-
-impl OutputMut<'_> {
-    pub fn dtype(&self) -> DType {
-        match self {
-            OutputMut::Bool(_) => DType::Bool,
-            OutputMut::I32(_) => DType::I32,
-            OutputMut::I64(_) => DType::I64,
-            OutputMut::F32(_) => DType::F32,
-            OutputMut::F64(_) => DType::F64,
-            OutputMut::I8(_) => DType::I8,
-            OutputMut::U8(_) => DType::U8,
-            OutputMut::F16(_) => DType::F16,
-            OutputMut::BF16(_) => DType::BF16,
-        }
-    }
-
-    pub fn shape(&self) -> &[usize] {
-        match self {
-            OutputMut::Bool(a) => a.shape(),
-            OutputMut::I32(a) => a.shape(),
-            OutputMut::I64(a) => a.shape(),
-            OutputMut::F32(a) => a.shape(),
-            OutputMut::F64(a) => a.shape(),
-            OutputMut::I8(a) => a.shape(),
-            OutputMut::U8(a) => a.shape(),
-            OutputMut::F16(a) => a.shape(),
-            OutputMut::BF16(a) => a.shape(),
-        }
-    }
-}
-
-impl<'a> From<&'a mut Tensor> for OutputMut<'a> {
-    /// Writes into an owned tensor (e.g. the results of a first call, reused by later ones).
-    fn from(t: &'a mut Tensor) -> Self {
-        match t {
-            Tensor::Bool(a) => OutputMut::Bool(a.view_mut()),
-            Tensor::I32(a) => OutputMut::I32(a.view_mut()),
-            Tensor::I64(a) => OutputMut::I64(a.view_mut()),
-            Tensor::F32(a) => OutputMut::F32(a.view_mut()),
-            Tensor::F64(a) => OutputMut::F64(a.view_mut()),
-            Tensor::I8(a) => OutputMut::I8(a.view_mut()),
-            Tensor::U8(a) => OutputMut::U8(a.view_mut()),
-            Tensor::F16(a) => OutputMut::F16(a.view_mut()),
-            Tensor::BF16(a) => OutputMut::BF16(a.view_mut()),
-        }
-    }
-}
+/// A caller-provided output buffer for [`crate::Session::call_into`]: the backend's one
+/// mutable view type ([`tfn_backend::tensors::TensorViewMut`]), any dtype and strides.
+pub use tfn_backend::tensors::TensorViewMut as OutputMut;
 
 macro_rules! output_from {
     ($t:ty, $v:ident) => {
-        /// Any dimensionality: `Array2::view_mut()` converts as well as `ArrayViewMutD`.
-        impl<'a, D: Dimension> From<ArrayViewMut<'a, $t, D>> for OutputMut<'a> {
-            fn from(a: ArrayViewMut<'a, $t, D>) -> Self {
-                OutputMut::$v(a.into_dyn())
-            }
-        }
         impl<'a, D: Dimension> From<ArrayView<'a, $t, D>> for TensorValue<'a> {
             fn from(a: ArrayView<'a, $t, D>) -> Self {
                 TensorValue::$v(a.into_dyn().into())

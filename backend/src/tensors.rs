@@ -1,7 +1,7 @@
 //! Borrowed tensors at the backend's boundary: inputs as `ndarray` views of any strides,
 //! outputs as mutable views the caller owns.
 
-use ndarray::{ArrayViewD, ArrayViewMutD};
+use ndarray::{ArrayViewD, ArrayViewMut, ArrayViewMutD, Dimension};
 use tfn_ir::half;
 use tfn_ir::{DType, Tensor};
 
@@ -134,9 +134,10 @@ macro_rules! impl_from_views {
                 TensorView::$v(a)
             }
         }
-        impl<'a> From<ArrayViewMutD<'a, $t>> for TensorViewMut<'a> {
-            fn from(a: ArrayViewMutD<'a, $t>) -> Self {
-                TensorViewMut::$v(a)
+        /// Any dimensionality: `Array2::view_mut()` converts as well as `ArrayViewMutD`.
+        impl<'a, D: Dimension> From<ArrayViewMut<'a, $t, D>> for TensorViewMut<'a> {
+            fn from(a: ArrayViewMut<'a, $t, D>) -> Self {
+                TensorViewMut::$v(a.into_dyn())
             }
         }
     };
@@ -146,3 +147,14 @@ impl_from_views!(i32, I32);
 impl_from_views!(i64, I64);
 impl_from_views!(f32, F32);
 impl_from_views!(f64, F64);
+impl_from_views!(i8, I8);
+impl_from_views!(u8, U8);
+impl_from_views!(half::f16, F16);
+impl_from_views!(half::bf16, BF16);
+
+impl TensorViewMut<'_> {
+    /// A shorter-lived view of the same elements (to pass on without giving this one up).
+    pub fn reborrow(&mut self) -> TensorViewMut<'_> {
+        each!(self, TensorViewMut, a => a.view_mut().into())
+    }
+}
