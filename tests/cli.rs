@@ -1,10 +1,15 @@
 //! Tests of the `tfnc` binary as users run it: exit codes (0 ok, 1 the program or data is
 //! wrong, 2 bad command line), `run` (outputs, `--vjp`, every spec function through the CLI,
-//! errors naming the culprit), `check`, `ir`, `gradcheck` and `bench --json`.
+//! errors naming the culprit), `check`, `ir`, `gradcheck` and `bench --json`; and (module
+//! `docs`, `tests/cli/docs.rs`) every command the README and `docs/*.md` show, run as written.
 //!
 //! Each test works in a fresh temporary directory. The NumPy references of the `run` and
 //! `grad` file tests (`tests/cases/{run,grad}/spec_nn.tfn`) are reused as expected outputs.
 //! Nothing here depends on timing.
+
+#[cfg(unix)]
+#[path = "cli/docs.rs"]
+mod docs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
