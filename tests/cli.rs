@@ -1,10 +1,15 @@
 //! Tests of the `tfnc` binary as users run it: exit codes (0 ok, 1 the program or data is
 //! wrong, 2 bad command line), `run` (outputs, `--vjp`, every spec function through the CLI,
-//! errors naming the culprit), `check`, `ir`, `gradcheck` and `bench --json`.
+//! errors naming the culprit), `check`, `ir`, `gradcheck` and `bench --json`; and (module
+//! `docs`, `tests/cli/docs.rs`) every command the README and `docs/*.md` show, run as written.
 //!
 //! Each test works in a fresh temporary directory. The NumPy references of the `run` and
 //! `grad` file tests (`tests/cases/{run,grad}/spec_nn.tfn`) are reused as expected outputs.
 //! Nothing here depends on timing.
+
+#[cfg(unix)]
+#[path = "cli/docs.rs"]
+mod docs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -151,11 +156,40 @@ fn check_exit_codes_and_locations() {
     expect_exit(&ok, 0, "check with a warning");
     assert!(stderr(&ok).contains("warning"), "the warning is shown:\n{}", stderr(&ok));
     assert!(stderr(&ok).contains("ok.tfn:2:"), "warning location:\n{}", stderr(&ok));
+    // On success, one line per file says what was checked (stderr; stdout stays empty).
+    assert!(
+        stderr(&ok).ends_with("checked ok.tfn: 1 function, 1 warning\n"),
+        "the summary line:\n{}",
+        stderr(&ok)
+    );
+    assert_eq!(stdout(&ok), "");
+    let quiet = tfnc(&dir, &["check", "--quiet", "ok.tfn"]);
+    expect_exit(&quiet, 0, "check --quiet");
+    assert!(!stderr(&quiet).contains("checked"), "--quiet: diagnostics only:\n{}", stderr(&quiet));
+    assert!(stderr(&quiet).contains("ok.tfn:2:"), "--quiet keeps warnings:\n{}", stderr(&quiet));
+    // Gradients and rules count when there are any; used files are named with their functions.
+    std::fs::write(
+        dir.join("uses.tfn"),
+        "use \"std:nn\"\nuse \"ok.tfn\"\n\nfn h(Tensor x) -> Tensor {\n    return gelu(f(x))\n}\n\n\
+         fn sp(Tensor x) -> Tensor {\n    return log1p(exp(x))\n}\ngrad sp(x) {\n    x: grad * sigmoid(x)\n}\n",
+    )
+    .unwrap();
+    let uses = tfnc(&dir, &["check", "uses.tfn"]);
+    expect_exit(&uses, 0, "check of a file using others");
+    let last = stderr(&uses).lines().last().unwrap_or_default().to_string();
+    assert!(
+        last.starts_with(
+            "checked uses.tfn: 2 functions, 1 gradient, 1 warning; uses std:nn, ok.tfn ("
+        ) && last.ends_with(" functions)"),
+        "{last}"
+    );
 
     let bad = tfnc(&dir, &["check", "ok.tfn", "bad.tfn"]);
     expect_exit(&bad, 1, "check with an error");
     assert!(stderr(&bad).contains("bad.tfn:6:12"), "file:line:col of the error:\n{}", stderr(&bad));
     assert!(stderr(&bad).contains("nosuch"), "names the culprit:\n{}", stderr(&bad));
+    assert!(stderr(&bad).contains("checked ok.tfn"), "{}", stderr(&bad));
+    assert!(!stderr(&bad).contains("checked bad.tfn"), "{}", stderr(&bad));
 
     let missing = tfnc(&dir, &["check", "does_not_exist.tfn"]);
     expect_exit(&missing, 1, "check of a missing file");

@@ -6,18 +6,23 @@
 //! ```
 //!
 //! Each step draws a batch (`corpus::batch`), runs `Session::value_and_vjp` on `loss` — one
-//! compiled graph for the forward pass and every gradient — and applies the fused `adamw`
-//! function of `model.tfn` to each parameter. Nothing but the batch sampler, the learning-rate
-//! schedule and the final sampling loop runs outside tfn. docs/char-lm.md walks through it.
+//! compiled graph for the forward pass and every gradient — and applies std:optim's fused
+//! `adamw` to each parameter. Nothing but the batch sampler, the learning-rate schedule and the
+//! final sampling loop runs outside tfn. docs/char-lm.md walks through it; `../common/` is
+//! what it shares with the cnn example (parameters, AdamW's state, progress bar, CSV log).
 
+#[path = "../common/mod.rs"]
+mod common;
 mod corpus;
 mod params;
-mod progress;
 
 use clap::Parser;
+use common::optim::AdamW;
+use common::params::{into_f32, Param};
+use common::progress::{Bar, CsvLog};
 use corpus::{Corpus, SplitMix64};
 use ndarray::{arr0, ArrayD, IxDyn};
-use params::{Config, Param};
+use params::Config;
 use std::path::PathBuf;
 use std::time::Instant;
 use tfn::{Backend, Session, SessionOptions, Value};
@@ -113,14 +118,15 @@ fn run(args: Args) -> Result<(), String> {
     let session = Session::with_options(SessionOptions { backend, threads, ..Default::default() });
     session.load_str("model.tfn", MODEL).map_err(|e| format!("model.tfn does not load:\n{e}"))?;
 
+    let layout = params::layout(&config);
     let mut params = match &args.init {
-        Some(dir) => params::load(dir, &config)?,
-        None => params::initialise(&session, &config, args.seed as i64)?,
+        Some(dir) => common::params::load(dir, &layout)?,
+        None => common::params::initialise(&session, &layout, args.seed as i64)?,
     };
     if let Some(dir) = &args.save_init {
-        params::save(dir, &params)?;
+        common::params::save(dir, &params)?;
     }
-    let count: usize = params.iter().map(|p| p.value.len()).sum();
+    let count = common::params::count(&params);
     let unigram = corpus.unigram_entropy();
     eprintln!(
         "char_lm: {} symbols, {} training tokens, {count} parameters, {threads} thread(s); \
@@ -130,8 +136,8 @@ fn run(args: Args) -> Result<(), String> {
     );
 
     let mut trainer = Trainer::new(&session, &config, &args, &params);
-    let mut log = progress::CsvLog::create(args.log.as_deref())?;
-    let mut bar = progress::Bar::new(args.steps);
+    let mut log = CsvLog::create(args.log.as_deref(), "step,loss,valid_loss,lr,ms,tokens_per_s")?;
+    let mut bar = Bar::new(args.steps, 0.95, "tok");
     let mut rng = SplitMix64(args.seed);
     let started = Instant::now();
     let mut last_valid = None;
@@ -157,8 +163,11 @@ fn run(args: Args) -> Result<(), String> {
             None
         };
         let tokens_per_s = (args.batch * args.block) as f64 / (ms / 1e3);
-        log.row(step, loss, valid, lr, ms, tokens_per_s)?;
-        bar.update(step, loss, last_valid, tokens_per_s);
+        let valid = valid.map_or(String::new(), |v| format!("{v}"));
+        log.row(format_args!("{step},{loss},{valid},{lr:e},{ms:.3},{tokens_per_s:.0}"))?;
+        let shown = last_valid.map(|v| format!("valid {v:.3}"));
+        let print = step.is_multiple_of(100) || step == args.steps;
+        bar.update(step, loss, shown.as_deref(), tokens_per_s, print);
     }
     bar.finish();
     log.finish()?;
@@ -194,26 +203,19 @@ struct Trainer<'s> {
     config: Config,
     batch: usize,
     dropout: f64,
-    weight_decay: f64,
     seed: i64,
-    /// AdamW's moment estimates, one pair per parameter.
-    moments: Vec<(ArrayD<f32>, ArrayD<f32>)>,
+    optimizer: AdamW,
 }
 
 impl<'s> Trainer<'s> {
     fn new(session: &'s Session, config: &Config, args: &Args, params: &[Param]) -> Self {
-        let moments = params
-            .iter()
-            .map(|p| (ArrayD::zeros(p.value.raw_dim()), ArrayD::zeros(p.value.raw_dim())))
-            .collect();
         Trainer {
             session,
             config: *config,
             batch: args.batch,
             dropout: args.dropout,
-            weight_decay: args.weight_decay,
             seed: args.seed as i64,
-            moments,
+            optimizer: AdamW::new(params, 0.9, 0.99, args.weight_decay),
         }
     }
 
@@ -256,42 +258,9 @@ impl<'s> Trainer<'s> {
             .session
             .value_and_vjp_kw("loss", &args, &kwargs, &[Value::from(seed.view())])
             .map_err(|e| format!("step {step}: {e}"))?;
-        let loss = params::into_f32(values.into_iter().next())?;
+        let loss = into_f32(values.into_iter().next())?;
         let loss = loss.iter().next().copied().unwrap_or(f32::NAN);
-        if grads.len() != params.len() {
-            return Err(format!("{} gradients for {} parameters", grads.len(), params.len()));
-        }
-
-        let (beta1, beta2) = (0.9f64, 0.99f64);
-        let lr_t = arr0(lr as f32).into_dyn();
-        let bc1 = arr0((1.0 - beta1.powi(step as i32)) as f32).into_dyn();
-        let bc2 = arr0((1.0 - beta2.powi(step as i32)) as f32).into_dyn();
-        for ((p, g), (m, v)) in params.iter_mut().zip(grads).zip(&mut self.moments) {
-            let g = params::into_f32(Some(g))?;
-            let decay = if p.decays { self.weight_decay } else { 0.0 };
-            let args = [
-                Value::from(p.value.view()),
-                Value::from(g.view()),
-                Value::from(m.view()),
-                Value::from(v.view()),
-                Value::from(lr_t.view()),
-                Value::from(bc1.view()),
-                Value::from(bc2.view()),
-            ];
-            let kwargs = [
-                ("beta1", Value::from(beta1)),
-                ("beta2", Value::from(beta2)),
-                ("decay", Value::from(decay)),
-            ];
-            let mut out = self
-                .session
-                .call_kw("adamw", &args, &kwargs)
-                .map_err(|e| format!("adamw of `{}`: {e}", p.name))?
-                .into_iter();
-            p.value = params::into_f32(out.next())?;
-            *m = params::into_f32(out.next())?;
-            *v = params::into_f32(out.next())?;
-        }
+        self.optimizer.update(self.session, params, grads, step, lr)?;
         Ok(loss)
     }
 
@@ -312,7 +281,7 @@ impl<'s> Trainer<'s> {
                 .session
                 .call_kw("loss", &args, &self.attributes(0.0))
                 .map_err(|e| format!("validation: {e}"))?;
-            total += params::into_f32(out.into_iter().next())?.iter().sum::<f32>();
+            total += into_f32(out.into_iter().next())?.iter().sum::<f32>();
         }
         Ok(total / 8.0)
     }
@@ -338,7 +307,7 @@ impl<'s> Trainer<'s> {
                 .session
                 .call_kw("gpt", &args, &self.attributes(0.0))
                 .map_err(|e| format!("sampling: {e}"))?;
-            let logits = params::into_f32(logits.into_iter().next())?;
+            let logits = into_f32(logits.into_iter().next())?;
             let last: Vec<f64> = logits
                 .as_slice()
                 .ok_or("logits are not contiguous")?

@@ -6,19 +6,24 @@
 //! ```
 //!
 //! Each step takes a shuffled mini-batch (`data::epoch`), runs `Session::value_and_vjp` on
-//! `loss` — one compiled graph for the forward pass and every gradient — and applies the fused
-//! `adamw` function of `model.tfn` to each parameter. After each epoch `predict` classifies the
-//! 359 held-out test images in one call. Nothing but the shuffling, the learning-rate schedule
-//! and the arg-max of the logits runs outside tfn. docs/cnn.md walks through it.
+//! `loss` — one compiled graph for the forward pass and every gradient — and applies
+//! std:optim's fused `adamw` to each parameter. After each epoch `predict` classifies the 359
+//! held-out test images in one call. Nothing but the shuffling, the learning-rate schedule and
+//! the arg-max of the logits runs outside tfn. docs/cnn.md walks through it; `../common/` is
+//! what it shares with the char_lm example (parameters, AdamW's state, progress bar, CSV log).
 
+#[path = "../common/mod.rs"]
+mod common;
 mod data;
 mod params;
-mod progress;
 
 use clap::Parser;
+use common::optim::AdamW;
+use common::params::{into_f32, Param};
+use common::progress::{Bar, CsvLog};
 use data::{Split, SplitMix64};
 use ndarray::{arr0, ArrayD};
-use params::{Config, Param};
+use params::Config;
 use std::path::PathBuf;
 use std::time::Instant;
 use tfn::{Backend, Session, SessionOptions, Value};
@@ -91,14 +96,15 @@ fn run(args: Args) -> Result<(), String> {
     let session = Session::with_options(SessionOptions { backend, threads, ..Default::default() });
     session.load_str("model.tfn", MODEL).map_err(|e| format!("model.tfn does not load:\n{e}"))?;
 
+    let layout = params::layout(&config);
     let mut params = match &args.init {
-        Some(dir) => params::load(dir, &config)?,
-        None => params::initialise(&session, &config, args.seed as i64)?,
+        Some(dir) => common::params::load(dir, &layout)?,
+        None => common::params::initialise(&session, &layout, args.seed as i64)?,
     };
     if let Some(dir) = &args.save_init {
-        params::save(dir, &params)?;
+        common::params::save(dir, &params)?;
     }
-    let count: usize = params.iter().map(|p| p.value.len()).sum();
+    let count = common::params::count(&params);
     eprintln!(
         "cnn: {} training and {} test images, {count} parameters, {threads} thread(s)",
         train.len(),
@@ -108,8 +114,9 @@ fn run(args: Args) -> Result<(), String> {
     let batches_per_epoch = train.len().div_ceil(args.batch);
     let steps = args.epochs * batches_per_epoch;
     let mut trainer = Trainer::new(&session, &config, &args, &params);
-    let mut log = progress::CsvLog::create(args.log.as_deref())?;
-    let mut bar = progress::Bar::new(steps);
+    let header = "step,epoch,loss,test_accuracy,lr,ms,images_per_s";
+    let mut log = CsvLog::create(args.log.as_deref(), header)?;
+    let mut bar = Bar::new(steps, 0.9, "img");
     let mut rng = SplitMix64(args.seed);
     let compiled_before = session.stats().compile_time;
     let started = Instant::now();
@@ -141,8 +148,12 @@ fn run(args: Args) -> Result<(), String> {
                 None
             };
             let images_per_s = rows.len() as f64 / (ms / 1e3);
-            log.row(step, epoch, loss, tested, lr, ms, images_per_s)?;
-            bar.update(step, loss, accuracy, images_per_s, epoch_end);
+            let tested = tested.map_or(String::new(), |a| format!("{a}"));
+            log.row(format_args!(
+                "{step},{epoch},{loss},{tested},{lr:e},{ms:.3},{images_per_s:.0}"
+            ))?;
+            let shown = accuracy.map(|a| format!("test {:.2}%", 100.0 * a));
+            bar.update(step, loss, shown.as_deref(), images_per_s, epoch_end);
         }
     }
     bar.finish();
@@ -183,7 +194,7 @@ fn run(args: Args) -> Result<(), String> {
         100.0 * (bf16_accuracy - final_accuracy)
     );
     if let Some(dir) = &args.save {
-        params::save(dir, &params)?;
+        common::params::save(dir, &params)?;
     }
     Ok(())
 }
@@ -199,18 +210,13 @@ fn schedule(args: &Args, step: usize, steps: usize) -> f64 {
 struct Trainer<'s> {
     session: &'s Session,
     config: Config,
-    weight_decay: f64,
-    /// AdamW's moment estimates, one pair per parameter.
-    moments: Vec<(ArrayD<f32>, ArrayD<f32>)>,
+    optimizer: AdamW,
 }
 
 impl<'s> Trainer<'s> {
     fn new(session: &'s Session, config: &Config, args: &Args, params: &[Param]) -> Self {
-        let moments = params
-            .iter()
-            .map(|p| (ArrayD::zeros(p.value.raw_dim()), ArrayD::zeros(p.value.raw_dim())))
-            .collect();
-        Trainer { session, config: *config, weight_decay: args.weight_decay, moments }
+        let optimizer = AdamW::new(params, 0.9, 0.999, args.weight_decay);
+        Trainer { session, config: *config, optimizer }
     }
 
     fn attributes(&self) -> [(&'static str, Value<'static>); 1] {
@@ -232,45 +238,20 @@ impl<'s> Trainer<'s> {
             .session
             .value_and_vjp_kw("loss", &args, &self.attributes(), &[Value::from(seed.view())])
             .map_err(|e| format!("step {step}: {e}"))?;
-        let loss = params::into_f32(values.into_iter().next())?;
+        let loss = into_f32(values.into_iter().next())?;
         let loss = loss.iter().next().copied().unwrap_or(f32::NAN);
         // The gradients of every f32 argument: the images' first, then the parameters'.
         if grads.len() != params.len() + 1 {
             return Err(format!("{} gradients for {} parameters", grads.len(), params.len()));
         }
 
-        let (beta1, beta2) = (0.9f64, 0.999f64);
-        let lr_t = arr0(lr as f32).into_dyn();
-        let bc1 = arr0((1.0 - beta1.powi(step as i32)) as f32).into_dyn();
-        let bc2 = arr0((1.0 - beta2.powi(step as i32)) as f32).into_dyn();
-        for ((p, g), (m, v)) in
-            params.iter_mut().zip(grads.into_iter().skip(1)).zip(&mut self.moments)
-        {
-            let g = params::into_f32(Some(g))?;
-            let decay = if p.decays { self.weight_decay } else { 0.0 };
-            let args = [
-                Value::from(p.value.view()),
-                Value::from(g.view()),
-                Value::from(m.view()),
-                Value::from(v.view()),
-                Value::from(lr_t.view()),
-                Value::from(bc1.view()),
-                Value::from(bc2.view()),
-            ];
-            let kwargs = [
-                ("beta1", Value::from(beta1)),
-                ("beta2", Value::from(beta2)),
-                ("decay", Value::from(decay)),
-            ];
-            let mut out = self
-                .session
-                .call_kw("adamw", &args, &kwargs)
-                .map_err(|e| format!("adamw of `{}`: {e}", p.name))?
-                .into_iter();
-            p.value = params::into_f32(out.next())?;
-            *m = params::into_f32(out.next())?;
-            *v = params::into_f32(out.next())?;
-        }
+        self.optimizer.update(
+            self.session,
+            params,
+            grads.into_iter().skip(1).collect(),
+            step,
+            lr,
+        )?;
         Ok(loss)
     }
 
@@ -288,7 +269,7 @@ impl<'s> Trainer<'s> {
             .session
             .call_kw(function, &args, &self.attributes())
             .map_err(|e| format!("{function}: {e}"))?;
-        params::into_f32(out.into_iter().next())
+        into_f32(out.into_iter().next())
     }
 
     /// The fraction of `split` that `function` classifies correctly.

@@ -29,5 +29,8 @@ mod syntax_error;
 pub use load::{
     file_ids, load_source, prelude, PRELUDE, PRELUDE_GRADS, PRELUDE_GRADS_NAME, PRELUDE_NAME,
 };
-pub use loader::{read_source_file, FsLoader, MemLoader, SourceLoader, MAX_SOURCE_BYTES, STD_NN};
+pub use loader::{
+    read_source_file, FsLoader, MemLoader, SourceLoader, MAX_SOURCE_BYTES, STD_MODULES, STD_NN,
+    STD_OPTIM,
+};
 pub use print::{print_library, signature_text};

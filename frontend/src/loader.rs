@@ -1,7 +1,7 @@
 //! Where `use "path"` finds its source: the [`SourceLoader`] trait and two loaders.
 //!
 //! `use "std:<name>"` is served from the standard library embedded in the binary (`std:nn`,
-//! see `prelude/nn.tfn`) whatever the loader. Other paths are resolved lexically relative to the
+//! see `prelude/nn.tfn`, and `std:optim`, `prelude/optim.tfn`) whatever the loader. Other paths are resolved lexically relative to the
 //! importing file's display name (`models/a.tfn` using `"b.tfn"` loads `models/b.tfn`).
 //! Files on disk are read by [`read_source_file`]: regular files of at most 16 MiB only.
 
@@ -16,15 +16,21 @@ pub trait SourceLoader {
     fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String>;
 }
 
-/// The standard library: `use "std:nn"`.
+/// The standard library's network functions: `use "std:nn"`.
 pub const STD_NN: &str = include_str!("../prelude/nn.tfn");
+
+/// The standard library's optimiser updates and initialisers: `use "std:optim"`.
+pub const STD_OPTIM: &str = include_str!("../prelude/optim.tfn");
+
+/// Every module of the standard library: its `use` path and its text.
+pub const STD_MODULES: [(&str, &str); 2] = [("std:nn", STD_NN), ("std:optim", STD_OPTIM)];
 
 /// The embedded file a `std:` path names, as (display name, text).
 pub fn std_source(path: &str) -> Option<(String, String)> {
-    match path {
-        "std:nn" => Some(("<std:nn>".to_string(), STD_NN.to_string())),
-        _ => None,
-    }
+    STD_MODULES
+        .iter()
+        .find(|(name, _)| *name == path)
+        .map(|(name, text)| (format!("<{name}>"), text.to_string()))
 }
 
 /// `path` relative to the directory of `from`, normalised lexically (`a/../b` → `b`).

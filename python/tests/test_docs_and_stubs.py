@@ -1,11 +1,18 @@
-"""Docstrings from signatures (help()) and .pyi stubs (python -m tfn.stubs)."""
+"""Docstrings from signatures (help()) and .pyi stubs (python -m tfn.stubs); and the Python in
+the documentation, run as written: every ```python block of README.md and docs/*.md (not
+```python no-run) from the repository root, and every ```sh python block with this venv's
+`python` first on PATH (the other blocks run in tests/cli/docs.rs, which documents the
+markers)."""
 
 import ast
+import os
+import pathlib
 import pydoc
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import tfn
 from conftest import OPS
@@ -78,3 +85,56 @@ def test_module_stub_covers_the_api():
 
 def test_results_usable_by_numpy(lib):
     assert np.asarray(lib.gelu(np.ones(2))).sum() > 0
+
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _doc_blocks():
+    """(place, language, attributes, text) of every fenced block of README.md and docs/*.md."""
+    out = []
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        block = None
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            stripped = line.strip()
+            if block is None and stripped.startswith("```"):
+                words = stripped[3:].split()
+                place = f"{path.relative_to(REPO)}:{number}"
+                block = (place, words[0] if words else "", words[1:], [], len(line) - len(line.lstrip()))
+            elif block is not None and stripped == "```":
+                out.append((block[0], block[1], block[2], "\n".join(block[3]) + "\n"))
+                block = None
+            elif block is not None:
+                block[3].append(line[block[4]:] if line[: block[4]].strip() == "" else line)
+    return out
+
+
+_BLOCKS = _doc_blocks()
+_PYTHON = [b for b in _BLOCKS if b[1] == "python" and "no-run" not in b[2]]
+_SHELL = [b for b in _BLOCKS if b[1] in ("sh", "bash") and "python" in b[2] and "no-run" not in b[2]]
+
+
+def test_the_documents_have_python_to_run():
+    assert len(_PYTHON) >= 2 and len(_SHELL) >= 1, [b[0] for b in _PYTHON + _SHELL]
+
+
+@pytest.mark.parametrize("block", _PYTHON, ids=[b[0] for b in _PYTHON])
+def test_python_block_runs_as_written(block):
+    # A fresh interpreter per block, as a reader would run it (tfn.load uses one default
+    # session per process, and a file loaded twice into a session is a redefinition).
+    place, _, _, text = block
+    run = subprocess.run([sys.executable, "-c", text], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0, f"{place}:\n{text}\n--- stdout\n{run.stdout}--- stderr\n{run.stderr}"
+
+
+@pytest.mark.parametrize("block", _SHELL, ids=[b[0] for b in _SHELL])
+def test_shell_block_runs_as_written(block, tmp_path):
+    place, _, _, text = block
+    # A directory of links to the repository's entries: relative paths resolve, outputs stay here.
+    for entry in REPO.iterdir():
+        if not entry.name.startswith(".") and entry.name != "target":
+            (tmp_path / entry.name).symlink_to(entry)
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    run = subprocess.run(["bash", "-c", "set -euo pipefail\n" + text], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, f"{place}:\n{text}\n--- stdout\n{run.stdout}--- stderr\n{run.stderr}"

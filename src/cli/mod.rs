@@ -29,7 +29,7 @@ mod graph;
 mod ir;
 pub mod output;
 mod run;
-mod summary;
+pub mod summary;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -67,10 +67,13 @@ pub enum Stage {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Parse and check files; print every diagnostic
+    /// Parse and check files; print every diagnostic, then what each file holds (on stderr)
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Print only diagnostics, not the `checked FILE: N functions, ...` line
+        #[arg(short, long)]
+        quiet: bool,
     },
     /// Run a function on .npy or literal arguments
     Run {
@@ -165,7 +168,7 @@ pub fn run(cli: Cli) -> Outcome {
         return Outcome::UsageError(e.to_string());
     }
     match cli.command {
-        Command::Check { files } => check::check(&files),
+        Command::Check { files, quiet } => check::check(&files, quiet),
         Command::Run { file, function, args, outs, backend, threads, vjps, no_optimize } => {
             run::run(run::RunRequest {
                 file,

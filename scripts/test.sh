@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The README's second command: every test CI runs (`.ci/run` calls this and
+# scripts/quickstart.sh, nothing else). Needs a Rust toolchain (cargo; rustfmt and clippy are
+# used when installed) and, for the Python part, python3 with `venv` and access to a package
+# index (pip installs maturin, numpy, pytest and, if it can, jax into a throw-away venv).
+# TFN_PY=0 skips the Python part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+step() {
+    echo
+    echo "== $1 ($(( $(date +%s) - started )) s)"
+}
+
+step "format (cargo fmt --check)"
+if cargo fmt --version >/dev/null 2>&1; then
+    cargo fmt --all -- --check
+else
+    echo "rustfmt not installed; skipping the format check"
+fi
+
+step "lints (cargo clippy, warnings are errors)"
+if cargo clippy --version >/dev/null 2>&1; then
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+else
+    echo "clippy not installed; skipping lints"
+fi
+
+step "one release build: tfnc, the examples and the wheel resolve the same dependency features"
+bash scripts/same-features.sh
+
+step "the Rust tests (cargo test --workspace; includes the docs' commands, tests/cli.rs)"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked 2>&1 | tee "$log"
+# One closing line for the whole workspace (cargo prints one per test binary).
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
+
+step "typed bindings: examples/typed runs, and a .tfn error fails a crate's build at file:line:col"
+cargo run -q --locked -p tfn-example-typed
+bash tfn-build/tests/scratch_build.sh
+
+if [ "${TFN_PY:-1}" = 1 ]; then
+    step "the Python module: the wheel (release, sharing target/) in a fresh venv, pytest"
+    bash python/ci.sh
+else
+    step "the Python module: skipped (TFN_PY=0)"
+fi
+
+step "all tests passed"
