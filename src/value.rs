@@ -19,36 +19,16 @@ pub enum TensorValue<'a> {
     BF16(CowArray<'a, half::bf16, IxDyn>),
 }
 
-/// Dispatches `$body` over the five dtypes of a [`TensorValue`], binding the array to `$a`.
+/// Dispatches `$body` over the dtypes of a [`TensorValue`] ([`tfn_ir::each_dtype`]).
 macro_rules! with_tensor {
     ($t:expr, $a:ident => $body:expr) => {
-        match $t {
-            TensorValue::Bool($a) => $body,
-            TensorValue::I32($a) => $body,
-            TensorValue::I64($a) => $body,
-            TensorValue::F32($a) => $body,
-            TensorValue::F64($a) => $body,
-            TensorValue::I8($a) => $body,
-            TensorValue::U8($a) => $body,
-            TensorValue::F16($a) => $body,
-            TensorValue::BF16($a) => $body,
-        }
+        tfn_ir::each_dtype!($t, TensorValue, $a => $body)
     };
 }
 
 impl TensorValue<'_> {
     pub fn dtype(&self) -> DType {
-        match self {
-            TensorValue::Bool(_) => DType::Bool,
-            TensorValue::I32(_) => DType::I32,
-            TensorValue::I64(_) => DType::I64,
-            TensorValue::F32(_) => DType::F32,
-            TensorValue::F64(_) => DType::F64,
-            TensorValue::I8(_) => DType::I8,
-            TensorValue::U8(_) => DType::U8,
-            TensorValue::F16(_) => DType::F16,
-            TensorValue::BF16(_) => DType::BF16,
-        }
+        tfn_ir::each_dtype!(self, TensorValue, _, D => D)
     }
 
     pub fn shape(&self) -> &[usize] {

@@ -34,35 +34,16 @@ pub enum TensorViewMut<'a> {
     BF16(ArrayViewMutD<'a, half::bf16>),
 }
 
+/// [`tfn_ir::each_dtype`] under a short name.
 macro_rules! each {
     ($e:expr, $enum:ident, $a:ident => $body:expr) => {
-        match $e {
-            $enum::Bool($a) => $body,
-            $enum::I32($a) => $body,
-            $enum::I64($a) => $body,
-            $enum::F32($a) => $body,
-            $enum::F64($a) => $body,
-            $enum::I8($a) => $body,
-            $enum::U8($a) => $body,
-            $enum::F16($a) => $body,
-            $enum::BF16($a) => $body,
-        }
+        tfn_ir::each_dtype!($e, $enum, $a => $body)
     };
 }
 
 impl TensorView<'_> {
     pub fn dtype(&self) -> DType {
-        match self {
-            TensorView::Bool(_) => DType::Bool,
-            TensorView::I32(_) => DType::I32,
-            TensorView::I64(_) => DType::I64,
-            TensorView::F32(_) => DType::F32,
-            TensorView::F64(_) => DType::F64,
-            TensorView::I8(_) => DType::I8,
-            TensorView::U8(_) => DType::U8,
-            TensorView::F16(_) => DType::F16,
-            TensorView::BF16(_) => DType::BF16,
-        }
+        tfn_ir::each_dtype!(self, TensorView, _, D => D)
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -77,17 +58,7 @@ impl TensorView<'_> {
 
 impl TensorViewMut<'_> {
     pub fn dtype(&self) -> DType {
-        match self {
-            TensorViewMut::Bool(_) => DType::Bool,
-            TensorViewMut::I32(_) => DType::I32,
-            TensorViewMut::I64(_) => DType::I64,
-            TensorViewMut::F32(_) => DType::F32,
-            TensorViewMut::F64(_) => DType::F64,
-            TensorViewMut::I8(_) => DType::I8,
-            TensorViewMut::U8(_) => DType::U8,
-            TensorViewMut::F16(_) => DType::F16,
-            TensorViewMut::BF16(_) => DType::BF16,
-        }
+        tfn_ir::each_dtype!(self, TensorViewMut, _, D => D)
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -97,33 +68,13 @@ impl TensorViewMut<'_> {
 
 impl<'a> From<&'a Tensor> for TensorView<'a> {
     fn from(t: &'a Tensor) -> Self {
-        match t {
-            Tensor::Bool(a) => TensorView::Bool(a.view()),
-            Tensor::I32(a) => TensorView::I32(a.view()),
-            Tensor::I64(a) => TensorView::I64(a.view()),
-            Tensor::F32(a) => TensorView::F32(a.view()),
-            Tensor::F64(a) => TensorView::F64(a.view()),
-            Tensor::I8(a) => TensorView::I8(a.view()),
-            Tensor::U8(a) => TensorView::U8(a.view()),
-            Tensor::F16(a) => TensorView::F16(a.view()),
-            Tensor::BF16(a) => TensorView::BF16(a.view()),
-        }
+        each!(t, Tensor, a => a.view().into())
     }
 }
 
 impl<'a> From<&'a mut Tensor> for TensorViewMut<'a> {
     fn from(t: &'a mut Tensor) -> Self {
-        match t {
-            Tensor::Bool(a) => TensorViewMut::Bool(a.view_mut()),
-            Tensor::I32(a) => TensorViewMut::I32(a.view_mut()),
-            Tensor::I64(a) => TensorViewMut::I64(a.view_mut()),
-            Tensor::F32(a) => TensorViewMut::F32(a.view_mut()),
-            Tensor::F64(a) => TensorViewMut::F64(a.view_mut()),
-            Tensor::I8(a) => TensorViewMut::I8(a.view_mut()),
-            Tensor::U8(a) => TensorViewMut::U8(a.view_mut()),
-            Tensor::F16(a) => TensorViewMut::F16(a.view_mut()),
-            Tensor::BF16(a) => TensorViewMut::BF16(a.view_mut()),
-        }
+        each!(t, Tensor, a => a.view_mut().into())
     }
 }
 

@@ -4,6 +4,66 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The element type of a tensor. Ordered from narrowest to widest kind for promotion tables.
+/// The one dtype dispatch: expands `$body` once per dtype over an enum with one variant per
+/// dtype named as [`DType`]'s (`Tensor`, the backend's `TensorView`/`TensorViewMut`, the
+/// session's `TensorValue`), binding the payload to `$a` and, in the second form, the
+/// variant's [`DType`] to the constant `$d`. A new dtype is a compile error at every use.
+#[macro_export]
+macro_rules! each_dtype {
+    ($e:expr, $enum:ident, $a:pat => $body:expr) => {
+        $crate::each_dtype!($e, $enum, $a, _D => $body)
+    };
+    ($e:expr, $enum:ident, $a:pat, $d:ident => $body:expr) => {
+        match $e {
+            $enum::Bool($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::Bool;
+                $body
+            }
+            $enum::I8($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::I8;
+                $body
+            }
+            $enum::U8($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::U8;
+                $body
+            }
+            $enum::I32($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::I32;
+                $body
+            }
+            $enum::I64($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::I64;
+                $body
+            }
+            $enum::F16($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::F16;
+                $body
+            }
+            $enum::BF16($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::BF16;
+                $body
+            }
+            $enum::F32($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::F32;
+                $body
+            }
+            $enum::F64($a) => {
+                #[allow(dead_code)]
+                const $d: $crate::DType = $crate::DType::F64;
+                $body
+            }
+        }
+    };
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Bool,

@@ -18,31 +18,11 @@ pub enum Tensor {
 
 impl Tensor {
     pub fn dtype(&self) -> DType {
-        match self {
-            Tensor::Bool(_) => DType::Bool,
-            Tensor::I8(_) => DType::I8,
-            Tensor::U8(_) => DType::U8,
-            Tensor::F16(_) => DType::F16,
-            Tensor::BF16(_) => DType::BF16,
-            Tensor::I32(_) => DType::I32,
-            Tensor::I64(_) => DType::I64,
-            Tensor::F32(_) => DType::F32,
-            Tensor::F64(_) => DType::F64,
-        }
+        crate::each_dtype!(self, Tensor, _, D => D)
     }
 
     pub fn shape(&self) -> &[usize] {
-        match self {
-            Tensor::Bool(a) => a.shape(),
-            Tensor::I8(a) => a.shape(),
-            Tensor::U8(a) => a.shape(),
-            Tensor::F16(a) => a.shape(),
-            Tensor::BF16(a) => a.shape(),
-            Tensor::I32(a) => a.shape(),
-            Tensor::I64(a) => a.shape(),
-            Tensor::F32(a) => a.shape(),
-            Tensor::F64(a) => a.shape(),
-        }
+        crate::each_dtype!(self, Tensor, a => a.shape())
     }
 }
 
