@@ -19,6 +19,13 @@ pub fn syntax_error(file: FileId, text: &str, error: Error<Rule>) -> Diagnostic 
         ErrorVariant::ParsingError { positives, .. } => expected_message(positives),
         ErrorVariant::CustomError { message } => message.clone(),
     };
+    // A binary operator continues its expression onto the next lines (the grammar's `expr`),
+    // so a missing operand is found lines later; point at the end of the operator's line.
+    let pos = if message.starts_with("expected an expression") {
+        missing_operand_line_end(text, pos)
+    } else {
+        pos
+    };
     let rest = text.get(pos..).unwrap_or("");
     let (len, found) = offending_token(rest);
     Diagnostic::error("E0001", message).at(Span::new(file, pos, pos + len), found)
@@ -98,6 +105,17 @@ fn describe(rule: Rule) -> Option<&'static str> {
     })
 }
 
+/// If only blank lines separate `pos` from the last code before it, the end of that code's
+/// line; else `pos`.
+fn missing_operand_line_end(text: &str, pos: usize) -> usize {
+    let before = text.get(..pos).unwrap_or("");
+    let code_end = before.trim_end_matches([' ', '\t', '\r', '\n']).len();
+    match before.get(code_end..).and_then(|gap| gap.find('\n')) {
+        Some(newline) => code_end + newline,
+        None => pos,
+    }
+}
+
 /// Length in bytes of the token at the start of `rest`, and a label naming it.
 fn offending_token(rest: &str) -> (usize, String) {
     let mut chars = rest.char_indices();
@@ -127,5 +145,13 @@ mod tests {
             "expected an expression or `]`"
         );
         assert_eq!(expected_message(&[]), "syntax error");
+    }
+
+    #[test]
+    fn a_missing_operand_is_reported_at_the_end_of_its_line() {
+        let text = "    return x %\n\n}\n";
+        let pos = text.find('}').unwrap();
+        assert_eq!(missing_operand_line_end(text, pos), text.find('\n').unwrap());
+        assert_eq!(missing_operand_line_end("x % )", 4), 4);
     }
 }
