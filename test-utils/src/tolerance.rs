@@ -6,10 +6,11 @@
 //! 1. Dtype and shape must be equal.
 //! 2. Bools and integers must be equal, always: no tolerance applies to them.
 //! 3. A float element passes when both are NaN (any payload), when the two values are equal
-//!    (infinities of the same sign; `-0.0 == 0.0`), or when
-//!    `|got - want| <= atol + rtol * |want|` (NumPy's `isclose`), with the [`Bound`] the
-//!    [`Tolerance`] gives the dtype. A NaN against a number, or an infinity against anything
-//!    else, never passes.
+//!    (infinities of the same sign), or when `|got - want| <= atol + rtol * |want|` (NumPy's
+//!    `isclose`), with the [`Bound`] the [`Tolerance`] gives the dtype. A NaN against a number,
+//!    or an infinity against anything else, never passes. Under a zero bound
+//!    ([`Bound::EQUAL`]) the two must be the same bits (NaN payloads aside): `-0.0` is not
+//!    `0.0` there.
 //! 4. The tolerance is chosen by what produced the result (the op class), by name; a test
 //!    never loosens a bound inline. A test that needs a looser bound than the classes below
 //!    names its own [`Tolerance`] (with [`Tolerance::uniform`]) and says why; a `.tir` case
@@ -17,8 +18,8 @@
 //!
 //! | tolerance | for results that | `f16` | `bf16` | `f32` (rtol, atol) | `f64` (rtol, atol) |
 //! |---|---|---|---|---|---|
-//! | [`Tolerance::EXACT`] | are the same computation by another route: thread counts, SIMD levels, caller buffers, the kernel cache, integer and copy kernels | equal | equal | equal | equal |
-//! | [`Tolerance::ROUNDING`] | differ from the reference only in the last bits of each operation: elementwise kernels and the interpreter against NumPy | equal | equal | 1e-5, 1e-6 | 1e-12, 1e-12 |
+//! | [`Tolerance::EXACT`] | are the same computation by another route: thread counts, SIMD levels, caller buffers, the kernel cache, copy and scan kernels | same bits | same bits | same bits | same bits |
+//! | [`Tolerance::ROUNDING`] | differ from the reference only in the last bits of each operation: elementwise kernels and the interpreter against NumPy | same bits | same bits | 1e-5, 1e-6 | 1e-12, 1e-12 |
 //! | [`Tolerance::ACCUMULATED`] | sum in another order or compound several roundings: reductions, matmuls, convolutions, chains of transcendental functions, whole programs against NumPy | 2⁻¹⁰, 2⁻¹⁴ | 2⁻⁷, 2⁻¹⁴ | 1e-4, 1e-4 | 1e-9, 1e-9 |
 //!
 //! `f16` and `bf16` are storage types: every operation computes in `f32` and rounds once, so
@@ -27,7 +28,7 @@
 //! last place, the relative bound rewrite soundness checks use in
 //! `passes/src/optimize/soundness.rs`).
 //!
-//! Bit-for-bit identity (NaN payloads, signed zeros) is stricter than `EXACT`: compare
+//! Bit-for-bit identity including NaN payloads is stricter than `EXACT`: compare
 //! [`crate::bits`].
 
 use ndarray::ArrayD;
@@ -42,7 +43,7 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Equal values only (NaN matches NaN).
+    /// The same bits (a zero's sign counts), any NaN matching any NaN.
     pub const EQUAL: Bound = Bound { rtol: 0.0, atol: 0.0 };
 
     pub const fn new(rtol: f64, atol: f64) -> Bound {
@@ -53,6 +54,10 @@ impl Bound {
     pub fn admits(self, got: f64, want: f64) -> bool {
         if got.is_nan() || want.is_nan() {
             return got.is_nan() && want.is_nan();
+        }
+        if self == Bound::EQUAL {
+            // The same bits: a zero's sign counts.
+            return got.to_bits() == want.to_bits();
         }
         // An infinite `want` would make the bound infinite: infinities match only themselves.
         got == want
@@ -74,7 +79,7 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// The same computation by another route: equal values, NaN matching NaN.
+    /// The same computation by another route: the same bits, NaN matching NaN.
     pub const EXACT: Tolerance = Tolerance::uniform("exact", 0.0, 0.0);
 
     /// Each operation within a few units in the last place of the reference's.
@@ -234,7 +239,8 @@ mod tests {
         assert!(b.admits(f64::NAN, -f64::NAN));
         assert!(!b.admits(f64::NAN, 1.0) && !b.admits(1.0, f64::NAN));
         assert!(!b.admits(f64::INFINITY, 1e308) && !b.admits(f64::INFINITY, f64::NEG_INFINITY));
-        assert!(Bound::EQUAL.admits(-0.0, 0.0));
+        assert!(!Bound::EQUAL.admits(-0.0, 0.0) && Bound::EQUAL.admits(-0.0, -0.0));
+        assert!(Bound::new(0.0, 1e-9).admits(-0.0, 0.0));
     }
 
     #[test]
