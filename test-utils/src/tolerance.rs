@@ -20,7 +20,12 @@
 //! |---|---|---|---|---|---|
 //! | [`Tolerance::EXACT`] | are the same computation by another route: thread counts, SIMD levels, caller buffers, the kernel cache, copy and scan kernels | same bits | same bits | same bits | same bits |
 //! | [`Tolerance::ROUNDING`] | differ from the reference only in the last bits of each operation: elementwise kernels and the interpreter against NumPy | same bits | same bits | 1e-5, 1e-6 | 1e-12, 1e-12 |
-//! | [`Tolerance::ACCUMULATED`] | sum in another order or compound several roundings: reductions, matmuls, convolutions, chains of transcendental functions, whole programs against NumPy | 2⁻¹⁰, 2⁻¹⁴ | 2⁻⁷, 2⁻¹⁴ | 1e-4, 1e-4 | 1e-9, 1e-9 |
+//! | [`Tolerance::ACCUMULATED`] | sum in another order or compound several roundings: reductions, matmuls, convolutions, chains of transcendental functions, whole programs against NumPy | 2⁻¹⁰, 2⁻¹⁴ | 2⁻⁷, 2⁻¹⁴ | 5e-5, 5e-5 | 1e-10, 1e-10 |
+//!
+//! The bounds are the tightest that every existing test met when the policy replaced the
+//! tests' own comparisons (`1e-4 * max(1, |want|)` for whole programs, `1e-4 + 1e-4 * |want|`
+//! for random graphs and matmul epilogues, `1e-4 * (1 + max(|got|, |want|))` for window ops):
+//! no test's bound got looser.
 //!
 //! `f16` and `bf16` are storage types: every operation computes in `f32` and rounds once, so
 //! under `EXACT` and `ROUNDING` both sides round the same value; under `ACCUMULATED` a
@@ -96,8 +101,8 @@ impl Tolerance {
         name: "accumulated",
         f16: Bound::new(1.0 / 1024.0, 1.0 / 16384.0),
         bf16: Bound::new(1.0 / 128.0, 1.0 / 16384.0),
-        f32: Bound::new(1e-4, 1e-4),
-        f64: Bound::new(1e-9, 1e-9),
+        f32: Bound::new(5e-5, 5e-5),
+        f64: Bound::new(1e-10, 1e-10),
     };
 
     /// One bound for every float dtype: a test's own named tolerance (say why where it is
