@@ -35,12 +35,10 @@
 //! interpreter without the optimiser (the plain reference), the interpreter after the
 //! optimiser, and the JIT after all passes.
 //!
-//! `BLESS=1 cargo test --test filetests_exec` rewrites the `lower`/`simplify` snapshots. A
-//! failing run lists *all* failing cases (a line diff, or the worst element of each result).
+//! `BLESS=1 cargo test -p tfn --test it filetests_exec::` rewrites the `lower`/`simplify`
+//! snapshots. A failing run lists *all* failing cases (a line diff, or how many elements of a
+//! result differ and the first of them, under `tfn-test-utils`' accumulated tolerance).
 
-#[path = "support/diff.rs"]
-mod diff;
-use diff::diff;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use tfn::cli::args::{parse_value, ArgValue};
@@ -50,7 +48,7 @@ use tfn_ir::diagnostic::render_all;
 use tfn_ir::lower::{instantiate, ArgSpec, DimSpec};
 use tfn_ir::text::print_graph_without_origins;
 use tfn_ir::Library;
-use tfn_test_utils::{compare, Tolerance};
+use tfn_test_utils::{compare, diff, Tolerance};
 
 /// One case file.
 struct Case {

@@ -1,7 +1,7 @@
 //! The kernel cache: hits on a repeated signature, no recompile for a new size, recompiles for
 //! a new dtype or rank; and results through the cache match the interpreter.
 
-mod common;
+use crate::common;
 
 use common::views;
 use tfn_backend::{CompileOptions, KernelCache, Signature};

@@ -4,7 +4,7 @@
 //! 1-byte elements) and 0 and 1, run natively and compared exactly with the interpreter (also
 //! through caller-provided outputs).
 
-mod common;
+use crate::common;
 
 use common::check_against_interp;
 use tfn_ir::{

@@ -21,7 +21,7 @@
 //! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the
 //! `f32` sweep to some functions. The measured maxima are printed (`cargo test -- --nocapture`).
 
-mod math_jit;
+use crate::math_jit;
 
 use cranelift::codegen::ir::{types, AbiParam, Opcode};
 use cranelift::codegen::Context;

@@ -6,7 +6,7 @@
 //! operands produced by a last-two-axes `Transpose`, which the matmul reads through the
 //! transpose's source (fusion leaves no copy kernel) unless something else also reads it.
 
-mod common;
+use crate::common;
 
 use common::check_against_interp;
 use tfn_test_utils::{random_tensor, Rng, Tolerance};

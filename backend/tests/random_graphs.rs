@@ -3,7 +3,7 @@
 //! with and without `keepdim`, casts — fused, JIT-compiled and compared with the interpreter. Tolerance `rtol = atol = 1e-4`: chains of transcendentals (each within a
 //! few ULP) and f32 reduction sums (the interpreter accumulates in f64) compound differences.
 
-mod common;
+use crate::common;
 
 use common::{check_against_interp, views};
 use proptest::prelude::*;

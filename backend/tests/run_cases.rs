@@ -11,7 +11,7 @@
 //! - `specials: P` — each float input element becomes NaN, ±inf or −0 with probability `P`
 //!   (NaN/inf propagation through fused reductions and math functions).
 
-mod common;
+use crate::common;
 
 use common::check_against_interp;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! Both compute each element by the same sequential recurrence in the same order, so results
 //! must be identical (tolerance 0; NaN matches NaN).
 
-mod common;
+use crate::common;
 
 use common::check_against_interp;
 use proptest::prelude::*;

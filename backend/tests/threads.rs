@@ -5,7 +5,7 @@
 //! bits as on one thread. The split is a function of the sizes and the thread count only, and
 //! nothing sums across chunks, so this holds by construction; this test keeps it so.
 
-mod common;
+use crate::common;
 
 use common::views;
 use std::path::Path;

@@ -11,7 +11,7 @@
 //! addresses, in place and out of place, with guard values around the output (nothing written
 //! outside `0..n`), and AVX2 against AVX-512 on everything.
 
-mod math_jit;
+use crate::math_jit;
 
 use cranelift::codegen::ir::types;
 use math_jit::{run, Jit, Kernel};

@@ -4,7 +4,7 @@
 //!
 //! Each case also checks that its graph survives a print/parse round trip.
 
-mod common;
+use crate::common;
 
 use common::{parse_type, tensor_from_text};
 use tfn_ir::{parse_graph, print_graph, run, Tensor};

@@ -4,7 +4,7 @@
 //! reproducible seed and operation count. f32 results agree within 1e-5 relative to max(1, |a|, |b|) (rules such
 //! as factoring reassociate a rounding or two), f64 within 1e-12, integers exactly.
 
-mod optimize_common;
+use crate::optimize_common;
 
 use optimize_common::random_graph::random_graph;
 use optimize_common::{assert_same_results, optimize_builtin};

@@ -12,17 +12,20 @@
 //!   `TFN_FUZZ_SEED`).
 //! - [`compare`]/[`assert_close`] with a named [`Tolerance`]: the one documented policy for
 //!   how close a computed tensor must be to its reference (see [`tolerance`]).
-//! - [`zeros_like`] and [`bits`]: small tensor utilities the comparisons need.
+//! - [`zeros_like`] and [`bits`]: small tensor utilities the comparisons need; [`diff`]: the
+//!   line diff expectation (file) tests print.
 //!
 //! Dependency direction: this crate depends on `tfn-ir` (for [`tfn_ir::DType`] and
 //! [`tfn_ir::Tensor`]); the library crates name it only as a dev-dependency.
 
 pub mod config;
+pub mod diff;
 pub mod random;
 pub mod tensors;
 pub mod tolerance;
 
 pub use config::{fuzz_cases, fuzz_seed, proptest_config};
+pub use diff::diff;
 pub use random::{random_array, random_inputs, random_tensor, Rng};
 pub use tensors::{bits, zeros_like};
 pub use tfn_ir::rng::SplitMix;
