@@ -14,6 +14,7 @@ mod docs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tfn::{Backend, Session, Tensor, Value};
+use tfn_test_utils::Tolerance;
 
 const NN: &str = r#"
 fn relu(Tensor x) -> Tensor {
@@ -81,24 +82,9 @@ fn read(path: &Path) -> Tensor {
     tfn::npy::read(path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Floats within `1e-4 * max(1, |expected|)` (f32) or `1e-9` (f64); others exactly.
+/// Whole programs against NumPy or another backend: the toolkit's accumulated tolerance.
 fn assert_close(actual: &Tensor, expected: &Tensor, what: &str) {
-    assert_eq!(actual.dtype(), expected.dtype(), "{what}: dtype");
-    assert_eq!(actual.shape(), expected.shape(), "{what}: shape");
-    let pairs: Vec<(f64, f64, f64)> = match (actual, expected) {
-        (Tensor::F32(a), Tensor::F32(e)) => {
-            a.iter().zip(e).map(|(&x, &y)| (x.into(), y.into(), 1e-4)).collect()
-        }
-        (Tensor::F64(a), Tensor::F64(e)) => a.iter().zip(e).map(|(&x, &y)| (x, y, 1e-9)).collect(),
-        _ => {
-            assert_eq!(format!("{actual:?}"), format!("{expected:?}"), "{what}");
-            return;
-        }
-    };
-    for (i, (x, y, tol)) in pairs.into_iter().enumerate() {
-        let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * y.abs().max(1.0);
-        assert!(ok, "{what}: element {i}: got {x}, expected {y}");
-    }
+    tfn_test_utils::assert_close(actual, expected, Tolerance::ACCUMULATED, what);
 }
 
 /// One `run`/`vjp` directive of a generated file-test case.

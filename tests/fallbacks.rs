@@ -4,9 +4,10 @@
 //! an error in strict mode.
 //!
 //! A correct compiler never takes these paths, so the tests force them with
-//! `TFN_INJECT_FAULT=optimizer,codegen` (honoured by debug builds only). The in-process test
-//! sets that variable, so it is the only test of this binary that runs in-process; the CLI
-//! tests pass it to the child process explicitly.
+//! `TFN_INJECT_FAULT=optimizer,codegen` (honoured by debug builds only). The variable is
+//! process-wide and this module shares its test binary with the others, so the in-process
+//! test runs in a child process of its own (the test binary re-running just that test); the
+//! CLI tests pass the variable to the child `tfnc` explicitly.
 
 use ndarray::{ArrayD, IxDyn};
 use std::path::PathBuf;
@@ -34,9 +35,26 @@ fn gelu_with(options: SessionOptions) -> (Result<Vec<Tensor>, tfn::Error>, tfn::
     (out, s.stats())
 }
 
+/// Set in the child process that runs [`fallbacks_are_counted_and_strict_mode_refuses_them`].
+const CHILD: &str = "TFN_TEST_FALLBACKS_CHILD";
+
 #[test]
 fn fallbacks_are_counted_and_strict_mode_refuses_them() {
-    // The only in-process test of this binary (see the module docs).
+    if std::env::var_os(CHILD).is_none() {
+        // `TFN_INJECT_FAULT` would reach every test of this process: run this test alone in a
+        // child process (see the module docs).
+        let name = "fallbacks::fallbacks_are_counted_and_strict_mode_refuses_them";
+        let child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([name, "--exact", "--test-threads=1", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .expect("run the test binary");
+        let out = String::from_utf8_lossy(&child.stdout);
+        let err = String::from_utf8_lossy(&child.stderr);
+        assert!(child.status.success(), "the child failed:\n{out}\n{err}");
+        assert!(out.contains("1 passed"), "the child ran no test:\n{out}");
+        return;
+    }
     std::env::set_var("TFN_INJECT_FAULT", "optimizer,codegen");
     let reference = {
         let (out, _) = gelu_with(SessionOptions {

@@ -18,18 +18,16 @@
 //! stage directory, so helper files live in a subdirectory (`tests/cases/parse/aux/`), which
 //! is not itself walked.
 //!
-//! `BLESS=1 cargo test --test filetests` rewrites every expectation with the actual output.
-//! A failing run lists *all* failing cases with a line diff. To add a stage (lower, run,
+//! `BLESS=1 cargo test -p tfn --test it filetests::` rewrites every expectation with the actual
+//! output. A failing run lists *all* failing cases with a line diff. To add a stage (lower, run,
 //! simplify, fuse, grad): write one `fn(&Case) -> String` and one `#[test]` calling
 //! [`run_stage`].
 
-#[path = "support/diff.rs"]
-mod diff;
-use diff::diff;
 use std::path::{Path, PathBuf};
 use tfn_frontend::{file_ids, load_source, prelude, print_library, FsLoader};
 use tfn_ir::diagnostic::render_all;
 use tfn_ir::Library;
+use tfn_test_utils::diff;
 
 /// One case file.
 struct Case {

@@ -35,13 +35,10 @@
 //! interpreter without the optimiser (the plain reference), the interpreter after the
 //! optimiser, and the JIT after all passes.
 //!
-//! `BLESS=1 cargo test --test filetests_exec` rewrites the `lower`/`simplify` snapshots. A
-//! failing run lists *all* failing cases (a line diff, or the worst element of each result).
+//! `BLESS=1 cargo test -p tfn --test it filetests_exec::` rewrites the `lower`/`simplify`
+//! snapshots. A failing run lists *all* failing cases (a line diff, or how many elements of a
+//! result differ and the first of them, under `tfn-test-utils`' accumulated tolerance).
 
-#[path = "support/diff.rs"]
-mod diff;
-use diff::diff;
-use ndarray::ArrayD;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use tfn::cli::args::{parse_value, ArgValue};
@@ -51,6 +48,7 @@ use tfn_ir::diagnostic::render_all;
 use tfn_ir::lower::{instantiate, ArgSpec, DimSpec};
 use tfn_ir::text::print_graph_without_origins;
 use tfn_ir::Library;
+use tfn_test_utils::{compare, diff, Tolerance};
 
 /// One case file.
 struct Case {
@@ -465,7 +463,7 @@ fn check_call(case: &Case, session: &Session, d: &Directive, grad: bool) -> Resu
             problems.push(format!("result {i} is not a tensor"));
             continue;
         };
-        if let Err(e) = compare(&actual, &expected) {
+        if let Err(e) = compare(&actual, &expected, Tolerance::ACCUMULATED) {
             problems.push(format!("result {i} ({out}): {e}"));
         }
     }
@@ -474,84 +472,6 @@ fn check_call(case: &Case, session: &Session, d: &Directive, grad: bool) -> Resu
     } else {
         Err(problems.join("\n"))
     }
-}
-
-/// Same dtype and shape; ints and bools equal; floats within the documented tolerance.
-/// On failure, names the worst element.
-fn compare(actual: &Tensor, expected: &Tensor) -> Result<(), String> {
-    if actual.dtype() != expected.dtype() || actual.shape() != expected.shape() {
-        return Err(format!(
-            "got {}{:?}, expected {}{:?}",
-            actual.dtype(),
-            actual.shape(),
-            expected.dtype(),
-            expected.shape()
-        ));
-    }
-    let shape = actual.shape();
-    match (actual, expected) {
-        (Tensor::F32(a), Tensor::F32(e)) => {
-            compare_floats(a.mapv(f64::from), e.mapv(f64::from), 1e-4, shape)
-        }
-        (Tensor::F64(a), Tensor::F64(e)) => compare_floats(a.clone(), e.clone(), 1e-9, shape),
-        (Tensor::I32(a), Tensor::I32(e)) => compare_exact(a, e, shape),
-        (Tensor::I64(a), Tensor::I64(e)) => compare_exact(a, e, shape),
-        (Tensor::Bool(a), Tensor::Bool(e)) => compare_exact(a, e, shape),
-        _ => Err("dtype mismatch".into()),
-    }
-}
-
-/// `|a - e| <= tol * max(1, |e|)` everywhere (NaN matches NaN).
-fn compare_floats(a: ArrayD<f64>, e: ArrayD<f64>, tol: f64, shape: &[usize]) -> Result<(), String> {
-    let mut worst: Option<(usize, f64)> = None;
-    let mut bad = 0;
-    for (i, (x, y)) in a.iter().zip(&e).enumerate() {
-        let same = (x.is_nan() && y.is_nan()) || x == y;
-        let err = if same { 0.0 } else { (x - y).abs() / y.abs().max(1.0) };
-        let err = if err.is_nan() { f64::INFINITY } else { err };
-        if err > tol {
-            bad += 1;
-            if worst.is_none_or(|(_, w)| err > w) {
-                worst = Some((i, err));
-            }
-        }
-    }
-    let Some((i, err)) = worst else { return Ok(()) };
-    let (x, y) = (a.iter().nth(i), e.iter().nth(i));
-    Err(format!(
-        "{bad} of {} elements differ; worst at {:?}: got {x:?}, expected {y:?} (error {err:.3e} > {tol:e})",
-        a.len(),
-        unravel(i, shape)
-    ))
-}
-
-fn compare_exact<T: PartialEq + std::fmt::Debug>(
-    a: &ArrayD<T>,
-    e: &ArrayD<T>,
-    shape: &[usize],
-) -> Result<(), String> {
-    let bad: Vec<usize> =
-        a.iter().zip(e).enumerate().filter(|(_, (x, y))| x != y).map(|(i, _)| i).collect();
-    let Some(&i) = bad.first() else { return Ok(()) };
-    Err(format!(
-        "{} of {} elements differ; first at {:?}: got {:?}, expected {:?}",
-        bad.len(),
-        a.len(),
-        unravel(i, shape),
-        a.iter().nth(i),
-        e.iter().nth(i)
-    ))
-}
-
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut index = vec![0; shape.len()];
-    for (slot, &d) in index.iter_mut().zip(shape).rev() {
-        if d > 0 {
-            *slot = flat % d;
-            flat /= d;
-        }
-    }
-    index
 }
 
 fn run_case(case: &Case) -> Vec<String> {

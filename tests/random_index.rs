@@ -8,8 +8,8 @@
 
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tfn::{Backend, Session, Tensor, Value};
+use tfn_test_utils::proptest_config;
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -230,25 +230,10 @@ fn check(case: &Case) -> Result<(), String> {
     Ok(())
 }
 
-/// 200 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
-/// `PROPTEST_RNG_SEED` explore further.
-fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
-    let rng_seed = match default.rng_seed {
-        RngSeed::Random => RngSeed::Fixed(0x1dec_5eed),
-        seed => seed,
-    };
-    ProptestConfig {
-        cases: default.cases.max(200),
-        max_shrink_iters: 300,
-        failure_persistence: None,
-        rng_seed,
-        ..default
-    }
-}
-
+// 200 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
+// `PROPTEST_RNG_SEED` explore further.
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(200, 0x1dec_5eed))]
 
     #[test]
     fn indexed_programs_agree_with_the_interpreter(case in case_strategy()) {

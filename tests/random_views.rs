@@ -11,8 +11,8 @@
 
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tfn::{Backend, Session, Tensor, Value};
+use tfn_test_utils::proptest_config;
 
 /// One shape op of a chain, applied to the previous value.
 #[derive(Clone, Debug)]
@@ -321,25 +321,10 @@ fn check(case: &Case) -> Result<(), String> {
     Ok(())
 }
 
-/// 300 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
-/// `PROPTEST_RNG_SEED` explore further.
-fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
-    let rng_seed = match default.rng_seed {
-        RngSeed::Random => RngSeed::Fixed(0x7f4a_7c15),
-        seed => seed,
-    };
-    ProptestConfig {
-        cases: default.cases.max(300),
-        max_shrink_iters: 300,
-        failure_persistence: None,
-        rng_seed,
-        ..default
-    }
-}
-
+// 300 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
+// `PROPTEST_RNG_SEED` explore further.
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(300, 0x7f4a_7c15))]
 
     #[test]
     fn view_chains_agree_with_the_interpreter(case in case_strategy()) {

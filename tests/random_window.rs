@@ -6,8 +6,8 @@
 
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tfn::{Backend, Session, Tensor, Value};
+use tfn_test_utils::{compare, proptest_config, Tolerance};
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -140,18 +140,9 @@ fn run(s: &Session, name: &str, args: &[Value<'static>], f64: bool) -> Outcome {
     (out, g)
 }
 
+/// Windows sum in another order on each backend: the toolkit's accumulated tolerance.
 fn close(a: &Tensor, b: &Tensor) -> bool {
-    let (x, y): (Vec<f64>, Vec<f64>) = match (a, b) {
-        (Tensor::F32(a), Tensor::F32(b)) if a.shape() == b.shape() => {
-            (a.iter().map(|v| *v as f64).collect(), b.iter().map(|v| *v as f64).collect())
-        }
-        (Tensor::F64(a), Tensor::F64(b)) if a.shape() == b.shape() => {
-            (a.iter().copied().collect(), b.iter().copied().collect())
-        }
-        _ => return false,
-    };
-    let tol = if matches!(a, Tensor::F32(_)) { 1e-4 } else { 1e-10 };
-    x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= tol * (1.0 + p.abs().max(q.abs())))
+    compare(a, b, Tolerance::ACCUMULATED).is_ok()
 }
 
 fn check(c: &Case) -> Result<(), String> {
@@ -191,25 +182,10 @@ fn check(c: &Case) -> Result<(), String> {
     }
 }
 
-/// 100 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
-/// `PROPTEST_RNG_SEED` explore further.
-fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
-    let rng_seed = match default.rng_seed {
-        RngSeed::Random => RngSeed::Fixed(0xc0_2d5e),
-        seed => seed,
-    };
-    ProptestConfig {
-        cases: 100,
-        max_shrink_iters: 200,
-        failure_persistence: None,
-        rng_seed,
-        ..default
-    }
-}
-
+// 100 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
+// `PROPTEST_RNG_SEED` explore further.
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(100, 0xc0_2d5e))]
 
     #[test]
     fn window_programs_agree_with_the_interpreter(case in case_strategy()) {

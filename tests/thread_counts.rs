@@ -6,6 +6,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 use tfn::{Session, SessionOptions, Tensor, Value};
+use tfn_test_utils::Rng;
 
 const WORKLOADS: &str = include_str!("../benches/workloads.tfn");
 
@@ -39,22 +40,6 @@ fn rows(Tensor table, Tensor index) -> Tensor {
     return index_select(table, index, dim=0) * 2.0
 }
 "#;
-
-/// A deterministic stream of uniforms in [-1, 1).
-struct Lcg(u64);
-
-impl Lcg {
-    fn array(&mut self, shape: &[usize]) -> ArrayD<f64> {
-        let n = shape.iter().product();
-        let values = (0..n)
-            .map(|_| {
-                self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect();
-        ArrayD::from_shape_vec(IxDyn(shape), values).expect("shape")
-    }
-}
 
 fn f32s(a: ArrayD<f64>) -> Value<'static> {
     a.mapv(|x| x as f32).into()
@@ -100,43 +85,43 @@ fn check(name: &str, args: &[Value], cotangents: Option<&[Value]>) {
 
 #[test]
 fn workloads_are_bit_identical_on_1_to_4_threads() {
-    let mut rng = Lcg(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     // Odd sizes above the 64K-element threshold: 70_001 and 1_000_003 elements, 263 × 1031.
     for n in [70_001usize, 1_000_003] {
-        let (x, z) = (f32s(rng.array(&[n])), f32s(rng.array(&[n])));
+        let (x, z) = (f32s(rng.array(&[n], -1.0, 1.0)), f32s(rng.array(&[n], -1.0, 1.0)));
         check("saxpy", &[x.clone(), z], None);
         check("gelu", std::slice::from_ref(&x), None);
         check("total", &[x], None);
     }
-    let x = f32s(rng.array(&[263, 1031]));
-    check("bias_relu", &[x.clone(), f32s(rng.array(&[1031]))], None);
+    let x = f32s(rng.array(&[263, 1031], -1.0, 1.0));
+    check("bias_relu", &[x.clone(), f32s(rng.array(&[1031], -1.0, 1.0))], None);
     check("softmax", std::slice::from_ref(&x), None);
     check("layernorm", std::slice::from_ref(&x), None);
     check("stats", std::slice::from_ref(&x), None);
     check("scans", std::slice::from_ref(&x), None);
     check("picks", std::slice::from_ref(&x), None);
     check("moves", std::slice::from_ref(&x), None);
-    check("softmax", std::slice::from_ref(&x), Some(&[f32s(rng.array(&[263, 1031]))]));
-    check("layernorm", &[x], Some(&[f32s(rng.array(&[263, 1031]))]));
+    check("softmax", std::slice::from_ref(&x), Some(&[f32s(rng.array(&[263, 1031], -1.0, 1.0))]));
+    check("layernorm", &[x], Some(&[f32s(rng.array(&[263, 1031], -1.0, 1.0))]));
 }
 
 #[test]
 fn matmuls_and_window_ops_are_bit_identical_on_1_to_4_threads() {
-    let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
-    let (a, b) = (rng.array(&[301, 257]), rng.array(&[257, 199]));
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+    let (a, b) = (rng.array(&[301, 257], -1.0, 1.0), rng.array(&[257, 199], -1.0, 1.0));
     check("mm", &[a.clone().into(), b.clone().into()], None); // f64: the `gemm` crate path
     check("mm", &[f32s(a.clone()), f32s(b.clone())], None); // f32: the packed GEMM
-    check("matmul_bias_relu", &[f32s(a), f32s(b), f32s(rng.array(&[199]))], None);
+    check("matmul_bias_relu", &[f32s(a), f32s(b), f32s(rng.array(&[199], -1.0, 1.0))], None);
     let mlp = [
-        f32s(rng.array(&[129, 65])),
-        f32s(rng.array(&[65, 255])),
-        f32s(rng.array(&[255])),
-        f32s(rng.array(&[255, 33])),
-        f32s(rng.array(&[33])),
+        f32s(rng.array(&[129, 65], -1.0, 1.0)),
+        f32s(rng.array(&[65, 255], -1.0, 1.0)),
+        f32s(rng.array(&[255], -1.0, 1.0)),
+        f32s(rng.array(&[255, 33], -1.0, 1.0)),
+        f32s(rng.array(&[33], -1.0, 1.0)),
     ];
     check("mlp", &mlp, None);
-    check("mlp", &mlp, Some(&[f32s(rng.array(&[129, 33]))]));
-    let (x, w) = (rng.array(&[3, 8, 33, 35]), rng.array(&[16, 8, 3, 3]));
+    check("mlp", &mlp, Some(&[f32s(rng.array(&[129, 33], -1.0, 1.0))]));
+    let (x, w) = (rng.array(&[3, 8, 33, 35], -1.0, 1.0), rng.array(&[16, 8, 3, 3], -1.0, 1.0));
     check("conv_relu", &[f32s(x.clone()), f32s(w.clone())], None);
     check("conv_relu", &[x.clone().into(), w.clone().into()], None);
     check(
@@ -151,7 +136,7 @@ fn matmuls_and_window_ops_are_bit_identical_on_1_to_4_threads() {
 /// record) is reported as the first bad index in row-major order, whatever the thread count.
 #[test]
 fn index_errors_are_the_same_on_1_to_4_threads() {
-    let table = f32s(Lcg(0x5151).array(&[300, 257]));
+    let table = f32s(Rng::new(0x5151).array(&[300, 257], -1.0, 1.0));
     let mut index: Vec<i64> = (0..1001).map(|i| (i * 7) % 300 - 150).collect();
     let valid: Value = ArrayD::from_shape_vec(IxDyn(&[1001]), index.clone()).expect("shape").into();
     check("rows", &[table.clone(), valid], None);

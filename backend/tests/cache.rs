@@ -1,13 +1,14 @@
 //! The kernel cache: hits on a repeated signature, no recompile for a new size, recompiles for
 //! a new dtype or rank; and results through the cache match the interpreter.
 
-mod common;
+use crate::common;
 
-use common::{compare, random_tensor, views, Rng, TOL};
+use common::views;
 use tfn_backend::{CompileOptions, KernelCache, Signature};
 use tfn_ir::{
     BinaryOp, DType, Dim, Graph, GraphParam, Op, Scalar, Shape, SymDef, Tensor, TensorType, UnaryOp,
 };
+use tfn_test_utils::{compare, random_tensor, Rng, Tolerance};
 
 /// `relu(x) * 2` for a tensor of `dtype` and `rank` (every axis its own input symbol).
 fn relu_graph(dtype: DType, rank: usize) -> Graph {
@@ -39,13 +40,13 @@ fn call(cache: &KernelCache, rng: &mut Rng, dtype: DType, shape: &[usize]) {
         .expect("compiles");
     let got = f.run(&views(&inputs)).expect("runs");
     let want = tfn_ir::interp::run(f.graph(), &inputs).expect("interprets");
-    compare(&got[0], &want[0], TOL).expect("matches");
+    compare(&got[0], &want[0], Tolerance::ROUNDING).expect("matches");
 }
 
 #[test]
 fn cache_hits_on_new_sizes_and_misses_on_new_dtype_or_rank() {
     let cache = KernelCache::new(CompileOptions { threads: 1, ..Default::default() }).expect("jit");
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     call(&cache, &mut rng, DType::F32, &[4, 5]);
     assert_eq!((cache.stats().compiles, cache.stats().hits), (1, 0));
     call(&cache, &mut rng, DType::F32, &[4, 5]);
@@ -72,7 +73,7 @@ fn cache_is_shared_across_threads() {
         for seed in 1..=4u64 {
             let cache = &cache;
             s.spawn(move || {
-                let mut rng = Rng(seed);
+                let mut rng = Rng::new(seed);
                 for n in [3usize, 8, 33] {
                     call(cache, &mut rng, DType::F32, &[n]);
                 }
@@ -129,7 +130,7 @@ fn identical_kernels_share_one_compile_and_keep_their_own_values() {
     let (compiled2, reused2) = jit.code_stats();
     assert_eq!(compiled2, compiled, "nothing new to compile");
     assert_eq!(reused2, reused + compiled + reused, "every kernel served from the cache");
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let inputs: Vec<Tensor> = [&[5usize, 7][..], &[7, 7], &[7]]
         .iter()
         .map(|s| random_tensor(&mut rng, DType::F32, s, (-2.0, 2.0)))
@@ -137,6 +138,6 @@ fn identical_kernels_share_one_compile_and_keep_their_own_values() {
     let want = tfn_ir::interp::run(&graph, &inputs).expect("interprets");
     for f in [&first, &again] {
         let got = f.run(&views(&inputs)).expect("runs");
-        compare(&got[0], &want[0], TOL).expect("matches the interpreter");
+        compare(&got[0], &want[0], Tolerance::ROUNDING).expect("matches the interpreter");
     }
 }

@@ -4,12 +4,13 @@
 //! 1-byte elements) and 0 and 1, run natively and compared exactly with the interpreter (also
 //! through caller-provided outputs).
 
-mod common;
+use crate::common;
 
-use common::{check_against_interp, random_tensor, Rng, TOL};
+use common::check_against_interp;
 use tfn_ir::{
     DType, Dim, DimExpr, Graph, GraphParam, Op, Shape, Sym, SymDef, Tensor, TensorType, ValueId,
 };
+use tfn_test_utils::{random_tensor, Rng, Tolerance};
 
 const DTYPES: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool];
 
@@ -25,7 +26,7 @@ fn sym(i: usize) -> Dim {
 
 /// `rank` random sizes from [`SIZES`], shrunk until the tensor is small enough.
 fn random_shape(rng: &mut Rng, rank: usize) -> Vec<usize> {
-    let mut shape: Vec<usize> = (0..rank).map(|_| SIZES[rng.below(SIZES.len())]).collect();
+    let mut shape: Vec<usize> = (0..rank).map(|_| SIZES[rng.index(SIZES.len())]).collect();
     while shape.iter().product::<usize>() > MAX_ELEMENTS {
         let big = (0..rank).max_by_key(|&a| shape[a]).unwrap_or(0);
         shape[big] /= 2;
@@ -36,7 +37,7 @@ fn random_shape(rng: &mut Rng, rank: usize) -> Vec<usize> {
 fn random_perm(rng: &mut Rng, rank: usize) -> Vec<u32> {
     let mut perm: Vec<u32> = (0..rank as u32).collect();
     for i in (1..rank).rev() {
-        perm.swap(i, rng.below(i + 1));
+        perm.swap(i, rng.index(i + 1));
     }
     perm
 }
@@ -123,7 +124,7 @@ fn concat_graph(dtype: DType, rank: usize, axis: usize, n: usize) -> Graph {
 
 /// Runs `graph` natively and in the interpreter on `inputs`; the kernel must not fall back.
 fn check(graph: &Graph, inputs: &[Tensor]) -> Result<(), String> {
-    let f = check_against_interp(graph, inputs, TOL, 1)?;
+    let f = check_against_interp(graph, inputs, Tolerance::EXACT, 1)?;
     match f.interpreted_kernels().as_slice() {
         [] => Ok(()),
         slow => Err(format!("kernels run by the interpreter: {slow:?}")),
@@ -138,9 +139,9 @@ fn report(failures: Vec<String>) {
 fn random_transposes_match_the_interpreter() {
     let mut failures = Vec::new();
     for seed in 1..=120u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let dtype = DTYPES[rng.below(DTYPES.len())];
-        let rank = [0, 1, 2, 2, 2, 3, 3, 3, 4, 5][rng.below(10)];
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let dtype = DTYPES[rng.index(DTYPES.len())];
+        let rank = [0, 1, 2, 2, 2, 3, 3, 3, 4, 5][rng.index(10)];
         let perm = random_perm(&mut rng, rank);
         let graph = transpose_graph(dtype, &perm);
         for _ in 0..3 {
@@ -164,7 +165,7 @@ fn large_transposes_cross_many_tiles() {
         (DType::I64, &[17, 40, 3, 35], &[3, 1, 0, 2]),
     ];
     let mut failures = Vec::new();
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for (dtype, shape, perm) in cases {
         let x = random_tensor(&mut rng, dtype, shape, (-100.0, 100.0));
         if let Err(e) = check(&transpose_graph(dtype, perm), &[x]) {
@@ -178,13 +179,13 @@ fn large_transposes_cross_many_tiles() {
 fn random_slices_match_the_interpreter() {
     let mut failures = Vec::new();
     for seed in 1..=100u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let dtype = DTYPES[rng.below(DTYPES.len())];
-        let rank = 1 + rng.below(4);
-        let axis = rng.below(rank) as u32;
-        let bound = |rng: &mut Rng| rng.below(41) as i64 - 20;
-        let step = [1, 1, 2, 3, -1, -2][rng.below(6)];
-        let end = if rng.below(3) == 0 { None } else { Some(bound(&mut rng)) };
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let dtype = DTYPES[rng.index(DTYPES.len())];
+        let rank = 1 + rng.index(4);
+        let axis = rng.index(rank) as u32;
+        let bound = |rng: &mut Rng| rng.index(41) as i64 - 20;
+        let step = [1, 1, 2, 3, -1, -2][rng.index(6)];
+        let end = if rng.index(3) == 0 { None } else { Some(bound(&mut rng)) };
         let start = bound(&mut rng);
         let graph = slice_graph(dtype, rank, axis, start, end, step);
         for _ in 0..3 {
@@ -203,18 +204,18 @@ fn random_slices_match_the_interpreter() {
 fn random_concats_match_the_interpreter() {
     let mut failures = Vec::new();
     for seed in 1..=80u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let dtype = DTYPES[rng.below(DTYPES.len())];
-        let rank = 1 + rng.below(4);
-        let axis = rng.below(rank);
-        let n = 1 + rng.below(3);
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let dtype = DTYPES[rng.index(DTYPES.len())];
+        let rank = 1 + rng.index(4);
+        let axis = rng.index(rank);
+        let n = 1 + rng.index(3);
         let graph = concat_graph(dtype, rank, axis, n);
         for _ in 0..3 {
             let shared = random_shape(&mut rng, rank);
             let inputs: Vec<Tensor> = (0..n)
                 .map(|_| {
                     let mut shape = shared.clone();
-                    shape[axis] = SIZES[rng.below(6)];
+                    shape[axis] = SIZES[rng.index(6)];
                     random_tensor(&mut rng, dtype, &shape, (-100.0, 100.0))
                 })
                 .collect();

@@ -21,7 +21,7 @@
 //! variant: ~10 min per variant in an optimised build), `TFN_MATH_ONLY=sin,cos` to restrict the
 //! `f32` sweep to some functions. The measured maxima are printed (`cargo test -- --nocapture`).
 
-mod math_jit;
+use crate::math_jit;
 
 use cranelift::codegen::ir::{types, AbiParam, Opcode};
 use cranelift::codegen::Context;
@@ -30,6 +30,7 @@ use math_jit::{build_loop, run, Jit, Kernel};
 use tfn_backend::math::{
     emit, sin_cos_reduction_limit, MathConsts, MathError, MathFeatures, MathFn,
 };
+use tfn_test_utils::Rng;
 
 /// Default sweep stride over the 2³² `f32` bit patterns (prime, so every exponent and many
 /// mantissa patterns are hit): ~8.4M inputs per function.
@@ -265,26 +266,11 @@ fn f32_functions_are_within_4_ulp_of_correctly_rounded() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// Deterministic xorshift generator for the `f64` samples.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-}
-
 /// `f64` inputs: specials, random bit patterns, uniform samples of `[-range, range]`,
 /// log-uniform samples over every binade (denormals included), and the function's
 /// [`f64_specials`] with their neighbours a few ULP away.
 fn f64_inputs(f: Option<MathFn>, range: f64, n: usize) -> Vec<f64> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut xs = vec![
         0.0,
         -0.0,
@@ -312,10 +298,10 @@ fn f64_inputs(f: Option<MathFn>, range: f64, n: usize) -> Vec<f64> {
         }
     }
     for _ in 0..n {
-        xs.push(f64::from_bits(rng.next()));
+        xs.push(f64::from_bits(rng.next_u64()));
         xs.push(rng.uniform(-range, range));
-        xs.push(rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 60) as i32 - 50));
-        let binade = (rng.next() % 2098) as i32 - 1074;
+        xs.push(rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next_u64() % 60) as i32 - 50));
+        let binade = (rng.next_u64() % 2098) as i32 - 1074;
         xs.push(
             rng.uniform(-2.0, 2.0)
                 * 2f64.powi(binade.max(-1022))
@@ -455,7 +441,7 @@ fn pow_exponents() -> Vec<f64> {
     ys.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 2.5, -2.5, 7.0, -7.0, 1e-7]);
     ys.extend([2f64.powi(31) + 1.0, -(2f64.powi(31) + 1.0), 2f64.powi(64) * 1.5, 1e300, -1e300]);
     ys.extend([9007199254740993.0, 9007199254740991.0, -9007199254740991.0, 1e-300, 1075.0]);
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     for _ in 0..24 {
         ys.push((rng.uniform(-40.0, 40.0) as f32).into());
     }
@@ -469,7 +455,7 @@ fn pow_exponents() -> Vec<f64> {
 /// gradual underflow included: `y` log-uniform, `x = 2^(z/y)` for a target `z ∈ [−1080, 1030]`,
 /// with negative `x` for integer `y`; plus `x` within a few ULP of 1 against huge `y`.
 fn pow_pairs(n: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for i in 0..n {
         let mut y = rng.uniform(-1.0, 1.0) * 10f64.powf(rng.uniform(-3.0, 3.0));
@@ -484,7 +470,7 @@ fn pow_pairs(n: usize) -> (Vec<f64>, Vec<f64>) {
         xs.push(x);
         ys.push(y);
         let near =
-            f64::from_bits(1f64.to_bits().wrapping_add_signed((rng.next() % 64) as i64 - 32));
+            f64::from_bits(1f64.to_bits().wrapping_add_signed((rng.next_u64() % 64) as i64 - 32));
         xs.push(near);
         ys.push(rng.uniform(-1.0, 1.0) * 10f64.powf(rng.uniform(9.0, 20.0)));
     }
@@ -627,7 +613,7 @@ fn pow_matches_c99_and_is_accurate() {
 /// reduction's boundaries (`tan(π/8)`, 1, `tan(3π/8)`) in all four quadrants, and operands
 /// spread over the whole exponent range (ratios that overflow or underflow included).
 fn atan2_pairs(n: usize, is_f32: bool) -> (Vec<f64>, Vec<f64>) {
-    let mut rng = Rng(0xa7a2);
+    let mut rng = Rng::new(0xa7a2);
     let mut specials = f64_inputs(Some(MathFn::Atan2), 10.0, 0);
     if is_f32 {
         specials.extend(special_f32().into_iter().map(f64::from));
@@ -640,23 +626,23 @@ fn atan2_pairs(n: usize, is_f32: bool) -> (Vec<f64>, Vec<f64>) {
         }
     }
     for i in 0..n {
-        let x = rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 120) as i32 - 60);
+        let x = rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next_u64() % 120) as i32 - 60);
         let ratio = match i % 4 {
             0 => 0.414_213_562_373_095_03 * (1.0 + rng.uniform(-1e-6, 1e-6)),
             1 => 1.0 + rng.uniform(-1e-6, 1e-6),
             2 => 2.414_213_562_373_095 * (1.0 + rng.uniform(-1e-6, 1e-6)),
-            _ => rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next() % 80) as i32 - 40),
+            _ => rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next_u64() % 80) as i32 - 40),
         };
-        let sign = if rng.next().is_multiple_of(2) { 1.0 } else { -1.0 };
+        let sign = if rng.next_u64().is_multiple_of(2) { 1.0 } else { -1.0 };
         ys.push(sign * x * ratio);
         xs.push(x);
-        let bits = rng.next();
+        let bits = rng.next_u64();
         if is_f32 {
             ys.push(f64::from(f32::from_bits(bits as u32)));
             xs.push(f64::from(f32::from_bits((bits >> 32) as u32)));
         } else {
             ys.push(f64::from_bits(bits));
-            xs.push(f64::from_bits(rng.next()));
+            xs.push(f64::from_bits(rng.next_u64()));
         }
     }
     if is_f32 {
@@ -723,9 +709,9 @@ fn atan2_matches_c99_and_is_accurate() {
 fn vector_body_and_scalar_tail_agree_bit_for_bit() {
     let mut jit = Jit::new();
     let features = jit.features();
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let xs: Vec<f32> =
-        (0..4096).map(|_| f32::from_bits(rng.next() as u32)).chain(special_f32()).collect();
+        (0..4096).map(|_| f32::from_bits(rng.next_u64() as u32)).chain(special_f32()).collect();
     let ys: Vec<f32> = (0..xs.len()).map(|i| [2.0f32, -3.0, 0.5, 1.7][i % 4]).collect();
     for &f in MathFn::ALL {
         let kernel = jit.kernel(f, types::F32, features);

@@ -6,12 +6,10 @@
 //! operands produced by a last-two-axes `Transpose`, which the matmul reads through the
 //! transpose's source (fusion leaves no copy kernel) unless something else also reads it.
 
-mod common;
+use crate::common;
 
-use common::{check_against_interp, random_tensor, Rng, Tol};
-
-/// Matmul results are summed in a different order than the interpreter's.
-const MATMUL_TOL: Tol = Tol { rtol: 1e-4, atol: 1e-4 };
+use common::check_against_interp;
+use tfn_test_utils::{random_tensor, Rng, Tolerance};
 
 struct Case {
     name: &'static str,
@@ -178,7 +176,7 @@ fn copy_kernels(f: &tfn_backend::CompiledFunction) -> usize {
 
 #[test]
 fn tile_epilogues_match_the_interpreter() {
-    let mut rng = Rng(0x51_7CC1_B727_220A);
+    let mut rng = Rng::new(0x51_7CC1_B727_220A);
     let mut failures = Vec::new();
     for case in CASES {
         let graph = match tfn_ir::text::parse_graph(case.text) {
@@ -196,7 +194,7 @@ fn tile_epilogues_match_the_interpreter() {
                 .map(|(p, s)| random_tensor(&mut rng, p.ty.dtype, s, (-1.0, 1.0)))
                 .collect();
             for threads in [1, 2] {
-                match check_against_interp(&graph, &inputs, MATMUL_TOL, threads) {
+                match check_against_interp(&graph, &inputs, Tolerance::ACCUMULATED, threads) {
                     Ok(f) if !f.interpreted_kernels().is_empty() => failures.push(format!(
                         "{} {shapes:?}: interpreted {:?}",
                         case.name,

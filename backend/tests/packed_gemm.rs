@@ -5,22 +5,11 @@
 
 use ndarray::{s, Array2, ArrayView2};
 use tfn_backend::packed_gemm::{matmul_f32, GemmError};
+use tfn_test_utils::Rng;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut g = tfn_ir::rng::SplitMix(self.0);
-        let next = g.next_u64();
-        self.0 = g.0;
-        next
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn matrix(&mut self, rows: usize, cols: usize) -> Array2<f32> {
-        Array2::from_shape_fn((rows, cols), |_| (self.next() % 2001) as f32 / 1000.0 - 1.0)
-    }
+/// A random matrix of multiples of 1/1000 in `[-1, 1]`.
+fn matrix(rng: &mut Rng, rows: usize, cols: usize) -> Array2<f32> {
+    Array2::from_shape_fn((rows, cols), |_| (rng.next_u64() % 2001) as f32 / 1000.0 - 1.0)
 }
 
 /// How an operand is laid out in memory; every variant presents the same logical matrix.
@@ -92,11 +81,11 @@ fn check(a: &Array2<f32>, b: &Array2<f32>, la: Layout, lb: Layout) -> Result<(),
 
 #[test]
 fn random_small_shapes_in_every_layout() {
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
     let mut failures = Vec::new();
     for case in 0..120 {
-        let (m, n, k) = (rng.below(71), rng.below(71), rng.below(71));
-        let (a, b) = (rng.matrix(m, k), rng.matrix(k, n));
+        let (m, n, k) = (rng.index(71), rng.index(71), rng.index(71));
+        let (a, b) = (matrix(&mut rng, m, k), matrix(&mut rng, k, n));
         let (la, lb) = (LAYOUTS[case % 4], LAYOUTS[(case / 4) % 4]);
         if let Err(e) = check(&a, &b, la, lb) {
             failures.push(e);
@@ -107,7 +96,7 @@ fn random_small_shapes_in_every_layout() {
 
 #[test]
 fn degenerate_and_block_crossing_shapes() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     // (m, n, k): empty and unit extents; every block size crossed (MR = 12, NR = 32,
     // MC = 96, KC = 1024, NC = 2048); odd large sizes.
     let shapes = [
@@ -125,7 +114,7 @@ fn degenerate_and_block_crossing_shapes() {
         (257, 513, 129),
     ];
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
-        let (a, b) = (rng.matrix(m, k), rng.matrix(k, n));
+        let (a, b) = (matrix(&mut rng, m, k), matrix(&mut rng, k, n));
         let (la, lb) = (LAYOUTS[i % 4], LAYOUTS[(i + 1) % 4]);
         check(&a, &b, la, lb).unwrap();
     }
@@ -133,11 +122,11 @@ fn degenerate_and_block_crossing_shapes() {
 
 #[test]
 fn broadcast_operands_and_strided_outputs() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     // A zero-stride (broadcast) row: every row of `a` is the same.
-    let row = rng.matrix(1, 40);
+    let row = matrix(&mut rng, 1, 40);
     let a = row.broadcast((30, 40)).unwrap();
-    let b = rng.matrix(40, 50);
+    let b = matrix(&mut rng, 40, 50);
     let mut wide = Array2::from_elem((30, 64), f32::NAN);
     matmul_f32(a, b.view(), &mut wide.slice_mut(s![.., ..50])).unwrap();
     let want = row.dot(&b);

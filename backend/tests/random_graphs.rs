@@ -3,16 +3,16 @@
 //! with and without `keepdim`, casts — fused, JIT-compiled and compared with the interpreter. Tolerance `rtol = atol = 1e-4`: chains of transcendentals (each within a
 //! few ULP) and f32 reduction sums (the interpreter accumulates in f64) compound differences.
 
-mod common;
+use crate::common;
 
-use common::{bits, check_against_interp, random_inputs, views, Rng, Tol};
+use common::{check_against_interp, views};
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tfn_backend::{CompileOptions, CompiledFunction};
 use tfn_ir::{
     BinaryOp, DType, Dim, Graph, GraphParam, Op, ReduceOp, Scalar, Shape, Sym, SymDef, TensorType,
     UnaryOp, ValueId,
 };
+use tfn_test_utils::{bits, proptest_config, random_inputs, Rng, Tolerance};
 
 const S0: Dim = Dim::Sym(Sym(0));
 const S1: Dim = Dim::Sym(Sym(1));
@@ -66,10 +66,10 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
     let mut g = Graph { name: "random".into(), ..Graph::default() };
     let mut pool: Vec<ValueId> = Vec::new();
     // Parameter 0 is always full, so every symbol is bound.
-    let n_params = 1 + rng.below(3);
+    let n_params = 1 + rng.index(3);
     for p in 0..n_params {
         let shape =
-            if p == 0 { shapes[0].clone() } else { shapes[rng.below(shapes.len())].clone() };
+            if p == 0 { shapes[0].clone() } else { shapes[rng.index(shapes.len())].clone() };
         let ty = TensorType { dtype, shape };
         g.params.push(GraphParam { name: format!("p{p}"), ty: ty.clone() });
         pool.push(g.push(Op::Param(p as u32), vec![], ty, Default::default()));
@@ -91,10 +91,10 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
     let floats = dtype.is_float();
     for _ in 0..ops {
         let pick =
-            |rng: &mut Rng, pool: &[ValueId]| pool[pool.len() - 1 - rng.below(pool.len().min(4))];
+            |rng: &mut Rng, pool: &[ValueId]| pool[pool.len() - 1 - rng.index(pool.len().min(4))];
         let x = pick(rng, &pool);
         let tx = g.ty(x).clone();
-        let v = match rng.below(10) {
+        let v = match rng.index(10) {
             0..=2 => {
                 // Every op of the table that keeps the dtype: a new row is tested here
                 // without being listed.
@@ -103,14 +103,14 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
                     .copied()
                     .filter(|u| u.dtypes().contains(dtype) && !u.is_predicate())
                     .collect();
-                g.push(Op::Unary(ops[rng.below(ops.len())]), vec![x], tx, Default::default())
+                g.push(Op::Unary(ops[rng.index(ops.len())]), vec![x], tx, Default::default())
             }
             3..=6 => {
-                let y = if rng.below(4) == 0 {
+                let y = if rng.index(4) == 0 {
                     let c = if floats {
                         Scalar::Float(rng.uniform(-2.0, 2.0))
                     } else {
-                        Scalar::Int(rng.below(5) as i64 - 2)
+                        Scalar::Int(rng.index(5) as i64 - 2)
                     };
                     g.push(
                         Op::Const(c),
@@ -130,9 +130,9 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
                     BinaryOp::Minimum,
                 ];
                 let shape = broadcast(&tx.shape, &g.ty(y).shape);
-                let (a, b) = if rng.below(2) == 0 { (x, y) } else { (y, x) };
+                let (a, b) = if rng.index(2) == 0 { (x, y) } else { (y, x) };
                 g.push(
-                    Op::Binary(ops[rng.below(ops.len())]),
+                    Op::Binary(ops[rng.index(ops.len())]),
                     vec![a, b],
                     TensorType { dtype, shape },
                     Default::default(),
@@ -164,9 +164,9 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
             _ if tx.shape.rank() >= 1 => {
                 let r = tx.shape.rank();
                 // A random non-empty subset of the axes.
-                let mask = 1 + rng.below((1 << r) - 1);
+                let mask = 1 + rng.index((1 << r) - 1);
                 let axes: Vec<u32> = (0..r as u32).filter(|a| mask & (1 << a) != 0).collect();
-                let keepdim = rng.below(2) == 0;
+                let keepdim = rng.index(2) == 0;
                 let ops: &[ReduceOp] = if floats {
                     &[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Mean]
                 } else {
@@ -183,7 +183,7 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
                         false => Some(*d),
                     })
                     .collect();
-                let op = Op::Reduce { op: ops[rng.below(ops.len())], axes, keepdim };
+                let op = Op::Reduce { op: ops[rng.index(ops.len())], axes, keepdim };
                 g.push(op, vec![x], TensorType { dtype, shape: Shape(dims) }, Default::default())
             }
             _ => {
@@ -201,7 +201,7 @@ fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Graph {
     }
     let last = *pool.last().unwrap_or(&ValueId(0));
     g.outputs = vec![last];
-    if pool.len() > 3 && rng.below(2) == 0 {
+    if pool.len() > 3 && rng.index(2) == 0 {
         g.outputs.push(pool[pool.len() - 2]);
     }
     g
@@ -211,8 +211,7 @@ const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
 
 /// Builds the graph of one case and checks it on several sizes, 1 or 2 threads.
 fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), String> {
-    let tol = Tol { rtol: 1e-4, atol: 1e-4 };
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let graph = random_graph(&mut rng, dtype, rank, ops);
     let size_sets: &[&[usize]] =
         // Each symbol takes one size of a set at random. The last sets have rows long enough
@@ -224,12 +223,12 @@ fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), St
         };
     for sizes in size_sets {
         let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
-        let checked = check_against_interp(&graph, &inputs, tol, 1 + (seed as usize % 2)).and_then(
-            |f| match f.interpreted_kernels().as_slice() {
-                [] => Ok(()),
-                slow => Err(format!("kernels run by the interpreter: {slow:?}")),
-            },
-        );
+        let checked =
+            check_against_interp(&graph, &inputs, Tolerance::ACCUMULATED, 1 + (seed as usize % 2))
+                .and_then(|f| match f.interpreted_kernels().as_slice() {
+                    [] => Ok(()),
+                    slow => Err(format!("kernels run by the interpreter: {slow:?}")),
+                });
         checked
             .map_err(|e| format!("sizes {sizes:?}: {e}\n{}", tfn_ir::text::print_graph(&graph)))?;
     }
@@ -239,7 +238,7 @@ fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), St
 /// Builds the graph of one case and runs it at sizes above the parallel threshold (odd, so
 /// chunks are uneven) on 1, 2, 3 and 4 threads: every output must be the same bits.
 fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), String> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let graph = random_graph(&mut rng, dtype, rank, ops);
     let sizes: &[usize] = if rank == 3 { &[43, 45, 47] } else { &[263, 271, 301] };
     let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
@@ -264,25 +263,11 @@ fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Resu
     Ok(())
 }
 
-/// 160 cases from a fixed seed (deterministic `cargo test`); `PROPTEST_CASES` and
-/// `PROPTEST_RNG_SEED` explore further. A failure shrinks to the fewest operations.
-fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
-    let rng_seed = match default.rng_seed {
-        RngSeed::Random => RngSeed::Fixed(0x9E37_79B9),
-        seed => seed,
-    };
-    ProptestConfig {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() { default.cases } else { 160 },
-        max_shrink_iters: 200,
-        failure_persistence: None,
-        rng_seed,
-        ..default
-    }
-}
-
+// 160 cases (40 on 1 to 4 threads) from a fixed seed: `cargo test` is deterministic;
+// `PROPTEST_CASES` and `PROPTEST_RNG_SEED` explore further. A failure shrinks to the fewest
+// operations.
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(160, 0x9E37_79B9))]
 
     #[test]
     fn random_graphs_match_the_interpreter(
@@ -298,7 +283,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..config() })]
+    #![proptest_config(proptest_config(40, 0x9E37_79B9))]
 
     #[test]
     fn random_graphs_are_bit_identical_on_1_to_4_threads(

@@ -4,16 +4,18 @@
 //!
 //! Directives in `//` comments at the top of a case:
 //! - `range: LO HI` — inputs drawn uniformly from `[LO, HI]` (default `-2 2`);
-//! - `tol: RTOL ATOL` — looser tolerance, with the reason on the same line;
+//! - `tol: RTOL ATOL` — the case's own tolerance (default: `Tolerance::ROUNDING` of
+//!   `tfn-test-utils`), with the reason on the same line;
 //! - `interpreted: N` — how many kernels may run in the interpreter (default 0);
 //! - `kernels: N` — how many kernels fusion must produce;
 //! - `specials: P` — each float input element becomes NaN, ±inf or −0 with probability `P`
 //!   (NaN/inf propagation through fused reductions and math functions).
 
-mod common;
+use crate::common;
 
-use common::{check_against_interp, random_inputs, Rng, Tol, TOL};
+use common::check_against_interp;
 use std::path::Path;
+use tfn_test_utils::{random_inputs, Rng, Tolerance};
 
 fn directive<'s>(src: &'s str, key: &str) -> Option<Vec<&'s str>> {
     src.lines()
@@ -28,14 +30,19 @@ fn run_case(path: &Path) -> Result<(), String> {
         v.and_then(|v| v.get(i).and_then(|s| s.parse().ok())).unwrap_or(d)
     };
     let range = (num(directive(&src, "range:"), 0, -2.0), num(directive(&src, "range:"), 1, 2.0));
-    let tol = Tol {
-        rtol: num(directive(&src, "tol:"), 0, TOL.rtol),
-        atol: num(directive(&src, "tol:"), 1, TOL.atol),
+    // The policy's rounding class, unless the case names its own bound (and why).
+    let tol = match directive(&src, "tol:") {
+        Some(_) => Tolerance::uniform(
+            "the case's `tol:`",
+            num(directive(&src, "tol:"), 0, 0.0),
+            num(directive(&src, "tol:"), 1, 0.0),
+        ),
+        None => Tolerance::ROUNDING,
     };
     let interpreted = num(directive(&src, "interpreted:"), 0, 0.0) as usize;
     let kernels =
         directive(&src, "kernels:").map(|_| num(directive(&src, "kernels:"), 0, 0.0) as usize);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     for (round, sizes) in
         [[1usize, 1].as_slice(), &[3, 5], &[17, 33], &[64, 7], &[1, 130]].iter().enumerate()
     {
@@ -73,7 +80,7 @@ fn sprinkle_specials(rng: &mut Rng, t: &mut tfn_ir::Tensor, p: f64) {
     const SPECIALS: [f64; 4] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0];
     let mut pick = |x: &mut f64| {
         if rng.uniform(0.0, 1.0) < p {
-            *x = SPECIALS[rng.below(SPECIALS.len())];
+            *x = SPECIALS[rng.index(SPECIALS.len())];
         }
     };
     match t {

@@ -4,12 +4,12 @@
 //! Both compute each element by the same sequential recurrence in the same order, so results
 //! must be identical (tolerance 0; NaN matches NaN).
 
-mod common;
+use crate::common;
 
-use common::{check_against_interp, random_tensor, Rng, Tol};
+use common::check_against_interp;
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tfn_ir::DType;
+use tfn_test_utils::{proptest_config, random_tensor, Rng, Tolerance};
 
 #[derive(Clone, Debug)]
 struct ScanCase {
@@ -67,18 +67,13 @@ fn scan_case() -> impl Strategy<Value = ScanCase> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 96,
-        rng_seed: RngSeed::Fixed(0x5CA9),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config(96, 0x5CA9))]
 
     #[test]
     fn scans_match_the_interpreter(c in scan_case()) {
         let text = graph_text(&c);
         let graph = tfn_ir::text::parse_graph(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let mut rng = Rng(c.seed | 1);
+        let mut rng = Rng::new(c.seed | 1);
         let range = if c.dtype.is_float() { (0.5, 1.5) } else { (-40.0, 40.0) };
         let mut inputs = vec![random_tensor(&mut rng, c.dtype, &c.sizes, range)];
         if c.op == "cumprod_grad" {
@@ -91,8 +86,7 @@ proptest! {
             inputs.push(random_tensor(&mut rng, c.dtype, &c.sizes, (-1.0, 1.0)));
         }
         let threads = 1 + (c.seed % 2) as usize;
-        let exact = Tol { rtol: 0.0, atol: 0.0 };
-        let f = check_against_interp(&graph, &inputs, exact, threads)
+        let f = check_against_interp(&graph, &inputs, Tolerance::EXACT, threads)
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert!(f.interpreted_kernels().is_empty(), "fallback: {:?}", f.interpreted_kernels());
         prop_assert!(f.reference_kernels().is_empty(), "reference: {:?}", f.reference_kernels());
@@ -146,19 +140,14 @@ fn arg_case() -> impl Strategy<Value = ArgCase> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 96,
-        rng_seed: RngSeed::Fixed(0xA9),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config(96, 0xA9))]
 
     /// argmax/argmin kernels: ties (small integers), NaN (a tenth of float elements).
     #[test]
     fn arg_kernels_match_the_interpreter(c in arg_case()) {
         let text = arg_text(&c);
         let graph = tfn_ir::text::parse_graph(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let mut rng = Rng(c.seed | 1);
+        let mut rng = Rng::new(c.seed | 1);
         let mut x = random_tensor(&mut rng, c.dtype, &c.sizes, (-3.0, 3.0));
         match &mut x {
             tfn_ir::Tensor::F32(a) => a.iter_mut().step_by(10).for_each(|v| *v = f32::NAN),
@@ -166,8 +155,7 @@ proptest! {
             _ => {}
         }
         let threads = 1 + (c.seed % 2) as usize;
-        let exact = Tol { rtol: 0.0, atol: 0.0 };
-        let f = check_against_interp(&graph, &[x], exact, threads)
+        let f = check_against_interp(&graph, &[x], Tolerance::EXACT, threads)
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert!(f.reference_kernels().is_empty(), "reference: {:?}", f.reference_kernels());
     }

@@ -5,12 +5,13 @@
 //! bits as on one thread. The split is a function of the sizes and the thread count only, and
 //! nothing sums across chunks, so this holds by construction; this test keeps it so.
 
-mod common;
+use crate::common;
 
-use common::{bits, random_inputs, views, Rng};
+use common::views;
 use std::path::Path;
 use tfn_backend::{CompileOptions, CompiledFunction};
 use tfn_ir::Tensor;
+use tfn_test_utils::{bits, random_inputs, Rng};
 
 /// An odd size per symbol such that a full-rank parameter has at least `elements` elements.
 fn odd_size(rank: usize, elements: usize) -> usize {
@@ -26,7 +27,7 @@ fn check_case(path: &Path, elements: usize) -> Result<(), String> {
     let graph = tfn_ir::text::parse_graph(&src).map_err(|e| format!("parse: {e}"))?;
     let rank = graph.params.iter().map(|p| p.ty.shape.rank()).max().unwrap_or(1);
     let size = odd_size(rank, elements);
-    let inputs = random_inputs(&mut Rng(7), &graph, &[size], (-2.0, 2.0));
+    let inputs = random_inputs(&mut Rng::new(7), &graph, &[size], (-2.0, 2.0));
     let run = |threads| -> Result<Vec<Tensor>, String> {
         let f =
             CompiledFunction::compile(&graph, &CompileOptions { threads, ..Default::default() })

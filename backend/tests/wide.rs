@@ -11,12 +11,13 @@
 //! addresses, in place and out of place, with guard values around the output (nothing written
 //! outside `0..n`), and AVX2 against AVX-512 on everything.
 
-mod math_jit;
+use crate::math_jit;
 
 use cranelift::codegen::ir::types;
 use math_jit::{run, Jit, Kernel};
 use tfn_backend::math::{MathFeatures, MathFn};
 use tfn_backend::wide::{routine_f32, symbols, Routine, SimdLevel};
+use tfn_test_utils::Rng;
 
 /// The functions that must have routines at every wide level (the priority list
 /// and the rest of the unary functions).
@@ -54,19 +55,6 @@ fn levels() -> Vec<SimdLevel> {
         }
     }
     out
-}
-
-/// Deterministic random bits (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 /// Specials and every algorithm's boundary constants (clamps, interval edges, reduction
@@ -147,8 +135,8 @@ fn inputs() -> Vec<f32> {
     v.extend(
         (0..1u32 << 24).map(|i| f32::from_bits((i << 8) | (i.wrapping_mul(0x9e37_79b9) >> 24))),
     );
-    let mut rng = Rng(0x5eed);
-    v.extend((0..1 << 20).map(|_| f32::from_bits(rng.next() as u32)));
+    let mut rng = Rng::new(0x5eed);
+    v.extend((0..1 << 20).map(|_| f32::from_bits(rng.next_u64() as u32)));
     v
 }
 
@@ -264,8 +252,8 @@ fn avx2_and_avx512_agree_bit_for_bit() {
         return;
     }
     let mut xs = specials();
-    let mut rng = Rng(11);
-    xs.extend((0..1 << 18).map(|_| f32::from_bits(rng.next() as u32)));
+    let mut rng = Rng::new(11);
+    xs.extend((0..1 << 18).map(|_| f32::from_bits(rng.next_u64() as u32)));
     for f in EXPECTED {
         let (ra, rb) = (routine_f32(a, f).expect("avx2"), routine_f32(b, f).expect("avx512"));
         assert_same(&format!("{}: avx512 vs avx2", f.name()), &xs, &call(rb, &xs), &call(ra, &xs));
@@ -279,10 +267,10 @@ fn every_length_offset_and_aliasing_is_exact() {
     if levels.is_empty() {
         return;
     }
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut pool = specials();
-    pool.extend((0..5000).map(|_| f32::from_bits(rng.next() as u32)));
-    pool.extend((0..5000).map(|_| (rng.next() as i32) as f32 * 1e-8));
+    pool.extend((0..5000).map(|_| f32::from_bits(rng.next_u64() as u32)));
+    pool.extend((0..5000).map(|_| (rng.next_u64() as i32) as f32 * 1e-8));
     const GUARD: usize = 19;
     let sentinel = f32::from_bits(0x7fa5_a5a5);
     let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 511, 512, 513, 4099]).collect();

@@ -9,30 +9,7 @@
 use std::path::Path;
 use tfn_frontend::{load_source, prelude, print_library, MemLoader, PRELUDE, STD_NN};
 use tfn_ir::Library;
-
-/// The project's one generator (`tfn_ir::rng::SplitMix`), over a bare `u64` state.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut g = tfn_ir::rng::SplitMix(self.0);
-        let next = g.next_u64();
-        self.0 = g.0;
-        next
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
+use tfn_test_utils::{fuzz_cases, fuzz_seed, Rng};
 
 const TOKENS: &[&str] = &[
     "(",
@@ -138,12 +115,12 @@ fn floor(b: &[usize], x: usize) -> usize {
 
 fn mutate(rng: &mut Rng, src: &str) -> String {
     let mut s = src.to_string();
-    for _ in 0..1 + rng.below(4) {
+    for _ in 0..1 + rng.index(4) {
         let b = boundaries(&s);
-        let i = b[rng.below(b.len())];
-        let j = b[rng.below(b.len())];
+        let i = b[rng.index(b.len())];
+        let j = b[rng.index(b.len())];
         let (lo, hi) = (i.min(j), i.max(j));
-        match rng.below(7) {
+        match rng.index(7) {
             0 => {
                 // delete one character
                 let end = b.iter().copied().find(|&k| k > lo).unwrap_or(lo);
@@ -153,7 +130,7 @@ fn mutate(rng: &mut Rng, src: &str) -> String {
             2 => {
                 // delete a short range
                 let end =
-                    b.iter().copied().filter(|&k| k >= lo).nth(1 + rng.below(8)).unwrap_or(s.len());
+                    b.iter().copied().filter(|&k| k >= lo).nth(1 + rng.index(8)).unwrap_or(s.len());
                 s.replace_range(lo..end, "");
             }
             3 => {
@@ -189,8 +166,8 @@ fn mutate(rng: &mut Rng, src: &str) -> String {
 }
 
 fn soup(rng: &mut Rng) -> String {
-    let n = rng.below(60);
-    (0..n).map(|_| rng.pick(TOKENS)).collect::<Vec<_>>().join(if rng.below(2) == 0 {
+    let n = rng.index(60);
+    (0..n).map(|_| rng.pick(TOKENS)).collect::<Vec<_>>().join(if rng.index(2) == 0 {
         " "
     } else {
         ""
@@ -220,9 +197,7 @@ fn check_one(base: &Library, src: &str) {
 
 #[test]
 fn mutated_sources_never_panic() {
-    let cases: usize =
-        std::env::var("TFN_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    let seed: u64 = std::env::var("TFN_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let (cases, seed) = (fuzz_cases(2000), fuzz_seed(1));
     let base = match prelude() {
         Ok(lib) => lib,
         Err(d) => panic!("prelude does not load: {d:?}"),
@@ -235,12 +210,12 @@ fn mutated_sources_never_panic() {
         check_one(&base, src);
         check_one(&Library::default(), src);
     }
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     for i in 0..cases {
         let src = if i % 10 == 9 {
             soup(&mut rng)
         } else {
-            let pick = rng.below(corpus.len());
+            let pick = rng.index(corpus.len());
             mutate(&mut rng, &corpus[pick])
         };
         check_one(&base, &src);

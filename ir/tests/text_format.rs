@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use tfn_ir::op::{ALL_BINARY, ALL_REDUCE, ALL_UNARY};
 use tfn_ir::text::print_graph_without_origins;
 use tfn_ir::*;
+use tfn_test_utils::{proptest_config, Rng};
 
 const GELU: &str = "\
 func gelu(x: f32[s0, s1]) -> (f32[s0]) {
@@ -117,67 +118,58 @@ fn parse_errors_carry_line_and_column() {
     }
 }
 
-/// The project's one generator (`tfn_ir::rng::SplitMix`), so one `u64` seed describes a whole graph.
-struct Rng(u64);
+// Every choice comes from the project's one generator, so one `u64` seed describes a whole
+// graph.
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut g = tfn_ir::rng::SplitMix(self.0);
-        let next = g.next_u64();
-        self.0 = g.0;
-        next
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())].clone()
-    }
-    fn int(&mut self) -> i64 {
-        let random = self.next() as i64;
-        self.pick(&[0, 1, -1, 7, -300, i64::MAX, i64::MIN, random])
-    }
-    fn float(&mut self) -> f64 {
-        let bits = self.next();
-        self.pick(&[
-            0.5,
-            -0.0,
-            1e-300,
-            6.0,
-            f64::INFINITY,
-            -f64::INFINITY,
-            f64::NAN,
-            f64::from_bits(bits),
-            f64::MIN_POSITIVE / 3.0,
-        ])
-    }
-    fn name(&mut self) -> String {
-        self.pick(&[
-            "x",
-            "add.scalar",
-            "_a1",
-            "",
-            "with space",
-            "quote\"back\\slash",
-            "nl\nt\té",
-            "3d",
-            "%0",
-            "s0",
-        ])
-        .to_string()
-    }
+/// An integer attribute: an edge case or a random one.
+fn int(rng: &mut Rng) -> i64 {
+    let random = rng.next_u64() as i64;
+    rng.pick(&[0, 1, -1, 7, -300, i64::MAX, i64::MIN, random])
+}
+
+/// A float attribute: an edge case (signed zero, infinities, NaN, subnormal) or random bits.
+fn float(rng: &mut Rng) -> f64 {
+    let bits = rng.next_u64();
+    rng.pick(&[
+        0.5,
+        -0.0,
+        1e-300,
+        6.0,
+        f64::INFINITY,
+        -f64::INFINITY,
+        f64::NAN,
+        f64::from_bits(bits),
+        f64::MIN_POSITIVE / 3.0,
+    ])
+}
+
+/// A name that needs quoting or escaping as often as not.
+fn name(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "x",
+        "add.scalar",
+        "_a1",
+        "",
+        "with space",
+        "quote\"back\\slash",
+        "nl\nt\té",
+        "3d",
+        "%0",
+        "s0",
+    ])
+    .to_string()
 }
 
 fn random_dim(rng: &mut Rng, syms: usize) -> Dim {
-    if syms > 0 && rng.below(2) == 0 {
-        Dim::Sym(Sym(rng.below(syms) as u32))
+    if syms > 0 && rng.index(2) == 0 {
+        Dim::Sym(Sym(rng.index(syms) as u32))
     } else {
         Dim::Const(rng.pick(&[0, 1, 3, u64::MAX]))
     }
 }
 
 fn random_type(rng: &mut Rng, syms: usize) -> TensorType {
-    let rank = rng.below(4);
+    let rank = rng.index(4);
     TensorType {
         dtype: rng.pick(&DType::ALL),
         shape: Shape((0..rank).map(|_| random_dim(rng, syms)).collect()),
@@ -185,51 +177,51 @@ fn random_type(rng: &mut Rng, syms: usize) -> TensorType {
 }
 
 fn random_expr(rng: &mut Rng, syms: usize, depth: usize) -> DimExpr {
-    let leaf = depth > 2 || rng.below(3) == 0;
+    let leaf = depth > 2 || rng.index(3) == 0;
     if leaf {
         return DimExpr::Dim(random_dim(rng, syms));
     }
     let mut sub = || Box::new(random_expr(rng, syms, depth + 1));
     let (a, b) = (sub(), sub());
-    match rng.below(6) {
+    match rng.index(6) {
         0 => DimExpr::Add(a, b),
         1 => DimExpr::Sub(a, b),
         2 => DimExpr::Mul(a, b),
         3 => DimExpr::Div(a, b),
         4 => DimExpr::CeilDiv(a, b),
         _ => {
-            let end = if rng.below(2) == 0 { None } else { Some(rng.int()) };
-            DimExpr::SliceLen { size: a, start: rng.int(), end, step: rng.int() }
+            let end = if rng.index(2) == 0 { None } else { Some(int(rng)) };
+            DimExpr::SliceLen { size: a, start: int(rng), end, step: int(rng) }
         }
     }
 }
 
 fn random_scalar(rng: &mut Rng) -> Scalar {
-    match rng.below(3) {
-        0 => Scalar::Bool(rng.below(2) == 0),
-        1 => Scalar::Int(rng.int()),
-        _ => Scalar::Float(rng.float()),
+    match rng.index(3) {
+        0 => Scalar::Bool(rng.index(2) == 0),
+        1 => Scalar::Int(int(rng)),
+        _ => Scalar::Float(float(rng)),
     }
 }
 
 fn random_attr(rng: &mut Rng) -> Attr {
-    match rng.below(6) {
-        0 => Attr::Bool(rng.below(2) == 0),
-        1 => Attr::Int(rng.int()),
-        2 => Attr::Float(rng.float()),
+    match rng.index(6) {
+        0 => Attr::Bool(rng.index(2) == 0),
+        1 => Attr::Int(int(rng)),
+        2 => Attr::Float(float(rng)),
         3 => Attr::DType(rng.pick(&DType::ALL)),
-        4 => Attr::IntList((0..rng.below(3)).map(|_| rng.int()).collect()),
-        _ => Attr::FloatList((0..rng.below(3)).map(|_| rng.float()).collect()),
+        4 => Attr::IntList((0..rng.index(3)).map(|_| int(rng)).collect()),
+        _ => Attr::FloatList((0..rng.index(3)).map(|_| float(rng)).collect()),
     }
 }
 
 fn random_axes(rng: &mut Rng) -> Vec<u32> {
-    (0..rng.below(4)).map(|_| rng.below(5) as u32).collect()
+    (0..rng.index(4)).map(|_| rng.index(5) as u32).collect()
 }
 
 fn random_op(rng: &mut Rng) -> Op {
-    match rng.below(17) {
-        0 => Op::Param(rng.below(3) as u32),
+    match rng.index(17) {
+        0 => Op::Param(rng.index(3) as u32),
         1 => Op::Const(random_scalar(rng)),
         2 => Op::Unary(rng.pick(&ALL_UNARY)),
         3 => Op::Binary(rng.pick(&ALL_BINARY)),
@@ -238,77 +230,77 @@ fn random_op(rng: &mut Rng) -> Op {
         6 => Op::Reduce {
             op: rng.pick(&ALL_REDUCE),
             axes: random_axes(rng),
-            keepdim: rng.below(2) == 0,
+            keepdim: rng.index(2) == 0,
         },
-        7 => Op::ArgMax { axis: rng.below(4) as u32, keepdim: rng.below(2) == 0 },
+        7 => Op::ArgMax { axis: rng.index(4) as u32, keepdim: rng.index(2) == 0 },
         8 => Op::MatMul,
         9 => Op::Reshape,
         10 => Op::Transpose { perm: random_axes(rng) },
         11 => Op::BroadcastTo,
-        12 => Op::Concat { axis: rng.next() as u32 },
+        12 => Op::Concat { axis: rng.next_u64() as u32 },
         13 => {
-            let end = if rng.below(2) == 0 { None } else { Some(rng.int()) };
-            Op::Slice { axis: rng.below(3) as u32, start: rng.int(), end, step: rng.int() }
+            let end = if rng.index(2) == 0 { None } else { Some(int(rng)) };
+            Op::Slice { axis: rng.index(3) as u32, start: int(rng), end, step: int(rng) }
         }
         14 => Op::Full { value: random_scalar(rng) },
         15 => Op::Random { dist: rng.pick(&tfn_ir::op::ALL_RANDOM) },
         _ => Op::Extern {
-            name: rng.name(),
-            attrs: (0..rng.below(4)).map(|_| random_attr(rng)).collect(),
+            name: name(rng),
+            attrs: (0..rng.index(4)).map(|_| random_attr(rng)).collect(),
         },
     }
 }
 
 fn random_origin(rng: &mut Rng) -> Origin {
-    let span = match rng.below(3) {
+    let span = match rng.index(3) {
         0 => None,
         _ => Some(Span {
-            file: FileId(rng.below(3) as u32),
-            start: rng.next() as u32,
-            end: rng.next() as u32,
+            file: FileId(rng.index(3) as u32),
+            start: rng.next_u64() as u32,
+            end: rng.next_u64() as u32,
         }),
     };
-    Origin { span, inlined_from: (0..rng.below(3)).map(|_| rng.name()).collect() }
+    Origin { span, inlined_from: (0..rng.index(3)).map(|_| name(rng)).collect() }
 }
 
 fn random_graph(seed: u64) -> Graph {
-    let mut rng = Rng(seed | 1);
-    let syms = rng.below(4);
-    let mut g = Graph { name: rng.name(), ..Graph::default() };
-    for _ in 0..rng.below(3) {
+    let mut rng = Rng::new(seed | 1);
+    let syms = rng.index(4);
+    let mut g = Graph { name: name(&mut rng), ..Graph::default() };
+    for _ in 0..rng.index(3) {
         let ty = random_type(&mut rng, syms);
-        g.params.push(GraphParam { name: rng.name(), ty });
+        g.params.push(GraphParam { name: name(&mut rng), ty });
     }
     for _ in 0..syms {
-        g.syms.push(if rng.below(2) == 0 {
+        g.syms.push(if rng.index(2) == 0 {
             SymDef::Input {
-                sources: (0..rng.below(3))
-                    .map(|_| (rng.below(3) as u32, rng.below(3) as u32))
+                sources: (0..rng.index(3))
+                    .map(|_| (rng.index(3) as u32, rng.index(3) as u32))
                     .collect(),
             }
         } else {
             SymDef::Derived(random_expr(&mut rng, syms, 0))
         });
     }
-    for i in 0..rng.below(12) {
+    for i in 0..rng.index(12) {
         let op = random_op(&mut rng);
         let inputs = if i == 0 {
             vec![]
         } else {
-            (0..rng.below(4)).map(|_| ValueId(rng.below(i) as u32)).collect()
+            (0..rng.index(4)).map(|_| ValueId(rng.index(i) as u32)).collect()
         };
         let ty = random_type(&mut rng, syms);
-        let origin = if rng.below(2) == 0 { Origin::default() } else { random_origin(&mut rng) };
+        let origin = if rng.index(2) == 0 { Origin::default() } else { random_origin(&mut rng) };
         g.push(op, inputs, ty, origin);
     }
     if !g.nodes.is_empty() {
-        g.outputs = (0..rng.below(3)).map(|_| ValueId(rng.below(g.nodes.len()) as u32)).collect();
+        g.outputs = (0..rng.index(3)).map(|_| ValueId(rng.index(g.nodes.len()) as u32)).collect();
     }
     g
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(proptest_config(2000, 0x7e47))]
     #[test]
     fn print_then_parse_is_the_identity(seed in any::<u64>()) {
         let g = random_graph(seed);

@@ -1,7 +1,7 @@
 //! Composed functions (the spec's gelu, softmax, layer_norm, mlp), custom `grad` blocks that
 //! override the derived gradient, and second-order derivatives (a VJP of a VJP).
 
-mod autodiff_common;
+use crate::autodiff_common;
 
 use autodiff_common::{check, fd_error, library, run, second_order, spec, Arg, Rng};
 use ndarray::{ArrayD, IxDyn};

@@ -1,7 +1,7 @@
 //! Every differentiable primitive's gradient (from the prelude's `grad` blocks) against
 //! central finite differences in f64, at random points, broadcasting included.
 
-mod autodiff_common;
+use crate::autodiff_common;
 
 use autodiff_common::{check, library, Arg, Rng};
 

@@ -4,36 +4,21 @@
 //! reproducible seed and operation count. f32 results agree within 1e-5 relative to max(1, |a|, |b|) (rules such
 //! as factoring reassociate a rounding or two), f64 within 1e-12, integers exactly.
 
-mod optimize_common;
+use crate::optimize_common;
 
 use optimize_common::random_graph::random_graph;
 use optimize_common::{assert_same_results, optimize_builtin};
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use tfn_ir::DType;
+use tfn_test_utils::proptest_config;
 
 const DTYPES: [DType; 3] = [DType::F32, DType::F64, DType::I32];
 
-/// 96 cases from a fixed seed; `PROPTEST_CASES`/`PROPTEST_RNG_SEED` explore further. The
-/// generator draws every choice from its seed in order, so a failing program shrinks to its
-/// shortest failing prefix (`ops`).
-fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
-    let rng_seed = match default.rng_seed {
-        RngSeed::Random => RngSeed::Fixed(0x5EED_0971),
-        seed => seed,
-    };
-    ProptestConfig {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() { default.cases } else { 96 },
-        max_shrink_iters: 200,
-        failure_persistence: None,
-        rng_seed,
-        ..default
-    }
-}
-
+// 96 cases from a fixed seed; `PROPTEST_CASES`/`PROPTEST_RNG_SEED` explore further. The
+// generator draws every choice from its seed in order, so a failing program shrinks to its
+// shortest failing prefix (`ops`).
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(96, 0x5EED_0971))]
 
     #[test]
     fn random_programs_keep_their_results(

@@ -2,7 +2,7 @@
 //! turn it into (origins left out). Every case is also run with the interpreter before and
 //! after, and the result must pass the verifier.
 
-mod optimize_common;
+use crate::optimize_common;
 
 use optimize_common::{assert_same_results, optimize_builtin, parse};
 

@@ -1,9 +1,9 @@
 //! Optimisation time of a gelu-sized graph and of a 200-op random graph. Printed, not
 //! asserted (timing depends on the machine and the build profile); run with
-//! `cargo test --release -p tfn-passes --test optimize_timing -- --nocapture` to see the
+//! `cargo test --release -p tfn-passes --test it optimize_timing -- --nocapture` to see the
 //! numbers. What is asserted: each run ends for a reported reason and the result verifies.
 
-mod optimize_common;
+use crate::optimize_common;
 
 use optimize_common::random_graph::random_graph;
 use optimize_common::{assert_same_results, optimize_builtin, parse};

@@ -1,7 +1,7 @@
 //! User `rewrite` rules: sound ones compile and fire, unsound ones are rejected with a
 //! counterexample at the rule's span, unsupported constructs get a diagnostic.
 
-mod optimize_common;
+use crate::optimize_common;
 
 use optimize_common::{assert_same_results, parse};
 use tfn_ir::library::{Arg, Expr, ExprKind, RewriteDef};

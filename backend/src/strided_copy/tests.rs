@@ -4,6 +4,7 @@
 //! tile with non-unit strides on both sides).
 
 use super::*;
+use tfn_test_utils::Rng;
 
 fn axis(len: usize, src: isize, dst: isize) -> CopyAxis {
     CopyAxis { len, src, dst }
@@ -19,30 +20,18 @@ fn normalisation_drops_unit_axes_and_merges_contiguous_neighbours() {
     assert_eq!(copy_axes(&[], &[], &[]), Some(vec![]));
 }
 
-/// The project's one generator (`tfn_ir::rng::SplitMix`), over a bare `u64` state.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        let mut g = tfn_ir::rng::SplitMix(self.0);
-        let next = g.next_u64();
-        self.0 = g.0;
-        (next >> 32) as usize % n
-    }
-}
-
 /// A layout of `shape` in a buffer: per-axis element strides (the axes nested in a random
 /// order, each stepped by one of `steps`) and the offset of index 0.
 fn random_layout(rng: &mut Rng, shape: &[usize], steps: &[isize]) -> (Vec<isize>, isize, usize) {
     let rank = shape.len();
     let mut order: Vec<usize> = (0..rank).collect();
     for i in (1..rank).rev() {
-        order.swap(i, rng.below(i + 1));
+        order.swap(i, rng.index(i + 1));
     }
     let mut strides = vec![0isize; rank];
     let (mut span, mut base) = (1usize, 0isize);
     for &a in order.iter().rev() {
-        let step = steps[rng.below(steps.len())];
+        let step = steps[rng.index(steps.len())];
         strides[a] = step * span as isize;
         if step < 0 {
             base += (shape[a] as isize - 1) * -strides[a];
@@ -68,17 +57,17 @@ fn random_layouts_match_an_index_walk() {
 fn random_layouts(threads: usize) {
     const SIZES: [usize; 13] = [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 33, 64, 65];
     for seed in 1..=300u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let size = [1, 2, 4, 8][rng.below(4)];
-        let rank = rng.below(5);
-        let mut shape: Vec<usize> = (0..rank).map(|_| SIZES[rng.below(SIZES.len())]).collect();
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let size = [1, 2, 4, 8][rng.index(4)];
+        let rank = rng.index(5);
+        let mut shape: Vec<usize> = (0..rank).map(|_| SIZES[rng.index(SIZES.len())]).collect();
         while shape.iter().product::<usize>() > 20_000 {
             let big = (0..rank).max_by_key(|&a| shape[a]).unwrap_or(0);
             shape[big] /= 2;
         }
         let (ss, sbase, sspan) = random_layout(&mut rng, &shape, &[1, 1, 2, -1, -3]);
         let (ds, dbase, dspan) = random_layout(&mut rng, &shape, &[1, 1, 1, 2]);
-        let src: Vec<u8> = (0..sspan * size).map(|_| rng.below(256) as u8).collect();
+        let src: Vec<u8> = (0..sspan * size).map(|_| rng.index(256) as u8).collect();
         let mut dst = vec![0u8; dspan * size];
         let mut want = dst.clone();
         let n: usize = shape.iter().product();

@@ -516,7 +516,7 @@ fn arb_dims() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(tfn_test_utils::proptest_config(64, 0x10e5))]
 
     #[test]
     fn random_elementwise_functions_lower_and_verify(

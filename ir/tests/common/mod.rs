@@ -1,5 +1,5 @@
-//! Helpers shared by the `ir` integration tests: tensors from whitespace-separated literals, and
-//! comparison with NumPy-style tolerances.
+//! Helpers shared by the `ir` integration tests: tensors and types from the text of the
+//! generated case files (results are compared under `tfn-test-utils`' tolerance policy).
 
 #![allow(dead_code)]
 
@@ -41,77 +41,6 @@ pub fn tensor_from_text(dtype: DType, shape: &[usize], text: &str) -> Result<Ten
                 .collect(),
         )?),
     })
-}
-
-fn close(actual: f64, expected: f64, rtol: f64, atol: f64) -> bool {
-    if expected.is_nan() || actual.is_nan() {
-        return expected.is_nan() && actual.is_nan();
-    }
-    if expected.is_infinite() || actual.is_infinite() {
-        return expected == actual;
-    }
-    (actual - expected).abs() <= atol + rtol * expected.abs()
-}
-
-/// `Ok` when `actual` equals `expected` in dtype and shape, and in value: exactly for bools and
-/// integers, within `rtol`/`atol` for floats (NaN matches NaN, infinities must be equal).
-pub fn compare(actual: &Tensor, expected: &Tensor) -> Result<(), String> {
-    if actual.dtype() != expected.dtype() || actual.shape() != expected.shape() {
-        return Err(format!(
-            "got {}{:?}, expected {}{:?}",
-            actual.dtype(),
-            actual.shape(),
-            expected.dtype(),
-            expected.shape()
-        ));
-    }
-    let (rtol, atol) = match expected.dtype() {
-        DType::F32 => (1e-5, 1e-6),
-        _ => (1e-12, 1e-12),
-    };
-    let mismatch = |i: usize, a: String, e: String| {
-        Err(format!(
-            "element {i}: got {a}, expected {e}\n  got      {actual:?}\n  expected {expected:?}"
-        ))
-    };
-    match (actual, expected) {
-        (Tensor::F32(a), Tensor::F32(e)) => {
-            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
-                if !close(x as f64, y as f64, rtol, atol) {
-                    return mismatch(i, x.to_string(), y.to_string());
-                }
-            }
-        }
-        (Tensor::F64(a), Tensor::F64(e)) => {
-            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
-                if !close(x, y, rtol, atol) {
-                    return mismatch(i, x.to_string(), y.to_string());
-                }
-            }
-        }
-        // Storage floats: the same value exactly (the expected one is NumPy's, or bits
-        // computed independently), NaN matching NaN.
-        (Tensor::F16(a), Tensor::F16(e)) => {
-            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
-                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
-                    return mismatch(i, x.to_string(), y.to_string());
-                }
-            }
-        }
-        (Tensor::BF16(a), Tensor::BF16(e)) => {
-            for (i, (&x, &y)) in a.iter().zip(e.iter()).enumerate() {
-                if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
-                    return mismatch(i, x.to_string(), y.to_string());
-                }
-            }
-        }
-        _ => {
-            if actual != expected {
-                return Err(format!("got {actual:?}\nexpected {expected:?}"));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Parses `f32[2, 3]`-like `dtype [shape]` headers: `f32 [2, 3]`.

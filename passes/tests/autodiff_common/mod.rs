@@ -3,8 +3,7 @@
 
 #![allow(dead_code)]
 
-use ndarray::{ArrayD, IxDyn};
-use tfn_ir::rng::SplitMix;
+use ndarray::ArrayD;
 use tfn_ir::{ArgSpec, Attr, DimSpec, Graph, Library, Tensor};
 use tfn_passes::autodiff::{vjp, vjp_graph, Vjp};
 
@@ -28,23 +27,8 @@ pub fn library(user: &str) -> Library {
     lib
 }
 
-/// The project's generator, with an array helper for these tests.
-pub struct Rng(SplitMix);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(SplitMix(seed))
-    }
-    pub fn next_f64(&mut self) -> f64 {
-        self.0.unit()
-    }
-    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        self.0.uniform(lo, hi)
-    }
-    pub fn array(&mut self, shape: &[usize], lo: f64, hi: f64) -> ArrayD<f64> {
-        ArrayD::from_shape_fn(IxDyn(shape), |_| self.uniform(lo, hi))
-    }
-}
+/// The project's one generator, with its array helper (`Rng::new(seed)`, `rng.array(..)`).
+pub use tfn_test_utils::Rng;
 
 /// An argument of a checked call.
 #[derive(Clone, Debug)]

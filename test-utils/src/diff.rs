@@ -1,4 +1,5 @@
-//! The line diff the file-test harnesses print when an expectation does not match.
+//! [`diff`]: the line diff the file-test harnesses (`tests/filetests.rs`,
+//! `tests/filetests_exec.rs`) print when an expectation does not match.
 
 use std::fmt::Write as _;
 
