@@ -475,3 +475,68 @@ fn bench_json_is_one_object() {
     let o = tfnc(&dir, &["bench", "nn.tfn", "gelu", "--arg", "x=f32[2,", "--json"]);
     expect_exit(&o, 2, "a malformed tensor type");
 }
+
+/// `tfnc check` accepts exactly the `iota_like`/`arange` dtypes `tfnc run` runs (the op's
+/// declared dtypes): every numeric dtype runs — integers wrap like NumPy's
+/// `arange(300, dtype=uint8)`, 16-bit floats round — and `bool` is refused by both, at the
+/// `dtype` argument.
+#[test]
+fn check_accepts_exactly_the_iota_dtypes_run_runs() {
+    let dir = scratch("iota-dtypes");
+    write_f32(&dir.join("x.npy"), &[2, 300], &[0.0; 600]);
+    let dtypes = ["bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64"];
+    for dtype in dtypes {
+        let src = format!(
+            "fn a() -> Tensor {{\n    return arange(300, dtype={dtype})\n}}\n\
+             fn b(Tensor x) -> Tensor {{\n    return iota_like(x, dim=-1, dtype={dtype})\n}}\n"
+        );
+        let file = format!("{dtype}.tfn");
+        std::fs::write(dir.join(&file), src).unwrap();
+        let check = tfnc(&dir, &["check", &file]);
+        let runs = [
+            tfnc(&dir, &["run", &file, "a", "--out", "a.npy"]),
+            tfnc(&dir, &["run", &file, "b", "--arg", "x=x.npy", "--out", "b.npy"]),
+            tfnc(&dir, &["run", &file, "b", "--arg", "x=x.npy", "--backend", "interp"]),
+        ];
+        if dtype == "bool" {
+            expect_exit(&check, 1, "check of a bool iota");
+            let err = stderr(&check);
+            assert!(err.contains("E0212") && err.contains("dtype=bool"), "{err}");
+            for o in &runs {
+                expect_exit(o, 1, "run of a bool iota");
+            }
+            continue;
+        }
+        expect_exit(&check, 0, &format!("check of a {dtype} iota"));
+        for o in &runs {
+            expect_exit(o, 0, &format!("run of a {dtype} iota"));
+        }
+        for out in ["a.npy", "b.npy"] {
+            let t = read(&dir.join(out));
+            assert_eq!(t.dtype().name(), dtype, "{out}");
+            let want = |i: usize| -> f64 {
+                match dtype {
+                    "i8" => f64::from(i as u8 as i8),
+                    "u8" => f64::from(i as u8),
+                    // 16-bit floats: the index rounded (bf16 has 8 significant bits).
+                    "bf16" => f64::from(tfn_ir::half::bf16::from_f32(i as f32).to_f32()),
+                    _ => i as f64,
+                }
+            };
+            let got: Vec<f64> = match &t {
+                Tensor::I8(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::U8(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::I32(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::I64(a) => a.iter().map(|&v| v as f64).collect(),
+                Tensor::F16(a) => a.iter().map(|v| v.to_f64()).collect(),
+                Tensor::BF16(a) => a.iter().map(|v| v.to_f64()).collect(),
+                Tensor::F32(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::F64(a) => a.iter().copied().collect(),
+                Tensor::Bool(_) => unreachable!("bool is refused"),
+            };
+            for (k, g) in got.iter().enumerate() {
+                assert_eq!(*g, want(k % 300), "{dtype} {out} element {k}");
+            }
+        }
+    }
+}
