@@ -272,6 +272,18 @@ func outer(x: f32[s0]) -> (f32[s0, s0]) {
         interp::run(&g, &[x]),
         Err(interp::InterpError::Bind(BindError::TooLarge { .. }))
     ));
+    // Only the values a call allocates count: a compiled function that never stores the
+    // product (a reduction fused with it) is not refused for it.
+    use tfn_ir::bind::{bind_sizes_allocating, Allocated};
+    assert!(bind_sizes_allocating(&g, &[&[300_000]], Allocated::Only(&[ValueId(0)])).is_ok());
+    let only_product = [ValueId(3)];
+    let e = bind_sizes_allocating(&g, &[&[300_000]], Allocated::Only(&only_product));
+    assert!(matches!(e, Err(BindError::TooLarge { value: 3, bytes: Some(360_000_000_000), .. })));
+    // A size past 64 bits is said so (not printed as 2^64 - 1 bytes).
+    let e = bind_sizes(&g, &[&[usize::MAX / 2]]).expect_err("overflows");
+    assert!(matches!(e, BindError::TooLarge { bytes: None, .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("more than 2^64 bytes") && !text.contains("18446744073709551615"));
 }
 
 #[test]
