@@ -540,3 +540,42 @@ fn check_accepts_exactly_the_iota_dtypes_run_runs() {
         }
     }
 }
+
+/// `tfnc bench` draws the integer arguments that index an axis (`gather`, `index_select`,
+/// `scatter_add`, `index_add`, also through `unsqueeze` inside `cross_entropy`) within that
+/// axis, so the benchmark runs instead of failing "index 15 is out of range".
+#[test]
+fn bench_draws_indices_within_the_indexed_axis() {
+    let dir = scratch("bench-index");
+    let src = r#"use "std:nn"
+fn pick(Tensor x, Tensor i) -> Tensor {
+    return gather(x, i, dim=1)
+}
+fn rows(Tensor x, Tensor i) -> Tensor {
+    return index_select(x, i, dim=0)
+}
+fn spread(Tensor x, Tensor i, Tensor s, Tensor j, Tensor t) -> Tensor {
+    return scatter_add(x, i, s, dim=-1) + index_add(x, cast(j, i64), t, dim=0)
+}
+fn loss(Tensor logits, Tensor targets) -> Tensor {
+    return cross_entropy(logits, targets)
+}
+"#;
+    std::fs::write(dir.join("idx.tfn"), src).unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("pick", &["x=f32[3, 8]", "i=i64[3, 8]"]),
+        ("rows", &["x=f32[3, 8]", "i=i32[50]"]),
+        ("spread", &["x=f32[3, 8]", "i=i64[3, 2]", "s=f32[3, 2]", "j=i32[6]", "t=f32[6, 8]"]),
+        ("loss", &["logits=f32[16, 5]", "targets=i64[16]"]),
+    ];
+    for (function, args) in cases {
+        let mut argv = vec!["bench", "idx.tfn", function, "--millis", "1", "--json"];
+        for a in *args {
+            argv.extend(["--arg", a]);
+        }
+        for backend in ["jit", "interp"] {
+            let o = tfnc(&dir, &[&argv[..], &["--backend", backend]].concat());
+            expect_exit(&o, 0, &format!("bench {function} on {backend}"));
+        }
+    }
+}
