@@ -82,15 +82,13 @@ pub fn max_tensor_bytes() -> Result<u64, LimitError> {
 }
 
 /// The limit a value of [`MAX_TENSOR_BYTES_VAR`] sets: decimal digits only (no sign, exponent
-/// or unit); unset or empty means the default.
+/// or unit); unset means the default. Set but empty is an error like any other non-number
+/// (`TFN_MAX_TENSOR_BYTES= cmd` is more likely a mistake than a wish for the default).
 pub fn parse_max_tensor_bytes(value: Option<std::ffi::OsString>) -> Result<u64, LimitError> {
     let Some(value) = value else { return Ok(DEFAULT_MAX_TENSOR_BYTES) };
     let text = value.to_string_lossy();
-    if text.is_empty() {
-        return Ok(DEFAULT_MAX_TENSOR_BYTES);
-    }
     let invalid = || LimitError { value: text.chars().take(64).collect() };
-    if !text.bytes().all(|b| b.is_ascii_digit()) {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(invalid());
     }
     text.parse::<u64>().map_err(|_| invalid())

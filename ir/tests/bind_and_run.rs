@@ -291,10 +291,11 @@ fn an_invalid_tensor_limit_is_an_error_naming_the_variable_and_value() {
     use tfn_ir::bind::{parse_max_tensor_bytes, DEFAULT_MAX_TENSOR_BYTES};
     let parse = |v: &str| parse_max_tensor_bytes(Some(v.into()));
     assert_eq!(parse_max_tensor_bytes(None), Ok(DEFAULT_MAX_TENSOR_BYTES));
-    assert_eq!(parse(""), Ok(DEFAULT_MAX_TENSOR_BYTES));
     assert_eq!(parse("1024"), Ok(1024));
     assert_eq!(parse("0"), Ok(0));
-    for bad in ["abc", "-1", "1e23", "+5", " 5", "5 ", "1.5", "99999999999999999999999"] {
+    // Set but empty is not "unset": an error like any other value that is not a number.
+    assert!(parse("").is_err());
+    for bad in ["abc", "-1", "1e23", "+5", " 5", "5 ", "1.5", "99999999999999999999999", ""] {
         let e = parse(bad).expect_err(bad);
         let text = e.to_string();
         assert!(text.contains("TFN_MAX_TENSOR_BYTES") && text.contains(bad), "{text}");
