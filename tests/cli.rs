@@ -342,6 +342,8 @@ fn vjp_of_a_function_without_float_tensors_is_a_user_error() {
         expect_exit(&o, 1, &format!("{args:?}"));
         let err = stderr(&o);
         assert!(err.contains("nothing to differentiate") && err.contains("`doubled`"), "{err}");
+        // E0804 names the argument and its dtype.
+        assert!(err.contains("`x` is i32"), "{err}");
         assert!(!err.contains("internal") && !err.contains("panicked"), "{err}");
     }
 }

@@ -82,8 +82,10 @@ pub enum AutodiffError {
     )]
     Accumulate { first: String, second: String, reason: String },
     /// The function has no float tensor parameter: a vjp would have no gradient to return.
-    #[error("`{function}` has no floating-point `Tensor` argument, so there is nothing to differentiate (a vjp returns one gradient per f32 or f64 tensor argument)")]
-    NothingToDifferentiate { function: String },
+    /// `arguments` names the tensor arguments and their dtypes ("`x` is i32"), or says
+    /// there is none.
+    #[error("`{function}` has no floating-point `Tensor` argument ({arguments}), so there is nothing to differentiate (a vjp returns one gradient per f16, bf16, f32 or f64 tensor argument)")]
+    NothingToDifferentiate { function: String, arguments: String },
     /// A bug: the gradient graph failed verification.
     #[error("internal error: the gradient graph is invalid: {0}")]
     Invalid(VerifyError),

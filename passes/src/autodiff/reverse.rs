@@ -45,7 +45,14 @@ fn build(
 ) -> Result<Vjp, AutodiffError> {
     if !forward.params.iter().any(|p| p.ty.dtype.is_float()) {
         let function = forward.name.clone();
-        return Err(AutodiffError::NothingToDifferentiate { function });
+        let named: Vec<String> =
+            forward.params.iter().map(|p| format!("`{}` is {}", p.name, p.ty.dtype)).collect();
+        let arguments = match named.as_slice() {
+            [] => "it has no `Tensor` argument".to_string(),
+            [one] => one.clone(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        };
+        return Err(AutodiffError::NothingToDifferentiate { function, arguments });
     }
     let mut graph = forward.clone();
     graph.name = format!("{}_vjp", forward.name);
