@@ -39,6 +39,12 @@ pub enum ArgKind {
         ty: AttrType,
         value: Option<Attr>,
     },
+    /// A value of no tfn type, which no parameter accepts (from a host language: a Python
+    /// string that is not a dtype name, a `dict`), described by `what` ("the string
+    /// \"two\""), so that the call's error still lists every candidate.
+    Unsupported {
+        what: String,
+    },
 }
 
 impl ArgKind {
@@ -55,6 +61,7 @@ impl ArgKind {
             ArgKind::TensorList { dtype: None, .. } => "a list of tensors".into(),
             ArgKind::Attr { value: Some(v), ty } => format!("{} `{v}`", ty.name()),
             ArgKind::Attr { value: None, ty } => format!("a {} attribute", ty.name()),
+            ArgKind::Unsupported { what } => what.clone(),
         }
     }
 }
