@@ -397,7 +397,9 @@ fn half_gradients_match_the_f32_gradients_on_both_backends() {
         ArrayD::from_shape_vec(IxDyn(shape), v).unwrap()
     };
     let targets = ArrayD::from_shape_vec(IxDyn(&[4]), vec![0i64, 3, 4, 1]).unwrap();
-    let cases: &[(&str, &[&[usize]], &[usize])] = &[
+    // (function, argument shapes, result shape)
+    type Case = (&'static str, &'static [&'static [usize]], &'static [usize]);
+    let cases: &[Case] = &[
         ("sq", &[&[3, 4]], &[3, 4]),
         ("exp_sin", &[&[9]], &[9]),
         ("spread", &[&[5], &[4, 5]], &[4, 5]),

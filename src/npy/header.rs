@@ -174,9 +174,7 @@ fn parse_dict(text: &str) -> Result<Header, String> {
     let shape: Vec<usize> = shape.ok_or("malformed header: no `shape`")?;
     // A one-byte dtype has no byte order: `<i1`, `>i1` and `=i1` are NumPy's `|i1` too.
     let descr = match descr.as_bytes() {
-        [b'<' | b'>' | b'=', code @ ..] if matches!(code, b"i1" | b"u1" | b"b1") => {
-            format!("|{}", &descr[1..])
-        }
+        [b'<' | b'>' | b'=', b'i' | b'u' | b'b', b'1'] => format!("|{}", &descr[1..]),
         _ => descr.to_string(),
     };
     let dtype = DESCRS.iter().find(|(d, _)| *d == descr).map(|(_, t)| *t).ok_or_else(|| {
