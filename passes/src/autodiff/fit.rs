@@ -17,8 +17,10 @@
 //! of broadcast axes, and of the contributions of a value used several times — run in the
 //! compute dtype (`f32`) and round once, like lowering's excess precision: a contribution
 //! that is a rounding of an `f32` value (the gradient of the `cast` lowering widened a
-//! parameter with) is added unrounded, and an accumulated gradient is rounded only where it
-//! is read. So an `f16` gradient is the `f32` computation's gradient rounded to `f16`.
+//! parameter with) is added unrounded. Likewise [`keep_gradients_wide`]: a gradient the
+//! backward pass rounds to `f16` and widens again (a formula reading it) is read unrounded.
+//! So a gradient is rounded where it leaves the graph, and an `f16` gradient is the `f32`
+//! computation's gradient rounded to `f16`.
 
 use super::splice::{emit, emit_typed};
 use super::AutodiffError;
@@ -155,6 +157,35 @@ fn emit_computing(
     }
     let out = emit(graph, op, widened, origin)?;
     emit(graph, Op::Cast(dtype), vec![out], origin)
+}
+
+/// Excess precision for gradients: in the nodes from `first` on (the backward pass), a
+/// widening `cast` of a rounding `cast` of a backward value (`f32 → f16 → f32`) becomes that
+/// value, so a 16-bit float gradient is not rounded between the formulas that compute it. The
+/// forward nodes keep their roundings (they are the function's semantics).
+pub(crate) fn keep_gradients_wide(graph: &mut Graph, first: usize) {
+    let mut subst: Vec<Option<ValueId>> = vec![None; graph.nodes.len()];
+    let resolve = |subst: &[Option<ValueId>], v: ValueId| subst[v.index()].unwrap_or(v);
+    for i in first..graph.nodes.len() {
+        let inputs: Vec<ValueId> =
+            graph.nodes[i].inputs.iter().map(|&v| resolve(&subst, v)).collect();
+        graph.nodes[i].inputs = inputs;
+        let node = &graph.nodes[i];
+        let (Op::Cast(wide), &[narrow]) = (&node.op, node.inputs.as_slice()) else { continue };
+        if narrow.index() < first {
+            continue;
+        }
+        let rounding = graph.node(narrow);
+        let (Op::Cast(storage), &[w]) = (&rounding.op, rounding.inputs.as_slice()) else {
+            continue;
+        };
+        let float16 = matches!(storage, tfn_ir::DType::F16 | tfn_ir::DType::BF16);
+        if float16 && storage.compute() == *wide && graph.ty(w).dtype == *wide {
+            subst[i] = Some(w);
+        }
+    }
+    let outputs: Vec<ValueId> = graph.outputs.iter().map(|&v| resolve(&subst, v)).collect();
+    graph.outputs = outputs;
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `grad` block (or, for an inlined call with a custom `grad` block, through that block).
 
 use super::concat::concat_grads;
-use super::fit::{accumulate, fit};
+use super::fit::{accumulate, fit, keep_gradients_wide};
 use super::formula::Formulas;
 use super::prim_call::{prim_call, PrimCall, TensorArg};
 use super::prune::prune;
@@ -133,6 +133,7 @@ fn build(
         outputs.push(g);
     }
     graph.outputs = outputs;
+    keep_gradients_wide(&mut graph, forward_len);
     let (graph, renumber) = prune(graph);
     tfn_ir::verify(&graph).map_err(AutodiffError::Invalid)?;
     let regions = renumber_regions(regions, &renumber);
