@@ -96,7 +96,9 @@ pub fn print_fused(planned: &Planned) -> String {
 pub fn traffic(planned: &Planned, input_shapes: &[Vec<usize>]) -> Option<(usize, u64)> {
     let graph = &planned.graph;
     let shapes: Vec<&[usize]> = input_shapes.iter().map(Vec::as_slice).collect();
-    let sizes = tfn_ir::bind::bind_sizes(graph, &shapes).ok()?;
+    // (Nothing is allocated: no size limit.)
+    let none = tfn_ir::bind::Allocated::Only(&[]);
+    let sizes = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none).ok()?;
     let bytes_of = |v: tfn_ir::ValueId| -> u64 {
         let ty = graph.ty(v);
         let n: usize = tfn_ir::bind::concrete_shape(&ty.shape, &sizes).iter().product();
@@ -119,7 +121,8 @@ pub fn graph_dot(planned: &Planned, input_shapes: Option<&[Vec<usize>]>) -> Stri
     let graph = &planned.graph;
     let sizes = input_shapes.and_then(|shapes| {
         let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-        tfn_ir::bind::bind_sizes(graph, &shapes).ok()
+        let none = tfn_ir::bind::Allocated::Only(&[]);
+        tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none).ok()
     });
     let shape_text = |shape: &tfn_ir::Shape| -> String {
         match sizes.as_deref().and_then(|s| tfn_ir::bind::try_concrete_shape(shape, s)) {

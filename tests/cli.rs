@@ -362,6 +362,8 @@ fn vjp_of_a_function_without_float_tensors_is_a_user_error() {
         expect_exit(&o, 1, &format!("{args:?}"));
         let err = stderr(&o);
         assert!(err.contains("nothing to differentiate") && err.contains("`doubled`"), "{err}");
+        // E0804 names the argument and its dtype.
+        assert!(err.contains("`x` is i32"), "{err}");
         assert!(!err.contains("internal") && !err.contains("panicked"), "{err}");
     }
 }
@@ -494,4 +496,108 @@ fn bench_json_is_one_object() {
     }
     let o = tfnc(&dir, &["bench", "nn.tfn", "gelu", "--arg", "x=f32[2,", "--json"]);
     expect_exit(&o, 2, "a malformed tensor type");
+}
+
+/// `tfnc check` accepts exactly the `iota_like`/`arange` dtypes `tfnc run` runs (the op's
+/// declared dtypes): every numeric dtype runs — integers wrap like NumPy's
+/// `arange(300, dtype=uint8)`, 16-bit floats round — and `bool` is refused by both, at the
+/// `dtype` argument.
+#[test]
+fn check_accepts_exactly_the_iota_dtypes_run_runs() {
+    let dir = scratch("iota-dtypes");
+    write_f32(&dir.join("x.npy"), &[2, 300], &[0.0; 600]);
+    let dtypes = ["bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64"];
+    for dtype in dtypes {
+        let src = format!(
+            "fn a() -> Tensor {{\n    return arange(300, dtype={dtype})\n}}\n\
+             fn b(Tensor x) -> Tensor {{\n    return iota_like(x, dim=-1, dtype={dtype})\n}}\n"
+        );
+        let file = format!("{dtype}.tfn");
+        std::fs::write(dir.join(&file), src).unwrap();
+        let check = tfnc(&dir, &["check", &file]);
+        let runs = [
+            tfnc(&dir, &["run", &file, "a", "--out", "a.npy"]),
+            tfnc(&dir, &["run", &file, "b", "--arg", "x=x.npy", "--out", "b.npy"]),
+            tfnc(&dir, &["run", &file, "b", "--arg", "x=x.npy", "--backend", "interp"]),
+        ];
+        if dtype == "bool" {
+            expect_exit(&check, 1, "check of a bool iota");
+            let err = stderr(&check);
+            assert!(err.contains("E0212") && err.contains("dtype=bool"), "{err}");
+            for o in &runs {
+                expect_exit(o, 1, "run of a bool iota");
+            }
+            continue;
+        }
+        expect_exit(&check, 0, &format!("check of a {dtype} iota"));
+        for o in &runs {
+            expect_exit(o, 0, &format!("run of a {dtype} iota"));
+        }
+        for out in ["a.npy", "b.npy"] {
+            let t = read(&dir.join(out));
+            assert_eq!(t.dtype().name(), dtype, "{out}");
+            let want = |i: usize| -> f64 {
+                match dtype {
+                    "i8" => f64::from(i as u8 as i8),
+                    "u8" => f64::from(i as u8),
+                    // 16-bit floats: the index rounded (bf16 has 8 significant bits).
+                    "bf16" => f64::from(tfn_ir::half::bf16::from_f32(i as f32).to_f32()),
+                    _ => i as f64,
+                }
+            };
+            let got: Vec<f64> = match &t {
+                Tensor::I8(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::U8(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::I32(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::I64(a) => a.iter().map(|&v| v as f64).collect(),
+                Tensor::F16(a) => a.iter().map(|v| v.to_f64()).collect(),
+                Tensor::BF16(a) => a.iter().map(|v| v.to_f64()).collect(),
+                Tensor::F32(a) => a.iter().map(|&v| v.into()).collect(),
+                Tensor::F64(a) => a.iter().copied().collect(),
+                Tensor::Bool(_) => unreachable!("bool is refused"),
+            };
+            for (k, g) in got.iter().enumerate() {
+                assert_eq!(*g, want(k % 300), "{dtype} {out} element {k}");
+            }
+        }
+    }
+}
+
+/// `tfnc bench` draws the integer arguments that index an axis (`gather`, `index_select`,
+/// `scatter_add`, `index_add`, also through `unsqueeze` inside `cross_entropy`) within that
+/// axis, so the benchmark runs instead of failing "index 15 is out of range".
+#[test]
+fn bench_draws_indices_within_the_indexed_axis() {
+    let dir = scratch("bench-index");
+    let src = r#"use "std:nn"
+fn pick(Tensor x, Tensor i) -> Tensor {
+    return gather(x, i, dim=1)
+}
+fn rows(Tensor x, Tensor i) -> Tensor {
+    return index_select(x, i, dim=0)
+}
+fn spread(Tensor x, Tensor i, Tensor s, Tensor j, Tensor t) -> Tensor {
+    return scatter_add(x, i, s, dim=-1) + index_add(x, cast(j, i64), t, dim=0)
+}
+fn loss(Tensor logits, Tensor targets) -> Tensor {
+    return cross_entropy(logits, targets)
+}
+"#;
+    std::fs::write(dir.join("idx.tfn"), src).unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("pick", &["x=f32[3, 8]", "i=i64[3, 8]"]),
+        ("rows", &["x=f32[3, 8]", "i=i32[50]"]),
+        ("spread", &["x=f32[3, 8]", "i=i64[3, 2]", "s=f32[3, 2]", "j=i32[6]", "t=f32[6, 8]"]),
+        ("loss", &["logits=f32[16, 5]", "targets=i64[16]"]),
+    ];
+    for (function, args) in cases {
+        let mut argv = vec!["bench", "idx.tfn", function, "--millis", "1", "--json"];
+        for a in *args {
+            argv.extend(["--arg", a]);
+        }
+        for backend in ["jit", "interp"] {
+            let o = tfnc(&dir, &[&argv[..], &["--backend", backend]].concat());
+            expect_exit(&o, 0, &format!("bench {function} on {backend}"));
+        }
+    }
 }

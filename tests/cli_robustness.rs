@@ -24,6 +24,14 @@ fn noisy(Tensor x) -> Tensor {
     let unused = x
     return x
 }
+
+fn outer_sum(Tensor x, Tensor y) -> Tensor {
+    return sum(unsqueeze(x, 1) * unsqueeze(y, 0), dims=[1])
+}
+
+fn huge(Tensor x) -> Tensor {
+    return full([100000, 100000, 100000, 100000], 0.0) + x
+}
 "#;
 
 fn scratch(test: &str) -> PathBuf {
@@ -168,7 +176,7 @@ fn closed_or_full_standard_streams_do_not_panic() {
         .output()
         .expect("run");
     let err = expect_exit(&o, 1, "closed stdout");
-    assert!(!err.contains("standard output"), "a reader going away is not reported:\n{err}");
+    assert!(err.contains("cannot write to standard output"), "say what failed:\n{err}");
     // stderr closed altogether: the output file must not receive the warnings.
     let o = Command::new("sh")
         .arg("-c")
@@ -259,13 +267,14 @@ fn one_vjp_cotangent_per_result() {
 fn bad_environment_and_literals_are_usage_errors() {
     let dir = scratch("usage");
     write_f32(&dir.join("x.npy"), &[2], vec![1.0, 2.0]);
-    for value in ["abc", "-1", "1e23", "12 GB"] {
+    for value in ["abc", "-1", "1e23", "12 GB", ""] {
         let o = tfnc_cmd(&dir, &["run", "f.tfn", "id", "--arg", "x=x.npy"])
             .env("TFN_MAX_TENSOR_BYTES", value)
             .output()
             .expect("run");
         let err = expect_exit(&o, 2, value);
-        assert!(err.contains("TFN_MAX_TENSOR_BYTES") && err.contains(value), "{err}");
+        let shown = format!("TFN_MAX_TENSOR_BYTES=`{value}`");
+        assert!(err.contains(&shown), "{err}");
     }
     let o = tfnc_cmd(&dir, &["run", "f.tfn", "id", "--arg", "x=x.npy"])
         .env("TFN_MAX_TENSOR_BYTES", "1024")
@@ -291,4 +300,48 @@ fn bad_environment_and_literals_are_usage_errors() {
     }
     let o = tfnc(&dir, &["ir", "f.tfn", "--fn", "id", "--arg", "x=f32[]"]);
     expect_exit(&o, 0, "f32[] is rank 0");
+}
+
+/// `TFN_MAX_TENSOR_BYTES` limits the tensors a call allocates: the JIT never stores the
+/// `[n, n]` product a reduction fuses with, so it runs; the interpreter, which stores every
+/// value, refuses it. A size that overflows 64 bits is said so, not printed as 2^64 - 1.
+#[test]
+fn the_size_limit_applies_to_allocated_tensors() {
+    let dir = scratch("limit");
+    let n = 2000;
+    write_f32(&dir.join("x.npy"), &[n], (0..n).map(|i| (i % 7) as f32).collect());
+    write_f32(&dir.join("y.npy"), &[n], vec![0.5; n]);
+    let run = |backend: &str| {
+        let args = ["run", "f.tfn", "outer_sum", "--arg", "x=x.npy", "--arg", "y=y.npy"];
+        let mut c = tfnc_cmd(&dir, &args);
+        // The [n, n] product is 16 MB; the inputs and the result 8 KB each.
+        c.args(["--backend", backend, "--out", "s.npy"]).env("TFN_MAX_TENSOR_BYTES", "1000000");
+        c.output().expect("run")
+    };
+    expect_exit(&run("jit"), 0, "a fused [n, n] product under a limit it exceeds");
+    let Tensor::F32(s) = tfn::npy::read(&dir.join("s.npy")).unwrap() else { panic!("f32") };
+    for (i, v) in s.iter().enumerate() {
+        assert_eq!(*v, (i % 7) as f32 * 1000.0, "element {i}");
+    }
+    let err = expect_exit(&run("interp"), 1, "the interpreter stores the product");
+    assert!(err.contains("[2000, 2000]") && err.contains("TFN_MAX_TENSOR_BYTES"), "{err}");
+    // The same at the default limit of 16 GiB: the product would be 40 GB.
+    let n = 100_000;
+    write_f32(&dir.join("x.npy"), &[n], (0..n).map(|i| (i % 7) as f32).collect());
+    write_f32(&dir.join("y.npy"), &[n], vec![0.25; n]);
+    let args = ["run", "f.tfn", "outer_sum", "--arg", "x=x.npy", "--arg", "y=y.npy"];
+    expect_exit(&tfnc(&dir, &[&args[..], &["--out", "s.npy"]].concat()), 0, "n = 100,000");
+    let Tensor::F32(s) = tfn::npy::read(&dir.join("s.npy")).unwrap() else { panic!("f32") };
+    assert_eq!(s.len(), n);
+    for (i, v) in s.iter().enumerate() {
+        assert_eq!(*v, (i % 7) as f32 * 25_000.0, "element {i}");
+    }
+
+    write_f32(&dir.join("one.npy"), &[1], vec![1.0]);
+    for backend in ["jit", "interp"] {
+        let args = ["run", "f.tfn", "huge", "--arg", "x=one.npy", "--backend", backend];
+        let err = expect_exit(&tfnc(&dir, &args), 1, "a result of 4 * 10^20 bytes");
+        assert!(err.contains("more than 2^64 bytes"), "{err}");
+        assert!(!err.contains("18446744073709551615"), "{err}");
+    }
 }

@@ -363,3 +363,95 @@ fn npy_round_trips_every_storage_dtype() {
     assert!(String::from_utf8_lossy(&header[..80]).contains("'descr': '<V2'"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Functions of `std:nn` and values used several times, for the gradient tests.
+const GRAD_SOURCE: &str = r#"
+use "std:nn"
+fn sq(Tensor x) -> Tensor {
+    return x * x
+}
+fn exp_sin(Tensor x) -> Tensor {
+    return exp(x) + sin(x)
+}
+fn spread(Tensor x, Tensor y) -> Tensor {
+    return broadcast_to(x, [4, 5]) * y
+}
+fn norm(Tensor x, Tensor gamma, Tensor beta) -> Tensor {
+    return layer_norm(x, gamma, beta)
+}
+fn loss(Tensor logits, Tensor targets) -> Tensor {
+    return cross_entropy(logits, targets)
+}
+"#;
+
+/// `Session::vjp` of f16 and bf16 functions (a value used twice, `broadcast_to`, `layer_norm`
+/// and `cross_entropy`) on both backends: the gradients have the arguments' dtype and are the
+/// f32 gradients of the same values rounded (within one ulp; the f32 contributions of a value
+/// used several times add before rounding).
+#[test]
+fn half_gradients_match_the_f32_gradients_on_both_backends() {
+    // Values on a grid of 1/32: exact in f16 and bf16.
+    let grid = |shape: &[usize], seed: usize| {
+        let n: usize = shape.iter().product();
+        let v = (0..n).map(|i| (((i * 7 + seed * 13) % 61) as f32 - 30.0) / 32.0).collect();
+        ArrayD::from_shape_vec(IxDyn(shape), v).unwrap()
+    };
+    let targets = ArrayD::from_shape_vec(IxDyn(&[4]), vec![0i64, 3, 4, 1]).unwrap();
+    // (function, argument shapes, result shape)
+    type Case = (&'static str, &'static [&'static [usize]], &'static [usize]);
+    let cases: &[Case] = &[
+        ("sq", &[&[3, 4]], &[3, 4]),
+        ("exp_sin", &[&[9]], &[9]),
+        ("spread", &[&[5], &[4, 5]], &[4, 5]),
+        ("norm", &[&[4, 5], &[5], &[5]], &[4, 5]),
+        ("loss", &[&[4, 5]], &[]),
+    ];
+    for backend in [Backend::Interp, Backend::Jit] {
+        let s = Session::with_backend(backend);
+        s.load_str("grads.tfn", GRAD_SOURCE).unwrap_or_else(|e| panic!("load: {e}"));
+        for (name, shapes, out) in cases {
+            let values: Vec<ArrayD<f32>> =
+                shapes.iter().enumerate().map(|(i, sh)| grid(sh, i)).collect();
+            let cot = grid(out, 5);
+            let vjp = |args: Vec<Value<'static>>, cot: Value<'static>| -> Vec<Tensor> {
+                let mut args = args;
+                if *name == "loss" {
+                    args.push(Value::from(targets.clone()));
+                }
+                s.vjp(name, &args, &[cot])
+                    .unwrap_or_else(|e| panic!("vjp of `{name}` on {backend:?}: {e}"))
+                    .into_iter()
+                    .map(|v| v.into_tensor().expect("a tensor"))
+                    .collect()
+            };
+            let full =
+                vjp(values.iter().map(|v| Value::from(v.clone())).collect(), cot.clone().into());
+            let to_f16 = |a: &ArrayD<f32>| Value::from(a.mapv(f16::from_f32));
+            let to_bf16 = |a: &ArrayD<f32>| Value::from(a.mapv(bf16::from_f32));
+            for (dtype, conv, ulp) in [
+                (tfn::DType::F16, &to_f16 as &dyn Fn(&ArrayD<f32>) -> Value<'static>, 1.0 / 1024.0),
+                (tfn::DType::BF16, &to_bf16, 1.0 / 128.0),
+            ] {
+                let half = vjp(values.iter().map(conv).collect(), conv(&cot));
+                assert_eq!(half.len(), full.len());
+                for (k, (h, f)) in half.iter().zip(&full).enumerate() {
+                    assert_eq!(h.dtype(), dtype, "`{name}` gradient {k}");
+                    let h: Vec<f32> = match h {
+                        Tensor::F16(a) => a.iter().map(|v| v.to_f32()).collect(),
+                        Tensor::BF16(a) => a.iter().map(|v| v.to_f32()).collect(),
+                        other => panic!("{other:?}"),
+                    };
+                    let Tensor::F32(f) = f else { panic!("an f32 gradient") };
+                    let scale = f.iter().fold(0f32, |m, v| m.max(v.abs()));
+                    for (a, b) in h.iter().zip(f.iter()) {
+                        let tol = ulp * b.abs() + 1e-3 * scale;
+                        assert!(
+                            (a - b).abs() <= tol,
+                            "`{name}` on {backend:?} in {dtype}, gradient {k}: {a}, f32 gives {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

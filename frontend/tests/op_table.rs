@@ -83,6 +83,29 @@ fn prelude_constraints_match_the_op_table() {
         }
     }
     assert!(checked >= 40, "only {checked} ops checked");
+
+    // The `dtype` a creating op may be asked for (a dtype variable bound by its `DType`
+    // parameter): the op table's created dtypes, so `tfnc check` accepts exactly what runs.
+    let random = |dist| Op::Random { dist };
+    for (name, op) in [
+        ("iota_like", Op::Iota { axis: 0 }),
+        ("arange", Op::Iota { axis: 0 }),
+        ("rand_like", random(tfn_ir::RandomDist::Uniform)),
+        ("randn_like", random(tfn_ir::RandomDist::Normal)),
+    ] {
+        let def = lib.function(name, None).unwrap_or_else(|| panic!("`{name}` is declared"));
+        let tp = def.type_params.iter().find(|t| t.name == "dtype").expect("`dtype` variable");
+        let declared = tp.allowed.as_ref().map_or(DTypeSet::ALL, |a| DTypeSet::of(a));
+        assert_eq!(declared, op.accepted_created_dtypes(), "`{name}`'s `dtype`");
+    }
+
+    // The gradient helpers that compute (`grads.tfn`) accept what the op they lower to does:
+    // `sum_to` is a `sum`, so an f16 `broadcast_to`'s gradient can be built.
+    let sum = Op::Reduce { op: tfn_ir::ReduceOp::Sum, axes: vec![], keepdim: false };
+    let def = lib.function("sum_to", None).expect("`sum_to` is declared");
+    let tp = def.type_params.first().expect("a dtype variable");
+    let declared = tp.allowed.as_ref().map_or(DTypeSet::ALL, |a| DTypeSet::of(a));
+    assert_eq!(declared, sum.accepted_dtypes(), "`sum_to`");
 }
 
 /// Every op of the IR's tables is declared in the prelude under its table name, so that a new

@@ -46,11 +46,11 @@ pub enum BindError {
     /// static shape gets the wrong number of elements.
     #[error("the input shapes give size `{left}` = {left_value} but `{right}` = {right_value}, and the function needs them equal")]
     SizeCheck { left: Dim, left_value: usize, right: Dim, right_value: usize },
-    /// A value of the graph would be too large to allocate for these inputs (e.g.
+    /// A value the call would allocate is too large for these inputs (e.g.
     /// `full([100000, 100000, 100000], 0.0)`): refused before anything is allocated, so that a
-    /// program cannot abort the process.
-    #[error("value {value} of the function would have shape {shape:?}: {bytes} bytes is more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)")]
-    TooLarge { value: u32, shape: Vec<usize>, bytes: u64, limit: u64 },
+    /// program cannot abort the process. `bytes` is `None` when the size does not fit 64 bits.
+    #[error("{}", too_large_message(*.value, .shape, *.bytes, *.limit))]
+    TooLarge { value: u32, shape: Vec<usize>, bytes: Option<u64>, limit: u64 },
     /// [`MAX_TENSOR_BYTES_VAR`] is invalid.
     #[error(transparent)]
     Limit(#[from] LimitError),
@@ -82,25 +82,49 @@ pub fn max_tensor_bytes() -> Result<u64, LimitError> {
 }
 
 /// The limit a value of [`MAX_TENSOR_BYTES_VAR`] sets: decimal digits only (no sign, exponent
-/// or unit); unset or empty means the default.
+/// or unit); unset means the default. Set but empty is an error like any other non-number
+/// (`TFN_MAX_TENSOR_BYTES= cmd` is more likely a mistake than a wish for the default).
 pub fn parse_max_tensor_bytes(value: Option<std::ffi::OsString>) -> Result<u64, LimitError> {
     let Some(value) = value else { return Ok(DEFAULT_MAX_TENSOR_BYTES) };
     let text = value.to_string_lossy();
-    if text.is_empty() {
-        return Ok(DEFAULT_MAX_TENSOR_BYTES);
-    }
     let invalid = || LimitError { value: text.chars().take(64).collect() };
-    if !text.bytes().all(|b| b.is_ascii_digit()) {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(invalid());
     }
     text.parse::<u64>().map_err(|_| invalid())
 }
 
-/// Refuses sizes that would make any value of `graph` larger than [`max_tensor_bytes`].
-/// Allocation-free unless it fails: this runs on every call.
-fn check_value_sizes(graph: &Graph, sizes: &[usize]) -> Result<(), BindError> {
+fn too_large_message(value: u32, shape: &[usize], bytes: Option<u64>, limit: u64) -> String {
+    let size = match bytes {
+        Some(b) => format!("{b} bytes is more than the limit of {limit} bytes"),
+        None => format!("more than 2^64 bytes, over the limit of {limit} bytes"),
+    };
+    format!(
+        "value {value} of the function would have shape {shape:?}: {size} (TFN_MAX_TENSOR_BYTES)"
+    )
+}
+
+/// Which values of a graph a call allocates, for the size limit ([`bind_sizes_allocating`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Allocated<'a> {
+    /// Every value (the interpreter stores each one).
+    Every,
+    /// Only these (a compiled function stores its kernels' outputs; a value a kernel computes
+    /// and consumes in registers, such as the `[n, n]` product a reduction fuses with, is
+    /// never stored). `Only(&[])` checks nothing (sizes for display).
+    Only(&'a [crate::graph::ValueId]),
+}
+
+/// Refuses sizes that would make a value `allocated` of `graph` larger than
+/// [`max_tensor_bytes`]. Allocation-free unless it fails: this runs on every call.
+fn check_value_sizes(
+    graph: &Graph,
+    sizes: &[usize],
+    allocated: Allocated<'_>,
+) -> Result<(), BindError> {
     let limit = max_tensor_bytes()?;
-    for (i, node) in graph.nodes.iter().enumerate() {
+    let check = |i: usize| -> Result<(), BindError> {
+        let Some(node) = graph.nodes.get(i) else { return Ok(()) };
         let mut bytes = Some(node.ty.dtype.size_bytes() as u64);
         for d in node.ty.shape.dims() {
             let size = match *d {
@@ -111,11 +135,14 @@ fn check_value_sizes(graph: &Graph, sizes: &[usize]) -> Result<(), BindError> {
         }
         if bytes.is_none_or(|b| b > limit) {
             let shape = concrete_shape(&node.ty.shape, sizes);
-            let bytes = bytes.unwrap_or(u64::MAX);
             return Err(BindError::TooLarge { value: i as u32, shape, bytes, limit });
         }
+        Ok(())
+    };
+    match allocated {
+        Allocated::Every => (0..graph.nodes.len()).try_for_each(check),
+        Allocated::Only(values) => values.iter().try_for_each(|v| check(v.index())),
     }
-    Ok(())
 }
 
 /// One axis of one parameter, with the parameter's whole input shape (for messages).
@@ -148,8 +175,18 @@ fn mismatch_message(a: &AxisRef, b: &AxisRef) -> String {
 
 /// Binds every symbol of `graph` from the shapes of the call's tensor inputs (in parameter
 /// order). Returns one value per entry of `graph.syms`. Also checks that every symbol the graph
-/// mentions exists, so that [`concrete_shape`] cannot fail on the result.
+/// mentions exists, so that [`concrete_shape`] cannot fail on the result, and that no value
+/// is larger than [`max_tensor_bytes`] (the interpreter's case: it stores every value).
 pub fn bind_sizes(graph: &Graph, input_shapes: &[&[usize]]) -> Result<Vec<usize>, BindError> {
+    bind_sizes_allocating(graph, input_shapes, Allocated::Every)
+}
+
+/// [`bind_sizes`], with the size limit applied to the values `allocated` only.
+pub fn bind_sizes_allocating(
+    graph: &Graph,
+    input_shapes: &[&[usize]],
+    allocated: Allocated<'_>,
+) -> Result<Vec<usize>, BindError> {
     if graph.params.len() != input_shapes.len() {
         return Err(BindError::ArgCount { expected: graph.params.len(), got: input_shapes.len() });
     }
@@ -214,7 +251,7 @@ pub fn bind_sizes(graph: &Graph, input_shapes: &[&[usize]]) -> Result<Vec<usize>
             return Err(BindError::SizeCheck { left, left_value, right, right_value });
         }
     }
-    check_value_sizes(graph, &sizes)?;
+    check_value_sizes(graph, &sizes, allocated)?;
     Ok(sizes)
 }
 

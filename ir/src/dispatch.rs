@@ -39,6 +39,12 @@ pub enum ArgKind {
         ty: AttrType,
         value: Option<Attr>,
     },
+    /// A value of no tfn type, which no parameter accepts (from a host language: a Python
+    /// string that is not a dtype name, a `dict`), described by `what` ("the string
+    /// \"two\""), so that the call's error still lists every candidate.
+    Unsupported {
+        what: String,
+    },
 }
 
 impl ArgKind {
@@ -55,6 +61,7 @@ impl ArgKind {
             ArgKind::TensorList { dtype: None, .. } => "a list of tensors".into(),
             ArgKind::Attr { value: Some(v), ty } => format!("{} `{v}`", ty.name()),
             ArgKind::Attr { value: None, ty } => format!("a {} attribute", ty.name()),
+            ArgKind::Unsupported { what } => what.clone(),
         }
     }
 }
@@ -226,15 +233,17 @@ fn try_overload(
         }
     };
     let mut vars = DTypeVars::new(f);
-    // DType parameters bind the variables of the same name first (`cast(x, dtype)`).
+    // DType parameters bind the variables of the same name first (`cast(x, dtype)`), within
+    // the variable's allowed set when it is also a type parameter (`arange<dtype: {..}>`).
     for (p, &b) in f.params.iter().zip(&bindings) {
         if p.ty == ParamType::DType {
-            let value = match arg(b).0 {
-                Some(ArgKind::Attr { value: Some(Attr::DType(d)), .. }) => Some(*d),
-                Some(_) => None,
-                None => default_dtype(p),
+            let (value, culprit) = match arg(b) {
+                (Some(ArgKind::Attr { value: Some(Attr::DType(d)), .. }), c) => (Some(*d), c),
+                (Some(_), c) => (None, c),
+                (None, c) => (default_dtype(p), c),
             };
-            vars.bind_attr(&p.name, value);
+            vars.bind_attr(&p.name, value)
+                .map_err(|(kind, reason)| Reject::new(kind, reason, culprit))?;
         }
     }
     let mut promoted = Vec::new();
@@ -393,13 +402,27 @@ impl DTypeVars {
         DTypeVars { vars }
     }
 
-    fn bind_attr(&mut self, name: &str, value: Option<DType>) {
-        if let Some(var) = self.vars.iter_mut().find(|(n, ..)| n == name) {
-            var.2 = match value {
+    /// Binds the variable of a `DType` parameter to its argument (`None`: unknown).
+    fn bind_attr(
+        &mut self,
+        name: &str,
+        value: Option<DType>,
+    ) -> Result<(), (RejectionKind, String)> {
+        if let Some((_, allowed, state)) = self.vars.iter_mut().find(|(n, ..)| n == name) {
+            if let (Some(d), Some(allowed)) = (value, allowed.as_ref()) {
+                if !allowed.contains(&d) {
+                    let list: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+                    let reason =
+                        format!("argument `{name}` is {d} but must be one of {}", list.join(", "));
+                    return Err((RejectionKind::DTypeConstraint, reason));
+                }
+            }
+            *state = match value {
                 Some(d) => VarState::Bound(d, name.to_string()),
                 None => VarState::Unknown,
             };
         }
+        Ok(())
     }
 
     fn knows(&self, d: &DTypeRef) -> bool {

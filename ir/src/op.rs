@@ -450,6 +450,48 @@ impl Op {
         }
     }
 
+    /// The op-table row for the dtypes an op *creates* from no data: `iota` counts in the
+    /// numeric dtypes, `rand_like`/`randn_like` draw floats; every other op's result dtype
+    /// follows from its operands or its declaration (all dtypes here). What a user may ask
+    /// for is [`Op::accepted_created_dtypes`].
+    pub fn created_dtypes(&self) -> DTypeSet {
+        match self {
+            Op::Iota { .. } => DTypeSet::NUMERIC,
+            Op::Random { .. } => DTypeSet::FLOAT,
+            Op::Param(_)
+            | Op::Const(_)
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Where
+            | Op::MulAdd
+            | Op::Cast(_)
+            | Op::Reduce { .. }
+            | Op::ArgMax { .. }
+            | Op::ArgMin { .. }
+            | Op::Scan { .. }
+            | Op::CumprodGrad { .. }
+            | Op::MatMul
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::BroadcastTo
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Full { .. }
+            | Op::Extern { .. }
+            | Op::Index { .. }
+            | Op::Window { .. } => DTypeSet::ALL,
+        }
+    }
+
+    /// The `dtype` a user may ask a creating op for: the IR row ([`Op::created_dtypes`]) plus
+    /// the storage dtypes whose compute dtype it contains (lowering creates the value in the
+    /// compute dtype and casts it: integers wrap, floats round). The prelude's constraint on
+    /// `iota_like`'s, `arange`'s and `rand_like`'s `dtype` says this set, so `tfnc check`
+    /// accepts exactly what runs.
+    pub fn accepted_created_dtypes(&self) -> DTypeSet {
+        self.created_dtypes().with_storage()
+    }
+
     /// What a user may pass: the IR row ([`Op::operand_dtypes`]) plus the storage dtypes whose
     /// compute dtype it contains (lowering widens those, `ir::storage`). The prelude's
     /// constraints say this set.

@@ -272,6 +272,18 @@ func outer(x: f32[s0]) -> (f32[s0, s0]) {
         interp::run(&g, &[x]),
         Err(interp::InterpError::Bind(BindError::TooLarge { .. }))
     ));
+    // Only the values a call allocates count: a compiled function that never stores the
+    // product (a reduction fused with it) is not refused for it.
+    use tfn_ir::bind::{bind_sizes_allocating, Allocated};
+    assert!(bind_sizes_allocating(&g, &[&[300_000]], Allocated::Only(&[ValueId(0)])).is_ok());
+    let only_product = [ValueId(3)];
+    let e = bind_sizes_allocating(&g, &[&[300_000]], Allocated::Only(&only_product));
+    assert!(matches!(e, Err(BindError::TooLarge { value: 3, bytes: Some(360_000_000_000), .. })));
+    // A size past 64 bits is said so (not printed as 2^64 - 1 bytes).
+    let e = bind_sizes(&g, &[&[usize::MAX / 2]]).expect_err("overflows");
+    assert!(matches!(e, BindError::TooLarge { bytes: None, .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("more than 2^64 bytes") && !text.contains("18446744073709551615"));
 }
 
 #[test]
@@ -279,10 +291,11 @@ fn an_invalid_tensor_limit_is_an_error_naming_the_variable_and_value() {
     use tfn_ir::bind::{parse_max_tensor_bytes, DEFAULT_MAX_TENSOR_BYTES};
     let parse = |v: &str| parse_max_tensor_bytes(Some(v.into()));
     assert_eq!(parse_max_tensor_bytes(None), Ok(DEFAULT_MAX_TENSOR_BYTES));
-    assert_eq!(parse(""), Ok(DEFAULT_MAX_TENSOR_BYTES));
     assert_eq!(parse("1024"), Ok(1024));
     assert_eq!(parse("0"), Ok(0));
-    for bad in ["abc", "-1", "1e23", "+5", " 5", "5 ", "1.5", "99999999999999999999999"] {
+    // Set but empty is not "unset": an error like any other value that is not a number.
+    assert!(parse("").is_err());
+    for bad in ["abc", "-1", "1e23", "+5", " 5", "5 ", "1.5", "99999999999999999999999", ""] {
         let e = parse(bad).expect_err(bad);
         let text = e.to_string();
         assert!(text.contains("TFN_MAX_TENSOR_BYTES") && text.contains(bad), "{text}");

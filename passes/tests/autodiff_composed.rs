@@ -58,6 +58,21 @@ fn external(Tensor x) -> Tensor {
     return scaled(x, 2) * x
 }
 
+// f16/bf16 gradients: values used twice and three times, a broadcast and a `where` that
+// broadcasts its storage-dtype operands (their gradients are summed back).
+fn exp_sin(Tensor x) -> Tensor {
+    return exp(x) + sin(x)
+}
+fn spread(Tensor x, Tensor y) -> Tensor {
+    return broadcast_to(x, [4, 5]) * y
+}
+fn pick(Tensor x, Tensor y) -> Tensor {
+    return where(y > 0.0, x, y)
+}
+fn spread_twice(Tensor x, Tensor y) -> Tensor {
+    return broadcast_to(broadcast_to(x, [6, 5]), [40, 6, 5]) * y
+}
+
 // Stepped and reversed slices, and a concat at a runtime offset, differentiated twice.
 fn moved_cube(Tensor x, Tensor y) -> Tensor {
     let s = slice(x, dim=0, start=1, step=2) * slice(x, dim=0, start=-1, step=-2)
@@ -185,4 +200,124 @@ fn unsupported_gradients_are_errors() {
 
     let args = tensors(&mut rng, &[&[3, 3]]);
     check(&lib, "positions", &args, 1e-9, 1);
+}
+
+/// `values` rounded to `dtype` (f16 or bf16) as a tensor, or as f32 when `dtype` is f32.
+fn half_tensor(dtype: tfn_ir::DType, values: &ArrayD<f64>) -> tfn_ir::Tensor {
+    use tfn_ir::half::{bf16, f16};
+    match dtype {
+        tfn_ir::DType::F16 => tfn_ir::Tensor::F16(values.mapv(f16::from_f64)),
+        tfn_ir::DType::BF16 => tfn_ir::Tensor::BF16(values.mapv(bf16::from_f64)),
+        _ => tfn_ir::Tensor::F32(values.mapv(|v| v as f32)),
+    }
+}
+
+fn as_f32(t: &tfn_ir::Tensor) -> ArrayD<f32> {
+    match t {
+        tfn_ir::Tensor::F16(a) => a.mapv(|v| v.to_f32()),
+        tfn_ir::Tensor::BF16(a) => a.mapv(|v| v.to_f32()),
+        tfn_ir::Tensor::F32(a) => a.clone(),
+        other => panic!("not an f16, bf16 or f32 tensor: {other:?}"),
+    }
+}
+
+/// The gradients of `name` for `dtype` inputs (and cotangents) holding `values` (rounded to
+/// `dtype` first), by the interpreter.
+fn half_vjp(
+    lib: &tfn_ir::Library,
+    name: &str,
+    dtype: tfn_ir::DType,
+    values: &[ArrayD<f64>],
+    cots: &[ArrayD<f64>],
+) -> Vec<ArrayD<f32>> {
+    let specs: Vec<tfn_ir::ArgSpec> = values
+        .iter()
+        .map(|v| tfn_ir::ArgSpec::Tensor {
+            dtype,
+            dims: v
+                .shape()
+                .iter()
+                .map(|&d| if d == 1 { tfn_ir::DimSpec::One } else { tfn_ir::DimSpec::Dyn })
+                .collect(),
+        })
+        .collect();
+    let instance = tfn_ir::instantiate(lib, name, &specs, &[])
+        .unwrap_or_else(|e| panic!("`{name}` for {dtype}: {e}"));
+    let v = vjp(lib, &instance).unwrap_or_else(|e| panic!("vjp of `{name}` for {dtype}: {e}"));
+    let inputs: Vec<tfn_ir::Tensor> =
+        values.iter().chain(cots).map(|a| half_tensor(dtype, a)).collect();
+    let out = tfn_ir::run(&v.graph, &inputs)
+        .unwrap_or_else(|e| panic!("vjp of `{name}` for {dtype} fails: {e}"));
+    for g in &out {
+        assert_eq!(g.dtype(), dtype, "`{name}`: a gradient has the argument's dtype");
+    }
+    out.iter().map(as_f32).collect()
+}
+
+/// f16 and bf16 gradients are the f32 gradient (of the same, exactly representable inputs)
+/// rounded: the contributions of a value used several times add in f32 and round once, and
+/// summing a broadcast gradient back (`broadcast_to`'s `sum_to`, a broadcasting `where`) sums
+/// in f32.
+#[test]
+fn half_gradients_are_the_f32_gradients_rounded() {
+    use tfn_ir::DType;
+    let lib = library(SOURCE);
+    let cases: &[(&str, &[&[usize]])] = &[
+        ("exp_sin", &[&[64]]),
+        ("cube", &[&[3, 4]]),
+        ("spread", &[&[5], &[4, 5]]),
+        ("pick", &[&[5], &[4, 5]]),
+        ("spread_twice", &[&[6, 1], &[40, 6, 5]]),
+        // (Not functions that call functions: a function's result is rounded where it
+        // returns, so their f16 forward is not the f32 one rounded.)
+        ("layer_norm", &[&[3, 6], &[6], &[6]]),
+    ];
+    for dtype in [DType::F16, DType::BF16] {
+        // One ulp at 1.0, relative.
+        let ulp = if dtype == DType::F16 { 1.0 / 1024.0 } else { 1.0 / 128.0 };
+        for (seed, (name, shapes)) in cases.iter().enumerate() {
+            let mut rng = Rng::new(seed as u64 + 70);
+            // Values exactly representable in both 16-bit formats (multiples of 1/64).
+            let mut grid =
+                |s: &[usize]| rng.array(s, -1.5, 1.5).mapv(|v| (v * 64.0).round() / 64.0);
+            let values: Vec<ArrayD<f64>> = shapes.iter().map(|s| grid(s)).collect();
+            let wide: Vec<tfn_ir::Tensor> =
+                values.iter().map(|v| half_tensor(DType::F32, v)).collect();
+            let instance =
+                tfn_ir::instantiate(&lib, name, &spec(&tensors_of(&values)), &[]).expect("lowers");
+            let outs = tfn_ir::run(&instance.graph, &wide_f64(&wide)).expect("runs");
+            let cots: Vec<ArrayD<f64>> = outs.iter().map(|o| grid(o.shape())).collect();
+            let half = half_vjp(&lib, name, dtype, &values, &cots);
+            let full = half_vjp(&lib, name, DType::F32, &values, &cots);
+            for (k, (h, f)) in half.iter().zip(&full).enumerate() {
+                let scale = f.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (a, b) in h.iter().zip(f) {
+                    let rounded =
+                        as_f32(&half_tensor(dtype, &ArrayD::from_elem(IxDyn(&[]), *b as f64)))[[]];
+                    let tol = ulp * b.abs() + 1e-4 * scale;
+                    assert!(
+                        (a - rounded).abs() <= tol,
+                        "`{name}` for {dtype}, gradient {k}: {a} but the f32 gradient is {b}"
+                    );
+                }
+            }
+            // Two contributions, added in f32 and rounded once; a gradient summed back through
+            // two broadcasts, not rounded between them: exactly the rounded f32 gradient.
+            if ["exp_sin", "spread_twice"].contains(name) {
+                let exact = half[0].iter().zip(&full[0]).all(|(a, b)| {
+                    let r = half_tensor(dtype, &ArrayD::from_elem(IxDyn(&[]), *b as f64));
+                    *a == as_f32(&r)[[]]
+                });
+                assert!(exact, "`{name}` for {dtype}: {:?} vs {:?}", half[0], full[0]);
+            }
+        }
+    }
+}
+
+fn tensors_of(values: &[ArrayD<f64>]) -> Vec<Arg> {
+    values.iter().map(|v| Arg::Tensor(v.clone())).collect()
+}
+
+fn wide_f64(ts: &[tfn_ir::Tensor]) -> Vec<tfn_ir::Tensor> {
+    ts.iter().map(|t| tfn_ir::Tensor::F64(as_f32(t).mapv(f64::from))).collect()
 }

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use tfn::{Attr, DType, OutputMut, TensorValue, Value};
+use tfn_ir::dispatch::ArgKind;
 
 /// An array tfn reads in place, with its dtype.
 pub type Held<'py> = (Bound<'py, PyUntypedArray>, DType);
@@ -24,6 +25,10 @@ pub enum Arg<'py> {
     Array(Bound<'py, PyUntypedArray>, DType),
     List(Vec<Held<'py>>),
     Attr(Attr),
+    /// A value of no tfn type (a string that is not a dtype name, a `dict`, ...), described
+    /// with the argument it is: no overload accepts it, and the call's error lists every
+    /// candidate ([`ArgKind::Unsupported`]). Never passed to the session.
+    Unsupported(String),
 }
 
 struct NumpyTypes {
@@ -181,16 +186,14 @@ impl<'py> Arg<'py> {
         }
         if let Ok(s) = obj.cast::<PyString>() {
             let text = s.to_cow()?;
-            return match parse_dtype_name(&text) {
-                Some(d) => Ok(Arg::Attr(Attr::DType(d))),
-                None => Err(dispatch_error(
-                    py,
-                    format!(
-                        "{} is the string {text:?}, which is not a dtype (f32, f64, i32, i64, bool)",
-                        what()
-                    ),
-                )?),
-            };
+            return Ok(match parse_dtype_name(&text) {
+                Some(d) => Arg::Attr(Attr::DType(d)),
+                None => Arg::Unsupported(format!(
+                    "the string {text:?} ({}), which is not a dtype (f32, f64, i32, i64, bool, \
+                     f16, bf16, i8, u8)",
+                    what()
+                )),
+            });
         }
         if obj.is_instance(np.dtype.bind(py))? || obj.is_instance_of::<PyType>() {
             // `np.float32`, `np.dtype("int64")`, `float`: whatever `np.dtype` accepts.
@@ -201,7 +204,7 @@ impl<'py> Arg<'py> {
                     }
                 }
             }
-            return Err(dispatch_error(py, format!("{} = {obj} is not a tfn dtype", what()))?);
+            return Ok(Arg::Unsupported(format!("{obj} ({}), which is not a tfn dtype", what())));
         }
         if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
             return list_arg(obj, what);
@@ -214,21 +217,40 @@ impl<'py> Arg<'py> {
             return Ok(Arg::Array(a, d));
         }
         let ty = obj.get_type().name()?.to_string();
-        Err(dispatch_error(
-            py,
-            format!(
-                "{} is a {ty}; tfn takes NumPy arrays, numbers, bools, dtypes and lists of them",
-                what()
-            ),
-        )?)
+        Ok(Arg::Unsupported(format!(
+            "a Python `{ty}` ({}); tfn takes NumPy arrays, numbers, bools, dtypes and lists of \
+             them",
+            what()
+        )))
     }
 
-    /// The argument as tfn sees it, borrowing the arrays.
+    /// [`Arg::from_py`] for a value that is not matched against a signature (a cotangent):
+    /// an unsupported value is an error here.
+    pub fn from_py_value(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult<Arg<'py>> {
+        match Arg::from_py(obj, what)? {
+            Arg::Unsupported(description) => {
+                Err(dispatch_error(obj.py(), format!("{}: {description}", what()))?)
+            }
+            arg => Ok(arg),
+        }
+    }
+
+    /// The dispatcher's view of the argument.
+    pub fn kind(&self) -> ArgKind {
+        match self {
+            Arg::Unsupported(what) => ArgKind::Unsupported { what: what.clone() },
+            other => errors::arg_kind(&other.value()),
+        }
+    }
+
+    /// The argument as tfn sees it, borrowing the arrays. (An [`Arg::Unsupported`] never gets
+    /// here: `Call::parse` refuses the call first; it would be an empty list of tensors.)
     pub fn value(&self) -> Value<'_> {
         match self {
             Arg::Array(a, d) => Value::Tensor(view(a, *d)),
             Arg::List(items) => Value::TensorList(items.iter().map(|(a, d)| view(a, *d)).collect()),
             Arg::Attr(a) => Value::Attr(a.clone()),
+            Arg::Unsupported(_) => Value::TensorList(Vec::new()),
         }
     }
 
@@ -237,7 +259,7 @@ impl<'py> Arg<'py> {
         let (one, many): (Option<&Bound<'py, PyUntypedArray>>, &[Held<'py>]) = match self {
             Arg::Array(a, _) => (Some(a), &[]),
             Arg::List(items) => (None, items),
-            Arg::Attr(_) => (None, &[]),
+            Arg::Attr(_) | Arg::Unsupported(_) => (None, &[]),
         };
         one.into_iter().chain(many.iter().map(|(a, _)| a))
     }
@@ -250,7 +272,6 @@ fn dispatch_error(py: Python<'_>, msg: String) -> PyResult<PyErr> {
 
 /// A list or tuple: `Int[]`, `Float[]` or `Tensor[]`.
 fn list_arg<'py>(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult<Arg<'py>> {
-    let py = obj.py();
     let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
     if items.is_empty() {
         return Ok(Arg::Attr(Attr::IntList(Vec::new())));
@@ -258,7 +279,11 @@ fn list_arg<'py>(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult
     let mut parts = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let item_what = || format!("{} (item {i})", what());
-        parts.push(Arg::from_py(item, &item_what)?);
+        match Arg::from_py(item, &item_what)? {
+            // A list holding a value of no tfn type is one.
+            unsupported @ Arg::Unsupported(_) => return Ok(unsupported),
+            part => parts.push(part),
+        }
     }
     if parts.iter().all(|p| matches!(p, Arg::Array(..))) {
         let arrays = parts
@@ -284,13 +309,11 @@ fn list_arg<'py>(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult
                 floats.push(*f);
             }
             _ => {
-                return Err(dispatch_error(
-                    py,
-                    format!(
-                        "{} mixes kinds of items; a list is all ints (Int[]), all numbers (Float[]) or all arrays (Tensor[])",
-                        what()
-                    ),
-                )?)
+                return Ok(Arg::Unsupported(format!(
+                    "a list mixing kinds of items ({}); a list is all ints (Int[]), all numbers \
+                     (Float[]) or all arrays (Tensor[])",
+                    what()
+                )))
             }
         }
     }

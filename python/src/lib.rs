@@ -357,13 +357,13 @@ fn run_vjp(
     } else {
         cotangents.try_iter()?.collect::<PyResult<_>>()?
     };
-    let call = Call::parse(&args, kwargs)?;
+    let session = &**session;
+    let call = Call::parse(py, session, name, &args, kwargs)?;
     let cts = cts
         .iter()
         .enumerate()
-        .map(|(i, c)| Arg::from_py(c, &|| format!("cotangent {i}")))
+        .map(|(i, c)| Arg::from_py_value(c, &|| format!("cotangent {i}")))
         .collect::<PyResult<Vec<_>>>()?;
-    let session = &**session;
     let (pos, kw) = call.values();
     let ct_values: Vec<Value> = cts.iter().map(Arg::value).collect();
     let out = py.detach(|| {
@@ -399,7 +399,54 @@ struct Call<'py> {
 }
 
 impl<'py> Call<'py> {
+    /// Converts a call's arguments. A value of no tfn type makes the call one that no
+    /// overload of `name` accepts: its error lists every candidate and why.
     fn parse(
+        py: Python<'py>,
+        session: &tfn::Session,
+        name: &str,
+        args: &[Bound<'py, PyAny>],
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Call<'py>> {
+        let call = Call::convert(args, kwargs)?;
+        let mut all = call.positional.iter().chain(call.keywords.iter().map(|(_, a)| a));
+        if all.any(|a| matches!(a, Arg::Unsupported(_))) {
+            return Err(call.no_overload(py, session, name));
+        }
+        Ok(call)
+    }
+
+    /// The error of a call with an [`Arg::Unsupported`] argument: the dispatcher's rejection
+    /// of each overload, as for any call no overload accepts.
+    fn no_overload(&self, py: Python<'_>, session: &tfn::Session, name: &str) -> PyErr {
+        let library = session.library();
+        let overloads = doc::overloads_of(&library, name);
+        if overloads.is_empty() {
+            return unknown(py, session, name);
+        }
+        let pos: Vec<_> = self.positional.iter().map(Arg::kind).collect();
+        let kw: Vec<(&str, _)> =
+            self.keywords.iter().map(|(k, a)| (k.as_str(), a.kind())).collect();
+        match tfn_ir::dispatch::dispatch(overloads, &pos, &kw) {
+            Err(rejections) if !rejections.is_empty() => {
+                let d = tfn_ir::lower::no_overload(name, overloads, &rejections);
+                let rendered =
+                    tfn_ir::diagnostic::render_all(std::slice::from_ref(&d), &library.sources);
+                errors::to_py(py, tfn::Error::Call { diagnostics: vec![d], rendered }, None)
+            }
+            // (Unreachable: no parameter accepts an unsupported value.)
+            _ => match errors::classes(py) {
+                Ok(c) => errors::raise(
+                    py,
+                    &c.dispatch,
+                    format!("no overload of `{name}` matches the arguments"),
+                ),
+                Err(e) => e,
+            },
+        }
+    }
+
+    fn convert(
         args: &[Bound<'py, PyAny>],
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Call<'py>> {
@@ -472,10 +519,10 @@ impl Function {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
-        let mut call = Call::parse(&items, kwargs)?;
-        call.out = out.filter(|o| !o.is_none());
         let session = &*self.session;
         let name = self.name.as_str();
+        let mut call = Call::parse(py, session, name, &items, kwargs)?;
+        call.out = out.filter(|o| !o.is_none());
         let (pos, kw) = call.values();
         match &call.out {
             None => {

@@ -22,6 +22,31 @@ def test_no_overload_lists_every_candidate(lib):
 
 
 @pytest.mark.parametrize(
+    "value, described",
+    [
+        ("two", 'the string "two" (argument 2), which is not a dtype'),
+        ({"s": 2}, "a Python `dict` (argument 2)"),
+        ([1, "x"], 'the string "x" (argument 2 (item 1))'),
+        ([1, 2.5, np.zeros(2)], "a list mixing kinds of items (argument 2)"),
+    ],
+)
+def test_a_value_of_no_tfn_type_lists_every_candidate(lib, value, described):
+    # The call is one no overload accepts: the function and each candidate are named, each
+    # with why it rejects the value.
+    with pytest.raises(TypeError) as e:
+        lib.scale(np.zeros((2, 2)), value)
+    text = str(e.value)
+    assert "no overload of `scale`" in text, text
+    assert "scale(Tensor x, Tensor s)" in text and "scale.scalar(Tensor x, Scalar s)" in text
+    assert text.count("is not a match") == 2, text
+    assert text.count(described) == 2, text
+    assert isinstance(e.value, tfn.DispatchError)
+    # The same through a vjp, by keyword too.
+    with pytest.raises(tfn.DispatchError, match="no overload of `scale`"):
+        lib.vjp("scale", (np.zeros(2),), np.zeros(2), s=value)
+
+
+@pytest.mark.parametrize(
     "call, reason",
     [
         (lambda lib, x: lib.softmax(x, 0), "takes 1 positional argument but 2 were given"),

@@ -1,7 +1,8 @@
 //! `tfnc`: the tfn compiler driver. See `tfnc --help`, and `src/cli/` for each subcommand.
 //!
 //! Exit codes: 0 success, 1 the user's program or data is wrong (or the output cannot be
-//! written), 2 bad command line. Nothing here panics on a closed or full stdout/stderr.
+//! written, which is said on stderr), 2 bad command line. Nothing here panics on a closed or
+//! full stdout/stderr.
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -36,12 +37,17 @@ fn main() -> ExitCode {
             }
         }
     };
-    // Output that could not be written is a failure (quietly: see `tfn::cli::output`).
+    // Output that could not be written is a failure (see `tfn::cli::output`).
     let code = if stderr_failed() { code.max(1) } else { code };
     match finish_stdout() {
         Ok(()) => ExitCode::from(code),
-        // The reader went away (`tfnc ... | head`): stop quietly, but not with success.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(code.max(1)),
+        // The reader went away (`tfnc ... | head -c1`): the output is incomplete; say so.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            stderr_fmt(format_args!(
+                "error: cannot write to standard output: the reader closed the pipe ({e})\n"
+            ));
+            ExitCode::from(code.max(1))
+        }
         Err(e) => {
             stderr_fmt(format_args!("error: cannot write to standard output: {e}\n"));
             ExitCode::from(code.max(1))

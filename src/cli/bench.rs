@@ -2,16 +2,19 @@
 //! per call on random inputs, and effective bandwidth (each input read once, each output
 //! written once). Outputs are preallocated and written with `call_into`: allocation is not
 //! included in the timings. `--profile` then profiles as many calls kernel by kernel
-//! ([`crate::Profile`], `docs/profiling.md`).
+//! ([`crate::Profile`], `docs/profiling.md`). Random integer arguments that index an axis
+//! (`gather`, `index_select`, `scatter_add`, `index_add`) are drawn within that axis.
 
 use super::args::{parse_value, ArgValue};
 use super::{session_for, BackendArg, Outcome};
 use crate::{OutputMut, Tensor, Value};
 use ndarray::{ArrayD, IxDyn};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tfn_ir::lower::{instantiate_for_sizes, ArgSpec, DimSpec, ParamSource};
 use tfn_ir::rng::SplitMix;
-use tfn_ir::DType;
+use tfn_ir::{DType, Op};
 
 pub(super) struct BenchRequest {
     pub file: PathBuf,
@@ -33,7 +36,14 @@ const MAX_ELEMENTS: usize = 1 << 30;
 const MAX_PROFILED_CALLS: usize = 10_000;
 
 /// Random data of `shape` (same sequence for every dtype); an allocation failure is an error.
-fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Result<Tensor, String> {
+/// With `below`, an integer tensor's elements are drawn from `0..below` instead (an index
+/// operand: valid for the axis it indexes).
+fn random_tensor(
+    rng: &mut SplitMix,
+    dtype: DType,
+    shape: &[usize],
+    below: Option<u64>,
+) -> Result<Tensor, String> {
     fn array<T>(shape: &[usize], mut value: impl FnMut() -> T) -> Result<ArrayD<T>, String> {
         let n: usize = shape.iter().product();
         let mut values = Vec::new();
@@ -41,6 +51,15 @@ fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Result<Te
         values.extend((0..n).map(|_| value()));
         // The element count is the product of the shape by construction.
         ArrayD::from_shape_vec(IxDyn(shape), values).map_err(|e| e.to_string())
+    }
+    if let (Some(n), true) = (below, dtype.is_int()) {
+        let mut index = || rng.below(n.max(1)) as i64;
+        return Ok(match dtype {
+            DType::I8 => Tensor::I8(array(shape, || index() as i8)?),
+            DType::U8 => Tensor::U8(array(shape, || index() as u8)?),
+            DType::I32 => Tensor::I32(array(shape, || index() as i32)?),
+            _ => Tensor::I64(array(shape, index)?),
+        });
     }
     Ok(match dtype {
         DType::F32 => Tensor::F32(array(shape, || rng.normal() as f32)?),
@@ -53,6 +72,100 @@ fn random_tensor(rng: &mut SplitMix, dtype: DType, shape: &[usize]) -> Result<Te
         DType::I64 => Tensor::I64(array(shape, || (rng.normal() * 10.0) as i64)?),
         DType::Bool => Tensor::Bool(array(shape, || rng.normal() > 0.0)?),
     })
+}
+
+/// One `--arg` of `bench`: a tensor type to fill with random data, or a value.
+enum Given {
+    Random(DType, Vec<usize>),
+    Value(Value<'static>),
+}
+
+/// For each random integer argument that is (through data movement and casts) the index
+/// operand of an indexed op (`gather`, `index_select`, `scatter_add`, `index_add`), the size
+/// of the axis it indexes (the smallest, if several), so that its random values are valid
+/// indices. Empty when the function does not instantiate for these arguments (the call
+/// then reports why).
+fn index_bounds(
+    library: &tfn_ir::Library,
+    function: &str,
+    given: &[(&str, Given)],
+) -> HashMap<String, u64> {
+    let mut bounds: HashMap<String, u64> = HashMap::new();
+    let shape_of = |name: &str| -> Option<Vec<usize>> {
+        match &given.iter().find(|(n, _)| *n == name)?.1 {
+            Given::Random(_, shape) => Some(shape.clone()),
+            Given::Value(v) => v.as_tensor().map(|t| t.shape().to_vec()),
+        }
+    };
+    let specs: Vec<(String, ArgSpec)> = given
+        .iter()
+        .filter_map(|(name, g)| {
+            let tensor = |dtype: DType, shape: &[usize]| ArgSpec::Tensor {
+                dtype,
+                dims: shape
+                    .iter()
+                    .map(|&d| if d == 1 { DimSpec::One } else { DimSpec::Dyn })
+                    .collect(),
+            };
+            let spec = match g {
+                Given::Random(dtype, shape) => tensor(*dtype, shape),
+                Given::Value(Value::Attr(a)) => ArgSpec::Attr(a.clone()),
+                Given::Value(v) => {
+                    let t = v.as_tensor()?;
+                    tensor(t.dtype(), t.shape())
+                }
+            };
+            Some((name.to_string(), spec))
+        })
+        .collect();
+    let source_shape = |p: &ParamSource| match p {
+        ParamSource::Keyword(name) => shape_of(name),
+        _ => None,
+    };
+    let Ok(instance) = instantiate_for_sizes(library, function, &[], &specs, &source_shape) else {
+        return bounds;
+    };
+    let Some(shapes) = instance.params.iter().map(source_shape).collect::<Option<Vec<_>>>() else {
+        return bounds;
+    };
+    let graph = &instance.graph;
+    let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let none = tfn_ir::bind::Allocated::Only(&[]);
+    let Ok(sizes) = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none) else {
+        return bounds;
+    };
+    for node in &graph.nodes {
+        let (Op::Index { axis, .. }, [data, index, ..]) = (&node.op, node.inputs.as_slice()) else {
+            continue;
+        };
+        let data_shape = tfn_ir::bind::concrete_shape(&graph.ty(*data).shape, &sizes);
+        let Some(&n) = data_shape.get(*axis as usize) else { continue };
+        let mut stack = vec![*index];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            let source = graph.node(v);
+            match &source.op {
+                Op::Param(p) => {
+                    if let Some(ParamSource::Keyword(name)) = instance.params.get(*p as usize) {
+                        let bound = bounds.entry(name.clone()).or_insert(n as u64);
+                        *bound = (*bound).min(n as u64);
+                    }
+                }
+                Op::Reshape
+                | Op::Transpose { .. }
+                | Op::BroadcastTo
+                | Op::Slice { .. }
+                | Op::Concat { .. }
+                | Op::Cast(_) => stack.extend(&source.inputs),
+                Op::Where => stack.extend(source.inputs.iter().skip(1)),
+                _ => {}
+            }
+        }
+    }
+    bounds
 }
 
 fn bytes(t: &Tensor) -> usize {
@@ -69,9 +182,8 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
-    let mut rng = SplitMix(0x9e37_79b9_7f4a_7c15);
-    let mut kwargs: Vec<(&str, Value)> = Vec::new();
-    let mut bytes_in = 0usize;
+    // The arguments: random tensors of the given types (drawn below), literals, files.
+    let mut given: Vec<(&str, Given)> = Vec::new();
     for (name, text) in &req.args {
         let value = match parse_value(text) {
             Ok(ArgValue::TensorType(dtype, shape)) => {
@@ -87,24 +199,36 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
                          or {limit} bytes (TFN_MAX_TENSOR_BYTES)"
                     ));
                 }
-                let t = match random_tensor(&mut rng, dtype, &shape) {
-                    Ok(t) => t,
-                    Err(e) => return Outcome::UserError(format!("error: --arg {name}: {e}")),
-                };
-                bytes_in += bytes(&t);
-                Value::from(t)
+                Given::Random(dtype, shape)
             }
-            Ok(ArgValue::Literal(a)) => Value::Attr(a),
+            Ok(ArgValue::Literal(a)) => Given::Value(Value::Attr(a)),
             Ok(ArgValue::NpyPath(p)) => match crate::npy::read(std::path::Path::new(&p)) {
-                Ok(t) => {
-                    bytes_in += bytes(&t);
-                    Value::from(t)
-                }
+                Ok(t) => Given::Value(Value::from(t)),
                 Err(e) => return Outcome::UserError(format!("error: argument `{name}`: {e}")),
             },
             Err(e) => return Outcome::UsageError(format!("--arg {name}: {e}")),
         };
-        kwargs.push((name.as_str(), value));
+        given.push((name.as_str(), value));
+    }
+    let bounds = index_bounds(&session.library(), &req.function, &given);
+    let mut rng = SplitMix(0x9e37_79b9_7f4a_7c15);
+    let mut kwargs: Vec<(&str, Value)> = Vec::new();
+    let mut bytes_in = 0usize;
+    for (name, g) in given {
+        let value = match g {
+            Given::Random(dtype, shape) => {
+                let below = bounds.get(name).copied();
+                match random_tensor(&mut rng, dtype, &shape, below) {
+                    Ok(t) => Value::from(t),
+                    Err(e) => return Outcome::UserError(format!("error: --arg {name}: {e}")),
+                }
+            }
+            Given::Value(v) => v,
+        };
+        if let Some(t) = value.as_tensor() {
+            bytes_in += t.shape().iter().product::<usize>() * t.dtype().size_bytes();
+        }
+        kwargs.push((name, value));
     }
     // First call: check + instantiate + optimise + fuse + compile.
     let start = Instant::now();

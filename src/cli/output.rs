@@ -1,7 +1,10 @@
 //! `tfnc`'s standard streams, written without ever panicking.
 //!
 //! - stdout: the first write error is remembered and later writes are skipped;
-//!   [`finish_stdout`] flushes and returns it, so `tfnc ... > /dev/full` exits 1 instead of 0.
+//!   [`finish_stdout`] flushes and returns it, so `tfnc ... > /dev/full` exits 1 instead of 0,
+//!   and `main` says on stderr what failed (a reader that went away, `| head -c1`, included).
+//!   (A stdout closed at start-up, `>&-`, is `/dev/null` by the time `main` runs: Rust's
+//!   runtime opens it there, so it is a successful `> /dev/null`.)
 //! - stderr: a write error (a closed pipe, `2>&1 | head -1`) is remembered, never reported
 //!   (there is nowhere left to report it): the exit code is then at least 1.
 //! - [`ensure_std_fds`] opens `/dev/null` on any of the descriptors 0, 1, 2 that is closed at

@@ -172,6 +172,11 @@ fn parse_dict(text: &str) -> Result<Header, String> {
     let descr = descr.ok_or("malformed header: no `descr`")?;
     let fortran_order = fortran.ok_or("malformed header: no `fortran_order`")?;
     let shape: Vec<usize> = shape.ok_or("malformed header: no `shape`")?;
+    // A one-byte dtype has no byte order: `<i1`, `>i1` and `=i1` are NumPy's `|i1` too.
+    let descr = match descr.as_bytes() {
+        [b'<' | b'>' | b'=', b'i' | b'u' | b'b', b'1'] => format!("|{}", &descr[1..]),
+        _ => descr.to_string(),
+    };
     let dtype = DESCRS.iter().find(|(d, _)| *d == descr).map(|(_, t)| *t).ok_or_else(|| {
         let hint = if descr.starts_with('>') { " (big-endian: save it little-endian)" } else { "" };
         format!(
@@ -266,6 +271,25 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} must be rejected");
         }
+    }
+
+    /// One-byte dtypes have no byte order: NumPy writes `|i1` but reads `<i1`, `>i1`, `=i1`
+    /// (and `<u1`, `<b1`, ...) as the same dtype, and so does tfn.
+    #[test]
+    fn one_byte_dtypes_in_any_byte_order() {
+        for (order, (code, dtype)) in ["<", ">", "=", "|"].into_iter().flat_map(|o| {
+            [("i1", DType::I8), ("u1", DType::U8), ("b1", DType::Bool)].map(|c| (o, c))
+        }) {
+            let dict =
+                format!("{{'descr': '{order}{code}', 'fortran_order': False, 'shape': (3,), }}");
+            let h = parse(&dict).unwrap_or_else(|e| panic!("{dict}: {e}"));
+            assert_eq!((h.dtype, h.data_bytes), (dtype, 3), "{dict}");
+        }
+        // What tfn writes stays NumPy's own spelling.
+        let bytes = encode_header(DType::I8, &[3]);
+        assert!(String::from_utf8_lossy(&bytes).contains("'descr': '|i1'"));
+        // Multi-byte dtypes still need their byte order.
+        assert!(parse("{'descr': '|f4', 'fortran_order': False, 'shape': (2,)}").is_err());
     }
 
     #[test]

@@ -157,7 +157,10 @@ impl Session {
         let sizes = {
             let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
             let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-            tfn_ir::bind::bind_sizes(graph, &shapes).map_err(|e| Error::Shape(e.to_string()))?
+            // (Sizes for the accounting only: each profiled call checks the size limit.)
+            let none = tfn_ir::bind::Allocated::Only(&[]);
+            tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none)
+                .map_err(|e| Error::Shape(e.to_string()))?
         };
         let kernel_count = fused.kernels.len();
         let calls = calls.max(1);

@@ -23,7 +23,7 @@ use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
 use std::collections::HashMap;
-use tfn_ir::bind::bind_sizes;
+use tfn_ir::bind::{bind_sizes_allocating, Allocated};
 use tfn_ir::interp::{self, ExternKernels, NoExterns};
 use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
 use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
@@ -39,6 +39,35 @@ use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, State};
 use steps::{compile_kernel, Step};
+
+/// The values the steps allocate: each kernel's outputs and the node of a native kernel
+/// (every node of a kernel the interpreter runs); a view allocates nothing.
+fn allocated_values(fused: &FusedGraph, steps: &[Step]) -> Vec<ValueId> {
+    let mut values = Vec::new();
+    for (kernel, step) in fused.kernels.iter().zip(steps) {
+        let node = match step {
+            Step::View { .. } => continue,
+            Step::Interp { .. } => {
+                values.extend(&kernel.nodes);
+                continue;
+            }
+            Step::Loop { plan, .. } => {
+                values.extend(plan.outputs.iter().map(|o| o.value));
+                None
+            }
+            Step::MatMul { node, .. }
+            | Step::Copy { node }
+            | Step::Scatter { node }
+            | Step::Window { node, .. } => Some(*node),
+            Step::Scan(k) | Step::Arg(k) => Some(k.node),
+        };
+        values.extend(node);
+        values.extend(&kernel.outputs);
+    }
+    values.sort();
+    values.dedup();
+    values
+}
 
 /// Options of [`CompiledFunction::compile`].
 #[derive(Clone, Debug)]
@@ -65,6 +94,9 @@ pub struct CompiledFunction {
     steps: Vec<Step>,
     /// Per step, the intermediates that are dead once it has run ([`liveness`]).
     release: Vec<Vec<ValueId>>,
+    /// The values a call stores (for the size limit, `TFN_MAX_TENSOR_BYTES`): a value a
+    /// kernel computes and consumes in registers is never allocated ([`allocated_values`]).
+    allocated: Vec<ValueId>,
     threads: usize,
     /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
@@ -113,11 +145,13 @@ impl CompiledFunction {
             steps.push(step);
         }
         let release = liveness::release_points(graph, &fused, &steps);
+        let allocated = allocated_values(&fused, &steps);
         Ok(CompiledFunction {
             graph: graph.clone(),
             fused,
             steps,
             release,
+            allocated,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
             _jit: jit.clone(),
@@ -220,7 +254,9 @@ impl CompiledFunction {
                 });
             }
         }
-        let sizes = with_input_shapes(inputs, |shapes| bind_sizes(graph, shapes))?;
+        let allocated = Allocated::Only(&self.allocated);
+        let sizes =
+            with_input_shapes(inputs, |shapes| bind_sizes_allocating(graph, shapes, allocated))?;
         let mut st = State {
             pool: &self.pool,
             sizes,

@@ -105,6 +105,13 @@ pub(super) fn signature(f: &FunctionDef) -> String {
     format!("{}{generics}({})", f.full_name(), params.join(", "))
 }
 
+/// The diagnostic for a call of `name` that no overload accepts, without source locations
+/// (a call from a host language): every candidate and why [`crate::dispatch::dispatch`]
+/// rejected it.
+pub fn no_overload(name: &str, overloads: &[FunctionDef], rejections: &[Rejection]) -> Diagnostic {
+    no_match(name, overloads, rejections, None, &[], &[])
+}
+
 /// The diagnostic for a call no overload accepts.
 pub(super) fn no_match(
     name: &str,

@@ -177,3 +177,28 @@ fn overlap_of_overloads() {
         }
     }
 }
+
+/// A value of no tfn type (a host language's string that is not a dtype) is rejected by every
+/// overload, and the diagnostic names the function and lists each candidate with the reason.
+#[test]
+fn unsupported_arguments_are_rejected_by_every_candidate() {
+    let lib = library(
+        "fn scale(Tensor x, Tensor s) -> Tensor { return x * s }\n\
+         fn scale.scalar(Tensor x, Scalar s) -> Tensor { return x * s }",
+    );
+    let what = "the string \"two\" (argument 2), which is not a dtype";
+    let bad = ArgKind::Unsupported { what: what.into() };
+    let overloads = lib.overloads("scale");
+    let rejections = dispatch(overloads, &[t("f32"), bad], &[]).expect_err("no overload");
+    assert_eq!(rejections.len(), 2);
+    for r in &rejections {
+        assert_eq!(r.kind, RejectionKind::ArgumentKind);
+        assert!(r.reason.contains(what), "{}", r.reason);
+    }
+    let d = super::no_overload("scale", overloads, &rejections);
+    assert_eq!(d.code, "E0502");
+    assert!(d.message.contains("no overload of `scale`"), "{}", d.message);
+    let notes = d.notes.join("\n");
+    assert!(notes.contains("`scale(Tensor x, Tensor s)` is not a match"), "{notes}");
+    assert!(notes.contains("`scale.scalar(Tensor x, Scalar s)` is not a match"), "{notes}");
+}

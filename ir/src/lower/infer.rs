@@ -6,7 +6,7 @@
 //! graph and compares. Sizes an op computes (`concat`, `slice`) come from the `derive`
 //! callback, which lowering backs with new derived symbols and the verifier with a lookup.
 
-use crate::dtype::{DType, DTypeSet};
+use crate::dtype::DType;
 use crate::graph::TensorType;
 use crate::op::Op;
 use crate::shape::{Dim, DimExpr, Shape};
@@ -282,8 +282,9 @@ pub fn check_declared(op: &Op, inputs: &[&TensorType], ty: &TensorType) -> Resul
             _ => Ok(()),
         },
         Op::Iota { axis } => {
-            if !DTypeSet::NUMERIC.contains(ty.dtype) {
-                return Err(format!("`iota` of dtype {} (only numeric dtypes)", ty.dtype));
+            let allowed = op.created_dtypes();
+            if !allowed.contains(ty.dtype) {
+                return Err(format!("`iota` of dtype {} (only {allowed})", ty.dtype));
             }
             if *axis as usize >= ty.shape.rank() {
                 return Err(format!("axis {axis} out of range for rank {}", ty.shape.rank()));

@@ -53,7 +53,7 @@ mod test_lib;
 #[cfg(test)]
 mod tests;
 
-pub use call::scalar_of;
+pub use call::{no_overload, scalar_of};
 pub use grad_prims::is_grad_helper;
 pub use infer::{
     broadcast_shapes, check_declared, infer, is_permutation, matmul_shape, reduce_shape,

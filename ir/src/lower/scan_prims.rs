@@ -8,20 +8,43 @@ use super::call::{diag, BoundCall};
 use super::instantiate::Lowerer;
 use super::primitives::Prim;
 use crate::diagnostic::Diagnostic;
-use crate::dtype::{DType, DTypeSet};
+use crate::dtype::DType;
 use crate::graph::TensorType;
 use crate::op::Op;
 use crate::shape::{Dim, Shape};
 
 impl Lowerer<'_> {
-    /// The `dtype` argument of `iota_like`/`arange`: a numeric dtype.
+    /// The `dtype` argument of `iota_like`/`arange`: [`Op::accepted_created_dtypes`] (which
+    /// the prelude declares, so a call of another dtype does not get here).
     fn index_dtype(&self, call: &BoundCall) -> Result<DType, Diagnostic> {
         let dtype = call.dtype("dtype")?;
-        if !DTypeSet::NUMERIC.contains(dtype) {
-            let msg = format!("an index cannot have dtype {dtype} (only {})", DTypeSet::NUMERIC);
+        let allowed = Op::Iota { axis: 0 }.accepted_created_dtypes();
+        if !allowed.contains(dtype) {
+            let msg = format!("an index cannot have dtype {dtype} (only {allowed})");
             return Err(call.error("E0504", "dtype", msg));
         }
         Ok(dtype)
+    }
+
+    /// `iota` of type `ty`: counted in the compute dtype of a storage dtype and cast — so
+    /// `i8`/`u8` indices wrap (NumPy's `arange(300, dtype=uint8)`) and `f16`/`bf16` ones
+    /// round to nearest even — the exact count carried for later ops ([`crate::storage`]).
+    fn iota(
+        &mut self,
+        axis: u32,
+        inputs: Vec<crate::ValueId>,
+        ty: TensorType,
+        span: Option<crate::span::Span>,
+    ) -> crate::ValueId {
+        let wide = ty.dtype.compute();
+        if wide == ty.dtype {
+            return self.emit(Op::Iota { axis }, inputs, ty, span);
+        }
+        let count = TensorType { dtype: wide, shape: ty.shape.clone() };
+        let exact = self.emit(Op::Iota { axis }, inputs, count, span);
+        let narrow = self.emit(Op::Cast(ty.dtype), vec![exact], ty, span);
+        self.carried.insert(narrow, exact);
+        narrow
     }
 
     pub(super) fn lower_scan_primitive(
@@ -37,7 +60,7 @@ impl Lowerer<'_> {
                 let shape = self.graph.ty(x).shape.clone();
                 let axis = self.axis(call, "dim", "x", call.int("dim")?, shape.rank())? as u32;
                 let ty = TensorType { dtype: self.index_dtype(call)?, shape };
-                Ok(self.emit(Op::Iota { axis }, vec![x], ty, span))
+                Ok(self.iota(axis, vec![x], ty, span))
             }
             Prim::Arange => {
                 let n = call.int("n")?;
@@ -49,7 +72,7 @@ impl Lowerer<'_> {
                     dtype: self.index_dtype(call)?,
                     shape: Shape(vec![Dim::Const(n)]),
                 };
-                Ok(self.emit(Op::Iota { axis: 0 }, Vec::new(), ty, span))
+                Ok(self.iota(0, Vec::new(), ty, span))
             }
             Prim::ArgMin => {
                 let x = call.tensor("x")?;

@@ -12,6 +12,15 @@
 //!    runtime checks.
 //!
 //! Anything else is a wrong formula, reported as [`AutodiffError::ShapeMismatch`].
+//!
+//! **Storage dtypes.** No op computes in `f16`/`bf16` (`tfn_ir::storage`), so the sums here —
+//! of broadcast axes, and of the contributions of a value used several times — run in the
+//! compute dtype (`f32`) and round once, like lowering's excess precision: a contribution
+//! that is a rounding of an `f32` value (the gradient of the `cast` lowering widened a
+//! parameter with) is added unrounded. Likewise [`keep_gradients_wide`]: a gradient the
+//! backward pass rounds to `f16` and widens again (a formula reading it) is read unrounded.
+//! So a gradient is rounded where it leaves the graph, and an `f16` gradient is the `f32`
+//! computation's gradient rounded to `f16`.
 
 use super::splice::{emit, emit_typed};
 use super::AutodiffError;
@@ -60,7 +69,7 @@ pub(crate) fn fit(
         .collect();
     if !axes.is_empty() {
         let op = Op::Reduce { op: ReduceOp::Sum, axes, keepdim: true };
-        v = emit(graph, op, vec![v], origin).map_err(internal)?;
+        v = emit_computing(graph, op, vec![v], origin).map_err(internal)?;
     }
     if lead > 0 {
         let kept = Shape(graph.ty(v).shape.0[lead..].to_vec());
@@ -92,7 +101,8 @@ fn same_up_to_derived(graph: &Graph, a: &Shape, b: &Shape) -> bool {
     a.rank() == b.rank() && a.0.iter().zip(&b.0).all(|(x, y)| x == y || derived(x) || derived(y))
 }
 
-/// Adds `contribution` (already fitted) into the gradient slot `slot`.
+/// Adds `contribution` (already fitted) into the gradient slot `slot`; contributions of a
+/// storage dtype add in its compute dtype (see the module docs).
 pub(crate) fn accumulate(
     graph: &mut Graph,
     slot: &mut Option<ValueId>,
@@ -103,15 +113,133 @@ pub(crate) fn accumulate(
         None => contribution,
         Some(prev) => {
             let op = Op::Binary(tfn_ir::BinaryOp::Add);
-            emit(graph, op, vec![prev, contribution], origin).map_err(|m| {
-                AutodiffError::ShapeMismatch {
-                    function: "add".into(),
-                    input: "gradient".into(),
-                    got: m,
-                    want: graph.ty(prev).to_string(),
+            emit_computing(graph, op, vec![prev, contribution], origin).map_err(|reason| {
+                AutodiffError::Accumulate {
+                    first: graph.ty(prev).to_string(),
+                    second: graph.ty(contribution).to_string(),
+                    reason,
                 }
             })?
         }
     });
     Ok(())
+}
+
+/// Appends `op` (a sum or an addition) on `inputs` of one dtype; for a storage dtype the op
+/// table refuses, it runs in the compute dtype on the inputs widened — an input that is a
+/// rounding of a compute-dtype value is read unrounded — and the result is rounded back.
+fn emit_computing(
+    graph: &mut Graph,
+    op: Op,
+    inputs: Vec<ValueId>,
+    origin: &Origin,
+) -> Result<ValueId, String> {
+    let dtype = match inputs.first() {
+        Some(&v) => graph.ty(v).dtype,
+        None => return emit(graph, op, inputs, origin),
+    };
+    let same = inputs.iter().all(|&v| graph.ty(v).dtype == dtype);
+    if !same || !tfn_ir::storage::needs_widening(&op, dtype) {
+        return emit(graph, op, inputs, origin);
+    }
+    let wide = dtype.compute();
+    let mut widened = Vec::with_capacity(inputs.len());
+    for v in inputs {
+        let node = graph.node(v);
+        let unrounded = match (&node.op, node.inputs.as_slice()) {
+            (Op::Cast(to), &[w]) if *to == dtype && graph.ty(w).dtype == wide => Some(w),
+            _ => None,
+        };
+        widened.push(match unrounded {
+            Some(w) => w,
+            None => emit(graph, Op::Cast(wide), vec![v], origin)?,
+        });
+    }
+    let out = emit(graph, op, widened, origin)?;
+    emit(graph, Op::Cast(dtype), vec![out], origin)
+}
+
+/// Excess precision for gradients: in the nodes from `first` on (the backward pass), a
+/// widening `cast` of a rounding `cast` of a backward value (`f32 → f16 → f32`) becomes that
+/// value, so a 16-bit float gradient is not rounded between the formulas that compute it. The
+/// forward nodes keep their roundings (they are the function's semantics).
+pub(crate) fn keep_gradients_wide(graph: &mut Graph, first: usize) {
+    let mut subst: Vec<Option<ValueId>> = vec![None; graph.nodes.len()];
+    let resolve = |subst: &[Option<ValueId>], v: ValueId| subst[v.index()].unwrap_or(v);
+    for i in first..graph.nodes.len() {
+        let inputs: Vec<ValueId> =
+            graph.nodes[i].inputs.iter().map(|&v| resolve(&subst, v)).collect();
+        graph.nodes[i].inputs = inputs;
+        let node = &graph.nodes[i];
+        let (Op::Cast(wide), &[narrow]) = (&node.op, node.inputs.as_slice()) else { continue };
+        if narrow.index() < first {
+            continue;
+        }
+        let rounding = graph.node(narrow);
+        let (Op::Cast(storage), &[w]) = (&rounding.op, rounding.inputs.as_slice()) else {
+            continue;
+        };
+        let float16 = matches!(storage, tfn_ir::DType::F16 | tfn_ir::DType::BF16);
+        if float16 && storage.compute() == *wide && graph.ty(w).dtype == *wide {
+            subst[i] = Some(w);
+        }
+    }
+    let outputs: Vec<ValueId> = graph.outputs.iter().map(|&v| resolve(&subst, v)).collect();
+    graph.outputs = outputs;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfn_ir::graph::GraphParam;
+    use tfn_ir::DType;
+
+    fn param(graph: &mut Graph, dtype: DType) -> ValueId {
+        let ty = TensorType { dtype, shape: Shape(vec![Dim::Const(3)]) };
+        let index = graph.params.len() as u32;
+        graph.params.push(GraphParam { name: format!("p{index}"), ty: ty.clone() });
+        graph.push(Op::Param(index), Vec::new(), ty, Origin::default())
+    }
+
+    /// Contributions of a storage dtype add in f32, unrounded when they are roundings of f32
+    /// values, and the sum rounds once.
+    #[test]
+    fn half_contributions_add_in_f32_and_round_once() {
+        let mut graph = Graph::default();
+        let origin = Origin::default();
+        let (a, b) = (param(&mut graph, DType::F32), param(&mut graph, DType::F32));
+        let ha = emit(&mut graph, Op::Cast(DType::F16), vec![a], &origin).unwrap();
+        let hb = emit(&mut graph, Op::Cast(DType::F16), vec![b], &origin).unwrap();
+        let h = param(&mut graph, DType::F16);
+        let mut slot = None;
+        for v in [ha, hb, h] {
+            accumulate(&mut graph, &mut slot, v, &origin).unwrap();
+        }
+        let total = slot.unwrap();
+        assert_eq!(graph.ty(total).dtype, DType::F16);
+        let text = tfn_ir::print_graph(&graph);
+        // a + b in f32, plus h widened, rounded once.
+        let adds: Vec<&tfn_ir::Node> =
+            graph.nodes.iter().filter(|n| matches!(n.op, Op::Binary(_))).collect();
+        assert_eq!(adds.len(), 2, "{text}");
+        assert!(adds.iter().all(|n| n.ty.dtype == DType::F32), "{text}");
+        assert_eq!(adds[0].inputs, vec![a, b], "{text}");
+    }
+
+    /// Contributions that cannot add are an error saying so, with both types.
+    #[test]
+    fn contributions_that_cannot_add_are_a_readable_error() {
+        let mut graph = Graph::default();
+        let (a, b) = (param(&mut graph, DType::F32), param(&mut graph, DType::F64));
+        let mut slot = Some(a);
+        let e = accumulate(&mut graph, &mut slot, b, &Origin::default()).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "internal error: cannot add gradient contributions of types f32[3] and f64[3]"
+            ),
+            "{text}"
+        );
+        assert_eq!(e.diagnostics()[0].code, "E0809");
+    }
 }

@@ -26,7 +26,8 @@
 //! Diagnostic codes: `E0801` an op or function on the path has no gradient, `E0802` a `grad`
 //! block lacks the formula for an input that needs one, `E0803` a formula's value does not fit
 //! its input's shape, `E0804` the function has no float tensor parameter to differentiate,
-//! `E0809` internal error (the gradient graph failed verification).
+//! `E0809` internal error (the gradient graph failed verification, or two gradient contributions
+//! cannot be added).
 //! Errors in lowering a formula keep lowering's `E05xx` codes and point into the `grad` block.
 
 mod concat;
@@ -75,9 +76,16 @@ pub enum AutodiffError {
     /// A formula's value cannot be fitted to its input's shape.
     #[error("the gradient of `{function}` for `{input}` has type {got}, but `{input}` is {want}")]
     ShapeMismatch { function: String, input: String, got: String, want: String },
+    /// Two gradient contributions of one value cannot be added (a bug in a formula's types).
+    #[error(
+        "internal error: cannot add gradient contributions of types {first} and {second}: {reason}"
+    )]
+    Accumulate { first: String, second: String, reason: String },
     /// The function has no float tensor parameter: a vjp would have no gradient to return.
-    #[error("`{function}` has no floating-point `Tensor` argument, so there is nothing to differentiate (a vjp returns one gradient per f32 or f64 tensor argument)")]
-    NothingToDifferentiate { function: String },
+    /// `arguments` names the tensor arguments and their dtypes ("`x` is i32"), or says
+    /// there is none.
+    #[error("`{function}` has no floating-point `Tensor` argument ({arguments}), so there is nothing to differentiate (a vjp returns one gradient per f16, bf16, f32 or f64 tensor argument)")]
+    NothingToDifferentiate { function: String, arguments: String },
     /// A bug: the gradient graph failed verification.
     #[error("internal error: the gradient graph is invalid: {0}")]
     Invalid(VerifyError),
@@ -99,7 +107,7 @@ impl AutodiffError {
             AutodiffError::MissingFormula { .. } => "E0802",
             AutodiffError::ShapeMismatch { .. } => "E0803",
             AutodiffError::NothingToDifferentiate { .. } => "E0804",
-            AutodiffError::Invalid(_) => "E0809",
+            AutodiffError::Accumulate { .. } | AutodiffError::Invalid(_) => "E0809",
         };
         vec![Diagnostic::error(code, self.to_string())]
     }

@@ -3,7 +3,7 @@
 //! `grad` block (or, for an inlined call with a custom `grad` block, through that block).
 
 use super::concat::concat_grads;
-use super::fit::{accumulate, fit};
+use super::fit::{accumulate, fit, keep_gradients_wide};
 use super::formula::Formulas;
 use super::prim_call::{prim_call, PrimCall, TensorArg};
 use super::prune::prune;
@@ -45,7 +45,14 @@ fn build(
 ) -> Result<Vjp, AutodiffError> {
     if !forward.params.iter().any(|p| p.ty.dtype.is_float()) {
         let function = forward.name.clone();
-        return Err(AutodiffError::NothingToDifferentiate { function });
+        let named: Vec<String> =
+            forward.params.iter().map(|p| format!("`{}` is {}", p.name, p.ty.dtype)).collect();
+        let arguments = match named.as_slice() {
+            [] => "it has no `Tensor` argument".to_string(),
+            [one] => one.clone(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        };
+        return Err(AutodiffError::NothingToDifferentiate { function, arguments });
     }
     let mut graph = forward.clone();
     graph.name = format!("{}_vjp", forward.name);
@@ -126,6 +133,7 @@ fn build(
         outputs.push(g);
     }
     graph.outputs = outputs;
+    keep_gradients_wide(&mut graph, forward_len);
     let (graph, renumber) = prune(graph);
     tfn_ir::verify(&graph).map_err(AutodiffError::Invalid)?;
     let regions = renumber_regions(regions, &renumber);
