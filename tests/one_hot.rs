@@ -79,7 +79,8 @@ fn adamw_is_the_adamw_formula_with_the_documented_defaults() {
     let (lr, bc1, bc2) =
         (arr0(0.01f32).into_dyn(), arr0(0.19f32).into_dyn(), arr0(0.02f32).into_dyn());
     // (beta1, beta2, decay) given, and the defaults beta1 = 0.9, beta2 = 0.999, decay = 0.
-    let cases: [(Option<(f64, f64, f64)>, (f32, f32, f32)); 2] =
+    type Hyper = (f32, f32, f32);
+    let cases: [(Option<Hyper>, Hyper); 2] =
         [(Some((0.8, 0.99, 0.1)), (0.8, 0.99, 0.1)), (None, (0.9, 0.999, 0.0))];
     for backend in [Backend::Jit, Backend::Interp] {
         let s = optim(backend);
@@ -88,9 +89,9 @@ fn adamw_is_the_adamw_formula_with_the_documented_defaults() {
                 [&p, &g, &m, &v, &lr, &bc1, &bc2].iter().map(|a| Value::from(a.view())).collect();
             let kw: Vec<(&str, Value)> = match given {
                 Some((b1, b2, d)) => vec![
-                    ("beta1", Value::from(b1)),
-                    ("beta2", Value::from(b2)),
-                    ("decay", Value::from(d)),
+                    ("beta1", Value::from(f64::from(b1))),
+                    ("beta2", Value::from(f64::from(b2))),
+                    ("decay", Value::from(f64::from(d))),
                 ],
                 None => vec![],
             };
@@ -122,11 +123,10 @@ fn sgd_is_the_sgd_formula() {
             let kw: Vec<(&str, Value)> =
                 if decay == 0.0 { vec![] } else { vec![("decay", Value::from(f64::from(decay)))] };
             let got = f32s(&s.call_kw("sgd", &args, &kw).unwrap_or_else(|e| panic!("{e}")));
-            for i in 0..4 {
-                let (pi, gi) = (p.as_slice().unwrap()[i], g.as_slice().unwrap()[i]);
+            for (i, ((&pi, &gi), &have)) in p.iter().zip(&g).zip(&got[0]).enumerate() {
                 close(
                     &format!("{backend:?} decay {decay} [{i}]"),
-                    got[0][i],
+                    have,
                     pi - 0.1 * (gi + decay * pi),
                 );
             }

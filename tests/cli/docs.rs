@@ -279,8 +279,9 @@ fn check_tfn(block: &Block, prelude: &str, n: usize) -> Result<(), String> {
     let dir = mirror(&format!("tfn{n}"));
     let file = dir.join(format!("doc_block_{n}.tfn"));
     std::fs::write(&file, block.text()).expect("write the block");
-    let o = bash(&dir, &format!("tfnc check {}", file.display()))?;
+    let o = bash(&dir, &format!("tfnc check {}", file.display()));
     let _ = std::fs::remove_dir_all(&dir);
+    let o = o?;
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() || !stderr.contains(", 0 warnings") {
         return Err(format!("`tfnc check` does not accept it cleanly:\n{}", show(&o)));
@@ -322,6 +323,29 @@ fn check_names(block: &Block) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs a `console` block's commands in `dir` and compares their output with the sample.
+fn run_console(block: &Block, dir: &Path) -> Result<(), String> {
+    for (command, expected) in sessions(block)? {
+        let o = bash(dir, &command)?;
+        if !o.status.success() {
+            return Err(format!("`{command}` failed ({})\n{}", o.status, show(&o)));
+        }
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let actual: Vec<String> = text.lines().map(shape).collect();
+        let expected: Vec<String> = expected.iter().map(|l| shape(l)).collect();
+        if !matches(&expected, &actual) {
+            return Err(format!(
+                "`{command}` printed something else (numbers are wildcards):\n\
+                     --- expected\n{}\n--- printed\n{}",
+                expected.join("\n"),
+                actual.join("\n")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs or checks one block; `Err` says why it is wrong.
 fn check_block(block: &Block, prelude: &str, n: usize) -> Result<(), String> {
     let unknown = |allowed: &[&str]| -> Result<(), String> {
@@ -340,8 +364,9 @@ fn check_block(block: &Block, prelude: &str, n: usize) -> Result<(), String> {
                 return Ok(()); // the Python suite runs it
             }
             let dir = mirror(&format!("sh{n}"));
-            let o = bash(&dir, &block.text())?;
+            let o = bash(&dir, &block.text());
             let _ = std::fs::remove_dir_all(&dir);
+            let o = o?;
             if !o.status.success() {
                 return Err(format!("failed ({})\n{}", o.status, show(&o)));
             }
@@ -353,29 +378,9 @@ fn check_block(block: &Block, prelude: &str, n: usize) -> Result<(), String> {
                 return check_names(block);
             }
             let dir = mirror(&format!("console{n}"));
-            for (command, expected) in sessions(block)? {
-                let o = bash(&dir, &command)?;
-                if !o.status.success() {
-                    return Err(format!("`{command}` failed ({})\n{}", o.status, show(&o)));
-                }
-                let text = format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&o.stdout),
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                let actual: Vec<String> = text.lines().map(shape).collect();
-                let expected: Vec<String> = expected.iter().map(|l| shape(l)).collect();
-                if !matches(&expected, &actual) {
-                    return Err(format!(
-                        "`{command}` printed something else (numbers are wildcards):\n\
-                         --- expected\n{}\n--- printed\n{}",
-                        expected.join("\n"),
-                        actual.join("\n")
-                    ));
-                }
-            }
+            let result = run_console(block, &dir);
             let _ = std::fs::remove_dir_all(&dir);
-            Ok(())
+            result
         }
         "tfn" => {
             unknown(&[])?;

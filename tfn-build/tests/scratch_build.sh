@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# A real `cargo build` of a scratch crate using tfn-build (run by .ci/run): with a `.tfn` error
-# the build must fail and print the diagnostic at file:line:col; fixed, it must build and its
-# typed call must run. Shares the workspace's target directory, so little is recompiled.
+# A real `cargo build` of a scratch crate using tfn-build (run by scripts/test.sh): with a `.tfn`
+# error the build must fail and print the diagnostic at file:line:col; fixed, it must build and
+# its typed call must run. Shares the workspace's target directory: the dependencies are reused;
+# tfn's own crates are compiled again (a path dependency of another workspace gets other
+# artifact hashes), unoptimised as in the workspace (about a minute; optimised, as the `"*"`
+# override alone made them, they took ten).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$(mktemp -d)"
@@ -23,9 +26,22 @@ ndarray = "0.16"
 [build-dependencies]
 tfn-build = { path = "$root/tfn-build" }
 
-# As in the workspace, so the shared target directory's dependencies are reused.
+# As in the workspace, so the shared target directory's artifacts are reused: dependencies
+# optimised, tfn's own crates (members there, path dependencies here) not.
 [profile.dev.package."*"]
 opt-level = 2
+[profile.dev.package.tfn]
+opt-level = 0
+[profile.dev.package.tfn-ir]
+opt-level = 0
+[profile.dev.package.tfn-frontend]
+opt-level = 0
+[profile.dev.package.tfn-passes]
+opt-level = 0
+[profile.dev.package.tfn-backend]
+opt-level = 0
+[profile.dev.package.tfn-build]
+opt-level = 0
 TOML
 cp "$root/Cargo.lock" "$dir/Cargo.lock"
 echo 'fn main() { tfn_build::compile("ops/f.tfn").unwrap(); }' >"$dir/build.rs"
