@@ -23,9 +23,9 @@
 //!   types with the given sizes.
 //! - `run FN ARG=VALUE... -> OUT.npy...`: VALUE is a `.npy` path relative to
 //!   `tests/cases/<stage>/data/` or a literal; every argument is passed by keyword. Each
-//!   result must match its `.npy`: same dtype and shape, ints and bools exactly, floats within
-//!   `|actual - expected| <= tol * max(1, |expected|)` (tol 1e-4 for f32, 1e-9 for f64; NaN
-//!   matches NaN).
+//!   result must match its `.npy` under `tfn-test-utils`' accumulated tolerance: same dtype
+//!   and shape, ints and bools exactly, floats within `atol + rtol * |expected|` (5e-5 for
+//!   f32, 1e-10 for f64; NaN matches NaN).
 //! - `vjp FN ARG=VALUE... cotangent=CT.npy... -> GRAD.npy...`: one cotangent per result; one
 //!   gradient per float tensor argument, in parameter order.
 //!

@@ -4,6 +4,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 use tfn::{Backend, Session, SessionOptions, Tensor, Value};
+use tfn_test_utils::{assert_close, bits, Tolerance};
 
 const SOURCE: &str = r#"
 fn u(Tensor x, Tensor key) -> Tensor {
@@ -76,22 +77,6 @@ fn key(k: &[i64]) -> Value<'static> {
     Value::from(ArrayD::from_shape_vec(IxDyn(shape), k.to_vec()).expect("key"))
 }
 
-fn bits(t: &Tensor) -> Vec<u64> {
-    match t {
-        Tensor::F32(a) => a.iter().map(|v| u64::from(v.to_bits())).collect(),
-        Tensor::F64(a) => a.iter().map(|v| v.to_bits()).collect(),
-        other => panic!("not a float tensor: {other:?}"),
-    }
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    match t {
-        Tensor::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
-        Tensor::F64(a) => a.iter().copied().collect(),
-        other => panic!("not a float tensor: {other:?}"),
-    }
-}
-
 fn call_all(s: &Session, f: &str, args: Vec<Value<'static>>) -> Vec<Tensor> {
     let out = s.call(f, &args).unwrap_or_else(|e| panic!("{f}: {e}"));
     out.into_iter().map(|v| v.into_tensor().expect("a tensor")).collect()
@@ -154,19 +139,11 @@ fn fused_kernels_equal_the_interpreter() {
         for jit in &jits {
             let got = call_all(jit, f, args.clone());
             for (o, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(g.shape(), w.shape(), "{f}");
                 // A reduction or product of random values may round differently (summation
                 // order); the random values themselves (the second result) never do.
                 let exact = got.len() == 1 || o == 1;
-                let (gv, wv) = (values(g), values(w));
-                let first = gv.iter().zip(&wv).position(|(a, b)| {
-                    if exact {
-                        a.to_bits() != b.to_bits()
-                    } else {
-                        (a - b).abs() > 1e-4 * b.abs().max(1.0)
-                    }
-                });
-                assert!(first.is_none(), "{f} result {o}: first difference at {first:?}");
+                let tol = if exact { Tolerance::EXACT } else { Tolerance::ACCUMULATED };
+                assert_close(g, w, tol, &format!("{f} result {o}"));
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Property test (proptest, with shrinking) over random op graphs — random broadcast shapes of rank 2 or 3, dtypes, elementwise
 //! chains, reductions over any non-empty set of axes (row and column reductions, mixed axes)
-//! with and without `keepdim`, casts — fused, JIT-compiled and compared with the interpreter. Tolerance `rtol = atol = 1e-4`: chains of transcendentals (each within a
+//! with and without `keepdim`, casts — fused, JIT-compiled and compared with the interpreter. Tolerance: `tfn-test-utils`' accumulated class: chains of transcendentals (each within a
 //! few ULP) and f32 reduction sums (the interpreter accumulates in f64) compound differences.
 
 use crate::common;
