@@ -223,12 +223,12 @@ fn random_op(rng: &mut Rng) -> Op {
     match rng.index(17) {
         0 => Op::Param(rng.index(3) as u32),
         1 => Op::Const(random_scalar(rng)),
-        2 => Op::Unary(rng.pick(&ALL_UNARY)),
-        3 => Op::Binary(rng.pick(&ALL_BINARY)),
+        2 => Op::Unary(rng.pick(ALL_UNARY)),
+        3 => Op::Binary(rng.pick(ALL_BINARY)),
         4 => Op::Where,
         5 => Op::Cast(rng.pick(&DType::ALL)),
         6 => Op::Reduce {
-            op: rng.pick(&ALL_REDUCE),
+            op: rng.pick(ALL_REDUCE),
             axes: random_axes(rng),
             keepdim: rng.index(2) == 0,
         },
