@@ -460,7 +460,7 @@ fn the_docs_test_catches_what_it_should() {
             block(
                 "tfn",
                 &[],
-                "op rand_like(Tensor x, Tensor<i64> key, *, DType dtype = f32) -> Tensor<dtype>",
+                "op rand_like<dtype: {f16, bf16, f32, f64}>(Tensor x, Tensor<i64> key, *, DType dtype = f32) -> Tensor<dtype>",
             ),
             true,
         ),
@@ -468,7 +468,7 @@ fn the_docs_test_catches_what_it_should() {
             block(
                 "tfn",
                 &[],
-                "op rand_like(Tensor x, Tensor<i64> seed, *, DType dtype = f32) -> Tensor<dtype>",
+                "op rand_like<dtype: {f16, bf16, f32, f64}>(Tensor x, Tensor<i64> seed, *, DType dtype = f32) -> Tensor<dtype>",
             ),
             false,
         ),
