@@ -2,6 +2,7 @@
 //! - `one_hot` (std:nn): negative indices count from the end, and an index outside
 //!   `[-classes, classes)` fails the call naming the op and the index (the check of the
 //!   `index_select` it is written with), never a silent row of zeros;
+//! - `gelu` (std:nn): the tanh form by default, the exact erf form with `approximate=false`;
 //! - std:optim: `adamw` and `sgd` are their formulas (with the documented defaults),
 //!   `init_normal` and `init_uniform` are `randn_like`/`rand_like` scaled, in the dtype asked.
 
@@ -68,6 +69,42 @@ fn f32s(out: &[Value]) -> Vec<Vec<f32>> {
 
 fn close(what: &str, have: f32, want: f32) {
     assert!((want - have).abs() <= 1e-6 * want.abs().max(1.0), "{what}: {have} vs {want}");
+}
+
+/// erf to about 1.5e-7 (Abramowitz and Stegun 7.1.26): an independent reference.
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    (1.0 - poly * (-x * x).exp()).copysign(x)
+}
+
+#[test]
+fn gelu_is_the_tanh_form_by_default_and_the_erf_form_when_exact() {
+    let xs = vec![-3.0f32, -1.0, -0.25, 0.0, 0.5, 1.5, 4.0];
+    let x = ArrayD::from_shape_vec(IxDyn(&[xs.len()]), xs.clone()).expect("x");
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = Session::with_backend(backend);
+        s.load_str("gelu_test.tfn", "use \"std:nn\"\n").unwrap_or_else(|e| panic!("{e}"));
+        let call = |kw: &[(&str, Value)]| {
+            let out = s.call_kw("gelu", &[Value::from(x.view())], kw);
+            f32s(&out.unwrap_or_else(|e| panic!("{backend:?}: {e}"))).remove(0)
+        };
+        let tanh_form = call(&[]);
+        let exact = call(&[("approximate", Value::from(false))]);
+        for (i, &v) in xs.iter().enumerate() {
+            let v = f64::from(v);
+            let want_tanh = 0.5 * v * (1.0 + (0.7978845608 * (v + 0.044715 * v * v * v)).tanh());
+            let want_erf = 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2));
+            close(&format!("{backend:?} tanh gelu({v})"), tanh_form[i], want_tanh as f32);
+            let (have, want) = (f64::from(exact[i]), want_erf);
+            assert!((have - want).abs() <= 2e-6 * want.abs().max(1.0), "{backend:?} erf gelu({v})");
+        }
+        // The two forms differ (by up to ~1e-3 near |x| = 2), so the keyword is not ignored.
+        assert!(tanh_form.iter().zip(&exact).any(|(a, b)| a != b), "{backend:?}");
+    }
 }
 
 #[test]
