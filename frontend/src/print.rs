@@ -155,6 +155,30 @@ fn block(out: &mut String, b: &Block, depth: usize) {
                     }
                 }
             }
+            Stmt::Var { name, value, .. } => {
+                let _ = writeln!(out, "{indent}var {} = {}", name.name, expr(value));
+            }
+            Stmt::Assign { name, value, .. } => {
+                let _ = writeln!(out, "{indent}{} = {}", name.name, expr(value));
+            }
+            Stmt::For { var, start, end, checkpoint, body, .. } => {
+                let ck = if *checkpoint { ", checkpoint" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "{indent}for {} in {}..{}{ck} {{",
+                    var.name,
+                    expr(start),
+                    expr(end)
+                );
+                block(out, body, depth + 1);
+                let _ = writeln!(out, "{indent}}}");
+            }
+            Stmt::While { cond, max_trips, body, .. } => {
+                let _ =
+                    writeln!(out, "{indent}while {}, at most {} {{", expr(cond), expr(max_trips));
+                block(out, body, depth + 1);
+                let _ = writeln!(out, "{indent}}}");
+            }
         }
     }
 }
@@ -200,6 +224,7 @@ pub fn expr(e: &Expr) -> String {
             }
         }
         ExprKind::Size { tensor, axis } => format!("{tensor}.size({axis})"),
+        ExprKind::Index { base, index } => format!("{}[{}]", expr(base), expr(index)),
         ExprKind::PatVar(v) => format!("?{v}"),
     }
 }

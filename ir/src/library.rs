@@ -167,6 +167,16 @@ pub enum Stmt {
     If { cond: Expr, then_block: Block, else_block: Option<Block>, span: Span },
     /// `return e` or `return (a, b)`.
     Return { values: Vec<Expr>, span: Span },
+    /// `var x = e`: a name that the loops after it may assign (`Assign`).
+    Var { name: Binding, value: Expr, span: Span },
+    /// `x = e`: assigns a `var` (only inside a loop body; the front end checks it).
+    Assign { name: Binding, value: Expr, span: Span },
+    /// `for i in start..end { body }` (`, checkpoint` after the range: recompute what the
+    /// backward pass needs instead of storing it). The body is lowered once.
+    For { var: Binding, start: Expr, end: Expr, checkpoint: bool, body: Block, span: Span },
+    /// `while cond, at most max_trips { body }`: `cond` a `bool[]` tensor evaluated before each
+    /// trip; more than `max_trips` trips is a run-time error.
+    While { cond: Expr, max_trips: Expr, body: Block, span: Span },
 }
 
 /// A name introduced by `let` or listed by a `grad` block.
@@ -197,6 +207,9 @@ pub enum ExprKind {
     Call { callee: String, overload: Option<String>, callee_span: Span, args: Vec<Arg> },
     /// `x.size(axis)` in extern `shape:` clauses.
     Size { tensor: String, axis: i64 },
+    /// `x[i]`: `x` indexed along its first axis (the axis removed). With a loop's variable as
+    /// the index and `x` from outside the loop, a view of `x` per trip, never a copy.
+    Index { base: Box<Expr>, index: Box<Expr> },
     /// `?x` in rewrite rules.
     PatVar(String),
 }

@@ -164,6 +164,12 @@ impl<'a> Lowerer<'a> {
                         values.iter().map(|e| self.eval(e, &env)).collect::<Result<_, _>>()?;
                     return Ok(Some(vals));
                 }
+                Stmt::Var { span, .. }
+                | Stmt::Assign { span, .. }
+                | Stmt::For { span, .. }
+                | Stmt::While { span, .. } => {
+                    return Err(diag("E0507", "loops are not lowered yet", Some(*span)));
+                }
             }
         }
         Ok(None)
@@ -192,6 +198,7 @@ impl<'a> Lowerer<'a> {
                 let msg = format!("`{tensor}.size(..)` is only allowed in an extern op's `shape:`");
                 Err(diag("E0507", msg, span))
             }
+            ExprKind::Index { .. } => Err(diag("E0507", "indexing is not lowered yet", span)),
             ExprKind::PatVar(v) => {
                 Err(diag("E0507", format!("pattern variable `?{v}` outside a rewrite rule"), span))
             }
