@@ -22,6 +22,7 @@ mod handle;
 pub mod npy;
 pub mod pipeline;
 mod profile;
+mod program;
 mod session;
 mod signature;
 mod value;

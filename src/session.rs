@@ -47,6 +47,11 @@ pub struct SessionOptions {
     /// else the widest this CPU runs). Every level gives the same bits; `V128` is the forced
     /// fallback of CPUs without AVX2/AVX-512.
     pub simd: tfn_backend::SimdLevel,
+    /// Reverse mode through every `for` loop recomputes what the backward pass needs from a
+    /// state stored every ⌈√n⌉ trips, instead of storing the state of every trip (as
+    /// `for i in a..b, checkpoint` asks for one loop): less memory, one more forward pass
+    /// of the body per trip. Default: `false`.
+    pub checkpoint_loops: bool,
 }
 
 impl Default for SessionOptions {
@@ -58,6 +63,7 @@ impl Default for SessionOptions {
             optimize: true,
             strict: strict_from_env(),
             simd: tfn_backend::SimdLevel::from_env(),
+            checkpoint_loops: false,
         }
     }
 }
@@ -474,6 +480,15 @@ impl Session {
         let guards = instance.guards.clone();
         let rules = self.rules.read().map_or_else(|p| p.into_inner().clone(), |r| r.clone());
         let prepared = match kind {
+            _ if instance.has_loops() => Prepared::compile_program(
+                &instance,
+                kind,
+                &library,
+                &rules,
+                &self.options,
+                self.jit.as_ref(),
+                key,
+            )?,
             CallKind::Call => Prepared::compile(
                 instance.graph,
                 instance.params,

@@ -150,6 +150,9 @@ enum Executor {
     Interp,
     /// Fused Cranelift kernels.
     Jit(Box<CompiledFunction>),
+    /// A function with loops: its stages and loop bodies, each prepared on its own
+    /// (`crate::program`).
+    Program { program: Box<crate::program::CompiledProgram>, kind: CallKind, checkpoint: bool },
 }
 
 /// One function instantiated for one signature, optimised and compiled, ready to run.
@@ -277,6 +280,65 @@ impl Prepared {
         })
     }
 
+    /// Prepares a function with loops: its program's stages and bodies, each compiled like a
+    /// function of its own (`crate::program`).
+    pub(crate) fn compile_program(
+        instance: &tfn_ir::Instance,
+        kind: CallKind,
+        library: &tfn_ir::Library,
+        rules: &RuleSet,
+        options: &SessionOptions,
+        jit: Option<&JitCompiler>,
+        key: CallKey,
+    ) -> Result<Prepared, Error> {
+        let program =
+            instance.program().map_err(|e| Error::Internal(format!("compiling {key}: {e}")))?;
+        let gradients = kind != CallKind::Call;
+        if gradients {
+            if let Some(label) = crate::program::refuse_while(&program) {
+                let d = tfn_ir::Diagnostic::error(
+                    "E0805",
+                    format!("`{}` cannot be differentiated: it runs the `while` loop `{label}`, whose trip count depends on the values", instance.function),
+                )
+                .with_help("write it as a `for` loop over a bound known when it starts");
+                return Err(Error::from_diagnostics(
+                    crate::error::DiagKind::Call,
+                    vec![d],
+                    &library.sources,
+                ));
+            }
+        }
+        let compiler =
+            crate::program::Compiler { library, rules, options, jit, key: &key, gradients };
+        let compiled = crate::program::CompiledProgram::compile(&program, &compiler)?;
+        let fallbacks = compiled.fallbacks();
+        if options.strict && (!fallbacks.kernels.is_empty() || fallbacks.optimizer.is_some()) {
+            return Err(Error::Internal(format!(
+                "compiling {key}: a step of the loop program degraded (strict mode)"
+            )));
+        }
+        // The signature: the real parameters, then (for a vjp) one cotangent per result.
+        let mut graph = program.signature.clone();
+        if gradients {
+            for (k, o) in program.outputs.iter().enumerate() {
+                let ty = instance.graph.ty(*o).clone();
+                graph.params.push(tfn_ir::GraphParam { name: format!("cotangent{k}"), ty });
+            }
+        }
+        Ok(Prepared {
+            graph,
+            params: instance.params.clone(),
+            key,
+            guards: Default::default(),
+            executor: Executor::Program {
+                program: Box::new(compiled),
+                kind,
+                checkpoint: options.checkpoint_loops,
+            },
+            fallbacks,
+        })
+    }
+
     pub(crate) fn run(
         &self,
         inputs: &[TensorValue],
@@ -290,6 +352,21 @@ impl Prepared {
             Executor::Jit(f) => {
                 let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
                 f.run_with_externs(&views, externs).map_err(run_error)
+            }
+            Executor::Program { program, kind: CallKind::Call, .. } => program.run(inputs, externs),
+            Executor::Program { program, kind, checkpoint } => {
+                let n = program.inputs().min(inputs.len());
+                let (args, cots) = inputs.split_at(n);
+                let with_values = *kind == CallKind::ValueAndVjp;
+                let (mut out, grads) =
+                    program.vjp(args, cots, externs, with_values, *checkpoint)?;
+                // One gradient per float parameter, in order (zeros where none reaches it).
+                for ((a, p), g) in args.iter().zip(&self.graph.params).zip(grads) {
+                    if p.ty.dtype.is_float() {
+                        out.push(g.unwrap_or_else(|| crate::program::zeros(a.dtype(), a.shape())));
+                    }
+                }
+                Ok(out)
             }
         }
     }
@@ -311,6 +388,10 @@ impl Prepared {
                     outputs.iter_mut().map(OutputMut::reborrow).collect();
                 f.run_into_with_externs(&views, &mut outs, externs).map_err(run_error)
             }
+            Executor::Program { .. } => {
+                let results = self.run(inputs, externs)?;
+                copy_into(results, outputs)
+            }
         }
     }
 }
@@ -319,7 +400,7 @@ impl Prepared {
     /// The compiled kernels (`None` with the interpreter backend).
     pub(crate) fn compiled(&self) -> Option<&CompiledFunction> {
         match &self.executor {
-            Executor::Interp => None,
+            Executor::Interp | Executor::Program { .. } => None,
             Executor::Jit(f) => Some(f),
         }
     }
@@ -374,7 +455,7 @@ fn run_error(e: RunError) -> Error {
     }
 }
 
-fn bind_error(b: tfn_ir::BindError) -> Error {
+pub(crate) fn bind_error(b: tfn_ir::BindError) -> Error {
     match b {
         tfn_ir::BindError::Limit(e) => Error::Config(e.to_string()),
         b => Error::Shape(b.to_string()),

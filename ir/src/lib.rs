@@ -29,6 +29,7 @@ pub mod op;
 pub mod op_index;
 pub mod op_window;
 pub mod philox;
+pub mod program;
 pub mod random;
 pub mod rng;
 pub mod shape;

@@ -236,6 +236,7 @@ fn session_for(
         None => defaults.threads,
     };
     let options = crate::SessionOptions {
+        checkpoint_loops: false,
         backend,
         threads,
         optimize,

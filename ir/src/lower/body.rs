@@ -115,11 +115,25 @@ impl<'a> Lowerer<'a> {
         block: &Block,
         outer: &HashMap<String, Val>,
     ) -> Result<Option<Vec<Val>>, Diagnostic> {
+        Ok(self.exec_scope(block, outer)?.0)
+    }
+
+    /// Runs a block in a scope of its own; returns `Some` once a `return` ran, and the names
+    /// visible after its last statement (a `var` of an enclosing scope the block assigned has
+    /// its new value there).
+    pub(super) fn exec_scope(
+        &mut self,
+        block: &Block,
+        outer: &HashMap<String, Val>,
+    ) -> Result<(Option<Vec<Val>>, HashMap<String, Val>), Diagnostic> {
         let mut env = outer.clone();
+        // Names this block declares: assignments to them do not leave it.
+        let mut declared: Vec<String> = Vec::new();
         for stmt in &block.stmts {
             match stmt {
                 Stmt::Let { names, value, span } => {
                     let v = self.eval(value, &env)?;
+                    declared.extend(names.iter().map(|n| n.name.clone()));
                     match (names.as_slice(), v) {
                         ([one], v) => {
                             env.insert(one.name.clone(), v);
@@ -139,6 +153,19 @@ impl<'a> Lowerer<'a> {
                         }
                     }
                 }
+                Stmt::Var { name, value, .. } => {
+                    let v = self.eval(value, &env)?;
+                    declared.push(name.name.clone());
+                    env.insert(name.name.clone(), v);
+                }
+                Stmt::Assign { name, value, span } => {
+                    let v = self.eval(value, &env)?;
+                    if !env.contains_key(&name.name) {
+                        let msg = format!("`{}` is assigned but never declared", name.name);
+                        return Err(diag("E0511", msg, Some(*span)));
+                    }
+                    env.insert(name.name.clone(), v);
+                }
                 Stmt::If { cond, then_block, else_block, .. } => {
                     let taken = match self.eval(cond, &env)? {
                         Val::Attr(Attr::Bool(b)) => b,
@@ -150,32 +177,57 @@ impl<'a> Lowerer<'a> {
                             return Err(diag("E0507", msg, Some(cond.span)));
                         }
                     };
-                    let result = match (taken, else_block) {
-                        (true, _) => self.exec_block(then_block, &env)?,
-                        (false, Some(e)) => self.exec_block(e, &env)?,
+                    let branch = match (taken, else_block) {
+                        (true, _) => Some(then_block),
+                        (false, Some(e)) => Some(e),
                         (false, None) => None,
                     };
-                    if result.is_some() {
-                        return Ok(result);
+                    if let Some(b) = branch {
+                        let (result, after) = self.exec_scope(b, &env)?;
+                        if result.is_some() {
+                            return Ok((result, after));
+                        }
+                        // Assignments of enclosing `var`s made in the branch.
+                        let mut assigned = Vec::new();
+                        super::loops::assigned_names(b, &mut assigned);
+                        for (n, _) in assigned {
+                            if let Some(v) = after.get(&n) {
+                                env.insert(n, v.clone());
+                            }
+                        }
                     }
                 }
                 Stmt::Return { values, .. } => {
                     let vals =
                         values.iter().map(|e| self.eval(e, &env)).collect::<Result<_, _>>()?;
-                    return Ok(Some(vals));
+                    return Ok((Some(vals), env));
                 }
-                Stmt::Var { span, .. }
-                | Stmt::Assign { span, .. }
-                | Stmt::For { span, .. }
-                | Stmt::While { span, .. } => {
-                    return Err(diag("E0507", "loops are not lowered yet", Some(*span)));
+                Stmt::For { var, start, end, checkpoint, body, span } => {
+                    let stmt =
+                        super::loops::LoopStmt::For { var, start, end, checkpoint: *checkpoint };
+                    self.exec_loop(stmt, body, *span, &mut env)?;
+                }
+                Stmt::While { cond, max_trips, body, span } => {
+                    let stmt = super::loops::LoopStmt::While { cond, max_trips };
+                    self.exec_loop(stmt, body, *span, &mut env)?;
                 }
             }
         }
-        Ok(None)
+        // Names declared here go out of scope: the caller sees its own bindings of them.
+        for n in declared {
+            match outer.get(&n) {
+                Some(v) => env.insert(n, v.clone()),
+                None => env.remove(&n),
+            };
+        }
+        Ok((None, env))
     }
 
-    fn eval(&mut self, expr: &Expr, env: &HashMap<String, Val>) -> Result<Val, Diagnostic> {
+    pub(super) fn eval(
+        &mut self,
+        expr: &Expr,
+        env: &HashMap<String, Val>,
+    ) -> Result<Val, Diagnostic> {
         let span = Some(expr.span);
         match &expr.kind {
             ExprKind::Name(n) => env
@@ -198,7 +250,7 @@ impl<'a> Lowerer<'a> {
                 let msg = format!("`{tensor}.size(..)` is only allowed in an extern op's `shape:`");
                 Err(diag("E0507", msg, span))
             }
-            ExprKind::Index { .. } => Err(diag("E0507", "indexing is not lowered yet", span)),
+            ExprKind::Index { base, index } => self.eval_index(base, index, expr.span, env),
             ExprKind::PatVar(v) => {
                 Err(diag("E0507", format!("pattern variable `?{v}` outside a rewrite rule"), span))
             }
@@ -278,6 +330,66 @@ impl<'a> Lowerer<'a> {
                 None => positional.push((v, a.value.span)),
             }
         }
+        self.call_vals(span, callee, overload, callee_span, positional, keywords)
+    }
+
+    /// Calls `name` with values already computed (lowering's own calls: `x[i]` is a
+    /// `slice`, ...); errors point at `span`.
+    pub(super) fn call_named(
+        &mut self,
+        name: &str,
+        positional: Vec<Val>,
+        keywords: Vec<(&str, Val)>,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let positional = positional.into_iter().map(|v| (v, span)).collect();
+        let keywords = keywords.into_iter().map(|(k, v)| (k.to_string(), v, span)).collect();
+        self.call_vals(span, name, None, span, positional, keywords)
+    }
+
+    fn call_vals(
+        &mut self,
+        span: Span,
+        callee: &str,
+        overload: Option<&str>,
+        callee_span: Span,
+        mut positional: Vec<(Val, Span)>,
+        keywords: Vec<(String, Val, Span)>,
+    ) -> Result<Val, Diagnostic> {
+        let is_static = static_eval::is_static_op(callee, overload) && keywords.is_empty();
+        let any_index = positional.iter().any(|(v, _)| matches!(v, Val::Index(_)));
+        let index_math = positional
+            .iter()
+            .all(|(v, _)| matches!(v, Val::Index(_) | Val::Attr(Attr::Int(_) | Attr::Float(_))));
+        if is_static && any_index && index_math {
+            // Arithmetic on a loop variable: `i64[]` tensors (`f32` with a float literal).
+            let float = positional.iter().any(|(v, _)| matches!(v, Val::Attr(Attr::Float(_))));
+            let dtype = if float { crate::dtype::DType::F32 } else { crate::dtype::DType::I64 };
+            for (v, s) in positional.iter_mut() {
+                let new = match &*v {
+                    Val::Index(t) if float => self.call_named(
+                        "cast",
+                        vec![Val::Tensor(*t), Val::Attr(Attr::DType(dtype))],
+                        vec![],
+                        *s,
+                    )?,
+                    Val::Index(t) => Val::Tensor(*t),
+                    Val::Attr(a) => Val::Tensor(self.literal(a, dtype, Some(*s))?),
+                    other => other.clone(),
+                };
+                *v = new;
+            }
+            let out = self.call_vals(span, callee, overload, callee_span, positional, keywords)?;
+            return Ok(match out {
+                Val::Tensor(t)
+                    if self.graph.ty(t).dtype == crate::dtype::DType::I64
+                        && self.graph.ty(t).shape.rank() == 0 =>
+                {
+                    Val::Index(t)
+                }
+                other => other,
+            });
+        }
         let all_attrs = positional.iter().all(|(v, _)| matches!(v, Val::Attr(_)));
         if static_eval::is_static_op(callee, overload) && keywords.is_empty() && all_attrs {
             let attrs: Vec<Attr> = positional
@@ -310,6 +422,7 @@ impl<'a> Lowerer<'a> {
                     ArgKind::TensorList { dtype, len: Some(ts.len()) }
                 }
                 Val::Attr(a) => ArgKind::of_attr(a.clone()),
+                Val::Index(_) => ArgKind::Attr { ty: dispatch::AttrType::Int, value: None },
                 Val::Tuple(_) => {
                     let msg = "a tuple cannot be passed as an argument; destructure it with `let`";
                     return Err(diag("E0508", msg, Some(at)));

@@ -17,6 +17,9 @@ pub(super) enum Val {
     List(Vec<ValueId>),
     Attr(Attr),
     Tuple(Vec<Val>),
+    /// An `Int` known only when the code runs (a loop variable, or arithmetic on one): a
+    /// rank-0 `i64` value of the graph (`loops.rs`).
+    Index(ValueId),
 }
 
 impl Val {
@@ -26,6 +29,7 @@ impl Val {
             Val::List(_) => "a list of tensors".into(),
             Val::Attr(a) => format!("{} `{a}`", a.type_name()),
             Val::Tuple(items) => format!("a tuple of {} values", items.len()),
+            Val::Index(_) => "an Int known only when the loop runs".into(),
         }
     }
 }
@@ -238,6 +242,16 @@ impl BoundCall<'_> {
     pub(super) fn attr(&self, name: &str) -> Result<&Attr, Diagnostic> {
         match self.val(name)? {
             Val::Attr(a) => Ok(a),
+            Val::Index(_) => Err(self
+                .error(
+                    "E0511",
+                    name,
+                    format!(
+                        "{} is known only when the loop runs, but `{name}` must be known at compile time",
+                        self.label(name)
+                    ),
+                )
+                .with_help("a loop variable can index a tensor (`w[i]`) or enter arithmetic")),
             _ => {
                 Err(self.error("E0502", name, format!("{} must be an attribute", self.label(name))))
             }

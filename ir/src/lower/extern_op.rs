@@ -26,6 +26,11 @@ impl Lowerer<'_> {
                 Val::List(ts) => inputs.extend(ts),
                 Val::Attr(a) => attrs.push(a.clone()),
                 Val::Tuple(_) => {}
+                Val::Index(_) => {
+                    let msg =
+                        "an extern op's attributes must be known at compile time, not in a loop";
+                    return Err(super::call::diag("E0511", msg, call.span));
+                }
             }
         }
         let dtype = match &spec.dtype {

@@ -33,6 +33,10 @@ pub(super) struct Lowerer<'a> {
     /// Excess precision (`storage.rs`): for each storage-dtype value the current function
     /// body computed, the compute-dtype value it is the rounding of.
     pub carried: HashMap<ValueId, ValueId>,
+    /// The loops of the graph being lowered, in order (`loops.rs`).
+    pub loops: Vec<crate::program::LoopSpec>,
+    /// The loops being lowered, innermost last.
+    pub loop_ctx: Vec<super::loops::LoopCtx>,
 }
 
 /// Instantiates `name` (a base name, or `name.overload`) for one call signature, without
@@ -101,6 +105,8 @@ pub fn instantiate_for_sizes(
         inlined: Vec::new(),
         regions: Vec::new(),
         carried: HashMap::new(),
+        loops: Vec::new(),
+        loop_ctx: Vec::new(),
     };
     let mut sources = Vec::new();
     let mut vals = Vec::new();
@@ -154,13 +160,14 @@ pub fn instantiate_for_sizes(
         }
     }
     let mut graph = lw.graph;
-    let guards = lw.syms.finish(&mut graph);
+    let mut loops = lw.loops;
+    let guards = lw.syms.finish_with(&mut graph, &mut crate::program::bounds_mut(&mut loops));
     if let Err(e) = crate::verify::verify(&graph) {
         let msg = format!("internal error: lowering `{}` produced an invalid graph: {e}", name);
         return Err(diag("E0509", msg, None).into());
     }
     let function = fdef.full_name();
-    Ok(Instance { graph, function, params: sources, regions: lw.regions, guards })
+    Ok(Instance { graph, function, params: sources, regions: lw.regions, guards, loops })
 }
 
 impl<'a> Lowerer<'a> {

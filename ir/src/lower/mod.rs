@@ -33,6 +33,7 @@ mod extern_op;
 mod grad_prims;
 mod infer;
 mod instantiate;
+mod loops;
 pub mod moves;
 mod primitives;
 mod random;
@@ -111,6 +112,27 @@ pub struct Instance {
     /// What the graph assumes about derived sizes being 1: a call may run it only if they
     /// hold for its input shapes.
     pub guards: crate::guards::SizeGuards,
+    /// The function's loops ([`crate::program`]). When there are any, `graph` has one more
+    /// parameter per loop result after the `params.len()` real ones, and runs only as the
+    /// [`crate::program::Program`] that [`Instance::program`] cuts it into.
+    pub loops: Vec<crate::program::LoopSpec>,
+}
+
+impl Instance {
+    /// Whether the function has loops (and so runs as a [`crate::program::Program`]).
+    pub fn has_loops(&self) -> bool {
+        !self.loops.is_empty()
+    }
+
+    /// The function cut at its loops into steps.
+    pub fn program(&self) -> Result<crate::program::Program, crate::program::SplitError> {
+        crate::program::split(&crate::program::LoopBody {
+            graph: self.graph.clone(),
+            inputs: self.params.len(),
+            regions: self.regions.clone(),
+            loops: self.loops.clone(),
+        })
+    }
 }
 
 /// Which argument of the top-level call feeds a graph parameter.

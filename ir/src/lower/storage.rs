@@ -175,6 +175,7 @@ impl Lowerer<'_> {
             }
             Val::Tuple(vs) => Val::Tuple(vs.into_iter().map(|v| self.leave(v, span)).collect()),
             Val::Attr(a) => Val::Attr(a),
+            Val::Index(i) => Val::Index(i),
         }
     }
 

@@ -277,7 +277,9 @@ impl SymTable {
     /// Writes the final symbol table into `graph`, renumbering every type to representatives,
     /// and the checks into `graph.checks`.
     /// Returns the guards, over the graph's symbols plus any definitions only they need.
-    pub fn finish(mut self, graph: &mut Graph) -> SizeGuards {
+    /// Ends lowering: folds and renumbers the symbols of `graph` (and the sizes kept outside it,
+    /// `extra`: a loop's bounds) and returns the guards.
+    pub fn finish_with(mut self, graph: &mut Graph, extra: &mut [&mut Dim]) -> SizeGuards {
         let guard_list = std::mem::take(&mut self.guards);
         let equal_list = std::mem::take(&mut self.equal);
         // Each check's expression becomes a symbol of its own (it folds or merges with a twin
@@ -339,6 +341,9 @@ impl SymTable {
         let map_shape = |s: &mut Shape| s.0.iter_mut().for_each(|d| *d = map(*d));
         for p in &mut graph.params {
             map_shape(&mut p.ty.shape);
+        }
+        for d in extra.iter_mut() {
+            **d = map(**d);
         }
         for n in &mut graph.nodes {
             map_shape(&mut n.ty.shape);

@@ -1,0 +1,151 @@
+//! Functions with loops: a [`tfn_ir::program::Program`] compiled step by step and run.
+//!
+//! Lowering cuts a function with `for`/`while` loops into straight-line stage graphs and loop
+//! steps ([`tfn_ir::program`]). Here every stage graph, and every loop body (recursively), is
+//! prepared like any function — optimised, fused and compiled by the session's backend, the
+//! JIT or the interpreter — **once**; running the program runs the stages in order and each
+//! loop's compiled body once per trip ([`run`]). The reverse mode ([`vjp`]) runs the program
+//! forward keeping each loop's carried values per trip (or, for `for ..., checkpoint` and
+//! [`crate::SessionOptions::checkpoint_loops`], only every k-th of them, recomputing the rest),
+//! then walks the steps backwards through each stage's and each body's gradient graph.
+
+mod run;
+mod tensors;
+mod vjp;
+
+pub(crate) use tensors::zeros;
+pub(crate) use vjp::refuse_while;
+
+use crate::error::Error;
+use crate::session::SessionOptions;
+use crate::signature::{CallKey, Fallbacks, Prepared};
+use tfn_backend::JitCompiler;
+use tfn_ir::program::{LoopSpec, Program, Step};
+use tfn_ir::{Graph, Library, ValueId};
+use tfn_passes::optimize::RuleSet;
+
+/// A program with every step prepared.
+pub(crate) struct CompiledProgram {
+    /// The real parameters and symbol table: binding them gives every size.
+    signature: Graph,
+    /// The value of each real parameter (its node), in order.
+    param_values: Vec<ValueId>,
+    steps: Vec<CompiledStep>,
+    outputs: Vec<ValueId>,
+    values: usize,
+}
+
+enum CompiledStep {
+    Graph {
+        forward: Box<Prepared>,
+        /// The stage's gradient graph (vjp programs only) and the stage parameters it
+        /// differentiates (indices into real parameters, then `reads`).
+        backward: Option<(Box<Prepared>, Vec<usize>)>,
+        reads: Vec<ValueId>,
+        writes: Vec<ValueId>,
+    },
+    Loop {
+        spec: LoopSpec,
+        body: Box<CompiledProgram>,
+    },
+}
+
+/// What compiling a program needs from the session.
+pub(crate) struct Compiler<'a> {
+    pub library: &'a Library,
+    pub rules: &'a RuleSet,
+    pub options: &'a SessionOptions,
+    pub jit: Option<&'a JitCompiler>,
+    pub key: &'a CallKey,
+    /// Also build each step's gradient graph.
+    pub gradients: bool,
+}
+
+impl CompiledProgram {
+    /// Prepares every stage and loop body of `program`.
+    pub(crate) fn compile(program: &Program, c: &Compiler) -> Result<CompiledProgram, Error> {
+        let mut steps = Vec::new();
+        for step in &program.steps {
+            steps.push(match step {
+                Step::Graph { graph, regions, reads, writes } => {
+                    let forward = Prepared::compile(
+                        graph.clone(),
+                        Vec::new(),
+                        c.rules,
+                        c.options,
+                        c.jit,
+                        c.key.clone(),
+                    )?;
+                    let backward =
+                        if c.gradients && graph.params.iter().any(|p| p.ty.dtype.is_float()) {
+                            let v = tfn_passes::autodiff::vjp_graph(c.library, graph, regions)
+                                .map_err(|e| {
+                                    Error::from_diagnostics(
+                                        crate::error::DiagKind::Call,
+                                        e.diagnostics(),
+                                        &c.library.sources,
+                                    )
+                                })?;
+                            let prepared = Prepared::compile(
+                                v.graph,
+                                Vec::new(),
+                                c.rules,
+                                c.options,
+                                c.jit,
+                                c.key.clone(),
+                            )?;
+                            Some((Box::new(prepared), v.differentiated))
+                        } else {
+                            None
+                        };
+                    CompiledStep::Graph {
+                        forward: Box::new(forward),
+                        backward,
+                        reads: reads.clone(),
+                        writes: writes.clone(),
+                    }
+                }
+                Step::Loop { spec, body } => CompiledStep::Loop {
+                    spec: spec.clone(),
+                    body: Box::new(CompiledProgram::compile(body, c)?),
+                },
+            });
+        }
+        Ok(CompiledProgram {
+            signature: program.signature.clone(),
+            param_values: program.param_values.clone(),
+            steps,
+            outputs: program.outputs.clone(),
+            values: program.values,
+        })
+    }
+
+    /// What degraded while compiling the steps (empty unless tfn has a bug).
+    pub(crate) fn fallbacks(&self) -> Fallbacks {
+        let mut all = Fallbacks::default();
+        for step in &self.steps {
+            let parts: Vec<Fallbacks> = match step {
+                CompiledStep::Graph { forward, backward, .. } => {
+                    let mut v = vec![forward.fallbacks.clone()];
+                    if let Some((b, _)) = backward {
+                        v.push(b.fallbacks.clone());
+                    }
+                    v
+                }
+                CompiledStep::Loop { body, .. } => vec![body.fallbacks()],
+            };
+            for f in parts {
+                if all.optimizer.is_none() {
+                    all.optimizer = f.optimizer;
+                }
+                all.kernels.extend(f.kernels);
+            }
+        }
+        all
+    }
+
+    /// Number of real parameters.
+    pub(crate) fn inputs(&self) -> usize {
+        self.param_values.len()
+    }
+}
