@@ -158,12 +158,46 @@ pub enum Stmt {
         value: Expr,
         span: Span,
     },
+    /// `var x = e`: a name the loops after it may assign.
+    Var {
+        name: Ident,
+        value: Expr,
+        span: Span,
+    },
+    /// `x = e`.
+    Assign {
+        name: Ident,
+        value: Expr,
+        span: Span,
+    },
+    /// `for i in start..end { body }`; `checkpoint` is the `, checkpoint` token when written.
+    For {
+        var: Ident,
+        start: Expr,
+        end: Expr,
+        checkpoint: Option<Span>,
+        body: Block,
+        span: Span,
+    },
+    /// `while cond, at most max_trips { body }`.
+    While {
+        cond: Expr,
+        max_trips: Expr,
+        body: Block,
+        span: Span,
+    },
 }
 
 impl Stmt {
     pub fn span(&self) -> Span {
         match self {
-            Stmt::Let { span, .. } | Stmt::If { span, .. } | Stmt::Return { span, .. } => *span,
+            Stmt::Let { span, .. }
+            | Stmt::If { span, .. }
+            | Stmt::Return { span, .. }
+            | Stmt::Var { span, .. }
+            | Stmt::Assign { span, .. }
+            | Stmt::For { span, .. }
+            | Stmt::While { span, .. } => *span,
         }
     }
 }
@@ -271,6 +305,11 @@ pub enum ExprKind {
     Neg {
         op_span: Span,
         operand: Box<Expr>,
+    },
+    /// `base[index]`: `base` indexed along its first axis.
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
     },
     /// `?x` (rewrite rules only).
     PatVar(String),

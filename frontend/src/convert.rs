@@ -2,7 +2,8 @@
 //!
 //! Infix operators become calls of the prelude's op names (`a + b` → `add(a, b)`, `-x` →
 //! `neg(x)`, `a ** b` → `pow(a, b)`, `a == b` → `eq(a, b)`, ...; the call's `callee_span` is the
-//! operator token), `return (a, b)` becomes a `Return` with two values, and extern `shape:`
+//! operator token), `return (a, b)` becomes a `Return` with two values, loops and `x[i]` map
+//! one to one onto [`Stmt::For`]/[`Stmt::While`]/[`ExprKind::Index`], and extern `shape:`
 //! clauses become [`ShapeRule`]s with `x.size(i)` as [`ExprKind::Size`]. Calls stay unresolved
 //! (no overload chosen): dispatch happens per call signature at instantiation.
 //!
@@ -53,6 +54,9 @@ pub fn expr(e: &ast::Expr) -> Expr {
             callee_span: *op_span,
             args: vec![positional(expr(operand))],
         },
+        ast::ExprKind::Index { base, index } => {
+            ExprKind::Index { base: Box::new(expr(base)), index: Box::new(expr(index)) }
+        }
     };
     Expr { kind, span: e.span }
 }
@@ -85,6 +89,26 @@ fn stmt(s: &ast::Stmt) -> Stmt {
             };
             Stmt::Return { values, span: *span }
         }
+        ast::Stmt::Var { name, value, span } => {
+            Stmt::Var { name: binding(name), value: expr(value), span: *span }
+        }
+        ast::Stmt::Assign { name, value, span } => {
+            Stmt::Assign { name: binding(name), value: expr(value), span: *span }
+        }
+        ast::Stmt::For { var, start, end, checkpoint, body, span } => Stmt::For {
+            var: binding(var),
+            start: expr(start),
+            end: expr(end),
+            checkpoint: checkpoint.is_some(),
+            body: block(body),
+            span: *span,
+        },
+        ast::Stmt::While { cond, max_trips, body, span } => Stmt::While {
+            cond: expr(cond),
+            max_trips: expr(max_trips),
+            body: block(body),
+            span: *span,
+        },
     }
 }
 

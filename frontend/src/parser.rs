@@ -5,7 +5,8 @@
 //! it precedes (`-1` is the literal −1, `-x` is `neg(x)`), and reports malformed literals.
 //!
 //! Precedence, loosest first: comparisons `== != < <= > >=`, then `+ -`, then `* /` (all
-//! left-associative), then unary `-`, then `**` (right-associative), so `-x**2` is `-(x**2)`.
+//! left-associative), then unary `-`, then `**` (right-associative), so `-x**2` is `-(x**2)`,
+//! then indexing `e[i]` (postfix), so `-x[i]` is `-(x[i])`.
 
 use crate::ast::*;
 use crate::prepare::prepare;
@@ -59,6 +60,7 @@ fn pratt() -> PrattParser<Rule> {
             | Op::infix(Rule::rem, Assoc::Left))
         .op(Op::prefix(Rule::neg))
         .op(Op::infix(Rule::pow, Assoc::Right))
+        .op(Op::postfix(Rule::index))
 }
 
 struct Builder {
@@ -98,6 +100,12 @@ fn is_punct(rule: Rule) -> bool {
             | kw_return
             | kw_rewrite
             | kw_use
+            | kw_for
+            | kw_while
+            | kw_var
+            | kw_in
+            | at_most
+            | range_dots
             | kw_grad
             | kw_shape
             | kw_dtype
@@ -367,7 +375,13 @@ impl Builder {
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::rbrace => close = self.span(&p),
-                Rule::let_stmt | Rule::if_stmt | Rule::return_stmt => stmts.push(self.stmt(p)),
+                Rule::let_stmt
+                | Rule::var_stmt
+                | Rule::assign_stmt
+                | Rule::if_stmt
+                | Rule::for_stmt
+                | Rule::while_stmt
+                | Rule::return_stmt => stmts.push(self.stmt(p)),
                 _ => {}
             }
         }
@@ -424,6 +438,70 @@ impl Builder {
                     then_block.unwrap_or(Block { stmts: Vec::new(), close: span, span });
                 Stmt::If { cond: cond.unwrap_or_else(placeholder), then_block, else_block, span }
             }
+            Rule::var_stmt => {
+                let mut parts = parts.into_iter();
+                let name = parts.next().map(|p| self.ident(&p));
+                let value = parts.next().map(|p| self.expr(p));
+                Stmt::Var {
+                    name: name.unwrap_or(Ident { name: String::new(), span }),
+                    value: value.unwrap_or_else(placeholder),
+                    span,
+                }
+            }
+            Rule::assign_stmt => {
+                let mut name = Ident { name: String::new(), span };
+                let mut value = None;
+                for p in parts {
+                    match p.as_rule() {
+                        Rule::assign_target => name = self.assign_target(&p),
+                        Rule::expr => value = Some(self.expr(p)),
+                        _ => {}
+                    }
+                }
+                Stmt::Assign { name, value: value.unwrap_or_else(placeholder), span }
+            }
+            Rule::for_stmt => {
+                let mut var = None;
+                let mut bounds = Vec::new();
+                let mut checkpoint = None;
+                let mut body = None;
+                for p in parts {
+                    match p.as_rule() {
+                        Rule::ident => var = Some(self.ident(&p)),
+                        Rule::expr => bounds.push(self.expr(p)),
+                        Rule::checkpoint => checkpoint = Some(self.span(&p)),
+                        Rule::block => body = Some(self.block(p)),
+                        _ => {}
+                    }
+                }
+                let mut bounds = bounds.into_iter();
+                Stmt::For {
+                    var: var.unwrap_or(Ident { name: String::new(), span }),
+                    start: bounds.next().unwrap_or_else(placeholder),
+                    end: bounds.next().unwrap_or_else(placeholder),
+                    checkpoint,
+                    body: body.unwrap_or(Block { stmts: Vec::new(), close: span, span }),
+                    span,
+                }
+            }
+            Rule::while_stmt => {
+                let mut exprs = Vec::new();
+                let mut body = None;
+                for p in parts {
+                    match p.as_rule() {
+                        Rule::expr => exprs.push(self.expr(p)),
+                        Rule::block => body = Some(self.block(p)),
+                        _ => {}
+                    }
+                }
+                let mut exprs = exprs.into_iter();
+                Stmt::While {
+                    cond: exprs.next().unwrap_or_else(placeholder),
+                    max_trips: exprs.next().unwrap_or_else(placeholder),
+                    body: body.unwrap_or(Block { stmts: Vec::new(), close: span, span }),
+                    span,
+                }
+            }
             _ => {
                 let value = parts.into_iter().find(|p| p.as_rule() == Rule::expr);
                 Stmt::Return {
@@ -431,6 +509,18 @@ impl Builder {
                     span,
                 }
             }
+        }
+    }
+
+    /// The name of an `assign_target` token (`x =`: the name, then spaces or comments, then
+    /// `=`; an atomic rule, so the name has no pair of its own).
+    fn assign_target(&self, pair: &Pair<'_, Rule>) -> Ident {
+        let text = pair.as_str();
+        let len = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(0);
+        let start = pair.as_span().start();
+        Ident {
+            name: text.get(..len).unwrap_or("").to_string(),
+            span: Span::new(self.file, start, start + len),
         }
     }
 
@@ -448,6 +538,24 @@ impl Builder {
                     ExprKind::Int(v) => Expr { kind: ExprKind::Int(v.wrapping_neg()), span },
                     ExprKind::Float(v) => Expr { kind: ExprKind::Float(-v), span },
                     _ => Expr { kind: ExprKind::Neg { op_span, operand: Box::new(operand) }, span },
+                }
+            })
+            .map_postfix(|base, op| {
+                let close = op
+                    .clone()
+                    .into_inner()
+                    .find(|p| p.as_rule() == Rule::rbracket)
+                    .map(|p| self.span(&p))
+                    .unwrap_or_else(|| self.span(&op));
+                let index = op
+                    .into_inner()
+                    .find(|p| p.as_rule() == Rule::expr)
+                    .map(|p| self.expr(p))
+                    .unwrap_or(Expr { kind: ExprKind::Name(String::new()), span: close });
+                let span = base.span.to(close);
+                Expr {
+                    kind: ExprKind::Index { base: Box::new(base), index: Box::new(index) },
+                    span,
                 }
             })
             .map_infix(|lhs, op, rhs| {

@@ -28,8 +28,24 @@ pub fn syntax_error(file: FileId, text: &str, error: Error<Rule>) -> Diagnostic 
     };
     let rest = text.get(pos..).unwrap_or("");
     let (len, found) = offending_token(rest);
-    Diagnostic::error("E0001", message).at(Span::new(file, pos, pos + len), found)
+    let word = rest.get(..len).unwrap_or("");
+    let wants_name = message.contains("an identifier") || message.contains(EXPRESSION);
+    let d = Diagnostic::error("E0001", message).at(Span::new(file, pos, pos + len), found);
+    if wants_name && RESERVED.contains(&word) && !LITERAL_WORDS.contains(&word) {
+        return d.with_help(format!("`{word}` is a reserved word; choose another name"));
+    }
+    d
 }
+
+/// The grammar's reserved words (`keyword` in `grammar/tfn.pest`).
+const RESERVED: &[&str] = &[
+    "op", "extern", "fn", "let", "if", "else", "return", "rewrite", "use", "for", "while", "true",
+    "false", "f32", "f64", "i32", "i64", "bool", "f16", "bf16", "i8", "u8", "inf", "nan",
+];
+/// Reserved words that are themselves expressions (literals): where an expression is expected
+/// they are fine, so they are not the error.
+const LITERAL_WORDS: &[&str] =
+    &["true", "false", "f32", "f64", "i32", "i64", "bool", "f16", "bf16", "i8", "u8", "inf", "nan"];
 
 /// "expected `)` or `,`" from the rules pest tried.
 fn expected_message(positives: &[Rule]) -> String {
@@ -42,6 +58,11 @@ fn expected_message(positives: &[Rule]) -> String {
             Some(_) => {}
             None => {}
         }
+    }
+    if names.contains(&OPERATOR) {
+        // After a complete operand, `[` (indexing) goes with "an operator": it would only
+        // lengthen every "expected `)` or an operator".
+        names.retain(|n| *n != "`[`");
     }
     if expression {
         // Tokens an expression can start with are implied by "an expression".
@@ -56,6 +77,7 @@ fn expected_message(positives: &[Rule]) -> String {
 }
 
 const EXPRESSION: &str = "an expression";
+const OPERATOR: &str = "an operator";
 
 /// The readable name of a rule in "expected ..." messages; `None` hides it.
 fn describe(rule: Rule) -> Option<&'static str> {
@@ -89,6 +111,14 @@ fn describe(rule: Rule) -> Option<&'static str> {
         kw_return => "`return`",
         kw_rewrite => "`rewrite`",
         kw_use => "`use`",
+        kw_for => "`for`",
+        kw_while => "`while`",
+        kw_var => "`var`",
+        kw_in => "`in`",
+        at_most => "`, at most N`",
+        checkpoint => "`, checkpoint`",
+        range_dots => "`..`",
+        assign_target | assign_stmt => "an assignment",
         kw_grad => "`grad`",
         kw_shape => "`shape`",
         kw_dtype => "`dtype`",
@@ -99,7 +129,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         param => "a parameter",
         formula => "a gradient formula",
         expr | neg | int | float | bool_lit | list | paren | call | pat_var => EXPRESSION,
-        pow | mul | div | rem | add | sub | eq | ne | le | ge | lt | gt => "an operator",
+        pow | mul | div | rem | add | sub | eq | ne | le | ge | lt | gt => OPERATOR,
         EOI => "end of file",
         _ => return None,
     })

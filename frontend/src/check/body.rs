@@ -7,6 +7,7 @@
 //! - Every path must end in `return` (`E0303`, at the closing brace), each `return` gives as
 //!   many values as the signature declares (`E0304`), of a matching kind and dtype (`E0305`).
 //! - Statements after a `return` are unreachable (`W0303`).
+//! - `var`, assignments, `for`, `while` and `return` inside loops: [`super::loops`].
 
 use super::scope::{LocalKind, Walker};
 use super::types::{Dt, DtypeVars, Ty};
@@ -52,8 +53,10 @@ impl Walker<'_> {
         body: &Block,
     ) {
         self.enter_function(def, name_spans, unknown, LocalKind::Param);
+        self.returned_in_loop = false;
         let returns = self.block(body, def);
-        if !returns {
+        // A `return` inside a loop is already an error (`E0318`); do not add another.
+        if !returns && !self.returned_in_loop {
             self.diags.push(
                 Diagnostic::error(
                     "E0303",
@@ -67,7 +70,7 @@ impl Walker<'_> {
     }
 
     /// Checks a block in its own scope; `true` if it always returns.
-    fn block(&mut self, block: &Block, def: &FunctionDef) -> bool {
+    pub(super) fn block(&mut self, block: &Block, def: &FunctionDef) -> bool {
         self.push_scope();
         let mut returns = false;
         for stmt in &block.stmts {
@@ -112,8 +115,28 @@ impl Walker<'_> {
                 }
                 false
             }
+            Stmt::Var { name, value, .. } => {
+                self.var_stmt(name, value);
+                false
+            }
+            Stmt::Assign { name, value, .. } => {
+                self.assign_stmt(name, value);
+                false
+            }
+            Stmt::For { var, start, end, body, .. } => {
+                self.for_stmt(var, start, end, body, def);
+                false
+            }
+            Stmt::While { cond, max_trips, body, .. } => {
+                self.while_stmt(cond, max_trips, body, def);
+                false
+            }
             Stmt::If { cond, then_block, else_block, .. } => {
-                match self.value(cond) {
+                let cond_ty = self.value(cond);
+                if matches!(cond_ty, Ty::Bool) {
+                    self.if_on_runtime_value(cond);
+                }
+                match cond_ty {
                     Ty::Bool | Ty::Unknown => {}
                     Ty::Tensor(_) => self.diags.push(
                         Diagnostic::error("E0302", "`if` on a tensor")
@@ -131,6 +154,7 @@ impl Walker<'_> {
                 then_returns && else_returns
             }
             Stmt::Return { value, span } => {
+                self.return_in_loop(*span);
                 let (values, tys): (Vec<&crate::ast::Expr>, Vec<Ty>) = match &value.kind {
                     ExprKind::Tuple(items) => {
                         let tys = items.iter().map(|e| self.value(e)).collect();

@@ -31,6 +31,7 @@ impl Walker<'_> {
                 Ty::Unknown
             }
             ExprKind::PatVar(v) => self.pattern_var(v, e),
+            ExprKind::Index { base, index } => self.index(base, index),
             ExprKind::Call(call) => self.call(call, None),
             ExprKind::Binary { op, op_span, lhs, rhs } => {
                 let l = self.value(lhs);

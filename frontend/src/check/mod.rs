@@ -12,6 +12,7 @@ mod env;
 mod expr;
 mod grad;
 mod literal;
+mod loops;
 mod recursion;
 mod rewrite;
 mod scope;

@@ -3,7 +3,9 @@
 //! Rules: `let` bindings are immutable and a name may not be rebound while it is visible — not
 //! by a later `let`, and not over a parameter (shadowing a parameter is rebinding it). Names
 //! bound inside an `if` branch are visible only there, so both branches may bind the same name.
-//! A binding or parameter never read is a warning unless its name starts with `_`.
+//! A `var` may be assigned (by the loops after it, [`super::loops`]); a `for`'s variable is
+//! bound, immutable, in its body only. A binding, parameter, `var` or loop variable never read
+//! is a warning unless its name starts with `_`.
 
 use super::env::Env;
 use super::types::{DtypeVars, Ty};
@@ -24,8 +26,24 @@ pub enum Mode {
 pub enum LocalKind {
     Param,
     Let,
+    /// `var x = e`: may be assigned inside the loops after it.
+    Var,
+    /// `for i in ...`: an immutable `Int`, its value known only at run time.
+    LoopVar,
     /// `result`/`grad` in gradient formulas: never reported unused.
     Implicit,
+}
+
+impl LocalKind {
+    /// "a parameter", "a `let` binding", ... (in "first bound here as ...").
+    pub fn describe(self) -> &'static str {
+        match self {
+            LocalKind::Param => "a parameter",
+            LocalKind::Let | LocalKind::Implicit => "a binding",
+            LocalKind::Var => "a `var`",
+            LocalKind::LoopVar => "a loop variable",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -35,6 +53,10 @@ pub struct Local {
     pub span: Span,
     pub used: bool,
     pub kind: LocalKind,
+    /// How many loops enclosed the binding (a `var` may be assigned only deeper).
+    pub loop_depth: usize,
+    /// A `var` assigned at least once (so far in the walk).
+    pub assigned: bool,
 }
 
 /// A call from a new function to a new function (for the recursion check).
@@ -63,6 +85,10 @@ pub struct Walker<'a> {
     pub edges: &'a mut Vec<CallEdge>,
     /// Pattern variables bound by a rewrite's left side.
     pub pattern_vars: Vec<(String, Span)>,
+    /// How many loop bodies enclose the statement being checked.
+    pub loop_depth: usize,
+    /// A `return` inside a loop was reported in the function being checked.
+    pub returned_in_loop: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -83,6 +109,8 @@ impl<'a> Walker<'a> {
             caller: None,
             edges,
             pattern_vars: Vec::new(),
+            loop_depth: 0,
+            returned_in_loop: false,
         }
     }
 
@@ -115,18 +143,21 @@ impl<'a> Walker<'a> {
             if local.used || local.name.starts_with('_') {
                 continue;
             }
-            let (code, what) = match local.kind {
-                LocalKind::Param => ("W0302", "parameter"),
-                LocalKind::Let => ("W0301", "binding"),
+            let (code, message) = match local.kind {
+                LocalKind::Param => ("W0302", format!("unused parameter `{}`", local.name)),
+                LocalKind::Let => ("W0301", format!("unused binding `{}`", local.name)),
+                LocalKind::Var if local.assigned => {
+                    ("W0301", format!("`{}` is assigned but never read", local.name))
+                }
+                LocalKind::Var => ("W0301", format!("unused variable `{}`", local.name)),
+                LocalKind::LoopVar => ("W0301", format!("unused loop variable `{}`", local.name)),
                 LocalKind::Implicit => continue,
             };
             self.diags.push(
-                Diagnostic::warning(code, format!("unused {what} `{}`", local.name))
-                    .at(local.span, "never read")
-                    .with_help(format!(
-                        "if this is intentional, prefix it with an underscore: `_{}`",
-                        local.name
-                    )),
+                Diagnostic::warning(code, message).at(local.span, "never read").with_help(format!(
+                    "if this is intentional, prefix it with an underscore: `_{}`",
+                    local.name
+                )),
             );
         }
     }
@@ -146,6 +177,18 @@ impl<'a> Walker<'a> {
         self.locals.iter().map(|l| l.name.as_str()).filter(|n| !n.is_empty())
     }
 
+    /// The visible local called `name`, without marking it used.
+    pub fn local(&self, name: &str) -> Option<&Local> {
+        self.find(name).map(|i| &self.locals[i])
+    }
+
+    /// Records an assignment of the visible local `name`.
+    pub fn mark_assigned(&mut self, name: &str) {
+        if let Some(i) = self.find(name) {
+            self.locals[i].assigned = true;
+        }
+    }
+
     fn push_local(&mut self, local: Local) {
         self.index.entry(local.name.clone()).or_default().push(self.locals.len());
         self.locals.push(local);
@@ -156,22 +199,35 @@ impl<'a> Walker<'a> {
         if let Some(prev) = self.find(name).map(|i| &self.locals[i]) {
             if prev.kind == LocalKind::Param && kind == LocalKind::Param {
                 // A duplicate parameter, already reported with the signature (E0103).
-                self.push_local(Local { name: String::new(), ty, span, used: true, kind });
+                self.push_local(self.new_local(String::new(), ty, span, true, kind));
                 return;
             }
-            let what = if prev.kind == LocalKind::Param { "parameter" } else { "binding" };
+            let help = if prev.kind == LocalKind::Var {
+                format!("to change a `var`, assign it inside a loop: `{name} = ...`")
+            } else if kind == LocalKind::LoopVar {
+                "choose another name for the loop variable".to_string()
+            } else {
+                "`let` bindings are immutable; choose a new name".to_string()
+            };
             self.diags.push(
                 Diagnostic::error("E0301", format!("a name may not be rebound: `{name}`"))
                     .at(span, "bound again")
-                    .with_secondary(prev.span, format!("first bound here as a {what}"))
-                    .with_help("`let` bindings are immutable; choose a new name"),
+                    .with_secondary(
+                        prev.span,
+                        format!("first bound here as {}", prev.kind.describe()),
+                    )
+                    .with_help(help),
             );
             // Keep the first binding (the later uses most likely mean it); the new one is
             // marked used so it is not also reported as unused.
-            self.push_local(Local { name: String::new(), ty, span, used: true, kind });
+            self.push_local(self.new_local(String::new(), ty, span, true, kind));
             return;
         }
-        self.push_local(Local { name: name.to_string(), ty, span, used: false, kind });
+        self.push_local(self.new_local(name.to_string(), ty, span, false, kind));
+    }
+
+    fn new_local(&self, name: String, ty: Ty, span: Span, used: bool, kind: LocalKind) -> Local {
+        Local { name, ty, span, used, kind, loop_depth: self.loop_depth, assigned: false }
     }
 
     /// Looks a name up (marking it used), reporting an unknown variable.
