@@ -39,6 +39,7 @@ mod random;
 mod region;
 mod scan_prims;
 mod shape_ops;
+mod sizes;
 mod static_eval;
 mod storage;
 mod syms;

@@ -55,7 +55,9 @@ impl Lowerer<'_> {
                 Val::Tensor(t) => inputs.push((p.name.clone(), RegionArg::One(*t))),
                 Val::List(ts) => inputs.push((p.name.clone(), RegionArg::List(ts.clone()))),
                 Val::Attr(a) => attrs.push((p.name.clone(), a.clone())),
-                Val::Tuple(_) => return,
+                // A size is no attribute a `grad` block could be instantiated with: the
+                // gradient is derived from the inlined body instead.
+                Val::Tuple(_) | Val::Size(_) | Val::SizeList(_) => return,
             }
         }
         self.regions.push(CallRegion {

@@ -78,6 +78,11 @@ impl SymTable {
         }
     }
 
+    /// The value `e` has in the call being compiled, if the hints determine it.
+    pub fn hint_of(&self, e: &DimExpr) -> Option<u64> {
+        self.hint_expr(e, 0)
+    }
+
     fn hint_expr(&self, e: &DimExpr, depth: usize) -> Option<u64> {
         let pair =
             |a: &DimExpr, b: &DimExpr| Some((self.hint_expr(a, depth)?, self.hint_expr(b, depth)?));
