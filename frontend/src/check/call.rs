@@ -10,6 +10,9 @@
 //! rejections become `E0211`–`E0213`/`E0217` for one candidate and `E0210` (one note per
 //! candidate) for several. A literal that does not fit the dtype the chosen overload gives it
 //! is `E0216` ([`super::literal`]).
+//!
+//! `size(x, dim)` and `shape(x)` are built-ins (sizes as values, [`Ty::Size`]) unless a
+//! function or op of that name is visible, which then hides them.
 
 use super::literal::{misfit_literals, BoundLiteral};
 use super::scope::{CallEdge, Walker};
@@ -60,6 +63,13 @@ impl Walker<'_> {
             args.push(TypedArg { keyword: a.keyword.as_ref(), ty, expr: &a.value });
         }
         let display = format!("`{}`", call.name.full());
+        let base = call.name.base.name.as_str();
+        if call.name.overload.is_none()
+            && matches!(base, "size" | "shape")
+            && self.env.overloads(base).is_empty()
+        {
+            return self.size_builtin(base, &args, call.close, bad);
+        }
         // Calls of static ops on attributes only are attribute arithmetic, like the operators
         // they are spelled as (`sub(dim, 1)` is `dim - 1`).
         let overload = call.name.overload.as_ref().map(|o| o.name.as_str());
@@ -74,6 +84,98 @@ impl Walker<'_> {
             }
         }
         self.resolve(&call.name, &display, &args, call.close, bad)
+    }
+
+    /// The built-ins `size(Tensor x, Int dim) -> Int` (a size: [`Ty::Size`]) and
+    /// `shape(Tensor x) -> Int[]`, used when no function of the name is visible.
+    fn size_builtin(&mut self, name: &str, args: &[TypedArg], close: Span, bad: bool) -> Ty {
+        let result = if name == "size" { Ty::Size } else { Ty::IntList };
+        let params: &[&str] = if name == "size" { &["x", "dim"] } else { &["x"] };
+        let usage = if name == "size" {
+            "size(Tensor x, Int dim) -> Int"
+        } else {
+            "shape(Tensor x) -> Int[]"
+        };
+        let mut given: Vec<Option<&TypedArg>> = vec![None; params.len()];
+        let mut ok = !bad;
+        for (i, a) in args.iter().enumerate() {
+            let slot = match a.keyword {
+                None => i,
+                Some(k) => match params.iter().position(|p| *p == k.name) {
+                    Some(p) => p,
+                    None => {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0206",
+                                format!("`{name}` has no parameter named `{}`", k.name),
+                            )
+                            .at(k.span, "unknown keyword")
+                            .with_note(format!("`{usage}` (a built-in)")),
+                        );
+                        ok = false;
+                        continue;
+                    }
+                },
+            };
+            match given.get_mut(slot) {
+                None => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0204",
+                            format!("too many arguments to `{name}`: expected {}", params.len()),
+                        )
+                        .at(a.span(), "unexpected argument")
+                        .with_note(format!("`{usage}` (a built-in)")),
+                    );
+                    ok = false;
+                }
+                Some(Some(_)) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0208",
+                            format!("argument `{}` is given twice", params[slot]),
+                        )
+                        .at(a.span(), "given again"),
+                    );
+                    ok = false;
+                }
+                Some(s) => *s = Some(a),
+            }
+        }
+        if !ok {
+            return result;
+        }
+        for (p, a) in params.iter().zip(&given) {
+            let Some(a) = a else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0205",
+                        format!("missing argument `{p}` in call to `{name}`"),
+                    )
+                    .at(close, format!("expected `{p}`"))
+                    .with_note(format!("`{usage}` (a built-in)")),
+                );
+                continue;
+            };
+            let fits = match (*p, &a.ty) {
+                (_, Ty::Unknown) => true,
+                ("x", t) => t.is_tensor(),
+                (_, t) => *t == Ty::Int,
+            };
+            if !fits {
+                let why = match (*p, &a.ty) {
+                    ("x", t) => format!("`x` must be a tensor, found `{t}`"),
+                    (_, Ty::Size) => "`dim` must be a compile-time `Int`, not a size".to_string(),
+                    (_, t) => format!("`dim` must be `Int`, found `{t}`"),
+                };
+                self.diags.push(
+                    Diagnostic::error("E0211", format!("mismatched argument in call to `{name}`"))
+                        .at(a.span(), why)
+                        .with_note(format!("`{usage}` (a built-in)")),
+                );
+            }
+        }
+        result
     }
 
     /// An operator, checked as a call of its prelude op.
@@ -365,6 +467,7 @@ fn arg_kind(ty: &Ty, e: &Expr) -> ArgKind {
         Ty::TensorList(d) => ArgKind::TensorList { dtype: dtype(d), len: None },
         Ty::Scalar => attr(AttrType::Scalar, None),
         Ty::Int => attr(AttrType::Int, literal),
+        Ty::Size => attr(AttrType::Int, None),
         Ty::Float => attr(AttrType::Float, literal),
         Ty::Bool => attr(AttrType::Bool, literal),
         Ty::DType(d) => attr(AttrType::DType, dtype(d).map(Attr::DType)),

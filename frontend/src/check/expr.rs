@@ -2,7 +2,8 @@
 //!
 //! An operator whose operands are all attributes (`dim - 1`, `eps * 2.0`, `n > 0`) is attribute
 //! arithmetic, evaluated at instantiation (so it may decide a static `if`): ints stay ints, an
-//! int meeting a float gives a float, `/` gives a float, comparisons give a `Bool`. An operator
+//! int meeting a float gives a float, `/` gives a float, comparisons give a `Bool`. On sizes
+//! (`size(x, 1)`, [`Ty::Size`]) `+ - *` and `/` give a size (`/` divides exactly). An operator
 //! with a tensor operand is a call of its prelude op, checked like any call.
 
 use super::scope::{Mode, Walker};
@@ -126,7 +127,7 @@ impl Walker<'_> {
             let t = self.value(item);
             ty = match (ty, t) {
                 (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
-                (Ty::EmptyList | Ty::IntList, Ty::Int) => Ty::IntList,
+                (Ty::EmptyList | Ty::IntList, Ty::Int | Ty::Size) => Ty::IntList,
                 (Ty::EmptyList | Ty::IntList | Ty::FloatList, Ty::Int | Ty::Float) => Ty::FloatList,
                 (Ty::EmptyList, Ty::Tensor(d)) => Ty::TensorList(d),
                 (Ty::TensorList(a), Ty::Tensor(b)) => {
@@ -161,6 +162,9 @@ impl Walker<'_> {
     ) -> Option<Ty> {
         use Ty::*;
         let numeric = |t: &Ty| matches!(t, Int | Float | Scalar | Unknown);
+        if args.contains(&Size) && !args.contains(&Unknown) {
+            return Some(self.size_op(name, symbol, args, span));
+        }
         let ty = match (name, args) {
             (_, [_, _] | [_]) if args.contains(&Unknown) => {
                 let comparison = matches!(name, "eq" | "ne" | "lt" | "le" | "gt" | "ge");
@@ -200,6 +204,36 @@ impl Walker<'_> {
             _ => return None,
         };
         Some(ty)
+    }
+}
+
+impl Walker<'_> {
+    /// An operator on sizes: `+ - *` and exact `/` with ints and sizes give a size; anything
+    /// else is an error (a size is known only at the call, so it cannot be compared or decide
+    /// a static `if`).
+    fn size_op(&mut self, name: &str, symbol: &str, args: &[Ty], span: tfn_ir::Span) -> Ty {
+        let int = |t: &Ty| matches!(t, Ty::Int | Ty::Size);
+        match (name, args) {
+            ("add" | "sub" | "mul" | "div", [l, r]) if int(l) && int(r) => Ty::Size,
+            _ => {
+                let why = match name {
+                    "eq" | "ne" | "lt" | "le" | "gt" | "ge" => {
+                        "a size cannot be compared: it is known only at the call"
+                    }
+                    _ if args.iter().all(int) => "sizes support only `+`, `-`, `*` and exact `/`",
+                    _ => "a size is an `Int`: it cannot be mixed with a float",
+                };
+                self.diags.push(
+                    Diagnostic::error("E0308", format!("cannot apply `{symbol}` to a size"))
+                        .at(span, why)
+                        .with_note(
+                            "a size (`size(x, dim)`, `shape(x)`) is an `Int` known only at the \
+                             call, never at compile time",
+                        ),
+                );
+                Ty::Unknown
+            }
+        }
     }
 }
 

@@ -36,6 +36,9 @@ pub enum Ty {
     /// A `Scalar` attribute (an int or a float).
     Scalar,
     Int,
+    /// An `Int` known only at the call: `size(x, dim)` and arithmetic on it. It fits `Int`
+    /// parameters, but a static `if` or a comparison cannot use it.
+    Size,
     Float,
     Bool,
     /// A dtype value: known (`f32`), a `DType` parameter (`Var`), or unknown.
@@ -56,7 +59,7 @@ impl Ty {
 
     /// A numeric compile-time value: may become a tensor constant.
     pub fn is_numeric_attr(&self) -> bool {
-        matches!(self, Ty::Int | Ty::Float | Ty::Scalar)
+        matches!(self, Ty::Int | Ty::Size | Ty::Float | Ty::Scalar)
     }
 
     /// The static type of a parameter or result of a signature, seen from inside its function.
@@ -91,7 +94,7 @@ impl fmt::Display for Ty {
             Ty::Tensor(d) => write!(f, "Tensor{d}"),
             Ty::TensorList(d) => write!(f, "Tensor{d}[]"),
             Ty::Scalar => f.write_str("Scalar"),
-            Ty::Int => f.write_str("Int"),
+            Ty::Int | Ty::Size => f.write_str("Int"),
             Ty::Float => f.write_str("Float"),
             Ty::Bool => f.write_str("Bool"),
             Ty::DType(_) => f.write_str("DType"),
@@ -122,12 +125,12 @@ pub fn fit(param: &ParamType, arg: &Ty) -> Fit {
     match (param, arg) {
         (_, Ty::Unknown) => Exact,
         (ParamType::Tensor(_), Ty::Tensor(_)) => Exact,
-        (ParamType::Tensor(_), Ty::Int | Ty::Float | Ty::Scalar) => Promoted,
+        (ParamType::Tensor(_), Ty::Int | Ty::Size | Ty::Float | Ty::Scalar) => Promoted,
         (ParamType::TensorList(_), Ty::TensorList(_) | Ty::EmptyList) => Exact,
-        (ParamType::Scalar, Ty::Int | Ty::Float | Ty::Scalar) => Exact,
-        (ParamType::Int, Ty::Int) => Exact,
+        (ParamType::Scalar, Ty::Int | Ty::Size | Ty::Float | Ty::Scalar) => Exact,
+        (ParamType::Int, Ty::Int | Ty::Size) => Exact,
         (ParamType::Float, Ty::Float) => Exact,
-        (ParamType::Float, Ty::Int | Ty::Scalar) => Promoted,
+        (ParamType::Float, Ty::Int | Ty::Size | Ty::Scalar) => Promoted,
         (ParamType::Bool, Ty::Bool) => Exact,
         (ParamType::DType, Ty::DType(_)) => Exact,
         (ParamType::IntList, Ty::IntList | Ty::EmptyList) => Exact,

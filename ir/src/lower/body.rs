@@ -7,7 +7,7 @@ use super::instantiate::{Lowerer, MAX_DEPTH};
 use super::{primitives, static_eval};
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
-use crate::dispatch::{self, param_type_name, ArgKind, BoundArg};
+use crate::dispatch::{self, param_type_name, ArgKind, AttrType, BoundArg};
 use crate::library::{Block, Body, Expr, ExprKind, FunctionDef, ParamType, Stmt};
 use crate::span::Span;
 use std::collections::HashMap;
@@ -91,6 +91,10 @@ impl<'a> Lowerer<'a> {
                     Some(dtype) => Val::Tensor(self.literal(&a, dtype, Some(fdef.name_span))?),
                     None => Val::Attr(a),
                 },
+                (Val::Size(e), ParamType::Tensor(d)) => {
+                    let dtype = call.resolved.dtype_of(d).unwrap_or(crate::DType::I64);
+                    Val::Tensor(self.size_tensor(&e, dtype, Some(fdef.name_span))?)
+                }
                 (v, _) => v,
             };
             if let (Val::Tensor(t), ParamType::Tensor(d)) = (&v, ty) {
@@ -258,6 +262,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn make_list(&mut self, vals: Vec<Val>, span: Option<Span>) -> Result<Val, Diagnostic> {
+        if let Some(sizes) = Self::size_list_of(&vals) {
+            return Ok(sizes);
+        }
         if vals.iter().all(|v| matches!(v, Val::Tensor(_))) && !vals.is_empty() {
             let ids = vals.iter().filter_map(|v| match v {
                 Val::Tensor(t) => Some(*t),
@@ -290,7 +297,7 @@ impl<'a> Lowerer<'a> {
         Ok(Val::Attr(if any_float { Attr::FloatList(floats) } else { Attr::IntList(ints) }))
     }
 
-    fn label(&self, span: Span, fallback: &str) -> String {
+    pub(super) fn label(&self, span: Span, fallback: &str) -> String {
         let text = self
             .lib
             .sources
@@ -356,6 +363,15 @@ impl<'a> Lowerer<'a> {
         mut positional: Vec<(Val, Span)>,
         keywords: Vec<(String, Val, Span)>,
     ) -> Result<Val, Diagnostic> {
+        if self.is_size_builtin(callee, overload) {
+            return self.size_builtin(span, callee, &positional, &keywords);
+        }
+        if let Some(v) =
+            self.size_arith(span, callee, overload, &positional, keywords.is_empty())?
+        {
+            return Ok(v);
+        }
+        self.sizes_as_tensors(callee, overload, &mut positional)?;
         let is_static = static_eval::is_static_op(callee, overload) && keywords.is_empty();
         let any_index = positional.iter().any(|(v, _)| matches!(v, Val::Index(_)));
         let index_math = positional
@@ -423,6 +439,8 @@ impl<'a> Lowerer<'a> {
                 }
                 Val::Attr(a) => ArgKind::of_attr(a.clone()),
                 Val::Index(_) => ArgKind::Attr { ty: dispatch::AttrType::Int, value: None },
+                Val::Size(_) => ArgKind::Attr { ty: AttrType::Int, value: None },
+                Val::SizeList(_) => ArgKind::Attr { ty: AttrType::IntList, value: None },
                 Val::Tuple(_) => {
                     let msg = "a tuple cannot be passed as an argument; destructure it with `let`";
                     return Err(diag("E0508", msg, Some(at)));

@@ -8,6 +8,7 @@ use crate::dispatch::{param_type_name, ArgRef, Rejection, Resolved};
 use crate::dtype::DType;
 use crate::graph::{Graph, ValueId};
 use crate::library::FunctionDef;
+use crate::shape::DimExpr;
 use crate::span::Span;
 
 /// The value of an expression during instantiation.
@@ -20,6 +21,19 @@ pub(super) enum Val {
     /// An `Int` known only when the code runs (a loop variable, or arithmetic on one): a
     /// rank-0 `i64` value of the graph (`loops.rs`).
     Index(ValueId),
+    /// An `Int` known only at the call (`size(x, 1)`, `size(x, -1) / heads`): a size over the
+    /// symbols of the graph being built, evaluated when the call binds its sizes
+    /// ([`crate::bind`]). Never a constant: a size that folds to one is a `Val::Attr(Int)`.
+    Size(DimExpr),
+    /// An `Int[]` with at least one size in it (`shape(x)`, `[-1, t, heads]`).
+    SizeList(Vec<SizeItem>),
+}
+
+/// One item of an `Int[]` that mixes numbers and sizes.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum SizeItem {
+    Int(i64),
+    Size(DimExpr),
 }
 
 impl Val {
@@ -30,6 +44,8 @@ impl Val {
             Val::Attr(a) => format!("{} `{a}`", a.type_name()),
             Val::Tuple(items) => format!("a tuple of {} values", items.len()),
             Val::Index(_) => "an Int known only when the loop runs".into(),
+            Val::Size(_) => "a size (an `Int` known only at the call)".into(),
+            Val::SizeList(_) => "a list of sizes (an `Int[]` known only at the call)".into(),
         }
     }
 }
@@ -252,6 +268,7 @@ impl BoundCall<'_> {
                     ),
                 )
                 .with_help("a loop variable can index a tensor (`w[i]`) or enter arithmetic")),
+            Val::Size(_) | Val::SizeList(_) => Err(self.not_static(name)),
             _ => {
                 Err(self.error("E0502", name, format!("{} must be an attribute", self.label(name))))
             }
@@ -266,6 +283,35 @@ impl BoundCall<'_> {
                 name,
                 format!("{} must be Int, got `{a}`", self.label(name)),
             )),
+        }
+    }
+
+    /// The error for a size given where a compile-time value is needed.
+    pub(super) fn not_static(&self, name: &str) -> Diagnostic {
+        let msg = format!(
+            "{} is a size, known only at the call: `{}`'s `{name}` needs a compile-time value",
+            self.label(name),
+            self.fdef.full_name()
+        );
+        self.error("E0507", name, msg).with_help(
+            "sizes may be used in `reshape`, `arange`, `full` and `broadcast_to` shapes, loop \
+             bounds, integer arithmetic and `Int` arguments of functions",
+        )
+    }
+
+    /// An `Int` that may be a size (`arange`'s `n`).
+    pub(super) fn size_item(&self, name: &str) -> Result<SizeItem, Diagnostic> {
+        match self.val(name)? {
+            Val::Size(e) => Ok(SizeItem::Size(e.clone())),
+            _ => self.int(name).map(SizeItem::Int),
+        }
+    }
+
+    /// An `Int[]` whose items may be sizes (`reshape`'s and `full`'s `shape`).
+    pub(super) fn size_list(&self, name: &str) -> Result<Vec<SizeItem>, Diagnostic> {
+        match self.val(name)? {
+            Val::SizeList(items) => Ok(items.clone()),
+            _ => Ok(self.int_list(name)?.into_iter().map(SizeItem::Int).collect()),
         }
     }
 

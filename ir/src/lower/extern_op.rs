@@ -20,11 +20,12 @@ impl Lowerer<'_> {
     ) -> Result<ValueId, Diagnostic> {
         let mut inputs = Vec::new();
         let mut attrs = Vec::new();
-        for v in &call.vals {
+        for (p, v) in call.fdef.params.iter().zip(&call.vals) {
             match v {
                 Val::Tensor(t) => inputs.push(*t),
                 Val::List(ts) => inputs.extend(ts),
                 Val::Attr(a) => attrs.push(a.clone()),
+                Val::Size(_) | Val::SizeList(_) => return Err(call.not_static(&p.name)),
                 Val::Tuple(_) => {}
                 Val::Index(_) => {
                     let msg =

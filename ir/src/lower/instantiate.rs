@@ -272,6 +272,16 @@ impl<'a> Lowerer<'a> {
             call.vals[i] = Val::Attr(converted);
         }
         for &i in &call.resolved.promoted.clone() {
+            let (Some(p), Some(Val::Size(e))) = (call.fdef.params.get(i), call.vals.get(i)) else {
+                continue;
+            };
+            let ParamType::Tensor(d) = &p.ty else { continue };
+            let span = call.spans[i].or(call.span);
+            let dtype = call.resolved.dtype_of(d).unwrap_or(DType::I64);
+            let e = e.clone();
+            call.vals[i] = Val::Tensor(self.size_tensor(&e, dtype, span)?);
+        }
+        for &i in &call.resolved.promoted.clone() {
             let (Some(p), Some(Val::Attr(value))) = (call.fdef.params.get(i), call.vals.get(i))
             else {
                 continue;

@@ -132,6 +132,59 @@ impl<'a> Lowerer<'a> {
                 invariant_names.push(name.clone());
             }
         }
+        // Sizes the body reads from outside (`let t = size(x, 1)` before the loop): each of
+        // their symbols must be an axis of some body parameter; when none is, the outer
+        // value that has it is captured too, for its shape only.
+        let mut size_dims = Vec::new();
+        for name in &referenced {
+            let items: Vec<crate::shape::DimExpr> = match env.get(name) {
+                Some(Val::Size(e)) => vec![e.clone()],
+                Some(Val::SizeList(items)) => items
+                    .iter()
+                    .filter_map(|i| match i {
+                        super::call::SizeItem::Size(e) => Some(e.clone()),
+                        super::call::SizeItem::Int(_) => None,
+                    })
+                    .collect(),
+                _ => continue,
+            };
+            for e in items {
+                super::syms::collect_dims(&e, &mut size_dims);
+            }
+        }
+        let mut shape_sources: Vec<ValueId> = Vec::new();
+        {
+            let mut visible: Vec<Dim> = Vec::new();
+            for name in carried_names.iter().chain(&invariant_names) {
+                let vs = match env.get(name) {
+                    Some(Val::Tensor(v)) => vec![*v],
+                    Some(Val::List(vs)) => vs.clone(),
+                    _ => continue,
+                };
+                for v in vs {
+                    visible.extend(self.ty(v).shape.0);
+                }
+            }
+            for d in size_dims {
+                let d = self.syms.resolve(d);
+                if matches!(d, Dim::Const(_)) || visible.contains(&d) {
+                    continue;
+                }
+                let holder = (0..self.graph.nodes.len())
+                    .map(|i| ValueId(i as u32))
+                    .find(|v| self.ty(*v).shape.0.contains(&d));
+                match holder {
+                    Some(v) => {
+                        visible.extend(self.ty(v).shape.0);
+                        shape_sources.push(v);
+                    }
+                    None => {
+                        let msg = "a size used in the loop is not the size of any tensor before it";
+                        return Err(diag("E0511", msg, Some(span)));
+                    }
+                }
+            }
+        }
         let mut sliced_names = Vec::new();
         if let Some(v) = &loop_var {
             indexed_by(body, v, &mut sliced_names);
@@ -174,6 +227,11 @@ impl<'a> Lowerer<'a> {
                 params.push(describe(self, pname, *v, false));
             }
         }
+        for (k, v) in shape_sources.iter().enumerate() {
+            invariant_vals.push(*v);
+            params.push(describe(self, format!("#shape{k}"), *v, false));
+        }
+        let n_shape_sources = shape_sources.len();
         let mut sliced_vals = Vec::new();
         for name in &sliced_names {
             let Some(Val::Tensor(v)) = env.get(name) else { continue };
@@ -220,6 +278,46 @@ impl<'a> Lowerer<'a> {
         }
         if let (Some(v), Some(i)) = (&loop_var, index) {
             body_env.insert(v.clone(), Val::Index(i));
+        }
+        let _ = n_shape_sources;
+        // Outer sizes in terms of the body's symbols.
+        let translate = |e: &crate::shape::DimExpr| -> Option<crate::shape::DimExpr> {
+            let mut leaves = Vec::new();
+            super::syms::collect_dims(e, &mut leaves);
+            let ok = leaves.iter().all(|d| {
+                let d = outer.syms.resolve(*d);
+                matches!(d, Dim::Const(_)) || shared.contains_key(&d)
+            });
+            ok.then(|| {
+                super::syms::map_expr(e, &|d| match outer.syms.resolve(d) {
+                    c @ Dim::Const(_) => c,
+                    r => shared.get(&r).copied().unwrap_or(r),
+                })
+            })
+        };
+        for name in &referenced {
+            let translated = match env.get(name) {
+                Some(Val::Size(e)) => translate(e).map(Val::Size),
+                Some(Val::SizeList(items)) => items
+                    .iter()
+                    .map(|i| match i {
+                        super::call::SizeItem::Size(e) => {
+                            translate(e).map(super::call::SizeItem::Size)
+                        }
+                        super::call::SizeItem::Int(n) => Some(super::call::SizeItem::Int(*n)),
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .map(Val::SizeList),
+                _ => continue,
+            };
+            match translated {
+                Some(v) => {
+                    body_env.insert(name.clone(), v);
+                }
+                None => {
+                    body_env.remove(name);
+                }
+            }
         }
         self.loop_ctx.push(LoopCtx { index, slices });
         let ran = self.exec_loop_body(body, &body_env, &carried_names, &assigned, &stmt);
@@ -361,6 +459,7 @@ impl<'a> Lowerer<'a> {
     fn trip_bound(&mut self, e: &Expr, env: &HashMap<String, Val>) -> Result<Dim, Diagnostic> {
         match self.eval(e, env)? {
             Val::Attr(Attr::Int(n)) if n >= 0 => Ok(Dim::Const(n as u64)),
+            Val::Size(e) => Ok(self.syms.derive(e)),
             Val::Attr(Attr::Int(n)) => {
                 let msg = format!("a loop bound must not be negative, found {n}");
                 Err(diag("E0511", msg, Some(e.span)))

@@ -40,6 +40,7 @@ mod random;
 mod region;
 mod scan_prims;
 mod shape_ops;
+mod sizes;
 mod static_eval;
 mod storage;
 mod syms;

@@ -11,7 +11,7 @@ use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::graph::TensorType;
 use crate::op::Op;
-use crate::shape::{Dim, Shape};
+use crate::shape::Shape;
 
 impl Lowerer<'_> {
     /// The `dtype` argument of `iota_like`/`arange`: [`Op::accepted_created_dtypes`] (which
@@ -63,15 +63,13 @@ impl Lowerer<'_> {
                 Ok(self.iota(axis, vec![x], ty, span))
             }
             Prim::Arange => {
-                let n = call.int("n")?;
-                let Ok(n) = u64::try_from(n) else {
+                let n = call.size_item("n")?;
+                let mut n = self.shape_dims(&[n], |n| {
                     let msg = format!("invalid size {n} in `arange` (it must be >= 0)");
-                    return Err(call.error("E0503", "n", msg));
-                };
-                let ty = TensorType {
-                    dtype: self.index_dtype(call)?,
-                    shape: Shape(vec![Dim::Const(n)]),
-                };
+                    call.error("E0503", "n", msg)
+                })?;
+                let ty =
+                    TensorType { dtype: self.index_dtype(call)?, shape: Shape(vec![n.remove(0)]) };
                 Ok(self.iota(0, Vec::new(), ty, span))
             }
             Prim::ArgMin => {

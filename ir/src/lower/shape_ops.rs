@@ -2,7 +2,7 @@
 //! `matmul` (1-D promotion, batch broadcasting), `reshape` (one inferred `-1` size),
 //! `broadcast_to` and `concat`.
 
-use super::call::{diag, BoundCall};
+use super::call::{diag, BoundCall, SizeItem};
 use super::instantiate::Lowerer;
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
@@ -72,26 +72,25 @@ impl Lowerer<'_> {
         Ok(self.reshape(out, shape, call.span))
     }
 
-    /// A list of non-negative sizes (`full`, `broadcast_to`).
+    /// A list of non-negative sizes (`full`, `broadcast_to`); items may be sizes of the call.
     pub(super) fn static_sizes(
-        &self,
+        &mut self,
         call: &BoundCall,
         param: &str,
     ) -> Result<Vec<Dim>, Diagnostic> {
-        let sizes = call.int_list(param)?;
-        sizes
-            .iter()
-            .map(|&s| {
-                u64::try_from(s).map(Dim::Const).map_err(|_| {
-                    call.error("E0503", param, format!("invalid size {s} in `{param}`"))
-                })
-            })
-            .collect()
+        let items = call.size_list(param)?;
+        self.shape_dims(&items, |s| {
+            call.error("E0503", param, format!("invalid size {s} in `{param}`"))
+        })
     }
 
     pub(super) fn reshape_op(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
         let x = call.tensor("x")?;
         let in_shape = self.ty(x).shape;
+        let items = call.size_list("shape")?;
+        if items.iter().any(|i| matches!(i, SizeItem::Size(_))) {
+            return self.reshape_to_sizes(call, x, &items);
+        }
         let target = call.int_list("shape")?;
         let shown = self.syms.shown(&in_shape);
         let fail_with = |code, why: String| {
@@ -183,6 +182,65 @@ impl Lowerer<'_> {
                 }
             },
         }
+        Ok(self.reshape(x, Shape(dims), call.span))
+    }
+
+    /// `reshape` to a target with sizes of the call in it (`[-1, t, heads]`): the element
+    /// counts are checked when the call binds its sizes (and here, when they are known).
+    fn reshape_to_sizes(
+        &mut self,
+        call: &BoundCall,
+        x: crate::ValueId,
+        items: &[SizeItem],
+    ) -> Result<crate::ValueId, Diagnostic> {
+        let in_shape = self.ty(x).shape;
+        let shown = self.syms.shown(&in_shape);
+        let fail_with = |code, why: String| {
+            let msg = format!(
+                "cannot reshape {} of shape {shown} to {}{why}",
+                call.label("x"),
+                call.label("shape")
+            );
+            call.error(code, "shape", msg)
+        };
+        let autos = items.iter().filter(|i| matches!(i, SizeItem::Int(-1))).count();
+        if autos > 1 {
+            return Err(fail_with("E0503", ": only one size can be -1".into()));
+        }
+        let mut dims: Vec<Option<Dim>> = Vec::new();
+        for item in items {
+            dims.push(match item {
+                SizeItem::Int(-1) => None,
+                SizeItem::Int(i) if *i < 0 => {
+                    return Err(fail_with("E0503", format!(": invalid size {i}")))
+                }
+                SizeItem::Int(i) => Some(Dim::Const(*i as u64)),
+                SizeItem::Size(e) => Some(self.size_dim(e)),
+            });
+        }
+        let product = |ds: &mut dyn Iterator<Item = Dim>| {
+            ds.fold(DimExpr::Dim(Dim::Const(1)), |acc, d| {
+                DimExpr::Mul(Box::new(acc), Box::new(DimExpr::Dim(d)))
+            })
+        };
+        let count = product(&mut in_shape.0.iter().copied());
+        let known = product(&mut dims.iter().flatten().copied());
+        // With the call's sizes, a count that cannot fit is reported here, at the op.
+        if let (Some(n), Some(k)) = (self.syms.hint_of(&count), self.syms.hint_of(&known)) {
+            let fits = if autos == 1 { k != 0 && n % k == 0 } else { n == k };
+            if !fits {
+                let why = format!(" ({n} elements into {k})");
+                return Err(fail_with("E0510", why));
+            }
+        }
+        let dims: Vec<Dim> = if autos == 1 {
+            let auto = self.syms.derive(DimExpr::Div(Box::new(count), Box::new(known)));
+            dims.into_iter().map(|d| d.unwrap_or(auto)).collect()
+        } else {
+            let known = self.syms.derive(known);
+            self.syms.require_equal(count, known);
+            dims.into_iter().flatten().collect()
+        };
         Ok(self.reshape(x, Shape(dims), call.span))
     }
 

@@ -174,8 +174,8 @@ impl Lowerer<'_> {
                 Val::List(ts.into_iter().map(|t| self.leave_function(t, span)).collect())
             }
             Val::Tuple(vs) => Val::Tuple(vs.into_iter().map(|v| self.leave(v, span)).collect()),
-            Val::Attr(a) => Val::Attr(a),
             Val::Index(i) => Val::Index(i),
+            v @ (Val::Attr(_) | Val::Size(_) | Val::SizeList(_)) => v,
         }
     }
 

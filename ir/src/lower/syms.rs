@@ -78,6 +78,11 @@ impl SymTable {
         }
     }
 
+    /// The value `e` has in the call being compiled, if the hints determine it.
+    pub fn hint_of(&self, e: &DimExpr) -> Option<u64> {
+        self.hint_expr(e, 0)
+    }
+
     fn hint_expr(&self, e: &DimExpr, depth: usize) -> Option<u64> {
         let pair =
             |a: &DimExpr, b: &DimExpr| Some((self.hint_expr(a, depth)?, self.hint_expr(b, depth)?));
@@ -431,7 +436,7 @@ pub fn collect_dims(e: &DimExpr, out: &mut Vec<Dim>) {
     }
 }
 
-fn map_expr(e: &DimExpr, f: &dyn Fn(Dim) -> Dim) -> DimExpr {
+pub(super) fn map_expr(e: &DimExpr, f: &dyn Fn(Dim) -> Dim) -> DimExpr {
     let bx = |x: &DimExpr| Box::new(map_expr(x, f));
     match e {
         DimExpr::Dim(d) => DimExpr::Dim(f(*d)),

@@ -1,0 +1,313 @@
+//! Sizes as values: the built-ins `size(x, dim)` and `shape(x)`, integer arithmetic on sizes,
+//! and sizes used where a tensor is (`x / size(x, 0)`).
+//!
+//! A size is an `Int` known only at the call ([`Val::Size`]): a [`DimExpr`] over the symbols
+//! of the graph being built. It never specialises the graph: consumers turn it into a
+//! [`Dim`] with [`Lowerer::size_dim`] (a derived symbol, evaluated when the call binds its
+//! sizes, [`crate::bind`]), so one compiled instance serves every size. A size that folds to a
+//! constant (an axis the signature says is 1) is a plain `Int` attribute.
+//!
+//! `size` and `shape` are built-ins, not prelude ops: a library function or op of the same name
+//! hides them (like a Python builtin), so a user's `fn size(...)` keeps working.
+//!
+//! Arithmetic: `+ - *` and `/`, which must divide exactly. Every size must stay non-negative
+//! (a size times or over a negative number is refused here; a difference that turns negative
+//! fails the call). When the call's sizes are known (a session compiling or explaining a call),
+//! an inexact `/` is reported here, at the expression (E0510); otherwise binding refuses it and
+//! the session asks lowering again, with the sizes, for the located error.
+
+use super::call::{diag, SizeItem, Val};
+use super::instantiate::Lowerer;
+use crate::attr::{Attr, Scalar};
+use crate::diagnostic::Diagnostic;
+use crate::dtype::DType;
+use crate::graph::{TensorType, ValueId};
+use crate::op::{Op, ReduceOp};
+use crate::shape::{Dim, DimExpr, Shape};
+use crate::span::Span;
+
+/// The built-in functions on sizes.
+const BUILTINS: [&str; 2] = ["size", "shape"];
+
+/// The operators that apply to sizes.
+const SIZE_OPS: [&str; 4] = ["add", "sub", "mul", "div"];
+
+/// An argument of a call: its value and the span of its expression.
+pub(super) type ArgVal = (Val, Span);
+
+impl Lowerer<'_> {
+    /// The dimension a size stands for (a derived symbol unless it folds).
+    pub(crate) fn size_dim(&mut self, e: &DimExpr) -> Dim {
+        self.syms.derive(e.clone())
+    }
+
+    /// A size as a value: a plain `Int` when it folds to a constant.
+    pub(super) fn size_val(&self, e: DimExpr) -> Val {
+        match super::syms::fold(&e, &|d| self.syms.resolve(d)) {
+            DimExpr::Dim(Dim::Const(c)) => Val::Attr(Attr::Int(c as i64)),
+            e => Val::Size(e),
+        }
+    }
+
+    /// Whether `callee` is the built-in `size` or `shape` here (no library function hides it).
+    pub(super) fn is_size_builtin(&self, callee: &str, overload: Option<&str>) -> bool {
+        overload.is_none() && BUILTINS.contains(&callee) && self.lib.overloads(callee).is_empty()
+    }
+
+    /// `size(x, dim)` or `shape(x)`.
+    pub(super) fn size_builtin(
+        &mut self,
+        span: Span,
+        callee: &str,
+        positional: &[ArgVal],
+        keywords: &[(String, Val, Span)],
+    ) -> Result<Val, Diagnostic> {
+        let usage = if callee == "size" { "size(x, dim)" } else { "shape(x)" };
+        let wanted: &[&str] = if callee == "size" { &["x", "dim"] } else { &["x"] };
+        let mut args: Vec<Option<(Val, Span)>> = vec![None; wanted.len()];
+        for (i, (v, s)) in positional.iter().enumerate() {
+            let Some(slot) = args.get_mut(i) else {
+                let msg = format!("too many arguments to `{callee}`: it is `{usage}`");
+                return Err(diag("E0502", msg, Some(*s)));
+            };
+            *slot = Some((v.clone(), *s));
+        }
+        for (k, v, s) in keywords {
+            let Some(i) = wanted.iter().position(|w| w == k) else {
+                let msg = format!("`{callee}` has no parameter named `{k}`: it is `{usage}`");
+                return Err(diag("E0502", msg, Some(*s)));
+            };
+            if args[i].is_some() {
+                return Err(diag("E0502", format!("argument `{k}` is given twice"), Some(*s)));
+            }
+            args[i] = Some((v.clone(), *s));
+        }
+        let missing = |name: &str| {
+            let msg = format!("missing argument `{name}` in call to `{callee}`: it is `{usage}`");
+            diag("E0502", msg, Some(span))
+        };
+        let (x, x_span) = args[0].clone().ok_or_else(|| missing("x"))?;
+        let Val::Tensor(x) = x else {
+            let msg = format!("`{callee}` needs a tensor, found {}", x.describe(&self.graph));
+            return Err(diag("E0502", msg, Some(x_span)));
+        };
+        let shape = self.ty(x).shape;
+        let item = |d: Dim| match d {
+            Dim::Const(c) => SizeItem::Int(c as i64),
+            d => SizeItem::Size(DimExpr::Dim(d)),
+        };
+        if callee == "shape" {
+            let items: Vec<SizeItem> = shape.0.iter().map(|d| item(*d)).collect();
+            let ints: Option<Vec<i64>> = items
+                .iter()
+                .map(|i| match i {
+                    SizeItem::Int(v) => Some(*v),
+                    SizeItem::Size(_) => None,
+                })
+                .collect();
+            return Ok(match ints {
+                Some(ints) => Val::Attr(Attr::IntList(ints)),
+                None => Val::SizeList(items),
+            });
+        }
+        let (dim, dim_span) = args[1].clone().ok_or_else(|| missing("dim"))?;
+        let dim = match dim {
+            Val::Attr(Attr::Int(d)) => d,
+            Val::Size(_) => {
+                let msg = "`size`'s `dim` is a size, known only at the call: it must be a \
+                           compile-time Int";
+                return Err(diag("E0507", msg, Some(dim_span)));
+            }
+            other => {
+                let msg =
+                    format!("`size`'s `dim` must be Int, found {}", other.describe(&self.graph));
+                return Err(diag("E0502", msg, Some(dim_span)));
+            }
+        };
+        let rank = shape.rank();
+        let Some(axis) = super::call::normalize_axis(dim, rank) else {
+            let what = self.label(x_span, "x");
+            let msg = format!("dim {dim} is out of range for `{what}` of rank {rank}");
+            return Err(diag("E0505", msg, Some(dim_span)));
+        };
+        Ok(match item(shape.0[axis]) {
+            SizeItem::Int(v) => Val::Attr(Attr::Int(v)),
+            SizeItem::Size(e) => Val::Size(e),
+        })
+    }
+
+    /// Arithmetic on sizes (`size(x, -1) / heads`), when the arguments are sizes and ints
+    /// with at least one size: `Ok(None)` when this is not such a call.
+    pub(super) fn size_arith(
+        &mut self,
+        span: Span,
+        callee: &str,
+        overload: Option<&str>,
+        positional: &[ArgVal],
+        no_keywords: bool,
+    ) -> Result<Option<Val>, Diagnostic> {
+        let any_size = positional.iter().any(|(v, _)| matches!(v, Val::Size(_)));
+        let all_numbers = positional
+            .iter()
+            .all(|(v, _)| matches!(v, Val::Size(_) | Val::Attr(Attr::Int(_) | Attr::Float(_))));
+        if !any_size || !all_numbers || !no_keywords || !super::is_static_op(callee, overload) {
+            return Ok(None);
+        }
+        let text = self.label(span, "the expression");
+        let refuse = |why: &str| {
+            let msg = format!("`{text}`: {why}");
+            Err(diag("E0507", msg, Some(span))
+                .with_note("a size (`size(x, dim)`, `shape(x)`) is an `Int` known only at the call")
+                .with_help("sizes support `+`, `-`, `*` and `/` (exact) with ints and other sizes"))
+        };
+        let (a, b) = match positional {
+            [(a, _), (b, _)] if SIZE_OPS.contains(&callee) => (a, b),
+            _ => {
+                let what = match callee {
+                    "eq" | "ne" | "lt" | "le" | "gt" | "ge" => {
+                        "a size cannot be compared at compile time (a static `if` needs a \
+                         compile-time Bool)"
+                    }
+                    _ => "this operation does not apply to sizes",
+                };
+                return refuse(what);
+            }
+        };
+        let item = |v: &Val| match v {
+            Val::Size(e) => Some(SizeItem::Size(e.clone())),
+            Val::Attr(Attr::Int(i)) => Some(SizeItem::Int(*i)),
+            _ => None,
+        };
+        let (Some(a), Some(b)) = (item(a), item(b)) else {
+            return refuse("a size cannot be mixed with a float");
+        };
+        use DimExpr as E;
+        let konst = |i: i64| E::Dim(Dim::Const(i.unsigned_abs()));
+        let expr = |s: &SizeItem| match s {
+            SizeItem::Size(e) => e.clone(),
+            SizeItem::Int(i) => konst(*i),
+        };
+        let neg = |s: &SizeItem| matches!(s, SizeItem::Int(i) if *i < 0);
+        let bx = Box::new;
+        let e = match callee {
+            "add" if neg(&b) => E::Sub(bx(expr(&a)), bx(expr(&b))),
+            "add" if neg(&a) => E::Sub(bx(expr(&b)), bx(expr(&a))),
+            "add" => E::Add(bx(expr(&a)), bx(expr(&b))),
+            "sub" if neg(&b) => E::Add(bx(expr(&a)), bx(expr(&b))),
+            "sub" if neg(&a) => return refuse("the difference is negative"),
+            "sub" => E::Sub(bx(expr(&a)), bx(expr(&b))),
+            "mul" if neg(&a) || neg(&b) => {
+                return refuse("a size times a negative number is negative")
+            }
+            "mul" => E::Mul(bx(expr(&a)), bx(expr(&b))),
+            _ if matches!(b, SizeItem::Int(i) if i <= 0) => {
+                return refuse("a size can only be divided by a positive number")
+            }
+            _ if neg(&a) => return refuse("the quotient is negative"),
+            _ => E::Div(bx(expr(&a)), bx(expr(&b))),
+        };
+        if let E::Div(n, d) = &e {
+            let (n, d) = (self.syms.hint_of(n), self.syms.hint_of(d));
+            if let (Some(n), Some(d)) = (n, d) {
+                if d == 0 || n % d != 0 {
+                    let msg = format!(
+                        "`{text}` is {n} / {d} for the sizes of this call, not a whole number"
+                    );
+                    return Err(diag("E0510", msg, Some(span))
+                        .with_note("`/` on sizes must divide exactly"));
+                }
+            }
+        }
+        let folded = super::syms::fold(&e, &|d| self.syms.resolve(d));
+        if let E::Div(n, d) = &folded {
+            if let (E::Dim(Dim::Const(n)), E::Dim(Dim::Const(d))) = (n.as_ref(), d.as_ref()) {
+                let msg = format!("`{text}` is {n} / {d}, not a whole number");
+                return Err(diag("E0510", msg, Some(span)));
+            }
+        }
+        Ok(Some(self.size_val(folded)))
+    }
+
+    /// Sizes passed to an operator next to a tensor (`x / size(x, 0)`) become rank-0 tensors
+    /// of that tensor's dtype, as literals do.
+    pub(super) fn sizes_as_tensors(
+        &mut self,
+        callee: &str,
+        overload: Option<&str>,
+        positional: &mut [ArgVal],
+    ) -> Result<(), Diagnostic> {
+        if !super::is_static_op(callee, overload) {
+            return Ok(());
+        }
+        let dtype = positional.iter().find_map(|(v, _)| match v {
+            Val::Tensor(t) => Some(self.graph.ty(*t).dtype),
+            _ => None,
+        });
+        let Some(dtype) = dtype else { return Ok(()) };
+        for (v, s) in positional.iter_mut() {
+            if let Val::Size(e) = v {
+                let e = e.clone();
+                *v = Val::Tensor(self.size_tensor(&e, dtype, Some(*s))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// A size as a rank-0 tensor of `dtype`: the sum of a run-time number of ones (`i64`, so
+    /// exact), converted once. Built from `full`, `sum` and `cast`, so every backend has it.
+    pub(super) fn size_tensor(
+        &mut self,
+        e: &DimExpr,
+        dtype: DType,
+        span: Option<Span>,
+    ) -> Result<ValueId, Diagnostic> {
+        let d = self.size_dim(e);
+        if let Dim::Const(c) = d {
+            return self.literal(&Attr::Int(c as i64), dtype, span);
+        }
+        let ones = TensorType { dtype: DType::I64, shape: Shape(vec![d]) };
+        let ones = self.emit(Op::Full { value: Scalar::Int(1) }, Vec::new(), ones, span);
+        let internal = |m: String| diag("E0509", format!("internal error: {m}"), span);
+        let op = Op::Reduce { op: ReduceOp::Sum, axes: vec![0], keepdim: false };
+        let n = self.emit_inferred(op, vec![ones], span).map_err(internal)?;
+        if dtype == DType::I64 {
+            return Ok(n);
+        }
+        if dtype == DType::Bool {
+            let msg = "a size cannot be used as a bool tensor";
+            return Err(diag("E0502", msg, span));
+        }
+        self.emit_inferred(Op::Cast(dtype), vec![n], span).map_err(internal)
+    }
+
+    /// The sizes of a shape argument (`full`, `broadcast_to`): numbers `>= 0` and sizes.
+    pub(super) fn shape_dims(
+        &mut self,
+        items: &[SizeItem],
+        invalid: impl Fn(i64) -> Diagnostic,
+    ) -> Result<Vec<Dim>, Diagnostic> {
+        items
+            .iter()
+            .map(|item| match item {
+                SizeItem::Int(s) => u64::try_from(*s).map(Dim::Const).map_err(|_| invalid(*s)),
+                SizeItem::Size(e) => Ok(self.size_dim(e)),
+            })
+            .collect()
+    }
+
+    /// A list of numbers and sizes (`[-1, t, heads]`), when it has at least one size.
+    pub(super) fn size_list_of(vals: &[Val]) -> Option<Val> {
+        if !vals.iter().any(|v| matches!(v, Val::Size(_))) {
+            return None;
+        }
+        let items = vals
+            .iter()
+            .map(|v| match v {
+                Val::Size(e) => Some(SizeItem::Size(e.clone())),
+                Val::Attr(Attr::Int(i)) => Some(SizeItem::Int(*i)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Val::SizeList(items))
+    }
+}
