@@ -158,10 +158,13 @@ pub fn split(body: &LoopBody) -> Result<Program, SplitError> {
     }
     let is_input =
         |v: usize| matches!(graph.nodes[v].op, Op::Param(p) if (p as usize) < body.inputs);
+    // A loop's result is read by the stages after it, never computed by one.
+    let is_result = |v: usize| result_of.contains_key(&ValueId(v as u32));
     let mut steps = Vec::new();
     for k in 0..=body.loops.len() {
-        let members: Vec<usize> =
-            (0..n).filter(|&i| needed[i] && stage[i] == k && !is_input(i)).collect();
+        let members: Vec<usize> = (0..n)
+            .filter(|&i| needed[i] && stage[i] == k && !is_input(i) && !is_result(i))
+            .collect();
         let mut g = Graph {
             name: format!("{}.stage{k}", graph.name),
             params: graph.params[..body.inputs].to_vec(),

@@ -121,6 +121,7 @@ impl Walker<'_> {
                 matches!(t, Ty::IntList | Ty::FloatList | Ty::TensorList(_) | Ty::EmptyList)
             }
             (Ty::DType(_), Ty::DType(_)) => true,
+            (Ty::Int | Ty::Size, Ty::Int | Ty::Size) => true,
             (a, b) => a == b,
         };
         (!same).then(|| (from.clone(), to.clone()))
@@ -137,7 +138,7 @@ impl Walker<'_> {
     ) {
         for bound in [start, end] {
             let t = self.value(bound);
-            if !matches!(t, Ty::Int | Ty::Unknown) {
+            if !matches!(t, Ty::Int | Ty::Size | Ty::Unknown) {
                 let mut d = Diagnostic::error(
                     "E0314",
                     format!("a loop bound must be an `Int`, found `{t}`"),
@@ -276,7 +277,7 @@ impl Walker<'_> {
         let b = self.value(base);
         let i = self.value(index);
         let mut ok = true;
-        if !matches!(i, Ty::Int | Ty::Unknown) {
+        if !matches!(i, Ty::Int | Ty::Size | Ty::Unknown) {
             let mut d =
                 Diagnostic::error("E0317", format!("an index must be an `Int`, found `{i}`"))
                     .at(index.span, "not an `Int`");

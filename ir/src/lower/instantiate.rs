@@ -272,6 +272,22 @@ impl<'a> Lowerer<'a> {
             call.vals[i] = Val::Attr(converted);
         }
         for &i in &call.resolved.promoted.clone() {
+            // A loop variable where a tensor goes: its `i64[]`, cast like a literal would be.
+            let (Some(p), Some(Val::Index(v))) = (call.fdef.params.get(i), call.vals.get(i)) else {
+                continue;
+            };
+            let ParamType::Tensor(d) = &p.ty else { continue };
+            let span = call.spans[i].or(call.span);
+            let dtype = call.resolved.dtype_of(d).unwrap_or(DType::I64);
+            let v = *v;
+            call.vals[i] = Val::Tensor(if dtype == DType::I64 {
+                v
+            } else {
+                let ty = TensorType { dtype, shape: Shape::scalar() };
+                self.emit(Op::Cast(dtype), vec![v], ty, span)
+            });
+        }
+        for &i in &call.resolved.promoted.clone() {
             let (Some(p), Some(Val::Size(e))) = (call.fdef.params.get(i), call.vals.get(i)) else {
                 continue;
             };

@@ -618,6 +618,18 @@ impl<'a> Lowerer<'a> {
                     }
                 }
             }
+            (Val::SizeList(items), Val::Attr(Attr::Int(k))) => {
+                let n = items.len() as i64;
+                let at = if *k < 0 { k + n } else { *k };
+                match items.get(usize::try_from(at).unwrap_or(usize::MAX)) {
+                    Some(super::call::SizeItem::Int(v)) => Ok(Val::Attr(Attr::Int(*v))),
+                    Some(super::call::SizeItem::Size(e)) => Ok(Val::Size(e.clone())),
+                    None => {
+                        let msg = format!("index {k} is out of range for a list of {n}");
+                        Err(diag("E0511", msg, Some(index.span)))
+                    }
+                }
+            }
             (Val::List(items), Val::Attr(Attr::Int(k))) => {
                 let n = items.len() as i64;
                 let at = if *k < 0 { k + n } else { *k };

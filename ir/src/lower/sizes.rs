@@ -228,8 +228,8 @@ impl Lowerer<'_> {
         Ok(Some(self.size_val(folded)))
     }
 
-    /// Sizes passed to an operator next to a tensor (`x / size(x, 0)`) become rank-0 tensors
-    /// of that tensor's dtype, as literals do.
+    /// Sizes and loop variables passed to an operator next to a tensor (`x / size(x, 0)`,
+    /// `h * i`) become rank-0 tensors of that tensor's dtype, as literals do.
     pub(super) fn sizes_as_tensors(
         &mut self,
         callee: &str,
@@ -248,6 +248,15 @@ impl Lowerer<'_> {
             if let Val::Size(e) = v {
                 let e = e.clone();
                 *v = Val::Tensor(self.size_tensor(&e, dtype, Some(*s))?);
+            } else if let Val::Index(t) = v {
+                // A loop variable next to a tensor: its `i64[]` in that tensor's dtype.
+                let t = *t;
+                *v = Val::Tensor(if dtype == DType::I64 {
+                    t
+                } else {
+                    let ty = TensorType { dtype, shape: Shape::scalar() };
+                    self.emit(Op::Cast(dtype), vec![t], ty, Some(*s))
+                });
             }
         }
         Ok(())

@@ -1,0 +1,253 @@
+//! Loops (`for`, `while`, `var`, `w[i]`) through `Session`, on both backends: a loop computes
+//! what its unrolled form computes, its body is compiled once whatever the trip count, and
+//! its reverse mode (stored or checkpointed) gives the unrolled form's gradients.
+
+use ndarray::{ArrayD, IxDyn};
+use tfn::{Backend, Session, SessionOptions, Tensor, Value};
+use tfn_test_utils::Rng;
+
+const SOURCE: &str = r#"
+use "std:nn"
+
+// One residual block; w is [C, C], g and b are [C].
+fn block(Tensor h, Tensor w, Tensor g, Tensor b) -> Tensor {
+    return layer_norm(h + gelu(matmul(h, w)), g, b)
+}
+
+// Stacked weights: w is [L, C, C], g and b are [L, C]; the loop indexes the leading axis as a view.
+fn stack(Tensor x, Tensor w, Tensor g, Tensor b) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) {
+        h = block(h, w[l], g[l], b[l])
+    }
+    return h
+}
+
+fn stack_ckpt(Tensor x, Tensor w, Tensor g, Tensor b) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0), checkpoint {
+        h = block(h, w[l], g[l], b[l])
+    }
+    return h
+}
+
+fn stack3(Tensor x, Tensor w, Tensor g, Tensor b) -> Tensor {
+    let h1 = block(x, w[0], g[0], b[0])
+    let h2 = block(h1, w[1], g[1], b[1])
+    return block(h2, w[2], g[2], b[2])
+}
+
+// A recurrence over time: xs is [T, B, I], h0 is [B, H].
+fn rnn(Tensor xs, Tensor h0, Tensor wx, Tensor wh) -> Tensor {
+    var h = h0
+    for t in 0..size(xs, 0) {
+        h = tanh(matmul(xs[t], wx) + matmul(h, wh))
+    }
+    return h
+}
+
+fn rnn3(Tensor xs, Tensor h0, Tensor wx, Tensor wh) -> Tensor {
+    let h1 = tanh(matmul(xs[0], wx) + matmul(h0, wh))
+    let h2 = tanh(matmul(xs[1], wx) + matmul(h1, wh))
+    return tanh(matmul(xs[2], wx) + matmul(h2, wh))
+}
+
+fn newton_sqrt(Tensor a) -> Tensor {
+    var x = a
+    while max(abs(x * x - a)) > 1e-6, at most 50 {
+        x = 0.5 * (x + a / x)
+    }
+    return x
+}
+
+fn spin(Tensor a) -> Tensor {
+    var x = a
+    while max(x) > 0.0, at most 5 {
+        x = x + 1.0
+    }
+    return x
+}
+
+// Two carried values, the index in arithmetic, a loop after a loop, statements before and after.
+fn two(Tensor x, *, Int n) -> (Tensor, Tensor) {
+    let y = x * 2.0
+    var a = y
+    var s = sum(x) * 0.0
+    for i in 0..n {
+        a = a * 0.5 + sin(a) * i
+        s = s + sum(a)
+    }
+    var c = a
+    for j in 1..3 {
+        c = c + j
+    }
+    return (c + y, s)
+}
+"#;
+
+fn session(backend: Backend, checkpoint: bool) -> Session {
+    let options = SessionOptions { backend, checkpoint_loops: checkpoint, ..Default::default() };
+    let s = Session::with_options(options);
+    s.load_str("loops_test.tfn", SOURCE).unwrap_or_else(|e| panic!("{e}"));
+    s
+}
+
+fn randn(rng: &mut Rng, shape: &[usize], scale: f32) -> Tensor {
+    let s = f64::from(scale);
+    rng.tensor(tfn::DType::F32, shape, (-s, s))
+}
+
+fn f32s(t: &Value) -> Vec<f32> {
+    match t.as_tensor().map(|t| t.to_tensor()) {
+        Some(Tensor::F32(a)) => a.iter().copied().collect(),
+        other => panic!("not f32: {other:?}"),
+    }
+}
+
+fn close(a: &[f32], b: &[f32], tol: f32, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+    }
+}
+
+fn stack_args(rng: &mut Rng, layers: usize) -> Vec<Value<'static>> {
+    let c = 8;
+    vec![
+        Value::from(randn(rng, &[5, c], 1.0)),
+        Value::from(randn(rng, &[layers, c, c], 0.3)),
+        Value::from(randn(rng, &[layers, c], 1.0)),
+        Value::from(randn(rng, &[layers, c], 0.1)),
+    ]
+}
+
+#[test]
+fn a_for_loop_over_stacked_weights_is_its_unrolled_form() {
+    let mut rng = Rng::new(1);
+    let args = stack_args(&mut rng, 3);
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        let looped = s.call("stack", &args).unwrap_or_else(|e| panic!("{e}"));
+        let unrolled = s.call("stack3", &args).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&looped[0]), &f32s(&unrolled[0]), 1e-5, &format!("{backend:?}"));
+    }
+}
+
+#[test]
+fn the_body_compiles_once_whatever_the_trip_count() {
+    let mut rng = Rng::new(2);
+    let s = session(Backend::Jit, false);
+    for layers in [2, 12, 5] {
+        let args = stack_args(&mut rng, layers);
+        s.call("stack", &args).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(s.stats().compiles, 1, "one compile for every depth");
+}
+
+#[test]
+fn a_recurrence_over_time() {
+    let mut rng = Rng::new(3);
+    let args = vec![
+        Value::from(randn(&mut rng, &[3, 4, 6], 1.0)),
+        Value::from(randn(&mut rng, &[4, 5], 1.0)),
+        Value::from(randn(&mut rng, &[6, 5], 0.5)),
+        Value::from(randn(&mut rng, &[5, 5], 0.5)),
+    ];
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        let looped = s.call("rnn", &args).unwrap_or_else(|e| panic!("{e}"));
+        let unrolled = s.call("rnn3", &args).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&looped[0]), &f32s(&unrolled[0]), 1e-6, &format!("{backend:?}"));
+        // Gradients of every input, stored and checkpointed.
+        let cot = vec![Value::from(randn(&mut rng, &[4, 5], 1.0))];
+        let want = s.vjp("rnn3", &args, &cot).unwrap_or_else(|e| panic!("{e}"));
+        for checkpoint in [false, true] {
+            let s = session(backend, checkpoint);
+            let got = s.vjp("rnn", &args, &cot).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got.len(), want.len());
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                close(&f32s(g), &f32s(w), 1e-5, &format!("{backend:?} ckpt={checkpoint} grad {k}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn gradients_through_stacked_weights_stored_and_checkpointed() {
+    let mut rng = Rng::new(4);
+    let args = stack_args(&mut rng, 3);
+    let cot = vec![Value::from(randn(&mut rng, &[5, 8], 1.0))];
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        let want = s.vjp("stack3", &args, &cot).unwrap_or_else(|e| panic!("{e}"));
+        for f in ["stack", "stack_ckpt"] {
+            let (vals, got) = s.value_and_vjp(f, &args, &cot).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(vals.len(), 1);
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                close(&f32s(g), &f32s(w), 1e-4, &format!("{backend:?} {f} grad {k}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_while_loop_runs_to_its_condition_and_fails_past_its_bound() {
+    let a = Tensor::F32(ArrayD::from_shape_vec(IxDyn(&[3]), vec![4.0, 2.0, 9.0]).expect("shape"));
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        let got =
+            s.call("newton_sqrt", &[Value::from(a.clone())]).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&got[0]), &[2.0, std::f32::consts::SQRT_2, 3.0], 1e-6, "sqrt");
+        let e = s.call("spin", &[Value::from(a.clone())]).expect_err("never ends");
+        assert!(e.to_string().contains("at most 5"), "{e}");
+        let e = s.vjp("newton_sqrt", &[Value::from(a.clone())], &[Value::from(a.clone())]);
+        let e = e.expect_err("while is not differentiable").to_string();
+        assert!(e.contains("while") && e.contains("for"), "{e}");
+    }
+}
+
+#[test]
+fn carried_values_index_arithmetic_and_loops_in_sequence() {
+    let mut rng = Rng::new(5);
+    let x = randn(&mut rng, &[7], 1.0);
+    let xs: Vec<f32> = match &x {
+        Tensor::F32(a) => a.iter().copied().collect(),
+        _ => unreachable!(),
+    };
+    // The same computation in Rust, in f32.
+    let n = 4;
+    let y: Vec<f32> = xs.iter().map(|v| v * 2.0).collect();
+    let mut a = y.clone();
+    let mut s = 0.0f32;
+    for i in 0..n {
+        a = a.iter().map(|v| v * 0.5 + v.sin() * i as f32).collect();
+        s += a.iter().sum::<f32>();
+    }
+    let c: Vec<f32> = a.iter().zip(&y).map(|(v, y)| v + 1.0 + 2.0 + y).collect();
+    for backend in [Backend::Jit, Backend::Interp] {
+        let sess = session(backend, false);
+        let kw = [("n", Value::Attr(tfn::Attr::Int(n)))];
+        let out =
+            sess.call_kw("two", &[Value::from(x.clone())], &kw).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&out[0]), &c, 1e-5, "c");
+        close(&f32s(&out[1]), &[s], 1e-4, "s");
+        // Zero trips: the values before the loop.
+        let kw = [("n", Value::Attr(tfn::Attr::Int(0)))];
+        let out =
+            sess.call_kw("two", &[Value::from(x.clone())], &kw).unwrap_or_else(|e| panic!("{e}"));
+        let c0: Vec<f32> = y.iter().map(|v| v + 3.0 + v).collect();
+        close(&f32s(&out[0]), &c0, 1e-6, "c0");
+    }
+}
+
+#[test]
+fn a_stacked_input_shorter_than_the_loop_is_an_error_naming_it() {
+    let s = session(Backend::Jit, false);
+    let src = "fn f(Tensor x, Tensor w, *, Int n) -> Tensor {\n    var h = x\n    for i in 0..n {\n        h = h + w[i]\n    }\n    return h\n}\n";
+    s.load_str("short.tfn", src).unwrap_or_else(|e| panic!("{e}"));
+    let x = Tensor::F32(ArrayD::zeros(IxDyn(&[3])));
+    let w = Tensor::F32(ArrayD::zeros(IxDyn(&[2, 3])));
+    let kw = [("n", Value::Attr(tfn::Attr::Int(3)))];
+    let e = s.call_kw("f", &[Value::from(x), Value::from(w)], &kw).expect_err("too short");
+    assert!(e.to_string().contains("`w[i]`") && e.to_string().contains("2 row"), "{e}");
+}
