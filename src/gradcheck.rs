@@ -228,7 +228,12 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
         let instance = tfn_ir::lower::instantiate_for_sizes(lib, &name, &[], &keywords, &sizes);
         let concrete: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
         match instance.map_err(|e| e.to_string()).and_then(|i| {
-            tfn_ir::bind_sizes(&i.graph, &concrete).map(|_| i).map_err(|e| e.to_string())
+            let signature = if i.has_loops() {
+                i.program().map_err(|e| e.to_string())?.signature
+            } else {
+                i.graph.clone()
+            };
+            tfn_ir::bind_sizes(&signature, &concrete).map(|_| i).map_err(|e| e.to_string())
         }) {
             Ok(instance) => {
                 let named: Vec<(String, Vec<usize>)> =
@@ -249,8 +254,7 @@ fn run_check(
     options: &GradcheckOptions,
 ) -> Result<Outcome, Outcome> {
     let fail = |error: String| Outcome::Failed { error };
-    let v = vjp(lib, instance).map_err(|e| fail(e.to_string()))?;
-    let graph = &instance.graph;
+    let eval = Eval::new(lib, instance, tensors).map_err(fail)?;
     let mut rng = SplitMix::new(options.seed);
     // Graph parameters are the tensor parameters in order (no lists: those were skipped).
     let mut inputs = Vec::new();
@@ -261,7 +265,7 @@ fn run_check(
             .zip(&shapes)
             .map(|((_, d), (_, s))| random_tensor(&mut rng, *d, s, lo, hi))
             .collect();
-        outputs = tfn_ir::run(graph, &inputs).map_err(|e| fail(e.to_string()))?;
+        outputs = eval.forward(&inputs).map_err(fail)?;
         if outputs.iter().all(all_finite) {
             break;
         }
@@ -273,11 +277,9 @@ fn run_check(
             other => zeros_like(other),
         })
         .collect();
-    let mut all = inputs.clone();
-    all.extend(cotangents.iter().cloned());
-    let grads = tfn_ir::run(&v.graph, &all).map_err(|e| fail(e.to_string()))?;
+    let (grads, differentiated) = eval.gradients(&inputs, &cotangents).map_err(fail)?;
     let objective = |xs: &[Tensor]| -> Result<f64, Outcome> {
-        let outs = tfn_ir::run(graph, xs).map_err(|e| fail(e.to_string()))?;
+        let outs = eval.forward(xs).map_err(fail)?;
         Ok(outs
             .iter()
             .zip(&cotangents)
@@ -289,7 +291,7 @@ fn run_check(
     };
     let h = options.step;
     let mut reports = Vec::new();
-    for (g, &p) in grads.iter().zip(&v.differentiated) {
+    for (g, &p) in grads.iter().zip(&differentiated) {
         let (Tensor::F64(g), Some(Tensor::F64(x))) = (g, inputs.get(p)) else {
             return Err(fail(format!("the gradient of parameter {p} is not f64")));
         };
@@ -324,6 +326,82 @@ fn run_check(
     }
     let passed = reports.iter().all(|r| r.worst_error <= options.tolerance);
     Ok(Outcome::Checked { shapes, inputs: reports, passed })
+}
+
+/// How the check evaluates the function and its gradient: the interpreter on the graph and
+/// its gradient graph, or, for a function with loops (a program of steps), an interpreter
+/// session's `call` and `vjp`.
+enum Eval<'a> {
+    Graph { graph: &'a tfn_ir::Graph, vjp: tfn_passes::autodiff::Vjp },
+    Program { session: crate::Session, function: String, names: Vec<String> },
+}
+
+impl<'a> Eval<'a> {
+    fn new(
+        lib: &Library,
+        instance: &'a tfn_ir::Instance,
+        tensors: &[(String, DType)],
+    ) -> Result<Eval<'a>, String> {
+        if !instance.has_loops() {
+            let vjp = vjp(lib, instance).map_err(|e| e.to_string())?;
+            return Ok(Eval::Graph { graph: &instance.graph, vjp });
+        }
+        let options = crate::SessionOptions {
+            backend: crate::Backend::Interp,
+            optimize: false,
+            ..Default::default()
+        };
+        let session = crate::Session::with_library(options, std::sync::Arc::new(lib.clone()));
+        let names = tensors.iter().map(|(n, _)| n.clone()).collect();
+        Ok(Eval::Program { session, function: instance.function.clone(), names })
+    }
+
+    fn forward(&self, xs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+        match self {
+            Eval::Graph { graph, .. } => tfn_ir::run(graph, xs).map_err(|e| e.to_string()),
+            Eval::Program { session, function, names } => {
+                let kw: Vec<(&str, crate::Value)> = names
+                    .iter()
+                    .zip(xs)
+                    .map(|(n, x)| (n.as_str(), crate::Value::from(x.clone())))
+                    .collect();
+                let out = session.call_kw(function, &[], &kw).map_err(|e| e.to_string())?;
+                Ok(out.into_iter().filter_map(|v| v.into_tensor()).collect())
+            }
+        }
+    }
+
+    /// The gradients, and the parameters they are of.
+    fn gradients(
+        &self,
+        xs: &[Tensor],
+        cots: &[Tensor],
+    ) -> Result<(Vec<Tensor>, Vec<usize>), String> {
+        match self {
+            Eval::Graph { vjp, .. } => {
+                let mut all = xs.to_vec();
+                all.extend(cots.iter().cloned());
+                let g = tfn_ir::run(&vjp.graph, &all).map_err(|e| e.to_string())?;
+                Ok((g, vjp.differentiated.clone()))
+            }
+            Eval::Program { session, function, names } => {
+                let kw: Vec<(&str, crate::Value)> = names
+                    .iter()
+                    .zip(xs)
+                    .map(|(n, x)| (n.as_str(), crate::Value::from(x.clone())))
+                    .collect();
+                let cots: Vec<crate::Value> =
+                    cots.iter().map(|c| crate::Value::from(c.clone())).collect();
+                let g = session.vjp_kw(function, &[], &kw, &cots).map_err(|e| e.to_string())?;
+                let differentiated =
+                    xs.iter().enumerate().filter(|(_, x)| x.dtype().is_float()).map(|(i, _)| i);
+                Ok((
+                    g.into_iter().filter_map(|v| v.into_tensor()).collect(),
+                    differentiated.collect(),
+                ))
+            }
+        }
+    }
 }
 
 fn all_finite(t: &Tensor) -> bool {

@@ -189,6 +189,15 @@ impl Session {
         }
     }
 
+    /// A session over an already loaded library (the gradient check's evaluator).
+    pub(crate) fn with_library(options: SessionOptions, library: Arc<Library>) -> Session {
+        let s = Session::with_options(options);
+        if let Ok(mut l) = s.library.write() {
+            *l = library;
+        }
+        s
+    }
+
     pub fn options(&self) -> &SessionOptions {
         &self.options
     }

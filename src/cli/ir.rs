@@ -91,6 +91,18 @@ pub(super) fn ir(
                 ))
             }
         };
+    if instance.has_loops() {
+        let program = match instance.program() {
+            Ok(p) => p,
+            Err(e) => return Outcome::UserError(format!("error: {e}")),
+        };
+        let mut text = String::new();
+        if let Err(e) = print_program(&library, &program, stage, optimize, 0, &mut text) {
+            return Outcome::UserError(format!("error: {e}"));
+        }
+        out!("{}\n", text.trim_end());
+        return Outcome::Ok;
+    }
     let text = match stage {
         Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(&instance.graph),
         Stage::Optimized | Stage::Fused => {
@@ -125,4 +137,75 @@ pub(super) fn ir(
     };
     out!("{}\n", text.trim_end());
     Outcome::Ok
+}
+
+/// A function with loops, step by step: each stage graph at `stage`, each loop's header and
+/// its body (indented), recursively.
+fn print_program(
+    library: &tfn_ir::Library,
+    program: &tfn_ir::program::Program,
+    stage: Stage,
+    optimize: bool,
+    depth: usize,
+    out: &mut String,
+) -> Result<(), String> {
+    use tfn_ir::program::{LoopKind, Step};
+    let indent = "    ".repeat(depth);
+    let push = |text: &str, out: &mut String| {
+        for line in text.lines() {
+            out.push_str(&indent);
+            out.push_str(line);
+            out.push('\n');
+        }
+    };
+    for step in &program.steps {
+        match step {
+            Step::Graph { graph, reads, writes, .. } => {
+                let list = |vs: &[tfn_ir::ValueId]| {
+                    vs.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+                };
+                push(&format!("// stage: reads [{}], writes [{}]", list(reads), list(writes)), out);
+                let text = match stage {
+                    Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(graph),
+                    Stage::Optimized | Stage::Fused => {
+                        let planned = crate::pipeline::plan(library, graph, optimize)
+                            .map_err(|e| e.to_string())?;
+                        if stage == Stage::Optimized {
+                            tfn_ir::text::print_graph(&planned.graph)
+                        } else {
+                            crate::pipeline::print_fused(&planned)
+                        }
+                    }
+                };
+                push(&text, out);
+            }
+            Step::Loop { spec, body } => {
+                let kind = match &spec.kind {
+                    LoopKind::For { start, end, checkpoint } => format!(
+                        "for {start}..{end}{}",
+                        if *checkpoint { ", checkpoint" } else { "" }
+                    ),
+                    LoopKind::While { cond, max_trips } => {
+                        format!("while {cond}, at most {max_trips}")
+                    }
+                };
+                let list = |vs: &[tfn_ir::ValueId]| {
+                    vs.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+                };
+                push(
+                    &format!(
+                        "// loop `{}` ({kind}): carried [{}] -> [{}], invariant [{}], sliced [{}]; its body, compiled once:",
+                        spec.label,
+                        list(&spec.carried),
+                        list(&spec.results),
+                        list(&spec.invariants),
+                        list(&spec.sliced)
+                    ),
+                    out,
+                );
+                print_program(library, body, stage, optimize, depth + 1, out)?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -17,7 +17,20 @@ use tfn_ir::{Graph, Library, Op, ValueId};
 /// The vector-Jacobian product of a lowered function (see the [module docs](super)); the
 /// instance's call regions make custom `grad` blocks of inlined functions win.
 pub fn vjp(lib: &Library, forward: &Instance) -> Result<Vjp, AutodiffError> {
+    refuse_loops(forward)?;
     vjp_graph(lib, &forward.graph, &forward.regions)
+}
+
+/// A function with loops is not one graph (its loops' results are parameters of its outer
+/// graph): it is differentiated step by step, by the session's program runtime.
+fn refuse_loops(forward: &Instance) -> Result<(), AutodiffError> {
+    if forward.has_loops() {
+        return Err(AutodiffError::NotDifferentiable {
+            op: forward.function.clone(),
+            reason: "it has loops, which are differentiated step by step (`Session::vjp`), not as one graph".into(),
+        });
+    }
+    Ok(())
 }
 
 /// The vector-Jacobian product of `forward`, with the custom-VJP `regions` lowering recorded
@@ -34,6 +47,7 @@ pub fn vjp_graph(
 /// Like [`vjp`], but the graph also returns the forward results, before the gradients
 /// (`jax.value_and_grad`'s shape): one pass computes both, sharing the forward values.
 pub fn value_and_vjp(lib: &Library, forward: &Instance) -> Result<Vjp, AutodiffError> {
+    refuse_loops(forward)?;
     build(lib, &forward.graph, &forward.regions, true)
 }
 
