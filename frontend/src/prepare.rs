@@ -14,7 +14,7 @@ use tfn_ir::{Diagnostic, FileId, Span};
 
 /// Deepest allowed nesting of `(`, `[` and `{`.
 pub const MAX_NESTING: usize = 64;
-/// Most operator characters (`+ - * / < > = !`) allowed in one statement.
+/// Most operator characters (`+ - * / < > = !`, and `[`: indexing) allowed in one statement.
 pub const MAX_OPERATORS: usize = 512;
 
 /// The text to hand to the grammar, or the limit that was exceeded.
@@ -62,6 +62,14 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
                 stack.push(c);
                 if stack.len() > MAX_NESTING {
                     return Err(Box::new(too_deep(file, i)));
+                }
+                // `[` also indexes (`x[0][1]...`, a chain the tree nests as deep as it is
+                // long): it counts as an operator.
+                if c == b'[' {
+                    operators += 1;
+                    if operators > MAX_OPERATORS {
+                        return Err(Box::new(too_complex(file, statement_start, i)));
+                    }
                 }
                 if c == b'{' {
                     operators = 0;
@@ -131,5 +139,9 @@ mod tests {
         assert!(prepare(FileId(0), &src).is_err());
         let src = "-".repeat(MAX_OPERATORS + 1);
         assert!(prepare(FileId(0), &src).is_err());
+        let src = format!("x{}", "[0]".repeat(MAX_OPERATORS + 1));
+        assert!(prepare(FileId(0), &src).is_err());
+        let src = format!("x{}", "[0]".repeat(MAX_OPERATORS));
+        assert!(prepare(FileId(0), &src).is_ok());
     }
 }

@@ -29,9 +29,15 @@ pub fn syntax_error(file: FileId, text: &str, error: Error<Rule>) -> Diagnostic 
     let rest = text.get(pos..).unwrap_or("");
     let (len, found) = offending_token(rest);
     let word = rest.get(..len).unwrap_or("");
-    let wants_name = message.contains("an identifier") || message.contains(EXPRESSION);
+    // A reserved word where a name could go; where an expression could, a literal word
+    // (`true`, `f32`) would have been fine, so it is not the problem.
+    let misused = if message.contains(EXPRESSION) {
+        RESERVED.contains(&word) && !LITERAL_WORDS.contains(&word)
+    } else {
+        message.contains("an identifier") && RESERVED.contains(&word)
+    };
     let d = Diagnostic::error("E0001", message).at(Span::new(file, pos, pos + len), found);
-    if wants_name && RESERVED.contains(&word) && !LITERAL_WORDS.contains(&word) {
+    if misused {
         return d.with_help(format!("`{word}` is a reserved word; choose another name"));
     }
     d
@@ -42,8 +48,7 @@ const RESERVED: &[&str] = &[
     "op", "extern", "fn", "let", "if", "else", "return", "rewrite", "use", "for", "while", "true",
     "false", "f32", "f64", "i32", "i64", "bool", "f16", "bf16", "i8", "u8", "inf", "nan",
 ];
-/// Reserved words that are themselves expressions (literals): where an expression is expected
-/// they are fine, so they are not the error.
+/// Reserved words that are themselves expressions (literals).
 const LITERAL_WORDS: &[&str] =
     &["true", "false", "f32", "f64", "i32", "i64", "bool", "f16", "bf16", "i8", "u8", "inf", "nan"];
 

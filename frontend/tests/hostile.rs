@@ -107,3 +107,84 @@ fn thousands_of_unused_parameters_on_one_line_render_bounded() {
     let caret = marks.find('^').expect("caret");
     assert_eq!(&src[caret..caret + 4], "p50,", "{src}\n{marks}");
 }
+
+/// Loops nested to the bracket limit, thousands of loops in a row, long index chains, and
+/// malformed loop headers: never a panic (nor a stack overflow), a bounded report.
+#[test]
+fn nested_and_repeated_loops_and_index_chains_stay_bounded() {
+    // 60 nested `for`s (each `{` counts towards the nesting limit of 64): checks cleanly.
+    let depth = 60;
+    let mut text = String::from("fn f(Tensor x, *, Int n) -> Tensor {\n    var h = x\n");
+    for d in 0..depth {
+        text.push_str(&format!("for j{d} in 0..n {{\n"));
+    }
+    text.push_str("h = h + x[j0]");
+    for d in 1..depth {
+        text.push_str(&format!(" + x[j{d}]"));
+    }
+    text.push('\n');
+    text.push_str(&"}\n".repeat(depth));
+    text.push_str("    return h\n}\n");
+    let (diags, _) = load(&text);
+    assert!(diags.is_empty(), "{diags:?}");
+
+    // Deeper than the limit: one E0003.
+    let deep = format!(
+        "fn f(Tensor x, *, Int n) -> Tensor {{\n{}\n    return x\n}}\n",
+        "for i in 0..n {\n".repeat(100)
+    );
+    let (diags, _) = load(&deep);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0].code, "E0003");
+
+    // 5000 loops in a row, each assigning an undeclared name: one report per cause, capped.
+    let mut text = String::from("fn f(Tensor x, *, Int n) -> Tensor {\n");
+    for _ in 0..5000 {
+        text.push_str("    for i in 0..n {\n        y = x[i]\n    }\n");
+    }
+    text.push_str("    return x\n}\n");
+    let (diags, rendered) = load(&text);
+    assert_eq!(count(&diags, "E0311"), 5000);
+    assert!(
+        rendered.lines().count() < 20 * MAX_PER_CODE + 50,
+        "{} lines",
+        rendered.lines().count()
+    );
+
+    // A long chain of indices on one line: refused before any recursive walk.
+    let text = format!("fn f(Tensor x) -> Tensor {{\n    return x{}\n}}\n", "[0]".repeat(100_000));
+    let (diags, _) = load(&text);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0].code, "E0003");
+
+    // Malformed headers: one syntax error each.
+    for bad in [
+        "for i in 0..n {\n        h = h + x[i]\n",
+        "for i in 0.. {\n    }\n",
+        "for i in {\n    }\n",
+        "for in 0..n {\n    }\n",
+        "for i 0..n {\n    }\n",
+        "for i in 0..n, {\n    }\n",
+        "for i in 0..n, checkpoint, checkpoint {\n    }\n",
+        "while sum(h) > 0.0 {\n    }\n",
+        "while sum(h) > 0.0, at {\n    }\n",
+        "while sum(h) > 0.0, at most {\n    }\n",
+        "while , at most 3 {\n    }\n",
+        "var = \n",
+        "var h x\n",
+        "h = \n",
+        "h == x\n",
+        "let y = x[\n",
+        "let y = x[]\n",
+        "let y = x]\n",
+        "let y = x[1, 2]\n",
+        "let y = [1, 2][\n",
+    ] {
+        let text = format!(
+            "fn f(Tensor x, *, Int n) -> Tensor {{\n    var h = x\n    {bad}    return h\n}}\n"
+        );
+        let (diags, rendered) = load(&text);
+        assert_eq!(diags.len(), 1, "{bad:?}: {rendered}");
+        assert_eq!(diags[0].code, "E0001", "{bad:?}: {rendered}");
+    }
+}
