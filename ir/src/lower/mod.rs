@@ -35,6 +35,7 @@ mod infer;
 mod instantiate;
 pub mod moves;
 mod primitives;
+mod provenance;
 mod random;
 mod region;
 mod scan_prims;
