@@ -25,6 +25,7 @@ mod one_hot;
 mod profile;
 mod random;
 mod session_api;
+mod size_values;
 mod storage_dtypes;
 mod thread_counts;
 

@@ -528,19 +528,26 @@ impl Builder {
         self.pratt_expr(pair.into_inner())
     }
 
+    /// An operator expression. Each operand travels with its *outer* span, parentheses
+    /// included, so that `(1.0 - m) * k` spans its `(`: a parenthesised expression keeps its
+    /// own span (without the parentheses), but an expression built on it covers them.
     fn pratt_expr(&self, pairs: Pairs<'_, Rule>) -> Expr {
         self.pratt
-            .map_primary(|p| self.primary(p))
-            .map_prefix(|op, operand| {
-                let op_span = self.span(&op);
-                let span = op_span.to(operand.span);
-                match operand.kind {
-                    ExprKind::Int(v) => Expr { kind: ExprKind::Int(v.wrapping_neg()), span },
-                    ExprKind::Float(v) => Expr { kind: ExprKind::Float(-v), span },
-                    _ => Expr { kind: ExprKind::Neg { op_span, operand: Box::new(operand) }, span },
-                }
+            .map_primary(|p| {
+                let outer = self.span(&p);
+                (self.primary(p), outer)
             })
-            .map_postfix(|base, op| {
+            .map_prefix(|op, (operand, outer)| {
+                let op_span = self.span(&op);
+                let span = op_span.to(outer);
+                let kind = match operand.kind {
+                    ExprKind::Int(v) => ExprKind::Int(v.wrapping_neg()),
+                    ExprKind::Float(v) => ExprKind::Float(-v),
+                    _ => ExprKind::Neg { op_span, operand: Box::new(operand) },
+                };
+                (Expr { kind, span }, span)
+            })
+            .map_postfix(|(base, outer), op| {
                 let close = op
                     .clone()
                     .into_inner()
@@ -552,13 +559,11 @@ impl Builder {
                     .find(|p| p.as_rule() == Rule::expr)
                     .map(|p| self.expr(p))
                     .unwrap_or(Expr { kind: ExprKind::Name(String::new()), span: close });
-                let span = base.span.to(close);
-                Expr {
-                    kind: ExprKind::Index { base: Box::new(base), index: Box::new(index) },
-                    span,
-                }
+                let span = outer.to(close);
+                let kind = ExprKind::Index { base: Box::new(base), index: Box::new(index) };
+                (Expr { kind, span }, span)
             })
-            .map_infix(|lhs, op, rhs| {
+            .map_infix(|(lhs, lhs_outer), op, (rhs, rhs_outer)| {
                 let op_span = self.span(&op);
                 let bin = match op.as_rule() {
                     Rule::add => BinOp::Add,
@@ -574,18 +579,13 @@ impl Builder {
                     Rule::gt => BinOp::Gt,
                     _ => BinOp::Ge,
                 };
-                let span = lhs.span.to(rhs.span);
-                Expr {
-                    kind: ExprKind::Binary {
-                        op: bin,
-                        op_span,
-                        lhs: Box::new(lhs),
-                        rhs: Box::new(rhs),
-                    },
-                    span,
-                }
+                let span = lhs_outer.to(rhs_outer);
+                let kind =
+                    ExprKind::Binary { op: bin, op_span, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+                (Expr { kind, span }, span)
             })
             .parse(pairs)
+            .0
     }
 
     fn primary(&self, pair: Pair<'_, Rule>) -> Expr {

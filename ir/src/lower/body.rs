@@ -456,7 +456,8 @@ impl<'a> Lowerer<'a> {
         let resolved = dispatch::dispatch(overloads, &kinds, &kw_kinds).map_err(|r| {
             let pos_spans: Vec<Span> = positional.iter().map(|(_, s)| *s).collect();
             let kw_spans: Vec<Span> = keywords.iter().map(|(_, _, s)| *s).collect();
-            no_match(&full, overloads, &r, Some(callee_span), &pos_spans, &kw_spans)
+            let d = no_match(&full, overloads, &r, Some(callee_span), &pos_spans, &kw_spans);
+            self.with_dtype_origins(d, &positional, &keywords, &r)
         })?;
         let fdef = &overloads[resolved.overload];
         let mut vals = Vec::new();

@@ -288,8 +288,12 @@ impl BoundCall<'_> {
 
     /// The error for a size given where a compile-time value is needed.
     pub(super) fn not_static(&self, name: &str) -> Diagnostic {
+        let what = match self.val(name) {
+            Ok(Val::SizeList(_)) => "holds sizes",
+            _ => "is a size",
+        };
         let msg = format!(
-            "{} is a size, known only at the call: `{}`'s `{name}` needs a compile-time value",
+            "{} {what}, known only at the call: `{}`'s `{name}` needs a compile-time value",
             self.label(name),
             self.fdef.full_name()
         );

@@ -36,6 +36,7 @@ mod instantiate;
 mod loops;
 pub mod moves;
 mod primitives;
+mod provenance;
 mod random;
 mod region;
 mod scan_prims;

@@ -234,7 +234,9 @@ impl Lowerer<'_> {
             }
         }
         let dims: Vec<Dim> = if autos == 1 {
-            let auto = self.syms.derive(DimExpr::Div(Box::new(count), Box::new(known)));
+            let inputs: Vec<Dim> = in_shape.0.clone();
+            let given: Vec<Dim> = dims.iter().flatten().copied().collect();
+            let auto = self.syms.derive(self.quotient(inputs, given));
             dims.into_iter().map(|d| d.unwrap_or(auto)).collect()
         } else {
             let known = self.syms.derive(known);
@@ -242,6 +244,50 @@ impl Lowerer<'_> {
             dims.into_iter().flatten().collect()
         };
         Ok(self.reshape(x, Shape(dims), call.span))
+    }
+
+    /// `product(num) / product(den)` with common factors cancelled, so that the `-1` of
+    /// `reshape(x, [-1, t, heads, c / heads])` is `x`'s batch size itself rather than an
+    /// expression over it: equal sizes cancel, and a factor `a / k` of `den` (a size derived by
+    /// an exact division) cancels an `a` of `num`, leaving `k`.
+    fn quotient(&self, num: Vec<Dim>, den: Vec<Dim>) -> DimExpr {
+        let mut num: Vec<Dim> = num.into_iter().map(|d| self.syms.resolve(d)).collect();
+        let mut rest = Vec::new();
+        for d in den.into_iter().map(|d| self.syms.resolve(d)) {
+            if let Some(i) = num.iter().position(|n| *n == d && d.as_const().is_none()) {
+                num.remove(i);
+                continue;
+            }
+            if let Some(DimExpr::Div(a, k)) = self.syms.derived_def(d) {
+                if let (DimExpr::Dim(a), DimExpr::Dim(k @ Dim::Const(_))) = (a.as_ref(), k.as_ref())
+                {
+                    let a = self.syms.resolve(*a);
+                    if let Some(i) = num.iter().position(|n| *n == a && a.as_const().is_none()) {
+                        num[i] = *k;
+                        continue;
+                    }
+                }
+            }
+            rest.push(d);
+        }
+        let konst =
+            |ds: &[Dim]| ds.iter().filter_map(|d| d.as_const()).try_fold(1u64, u64::checked_mul);
+        let (Some(cn), Some(cd)) = (konst(&num), konst(&rest)) else {
+            return DimExpr::Div(Box::new(product(&num)), Box::new(product(&rest)));
+        };
+        let syms =
+            |ds: &[Dim]| ds.iter().copied().filter(|d| d.as_const().is_none()).collect::<Vec<_>>();
+        let (mut sn, mut sd) = (syms(&num), syms(&rest));
+        if cd != 0 && cn % cd == 0 {
+            sn.push(Dim::Const(cn / cd));
+        } else {
+            sn.push(Dim::Const(cn));
+            sd.push(Dim::Const(cd));
+        }
+        match sd.as_slice() {
+            [] => product(&sn),
+            _ => DimExpr::Div(Box::new(product(&sn)), Box::new(product(&sd))),
+        }
     }
 
     pub(super) fn broadcast_to(&mut self, call: &BoundCall) -> Result<crate::ValueId, Diagnostic> {
@@ -307,4 +353,11 @@ impl Lowerer<'_> {
         let op = Op::Concat { axis: axis as u32 };
         self.emit_inferred(op, xs, call.span).map_err(|m| diag("E0503", m, call.span))
     }
+}
+
+/// The product of sizes (`1` for none).
+fn product(ds: &[Dim]) -> DimExpr {
+    let mut it = ds.iter().copied();
+    let first = it.next().map_or(DimExpr::Dim(Dim::Const(1)), DimExpr::Dim);
+    it.fold(first, |acc, d| DimExpr::Mul(Box::new(acc), Box::new(DimExpr::Dim(d))))
 }

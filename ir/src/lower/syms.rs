@@ -113,6 +113,17 @@ impl SymTable {
         Shape(s.0.iter().map(|d| self.hint(*d).map_or(self.resolve(*d), Dim::Const)).collect())
     }
 
+    /// The definition of the derived size `d` stands for, if it is one.
+    pub fn derived_def(&self, d: Dim) -> Option<&DimExpr> {
+        match self.resolve(d) {
+            Dim::Sym(s) => match self.defs.get(s.0 as usize) {
+                Some(SymDef::Derived(e)) => Some(e),
+                _ => None,
+            },
+            Dim::Const(_) => None,
+        }
+    }
+
     /// Whether `d` currently stands for a derived (not input, not constant) size.
     pub fn is_derived(&self, d: Dim) -> bool {
         match self.resolve(d) {
