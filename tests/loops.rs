@@ -251,3 +251,154 @@ fn a_stacked_input_shorter_than_the_loop_is_an_error_naming_it() {
     let e = s.call_kw("f", &[Value::from(x), Value::from(w)], &kw).expect_err("too short");
     assert!(e.to_string().contains("`w[i]`") && e.to_string().contains("2 row"), "{e}");
 }
+
+const MORE: &str = r#"
+// Nested loops: the inner one over columns of a stacked weight, the outer over layers.
+fn nested(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) {
+        var inner = h
+        for k in 0..2 {
+            inner = tanh(inner * 0.5 + w[l])
+        }
+        h = h + inner
+    }
+    return h
+}
+
+fn nested_unrolled(Tensor x, Tensor w) -> Tensor {
+    let a = tanh(tanh(x * 0.5 + w[0]) * 0.5 + w[0])
+    let h1 = x + a
+    let b = tanh(tanh(h1 * 0.5 + w[1]) * 0.5 + w[1])
+    return h1 + b
+}
+
+// A loop inside a called function, an `if` on an attribute inside the body, a size from
+// outside the loop used inside it, and `shape(x)[0]` as a bound.
+fn inner_fn(Tensor h, Tensor w, *, Bool twice) -> Tensor {
+    var y = h
+    for i in 0..shape(w)[0] {
+        if twice {
+            y = y + w[i] * 2.0
+        } else {
+            y = y + w[i]
+        }
+    }
+    return y
+}
+
+fn outer_fn(Tensor x, Tensor w) -> Tensor {
+    let n = size(x, 0)
+    var acc = x
+    for j in 0..3 {
+        acc = reshape(inner_fn(acc, w, twice=true), [n, -1])
+    }
+    return acc
+}
+
+// The loop variable as an index into a tensor the body computes (a copy), and as a float.
+fn computed_index(Tensor x) -> Tensor {
+    var s = x[0] * 0.0
+    for i in 0..size(x, 0) {
+        let y = x * 2.0
+        s = s + y[i] * (i * 1.0 + 1.0)
+    }
+    return s
+}
+
+// A carried value in a storage dtype.
+fn half_steps(Tensor<f16> x, *, Int n) -> Tensor<f16> {
+    var h = x
+    for i in 0..n {
+        h = h * 0.5 + 1.0
+    }
+    return h
+}
+
+fn shape_change(Tensor x, Tensor y) -> Tensor {
+    var h = x
+    for i in 0..2 {
+        h = h + y
+    }
+    return h
+}
+"#;
+
+fn more(backend: Backend) -> Session {
+    let s = Session::with_backend(backend);
+    s.load_str("loops_more.tfn", MORE).unwrap_or_else(|e| panic!("{e}"));
+    s
+}
+
+fn t(shape: &[usize], v: Vec<f32>) -> Value<'static> {
+    Value::from(Tensor::F32(ArrayD::from_shape_vec(IxDyn(shape), v).expect("shape")))
+}
+
+#[test]
+fn nested_loops_and_loops_in_called_functions() {
+    let mut rng = Rng::new(6);
+    let x = Value::from(randn(&mut rng, &[3, 4], 1.0));
+    let w = Value::from(randn(&mut rng, &[2, 4], 1.0));
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = more(backend);
+        let a = s.call("nested", &[x.clone(), w.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        let b = s.call("nested_unrolled", &[x.clone(), w.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&a[0]), &f32s(&b[0]), 1e-6, &format!("{backend:?} nested"));
+        let cot = vec![Value::from(randn(&mut rng, &[3, 4], 1.0))];
+        let ga = s.vjp("nested", &[x.clone(), w.clone()], &cot).unwrap_or_else(|e| panic!("{e}"));
+        let gb = s.vjp("nested_unrolled", &[x.clone(), w.clone()], &cot).unwrap_or_else(|e| panic!("{e}"));
+        for (k, (p, q)) in ga.iter().zip(&gb).enumerate() {
+            close(&f32s(p), &f32s(q), 1e-5, &format!("{backend:?} nested grad {k}"));
+        }
+        // outer_fn: acc + 3 * 2 * sum_i w[i].
+        let xv = t(&[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let wv = t(&[2, 3], vec![0.5, 0.25, 1.0, 1.0, 0.0, -1.0]);
+        let out = s.call("outer_fn", &[xv, wv]).unwrap_or_else(|e| panic!("{e}"));
+        let want = [10.0, 3.5, 3.0, 13.0, 6.5, 6.0];
+        close(&f32s(&out[0]), &want, 1e-6, &format!("{backend:?} outer_fn"));
+    }
+}
+
+#[test]
+fn a_run_time_index_into_a_computed_tensor_and_the_index_as_a_float() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = more(backend);
+        let x = t(&[3, 2], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let out = s.call("computed_index", &[x]).unwrap_or_else(|e| panic!("{e}"));
+        // sum_i 2 x[i] (i + 1)
+        let want = [2.0 * (1.0 + 2.0 * 3.0 + 3.0 * 5.0), 2.0 * (2.0 + 2.0 * 4.0 + 3.0 * 6.0)];
+        close(&f32s(&out[0]), &want, 1e-6, &format!("{backend:?}"));
+    }
+}
+
+#[test]
+fn a_storage_dtype_carried_value_rounds_each_trip_like_its_unrolled_form() {
+    use tfn::half::f16;
+    let x: Vec<f16> = [0.1f32, 3.7, -2.2].iter().map(|v| f16::from_f32(*v)).collect();
+    let xv = Value::from(Tensor::F16(ArrayD::from_shape_vec(IxDyn(&[3]), x.clone()).expect("shape")));
+    let mut want = x;
+    for _ in 0..5 {
+        want = want.iter().map(|v| f16::from_f32(v.to_f32() * 0.5 + 1.0)).collect();
+    }
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = more(backend);
+        let kw = [("n", Value::Attr(tfn::Attr::Int(5)))];
+        let out = s.call_kw("half_steps", &[xv.clone()], &kw).unwrap_or_else(|e| panic!("{e}"));
+        match out[0].as_tensor().map(|t| t.to_tensor()) {
+            Some(Tensor::F16(a)) => assert_eq!(a.iter().copied().collect::<Vec<_>>(), want),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_carried_value_that_changes_shape_is_an_error_naming_it() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = more(backend);
+        let x = t(&[1], vec![1.0]);
+        let y = t(&[3], vec![1.0, 2.0, 3.0]);
+        let e = s.call("shape_change", &[x, y]).expect_err("h grows from [1] to [3]");
+        let e = e.to_string();
+        assert!(e.contains("`h`") && e.contains("[1]") && e.contains("[3]"), "{e}");
+    }
+}
