@@ -26,6 +26,7 @@ mod random;
 mod session_api;
 mod storage_dtypes;
 mod thread_counts;
+mod weights;
 
 // File tests (`tests/cases/`).
 mod filetests;
