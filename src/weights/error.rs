@@ -21,6 +21,10 @@ pub enum WeightsError {
     /// A mapping is malformed or ambiguous.
     #[error("{0}")]
     Mapping(String),
+    /// Writing failed (I/O: a missing directory, a full disk).
     #[error("cannot write `{path}`: {reason}")]
     Write { path: String, reason: String },
+    /// What was asked cannot be written (two tensors of one name, a reserved name).
+    #[error("cannot write `{path}`: {reason}")]
+    Unwritable { path: String, reason: String },
 }

@@ -19,8 +19,8 @@ use std::path::Path;
 /// distinct and not `__metadata__` (the format's reserved key).
 pub fn save_safetensors(path: &Path, tensors: &[(&str, TensorValue)]) -> Result<(), WeightsError> {
     let shown = path.display().to_string();
-    let header =
-        header(tensors).map_err(|reason| WeightsError::Write { path: shown.clone(), reason })?;
+    let header = header(tensors)
+        .map_err(|reason| WeightsError::Unwritable { path: shown.clone(), reason })?;
     let encoder: Encoder<'_> = Box::new(|mut w: &mut dyn Write| write_body(&header, &mut w));
     let outputs = [(path, encoder)];
     let written = write_all_with(&outputs).map_err(|e| match e {
