@@ -123,11 +123,11 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
             let mut unused = crate::weights::Params::tensor_names(w);
             unused.retain(|n| !b.tensors.contains(n));
             err!(
-                "note: {} of the {} tensors of `{}` are not used by `{}`{}\n",
-                unused.len(),
-                crate::weights::Params::tensor_names(w).len(),
+                "note: tensors of `{}` not used by `{}` ({} of {}){}\n",
                 crate::weights::Params::origin(w),
                 req.function,
+                unused.len(),
+                crate::weights::Params::tensor_names(w).len(),
                 if unused.is_empty() { "" } else { ":" }
             );
             for name in unused {
