@@ -23,11 +23,10 @@ pub fn save_safetensors(path: &Path, tensors: &[(&str, TensorValue)]) -> Result<
         .map_err(|reason| WeightsError::Unwritable { path: shown.clone(), reason })?;
     let encoder: Encoder<'_> = Box::new(|mut w: &mut dyn Write| write_body(&header, &mut w));
     let outputs = [(path, encoder)];
-    let written = write_all_with(&outputs).map_err(|e| match e {
+    write_all_with(&outputs).map_err(|e| match e {
         NpyError::Write { path, reason } => WeightsError::Write { path, reason },
         other => WeightsError::Write { path: shown.clone(), reason: other.to_string() },
-    });
-    written
+    })
 }
 
 /// Writes `tensors` as a safetensors file to `w` (no atomicity: see [`save_safetensors`]).
