@@ -33,6 +33,10 @@ pub enum Error {
     /// Running the function failed (e.g. an extern kernel reported an error).
     #[error("{0}")]
     Runtime(String),
+    /// A checkpoint could not be read, bound or written (names the file, the tensor and the
+    /// parameter).
+    #[error("{0}")]
+    Weights(crate::weights::WeightsError),
     /// A bug in tfn, not in the caller's program: please report it.
     #[error("internal compiler error: {0}")]
     Internal(String),

@@ -362,6 +362,21 @@ impl Session {
         self.run_vjp(CallKind::Vjp, name, args, kwargs, cotangents)
     }
 
+    /// The name of the parameter each gradient of [`Session::vjp_kw`] belongs to, for these
+    /// arguments (the float tensor parameters, in order; `xs[0]` for a list's items). Compiles
+    /// the vjp unless it is cached.
+    pub fn vjp_names(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Result<Vec<String>, Error> {
+        let prepared = self.prepare(CallKind::Vjp, name, args, kwargs)?;
+        let params =
+            &prepared.graph.params[..prepared.params.len().min(prepared.graph.params.len())];
+        Ok(params.iter().filter(|p| p.ty.dtype.is_float()).map(|p| p.name.clone()).collect())
+    }
+
     /// The function's results and its vector-Jacobian product from one compiled graph (like
     /// `jax.value_and_grad`): the forward values are computed once and shared by the backward
     /// pass. Returns `(results, gradients)`, the gradients as [`Session::vjp`] returns them.

@@ -114,6 +114,15 @@ impl<'v> Value<'v> {
         }
     }
 
+    /// A borrowed view of this value (tensors are not copied).
+    pub fn view(&self) -> Value<'_> {
+        match self {
+            Value::Tensor(t) => Value::Tensor(t.view()),
+            Value::TensorList(ts) => Value::TensorList(ts.iter().map(TensorValue::view).collect()),
+            Value::Attr(a) => Value::Attr(a.clone()),
+        }
+    }
+
     /// A short description for error messages: `f32[3, 4]`, `Int 2`, ...
     pub fn describe(&self) -> String {
         match self {

@@ -10,6 +10,8 @@
 #[cfg(unix)]
 #[path = "cli/docs.rs"]
 mod docs;
+#[path = "cli/weights.rs"]
+mod weights;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

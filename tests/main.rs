@@ -28,6 +28,7 @@ mod session_api;
 mod size_values;
 mod storage_dtypes;
 mod thread_counts;
+mod weights;
 
 // File tests (`tests/cases/`).
 mod filetests;

@@ -91,7 +91,9 @@ pub fn docstring(lib: &Library, name: &str) -> String {
     }
     parts.push(
         "Tensors are NumPy arrays (any strides); `out=` writes the results into preallocated \
-         arrays; `lib.vjp(name, args, cotangents)` differentiates."
+         arrays; `weights=` (`tfn.weights(path or dict, mapping)`, or a dict of arrays) binds \
+         the tensor parameters not given, by name; `lib.vjp(name, args, cotangents)` \
+         differentiates."
             .to_string(),
     );
     parts.join("\n\n")
@@ -198,6 +200,7 @@ fn stub_defs(lib: &Library, name: &str, method: bool, indent: &str) -> String {
             many => format!("tuple[{}] | None", many.join(", ")),
         };
         params.push(format!("out: {out_ty} = None"));
+        params.push("weights: tfn.Weights | dict[str, npt.NDArray[Any]] | None = None".into());
         if overloads.len() > 1 {
             out.push_str(&format!("{indent}@overload\n"));
         }

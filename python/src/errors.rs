@@ -13,6 +13,7 @@
 //! | `UnknownFunctionError` | `Error`, `AttributeError` | no function of that name |
 //! | `RunError` | `Error`, `RuntimeError` | a failure while running (an index out of range, an extern kernel) |
 //! | `InternalError` | `Error`, `RuntimeError` | a bug in tfn |
+//! | `CheckpointError` | `Error`, `ValueError` | a safetensors file that is not valid, a parameter without a tensor or with a tensor of another dtype (names the tensor and the parameter), a bad mapping |
 //!
 //! The classes are made with `type(name, bases, {})` because PyO3's `create_exception!`
 //! takes a single base.
@@ -34,6 +35,7 @@ pub struct Classes {
     pub unknown: Py<PyType>,
     pub run: Py<PyType>,
     pub internal: Py<PyType>,
+    pub checkpoint: Py<PyType>,
     pub warning: Py<PyType>,
 }
 
@@ -110,6 +112,12 @@ pub fn classes(py: Python<'_>) -> PyResult<&'static Classes> {
                 vec![e(), runtime_error()],
                 "A bug in tfn, not in the caller's program: please report it.",
             )?,
+            checkpoint: make(
+                py,
+                "CheckpointError",
+                vec![e(), value_error()],
+                "A checkpoint cannot be read, or its tensors do not fit the parameters they bind (names the tensor and the parameter).",
+            )?,
             warning: make(
                 py,
                 "TfnWarning",
@@ -181,6 +189,12 @@ pub fn to_py(
         tfn::Error::Config(_) => pick(py, |c| &c.call),
         tfn::Error::Runtime(_) => pick(py, |c| &c.run),
         tfn::Error::Internal(_) => pick(py, |c| &c.internal),
+        tfn::Error::Weights(
+            tfn::weights::WeightsError::Io { .. } | tfn::weights::WeightsError::Write { .. },
+        ) => {
+            return pyo3::exceptions::PyOSError::new_err(text);
+        }
+        tfn::Error::Weights(_) => pick(py, |c| &c.checkpoint),
         // `tfn::Error` is non-exhaustive only in spirit: a new variant is a tfn.Error.
         #[allow(unreachable_patterns)]
         _ => pick(py, |c| &c.error),

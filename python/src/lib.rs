@@ -10,6 +10,7 @@
 mod convert;
 mod doc;
 mod errors;
+mod weights;
 
 use convert::{describe_arg, Arg};
 use pyo3::exceptions::{PyAttributeError, PyFileNotFoundError, PyKeyError, PyValueError};
@@ -294,33 +295,38 @@ impl Library {
     /// The vector-Jacobian product: the gradients of `<results, cotangents>` with respect to
     /// each float tensor argument, in parameter order, as a tuple. `args` are the positional
     /// arguments (a tuple, or one array), `cotangents` one array per result (or the array
-    /// of a single result); keyword arguments go to the function.
-    #[pyo3(signature = (name, args, cotangents, **kwargs))]
+    /// of a single result); keyword arguments go to the function; `weights=` binds the
+    /// tensor parameters not given (a `tfn.weights(...)` or a dict of arrays).
+    #[pyo3(signature = (name, args, cotangents, *, weights = None, **kwargs))]
     fn vjp(
         &self,
         py: Python<'_>,
         name: &str,
         args: &Bound<'_, PyAny>,
         cotangents: &Bound<'_, PyAny>,
+        weights: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let (values, grads) = run_vjp(py, &self.inner, name, args, cotangents, kwargs, false)?;
+        let call = VjpCall { name, args, cotangents, kwargs, weights: weights.as_ref() };
+        let (values, grads) = run_vjp(py, &self.inner, call, false)?;
         debug_assert!(values.is_empty());
         Ok(PyTuple::new(py, grads)?.into_any().unbind())
     }
 
     /// `(results, gradients)` from one compiled graph (like `jax.value_and_grad`): `results`
     /// as a call returns them, `gradients` as `vjp` does.
-    #[pyo3(signature = (name, args, cotangents, **kwargs))]
+    #[pyo3(signature = (name, args, cotangents, *, weights = None, **kwargs))]
     fn value_and_vjp(
         &self,
         py: Python<'_>,
         name: &str,
         args: &Bound<'_, PyAny>,
         cotangents: &Bound<'_, PyAny>,
+        weights: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let (values, grads) = run_vjp(py, &self.inner, name, args, cotangents, kwargs, true)?;
+        let call = VjpCall { name, args, cotangents, kwargs, weights: weights.as_ref() };
+        let (values, grads) = run_vjp(py, &self.inner, call, true)?;
         let values = results(py, values)?;
         let grads = PyTuple::new(py, grads)?;
         Ok(PyTuple::new(py, [values, grads.into_any().unbind()])?.into_any().unbind())
@@ -336,17 +342,24 @@ impl Library {
     }
 }
 
+/// The arguments of a vjp from Python.
+struct VjpCall<'a, 'py> {
+    name: &'a str,
+    args: &'a Bound<'py, PyAny>,
+    cotangents: &'a Bound<'py, PyAny>,
+    kwargs: Option<&'a Bound<'py, PyDict>>,
+    weights: Option<&'a Bound<'py, PyAny>>,
+}
+
 /// The vjp (with the values when `with_values`) of a call; the gradients as NumPy arrays.
 #[allow(clippy::type_complexity)]
 fn run_vjp(
     py: Python<'_>,
     session: &Arc<tfn::Session>,
-    name: &str,
-    args: &Bound<'_, PyAny>,
-    cotangents: &Bound<'_, PyAny>,
-    kwargs: Option<&Bound<'_, PyDict>>,
+    c: VjpCall<'_, '_>,
     with_values: bool,
 ) -> PyResult<(Vec<Value<'static>>, Vec<Py<PyAny>>)> {
+    let (name, args, cotangents) = (c.name, c.args, c.cotangents);
     let args: Vec<Bound<'_, PyAny>> = if args.cast::<numpy::PyUntypedArray>().is_ok() {
         vec![args.clone()]
     } else {
@@ -358,7 +371,7 @@ fn run_vjp(
         cotangents.try_iter()?.collect::<PyResult<_>>()?
     };
     let session = &**session;
-    let call = Call::parse(py, session, name, &args, kwargs)?;
+    let call = Call::parse(py, session, name, &args, c.kwargs)?;
     let cts = cts
         .iter()
         .enumerate()
@@ -366,14 +379,21 @@ fn run_vjp(
         .collect::<PyResult<Vec<_>>>()?;
     let (pos, kw) = call.values();
     let ct_values: Vec<Value> = cts.iter().map(Arg::value).collect();
-    let out = py.detach(|| {
-        if with_values {
-            session.value_and_vjp_kw(name, &pos, &kw, &ct_values)
-        } else {
-            session.vjp_kw(name, &pos, &kw, &ct_values).map(|g| (Vec::new(), g))
-        }
-    });
-    let (values, grads) = out.map_err(|e| call.error(py, session, name, e))?;
+    let run = |params: Option<&(dyn tfn::weights::Params + Sync)>| {
+        let out = py.detach(|| match (with_values, params) {
+            (true, None) => session.value_and_vjp_kw(name, &pos, &kw, &ct_values),
+            (true, Some(p)) => session.value_and_vjp_with_kw(name, &pos, &kw, &ct_values, p),
+            (false, None) => session.vjp_kw(name, &pos, &kw, &ct_values).map(|g| (Vec::new(), g)),
+            (false, Some(p)) => {
+                session.vjp_with_kw(name, &pos, &kw, &ct_values, p).map(|g| (Vec::new(), g))
+            }
+        });
+        out.map_err(|e| call.error(py, session, name, e))
+    };
+    let (values, grads) = match c.weights.filter(|w| !w.is_none()) {
+        Some(w) => weights::with_params(py, w, |p| run(Some(p)))?,
+        None => run(None)?,
+    };
     let grads =
         grads.into_iter().map(|g| convert::to_numpy(py, g)).collect::<PyResult<Vec<_>>>()?;
     Ok((values, grads))
@@ -509,13 +529,15 @@ struct Function {
 
 #[pymethods]
 impl Function {
-    // `out` is a named parameter so that a call with no other keyword builds no dict.
-    #[pyo3(signature = (*args, out = None, **kwargs))]
+    // `out` and `weights` are named parameters so that a call with no other keyword builds
+    // no dict.
+    #[pyo3(signature = (*args, out = None, weights = None, **kwargs))]
     fn __call__(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         out: Option<Bound<'_, PyAny>>,
+        weights: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
@@ -524,9 +546,12 @@ impl Function {
         let mut call = Call::parse(py, session, name, &items, kwargs)?;
         call.out = out.filter(|o| !o.is_none());
         let (pos, kw) = call.values();
-        match &call.out {
+        let run = |params: Option<&(dyn tfn::weights::Params + Sync)>| match &call.out {
             None => {
-                let out = py.detach(|| session.call_kw(name, &pos, &kw));
+                let out = py.detach(|| match params {
+                    Some(p) => session.call_with_kw(name, &pos, &kw, p),
+                    None => session.call_kw(name, &pos, &kw),
+                });
                 results(py, out.map_err(|e| call.error(py, session, name, e))?)
             }
             Some(out) => {
@@ -535,24 +560,54 @@ impl Function {
                 convert::no_overlap(py, &inputs, &outs)?;
                 let mut views: Vec<tfn::OutputMut> =
                     outs.iter().map(|(a, d)| convert::out_view(a, *d)).collect();
-                let r = py.detach(|| session.call_into_kw(name, &pos, &kw, &mut views));
+                let r = py.detach(|| match params {
+                    Some(p) => session.call_into_with_kw(name, &pos, &kw, p, &mut views),
+                    None => session.call_into_kw(name, &pos, &kw, &mut views),
+                });
                 r.map_err(|e| call.error(py, session, name, e))?;
                 Ok(out.clone().unbind())
             }
+        };
+        match weights.filter(|w| !w.is_none()) {
+            Some(w) => weights::with_params(py, &w, |p| run(Some(p))),
+            None => run(None),
         }
     }
 
-    /// `vjp(args, cotangents, **kwargs)`: `lib.vjp(self.__name__, ...)`.
-    #[pyo3(signature = (args, cotangents, **kwargs))]
+    /// `vjp(args, cotangents, *, weights=None, **kwargs)`: `lib.vjp(self.__name__, ...)`.
+    #[pyo3(signature = (args, cotangents, *, weights = None, **kwargs))]
     fn vjp(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyAny>,
         cotangents: &Bound<'_, PyAny>,
+        weights: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let (_, grads) = run_vjp(py, &self.session, &self.name, args, cotangents, kwargs, false)?;
+        let call =
+            VjpCall { name: &self.name, args, cotangents, kwargs, weights: weights.as_ref() };
+        let (_, grads) = run_vjp(py, &self.session, call, false)?;
         Ok(PyTuple::new(py, grads)?.into_any().unbind())
+    }
+
+    /// `unused_weights(*args, weights, **kwargs)`: the names of the tensors of `weights` a
+    /// call with these arguments does not read (sorted).
+    #[pyo3(signature = (*args, weights, **kwargs))]
+    fn unused_weights(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        weights: Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Vec<String>> {
+        let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let session = &*self.session;
+        let name = self.name.as_str();
+        let call = Call::parse(py, session, name, &items, kwargs)?;
+        let (pos, kw) = call.values();
+        weights::with_params(py, &weights, |p| {
+            session.unused_weights(name, &pos, &kw, p).map_err(|e| call.error(py, session, name, e))
+        })
     }
 
     #[getter]
@@ -662,6 +717,9 @@ fn _tfn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Library>()?;
     m.add_class::<Function>()?;
     m.add_class::<Stats>()?;
+    m.add_class::<weights::Weights>()?;
+    m.add_function(wrap_pyfunction!(weights::weights, m)?)?;
+    m.add_function(wrap_pyfunction!(weights::save_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(default_session, m)?)?;
@@ -676,6 +734,7 @@ fn _tfn(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("UnknownFunctionError", &c.unknown),
         ("RunError", &c.run),
         ("InternalError", &c.internal),
+        ("CheckpointError", &c.checkpoint),
         ("TfnWarning", &c.warning),
     ] {
         m.add(name, ty.clone_ref(py))?;

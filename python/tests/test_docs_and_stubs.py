@@ -48,7 +48,7 @@ def test_stub_is_valid_python_with_every_function(lib):
     assert names.count("scale") == 2  # one @overload per .tfn overload
     softmax = next(m for m in methods if m.name == "softmax")
     assert [a.arg for a in softmax.args.args] == ["self", "x"]
-    assert [a.arg for a in softmax.args.kwonlyargs] == ["dim", "out"]
+    assert [a.arg for a in softmax.args.kwonlyargs] == ["dim", "out", "weights"]
     assert "np.float32" in ast.unparse(next(m for m in methods if m.name == "only_f32"))
     assert "tuple[" in ast.unparse(next(m for m in methods if m.name == "split_stats").returns)
     assert "load" in [d.name for d in _defs(tree)]

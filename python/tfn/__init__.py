@@ -7,6 +7,7 @@
     lib.gelu(x, out=y)                # into a preallocated array
     dx, dw, db = lib.vjp("linear", (x, w, b), cotangent)
     s = tfn.Session(backend="interp", threads=1); lib = s.load("nn.tfn"); s.stats()
+    y = lib.layer(x, weights=tfn.weights("model.safetensors", {"w": "lin.weight:T"}))
 
 See docs/python.md in the repository.
 """
@@ -18,6 +19,7 @@ from tfn._tfn import (
     DTypeError,
     Error,
     Function,
+    CheckpointError,
     InternalError,
     Library,
     RunError,
@@ -26,10 +28,13 @@ from tfn._tfn import (
     Stats,
     TfnWarning,
     UnknownFunctionError,
+    Weights,
     __version__,
     default_session,
     load,
     loads,
+    save_safetensors,
+    weights,
 )
 
 __all__ = [
@@ -39,6 +44,7 @@ __all__ = [
     "DTypeError",
     "Error",
     "Function",
+    "CheckpointError",
     "InternalError",
     "Library",
     "RunError",
@@ -47,8 +53,11 @@ __all__ = [
     "Stats",
     "TfnWarning",
     "UnknownFunctionError",
+    "Weights",
     "__version__",
     "default_session",
     "load",
     "loads",
+    "save_safetensors",
+    "weights",
 ]

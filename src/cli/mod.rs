@@ -82,9 +82,20 @@ pub enum Command {
         /// NAME=VALUE: a .npy path or a literal (2, 0.5, true, [0, 1], f64)
         #[arg(long = "arg", value_parser = args::parse_named)]
         args: Vec<(String, String)>,
-        /// Where to write each result (.npy), in order
+        /// Where to write each result (.npy), in order; or one .safetensors file holding every
+        /// result by name (out0, out1, ...; with --vjp, the parameters' names)
         #[arg(long = "out")]
         outs: Vec<PathBuf>,
+        /// A safetensors checkpoint: tensor parameters no --arg gives are bound from it by name
+        #[arg(long, value_name = "FILE")]
+        weights: Option<PathBuf>,
+        /// PARAM=TENSOR[:T]: bind PARAM from TENSOR of --weights; `{i}` in TENSOR stacks
+        /// i = 0, 1, ... along a new leading axis, `:T` reads a stored [out, in] as [in, out]
+        #[arg(long = "map", value_name = "PARAM=TENSOR")]
+        maps: Vec<String>,
+        /// Also list, on stderr, the tensors of --weights the function does not use
+        #[arg(long)]
+        list_unused: bool,
         #[arg(long, value_enum, default_value = "jit")]
         backend: BackendArg,
         #[arg(long)]
@@ -169,18 +180,31 @@ pub fn run(cli: Cli) -> Outcome {
     }
     match cli.command {
         Command::Check { files, quiet } => check::check(&files, quiet),
-        Command::Run { file, function, args, outs, backend, threads, vjps, no_optimize } => {
-            run::run(run::RunRequest {
-                file,
-                function,
-                args,
-                outs,
-                backend,
-                threads,
-                vjps,
-                optimize: !no_optimize,
-            })
-        }
+        Command::Run {
+            file,
+            function,
+            args,
+            outs,
+            weights,
+            maps,
+            list_unused,
+            backend,
+            threads,
+            vjps,
+            no_optimize,
+        } => run::run(run::RunRequest {
+            file,
+            function,
+            args,
+            outs,
+            weights,
+            maps,
+            list_unused,
+            backend,
+            threads,
+            vjps,
+            optimize: !no_optimize,
+        }),
         Command::Ir { file, function, stage, args, explain, no_optimize } => {
             ir::ir(&file, function.as_deref(), stage, &args, explain, !no_optimize)
         }

@@ -1,6 +1,8 @@
-//! `tfnc run FILE FN --arg NAME=VALUE... [--vjp COTANGENT]... [--out PATH]...`: call a function
-//! (or its vector-Jacobian product, one `--vjp` per result) on `.npy` files and literals, write
-//! or summarise its results. The `--out` files are written atomically, all or none.
+//! `tfnc run FILE FN --arg NAME=VALUE... [--weights CKPT [--map P=T]...] [--vjp COTANGENT]...
+//! [--out PATH]...`: call a function (or its vector-Jacobian product, one `--vjp` per result) on
+//! `.npy` files and literals, with the tensor parameters no `--arg` gives bound from a
+//! safetensors checkpoint; write or summarise its results. The `--out` files (`.npy` each, or
+//! one `.safetensors` holding every result by name) are written atomically, all or none.
 
 use super::args::{parse_value, ArgValue};
 use super::{session_for, BackendArg, Outcome};
@@ -12,6 +14,9 @@ pub(super) struct RunRequest {
     pub function: String,
     pub args: Vec<(String, String)>,
     pub outs: Vec<PathBuf>,
+    pub weights: Option<PathBuf>,
+    pub maps: Vec<String>,
+    pub list_unused: bool,
     pub backend: BackendArg,
     pub threads: Option<usize>,
     /// Cotangents, one per result of the function; empty for a plain call.
@@ -48,18 +53,55 @@ pub(super) fn load_args(
 }
 
 pub(super) fn run(req: RunRequest) -> Outcome {
-    if let Some(path) = first_duplicate(&req.outs) {
-        return Outcome::UsageError(format!("--out `{}` is given twice", path.display()));
+    match run_checked(req) {
+        Ok(()) => Outcome::Ok,
+        Err(o) => o,
     }
-    let session = match session_for(&req.file, req.backend, req.threads, req.optimize) {
-        Ok(s) => s,
-        Err(o) => return o,
+}
+
+fn usage(text: String) -> Outcome {
+    Outcome::UsageError(text)
+}
+
+fn run_checked(req: RunRequest) -> Result<(), Outcome> {
+    if let Some(path) = first_duplicate(&req.outs) {
+        return Err(usage(format!("--out `{}` is given twice", path.display())));
+    }
+    let safetensors_out = req.outs.iter().any(|p| is_safetensors(p));
+    if safetensors_out && req.outs.len() > 1 {
+        return Err(usage("a .safetensors --out holds every result: give it alone".to_string()));
+    }
+    if req.weights.is_none() && (!req.maps.is_empty() || req.list_unused) {
+        let flag = if req.list_unused { "--list-unused" } else { "--map" };
+        return Err(usage(format!("{flag} needs --weights FILE")));
+    }
+    let mapping = crate::Mapping::parse(&req.maps).map_err(|e| usage(format!("--map: {e}")))?;
+    let session = session_for(&req.file, req.backend, req.threads, req.optimize)?;
+    check_mapping(&session, &req.function, &mapping)?;
+    let args = load_args(&req.args)?;
+    let weights = match &req.weights {
+        Some(path) => {
+            let w = crate::Weights::open(path)
+                .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
+            Some(w.bind(&mapping).map_err(|e| Outcome::UserError(format!("error: {e}")))?)
+        }
+        None => None,
     };
-    let args = match load_args(&req.args) {
-        Ok(a) => a,
-        Err(o) => return o,
+    let kwargs: Vec<(&str, Value)> = args.iter().map(|(n, v)| (n.as_str(), v.view())).collect();
+    let bound = match &weights {
+        Some(w) => {
+            Some(session.bind_weights(&req.function, &[], &kwargs, w).map_err(Outcome::from)?)
+        }
+        None => None,
     };
-    let kwargs: Vec<(&str, Value)> = args.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    let kwargs = match &bound {
+        Some(b) => crate::weights::merged(&kwargs, b),
+        None => kwargs,
+    };
+    let explain = |e: crate::Error| match &bound {
+        Some(b) => Outcome::from(crate::weights::explain(e, b)),
+        None => Outcome::from(e),
+    };
     let results = if req.vjps.is_empty() {
         session.call_kw(&req.function, &[], &kwargs)
     } else {
@@ -67,35 +109,103 @@ pub(super) fn run(req: RunRequest) -> Outcome {
         for (i, path) in req.vjps.iter().enumerate() {
             match crate::npy::read(path) {
                 Ok(ct) => cotangents.push(Value::from(ct)),
-                Err(e) => return Outcome::UserError(format!("error: --vjp (cotangent {i}): {e}")),
+                Err(e) => {
+                    return Err(Outcome::UserError(format!("error: --vjp (cotangent {i}): {e}")))
+                }
             }
         }
         session.vjp_kw(&req.function, &[], &kwargs, &cotangents)
     };
-    let results: Vec<Tensor> = match results {
-        Ok(r) => r.into_iter().filter_map(Value::into_tensor).collect(),
-        Err(e) => return Outcome::from(e),
-    };
+    let results: Vec<Tensor> =
+        results.map_err(explain)?.into_iter().filter_map(Value::into_tensor).collect();
+    if req.list_unused {
+        if let (Some(w), Some(b)) = (&weights, &bound) {
+            let mut unused = crate::weights::Params::tensor_names(w);
+            unused.retain(|n| !b.tensors.contains(n));
+            err!(
+                "note: tensors of `{}` not used by `{}` ({} of {}){}\n",
+                crate::weights::Params::origin(w),
+                req.function,
+                unused.len(),
+                crate::weights::Params::tensor_names(w).len(),
+                if unused.is_empty() { "" } else { ":" }
+            );
+            for name in unused {
+                err!("  {name}\n");
+            }
+        }
+    }
     if req.outs.is_empty() {
         for (i, t) in results.iter().enumerate() {
             outln!("{}", super::summary::summarize(&format!("out{i}"), t));
         }
-        return Outcome::Ok;
+        return Ok(());
+    }
+    if safetensors_out {
+        let names: Vec<String> = if req.vjps.is_empty() {
+            (0..results.len()).map(|i| format!("out{i}")).collect()
+        } else {
+            session.vjp_names(&req.function, &[], &kwargs).map_err(Outcome::from)?
+        };
+        if names.len() != results.len() {
+            return Err(Outcome::UserError(format!(
+                "internal error: {} gradient names for {} gradients",
+                names.len(),
+                results.len()
+            )));
+        }
+        let named: Vec<(&str, crate::TensorValue)> = names
+            .iter()
+            .map(String::as_str)
+            .zip(results.iter().map(crate::weights::tensor_view))
+            .collect();
+        return crate::weights::save_safetensors(&req.outs[0], &named)
+            .map_err(|e| Outcome::UserError(format!("error: {e}")));
     }
     if req.outs.len() != results.len() {
-        return Outcome::UsageError(format!(
+        return Err(usage(format!(
             "`{}` has {} result(s) but {} --out path(s) were given",
             req.function,
             results.len(),
             req.outs.len()
-        ));
+        )));
     }
     let outputs: Vec<(&std::path::Path, &Tensor)> =
         req.outs.iter().map(PathBuf::as_path).zip(&results).collect();
-    match crate::npy::write_all(&outputs) {
-        Ok(()) => Outcome::Ok,
-        Err(e) => Outcome::UserError(format!("error: {e}")),
+    crate::npy::write_all(&outputs).map_err(|e| Outcome::UserError(format!("error: {e}")))
+}
+
+fn is_safetensors(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("safetensors"))
+}
+
+/// A `--map` entry must name a parameter of the function (a typo would otherwise be ignored).
+fn check_mapping(
+    session: &crate::Session,
+    function: &str,
+    mapping: &crate::Mapping,
+) -> Result<(), Outcome> {
+    let library = session.library();
+    let overloads: Vec<&tfn_ir::library::FunctionDef> = match function.split_once('.') {
+        Some((base, ov)) => library.function(base, Some(ov)).into_iter().collect(),
+        None => library.overloads(function).iter().collect(),
+    };
+    if overloads.is_empty() {
+        return Ok(()); // the call reports the unknown function
     }
+    for e in mapping.entries() {
+        if !overloads.iter().any(|f| f.param(&e.param).is_some()) {
+            let mut params: Vec<&str> =
+                overloads.iter().flat_map(|f| f.params.iter().map(|p| p.name.as_str())).collect();
+            params.dedup();
+            return Err(usage(format!(
+                "--map `{e}`: `{function}` has no parameter `{}` (its parameters: {})",
+                e.param,
+                params.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The first path given twice (both outputs would go to one file).

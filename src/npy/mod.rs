@@ -19,6 +19,7 @@ use tfn_ir::half;
 use tfn_ir::{DType, Tensor};
 
 pub use write::{encode, write, write_all};
+pub(crate) use write::{encode_data, write_all_with, Encoder};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NpyError {

@@ -29,7 +29,8 @@ pub fn encode(t: &Tensor, w: &mut impl Write) -> std::io::Result<()> {
     }
 }
 
-fn encode_data<T: Element>(
+/// Writes `values` little-endian, in 64 KiB chunks.
+pub(crate) fn encode_data<T: Element>(
     values: impl Iterator<Item = T>,
     w: &mut impl Write,
 ) -> std::io::Result<()> {
@@ -52,6 +53,21 @@ pub fn write(path: &Path, t: &Tensor) -> Result<(), NpyError> {
 /// Writes each tensor to its path; on any error no destination has been changed, except when
 /// renaming itself fails part way (then the error names the first path not replaced).
 pub fn write_all(outputs: &[(&Path, &Tensor)]) -> Result<(), NpyError> {
+    let encoders: Vec<(&Path, Encoder)> = outputs
+        .iter()
+        .map(|&(path, t)| {
+            (path, Box::new(move |mut w: &mut dyn Write| encode(t, &mut w)) as Encoder)
+        })
+        .collect();
+    write_all_with(&encoders)
+}
+
+/// Writes the bytes of one file.
+pub(crate) type Encoder<'a> = Box<dyn Fn(&mut dyn Write) -> std::io::Result<()> + 'a>;
+
+/// Writes each file with its encoder, all or none (the machinery of [`write_all`], for any
+/// format: safetensors checkpoints use it too).
+pub(crate) fn write_all_with(outputs: &[(&Path, Encoder)]) -> Result<(), NpyError> {
     let mut staged = Staged(Vec::new());
     for (path, t) in outputs {
         let err = |reason: String| NpyError::Write { path: path.display().to_string(), reason };
@@ -77,7 +93,7 @@ pub fn write_all(outputs: &[(&Path, &Tensor)]) -> Result<(), NpyError> {
                 let file =
                     OpenOptions::new().write(true).open(path).map_err(|e| err(e.to_string()))?;
                 let mut w = BufWriter::new(file);
-                encode(t, &mut w).and_then(|_| w.flush()).map_err(|e| err(e.to_string()))?;
+                t(&mut w).and_then(|_| w.flush()).map_err(|e| err(e.to_string()))?;
             }
             None => {}
         }
@@ -129,10 +145,10 @@ fn destination(path: &Path) -> Result<Dest, String> {
     }
 }
 
-/// Writes `t` to a new temporary file in `dest`'s directory; removes it on failure.
+/// Writes a new temporary file in `dest`'s directory; removes it on failure.
 fn temp_file(
     dest: &Path,
-    t: &Tensor,
+    t: &Encoder,
     permissions: Option<std::fs::Permissions>,
 ) -> Result<PathBuf, String> {
     let dir = match dest.parent() {
@@ -153,7 +169,7 @@ fn temp_file(
     };
     let written = (|| -> std::io::Result<()> {
         let mut w = BufWriter::new(file);
-        encode(t, &mut w)?;
+        t(&mut w)?;
         let file: File = w.into_inner().map_err(|e| e.into_error())?;
         if let Some(p) = permissions {
             file.set_permissions(p)?;

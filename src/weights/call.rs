@@ -1,0 +1,256 @@
+//! [`Session`] calls whose missing tensor parameters come from a checkpoint:
+//! [`Session::call_with`] and its `_kw`, `_into` and vjp variants.
+//!
+//! The parameters a call gives (positionally or by keyword) win; every other `Tensor`
+//! parameter without a default is asked of the [`Params`] (a mapping entry, else the tensor of
+//! the parameter's name). With several overloads, the first whose missing parameters are all
+//! found (with dtypes its signature accepts) is completed; the dispatcher then sees an
+//! ordinary keyword call. A missing tensor, a dtype the parameter's constraint rejects, or a
+//! shape the call rejects is an error naming the parameter and the tensor.
+
+use super::bind::Params;
+use super::error::WeightsError;
+use crate::error::Error;
+use crate::session::Session;
+use crate::value::{OutputMut, TensorValue, Value};
+use tfn_ir::library::{DTypeRef, FunctionDef, ParamType};
+
+/// The keyword arguments a checkpoint adds to a call, and where each came from.
+#[derive(Debug)]
+pub struct BoundArgs<'w> {
+    /// `(parameter, tensor)`, in parameter order.
+    pub kwargs: Vec<(String, TensorValue<'w>)>,
+    /// `(parameter, source)`: "tensor `w` of `model.safetensors`".
+    pub sources: Vec<(String, String)>,
+    /// The names of the checkpoint tensors they read.
+    pub tensors: Vec<String>,
+}
+
+impl Session {
+    /// Calls `name` with positional arguments; its other tensor parameters are bound from
+    /// `weights` (a [`super::Weights`] file, a [`super::Bound`] mapping, [`super::NamedTensors`]).
+    pub fn call_with(
+        &self,
+        name: &str,
+        args: &[Value],
+        weights: &dyn Params,
+    ) -> Result<Vec<Value<'static>>, Error> {
+        self.call_with_kw(name, args, &[], weights)
+    }
+
+    /// [`Session::call_with`] with keyword arguments.
+    pub fn call_with_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        weights: &dyn Params,
+    ) -> Result<Vec<Value<'static>>, Error> {
+        let bound = self.bind_weights(name, args, kwargs, weights)?;
+        let kw = merged(kwargs, &bound);
+        self.call_kw(name, args, &kw).map_err(|e| explain(e, &bound))
+    }
+
+    /// [`Session::call_into_kw`] with tensor parameters bound from `weights`.
+    pub fn call_into_with_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        weights: &dyn Params,
+        outputs: &mut [OutputMut],
+    ) -> Result<(), Error> {
+        let bound = self.bind_weights(name, args, kwargs, weights)?;
+        let kw = merged(kwargs, &bound);
+        self.call_into_kw(name, args, &kw, outputs).map_err(|e| explain(e, &bound))
+    }
+
+    /// [`Session::vjp`] with tensor parameters bound from `weights`: the gradients include
+    /// those of the bound (float) parameters, in parameter order.
+    pub fn vjp_with(
+        &self,
+        name: &str,
+        args: &[Value],
+        cotangents: &[Value],
+        weights: &dyn Params,
+    ) -> Result<Vec<Value<'static>>, Error> {
+        self.vjp_with_kw(name, args, &[], cotangents, weights)
+    }
+
+    pub fn vjp_with_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        cotangents: &[Value],
+        weights: &dyn Params,
+    ) -> Result<Vec<Value<'static>>, Error> {
+        let bound = self.bind_weights(name, args, kwargs, weights)?;
+        let kw = merged(kwargs, &bound);
+        self.vjp_kw(name, args, &kw, cotangents).map_err(|e| explain(e, &bound))
+    }
+
+    /// [`Session::value_and_vjp_kw`] with tensor parameters bound from `weights`.
+    #[allow(clippy::type_complexity)]
+    pub fn value_and_vjp_with_kw(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        cotangents: &[Value],
+        weights: &dyn Params,
+    ) -> Result<(Vec<Value<'static>>, Vec<Value<'static>>), Error> {
+        let bound = self.bind_weights(name, args, kwargs, weights)?;
+        let kw = merged(kwargs, &bound);
+        self.value_and_vjp_kw(name, args, &kw, cotangents).map_err(|e| explain(e, &bound))
+    }
+
+    /// The tensors `weights` gives a call of `name` (the parameters it does not give).
+    pub fn bind_weights<'w>(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        weights: &'w dyn Params,
+    ) -> Result<BoundArgs<'w>, Error> {
+        let library = self.library();
+        let overloads: Vec<&FunctionDef> = match name.split_once('.') {
+            Some((base, ov)) => library.function(base, Some(ov)).into_iter().collect(),
+            None => library.overloads(name).iter().collect(),
+        };
+        if overloads.is_empty() {
+            // The call reports the unknown name (with its suggestion).
+            return Ok(BoundArgs { kwargs: Vec::new(), sources: Vec::new(), tensors: Vec::new() });
+        }
+        let mut first_error = None;
+        for def in overloads {
+            match bind_overload(def, name, args, kwargs, weights) {
+                Ok(bound) => return Ok(bound),
+                Err(Fail::Hard(e)) => return Err(e.into()),
+                Err(Fail::Soft(e)) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_error.map_or_else(|| Error::Internal("no overload to bind".into()), Error::from))
+    }
+
+    /// The names of the tensors of `weights` that a call of `name` does not read (sorted).
+    pub fn unused_weights(
+        &self,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        weights: &dyn Params,
+    ) -> Result<Vec<String>, Error> {
+        let bound = self.bind_weights(name, args, kwargs, weights)?;
+        let mut names = weights.tensor_names();
+        names.retain(|n| !bound.tensors.contains(n));
+        names.sort();
+        Ok(names)
+    }
+}
+
+enum Fail {
+    /// This overload cannot be completed (another may be).
+    Soft(WeightsError),
+    /// The checkpoint itself is wrong.
+    Hard(WeightsError),
+}
+
+fn bind_overload<'w>(
+    def: &FunctionDef,
+    name: &str,
+    args: &[Value],
+    kwargs: &[(&str, Value)],
+    weights: &'w dyn Params,
+) -> Result<BoundArgs<'w>, Fail> {
+    let mut bound = BoundArgs { kwargs: Vec::new(), sources: Vec::new(), tensors: Vec::new() };
+    for (i, p) in def.params.iter().enumerate() {
+        let given = i < args.len() && !p.keyword_only || kwargs.iter().any(|(k, _)| *k == p.name);
+        if given || p.default.is_some() || !matches!(p.ty, ParamType::Tensor(_)) {
+            continue;
+        }
+        let Some(t) = weights.param(&p.name).map_err(Fail::Hard)? else {
+            let origin = weights.origin();
+            return Err(Fail::Soft(WeightsError::Missing {
+                function: name.to_string(),
+                param: p.name.clone(),
+                reason: format!(
+                    "no argument gives it and `{origin}` has no tensor `{}` (map another tensor to it with `{}=TENSOR`)",
+                    p.name, p.name
+                ),
+            }));
+        };
+        if let Some(allowed) = accepted_dtypes(def, &p.ty) {
+            if !allowed.contains(&t.tensor.dtype()) {
+                let names: Vec<String> = allowed.iter().map(|d| d.to_string()).collect();
+                return Err(Fail::Soft(WeightsError::Mismatch {
+                    function: name.to_string(),
+                    param: p.name.clone(),
+                    reason: format!(
+                        "{} is {}{:?}, but the parameter takes {}",
+                        t.source,
+                        t.tensor.dtype(),
+                        t.tensor.shape(),
+                        names.join(" or ")
+                    ),
+                }));
+            }
+        }
+        bound.sources.push((p.name.clone(), t.source));
+        bound.tensors.extend(t.tensors);
+        bound.kwargs.push((p.name.clone(), t.tensor));
+    }
+    Ok(bound)
+}
+
+/// The dtypes a `Tensor` parameter's signature accepts (`None`: any).
+fn accepted_dtypes(def: &FunctionDef, ty: &ParamType) -> Option<Vec<tfn_ir::DType>> {
+    match ty {
+        ParamType::Tensor(DTypeRef::Fixed(d)) => Some(vec![*d]),
+        ParamType::Tensor(DTypeRef::Var(v)) => {
+            def.type_params.iter().find(|t| &t.name == v).and_then(|t| t.allowed.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The call's keyword arguments followed by the bound ones (views, nothing copied).
+pub(crate) fn merged<'a>(
+    kwargs: &'a [(&str, Value)],
+    bound: &'a BoundArgs,
+) -> Vec<(&'a str, Value<'a>)> {
+    let mut kw: Vec<(&str, Value)> = kwargs.iter().map(|(k, v)| (*k, v.view())).collect();
+    kw.extend(bound.kwargs.iter().map(|(k, t)| (k.as_str(), Value::Tensor(t.view()))));
+    kw
+}
+
+/// Adds to a dispatch or shape error which tensor each parameter it names was bound from.
+pub(crate) fn explain(e: Error, bound: &BoundArgs) -> Error {
+    let notes = |text: &str| -> String {
+        bound
+            .sources
+            .iter()
+            .filter(|(param, _)| text.contains(&format!("`{param}`")))
+            .map(|(param, source)| format!("\nnote: parameter `{param}` was bound from {source}"))
+            .collect()
+    };
+    match e {
+        Error::Call { diagnostics, rendered } => {
+            let rendered = format!("{rendered}{}", notes(&rendered));
+            Error::Call { diagnostics, rendered }
+        }
+        Error::Shape(text) => {
+            let n = notes(&text);
+            Error::Shape(format!("{text}{n}"))
+        }
+        other => other,
+    }
+}
+
+impl From<WeightsError> for Error {
+    fn from(e: WeightsError) -> Error {
+        Error::Weights(e)
+    }
+}
