@@ -3,7 +3,7 @@
 //! instantiate, rewrite, fuse, Cranelift).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ndarray::{ArrayD, IxDyn};
+use ndarray::{ArrayD, Dimension, IxDyn};
 use std::hint::black_box;
 use tfn::{Backend, OutputMut, Session, SessionOptions, Value};
 

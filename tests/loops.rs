@@ -342,11 +342,14 @@ fn nested_loops_and_loops_in_called_functions() {
     for backend in [Backend::Jit, Backend::Interp] {
         let s = more(backend);
         let a = s.call("nested", &[x.clone(), w.clone()]).unwrap_or_else(|e| panic!("{e}"));
-        let b = s.call("nested_unrolled", &[x.clone(), w.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        let b =
+            s.call("nested_unrolled", &[x.clone(), w.clone()]).unwrap_or_else(|e| panic!("{e}"));
         close(&f32s(&a[0]), &f32s(&b[0]), 1e-6, &format!("{backend:?} nested"));
         let cot = vec![Value::from(randn(&mut rng, &[3, 4], 1.0))];
         let ga = s.vjp("nested", &[x.clone(), w.clone()], &cot).unwrap_or_else(|e| panic!("{e}"));
-        let gb = s.vjp("nested_unrolled", &[x.clone(), w.clone()], &cot).unwrap_or_else(|e| panic!("{e}"));
+        let gb = s
+            .vjp("nested_unrolled", &[x.clone(), w.clone()], &cot)
+            .unwrap_or_else(|e| panic!("{e}"));
         for (k, (p, q)) in ga.iter().zip(&gb).enumerate() {
             close(&f32s(p), &f32s(q), 1e-5, &format!("{backend:?} nested grad {k}"));
         }
@@ -375,7 +378,8 @@ fn a_run_time_index_into_a_computed_tensor_and_the_index_as_a_float() {
 fn a_storage_dtype_carried_value_rounds_each_trip_like_its_unrolled_form() {
     use tfn::half::f16;
     let x: Vec<f16> = [0.1f32, 3.7, -2.2].iter().map(|v| f16::from_f32(*v)).collect();
-    let xv = Value::from(Tensor::F16(ArrayD::from_shape_vec(IxDyn(&[3]), x.clone()).expect("shape")));
+    let xv =
+        Value::from(Tensor::F16(ArrayD::from_shape_vec(IxDyn(&[3]), x.clone()).expect("shape")));
     let mut want = x;
     for _ in 0..5 {
         want = want.iter().map(|v| f16::from_f32(v.to_f32() * 0.5 + 1.0)).collect();
