@@ -251,3 +251,31 @@ fn a_dtype_mismatch_names_the_argument_it_flows_from() {
     assert!(msg.contains("`(1.0 - mask) * -1e9` is i64 because argument `mask`"), "{msg}");
     assert!(msg.contains("masked.tfn:19:16"), "{msg}");
 }
+
+#[test]
+fn gradients_flow_through_sizes() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        for n in [3usize, 5] {
+            let x = ramp(&[n, 4]);
+            // d/dx of <sum(x, dims=[0]) / n, ct> is ct / n on every row.
+            let ct = ramp(&[4]);
+            let grads = s.vjp("mean_rows", &[Value::from(x.view())], &[Value::from(ct.view())]);
+            let g = only_f32(grads, &format!("{backend:?} vjp mean_rows [{n}, 4]"));
+            let want = ct.broadcast(IxDyn(&[n, 4])).expect("broadcast").mapv(|v| v / n as f32);
+            assert!(g.iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-6), "{g} {want}");
+            // split_heads only moves elements: its gradient moves them back.
+            let x = ramp(&[2, n, 8]);
+            let ct = split_heads(&ramp(&[2, n, 8]), 4);
+            let grads = s.vjp_kw(
+                "split_heads",
+                &[Value::from(x.view())],
+                &[("heads", 4i64.into())],
+                &[Value::from(ct.view())],
+            );
+            let g = only_f32(grads, &format!("{backend:?} vjp split_heads [2, {n}, 8]"));
+            assert_eq!(g, ramp(&[2, n, 8]), "{backend:?}");
+        }
+        assert_eq!(s.stats().compiles, 2, "{backend:?}: one gradient per function");
+    }
+}
