@@ -236,6 +236,21 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
             tfn_ir::bind_sizes(&signature, &concrete).map(|_| i).map_err(|e| e.to_string())
         }) {
             Ok(instance) => {
+                // A loop body's sizes are checked only when it runs: try the shapes first.
+                if instance.has_loops() {
+                    let trial: Vec<Tensor> = tensors
+                        .iter()
+                        .zip(&shapes)
+                        .map(|((_, d), s)| {
+                            zeros_like(&random_tensor(&mut SplitMix::new(0), *d, s, 0.0, 1.0))
+                        })
+                        .collect();
+                    let fits = Eval::new(lib, &instance, &tensors).and_then(|e| e.forward(&trial));
+                    if let Err(e) = fits {
+                        last_error = e;
+                        continue;
+                    }
+                }
                 let named: Vec<(String, Vec<usize>)> =
                     tensors.iter().map(|(n, _)| n.clone()).zip(shapes.clone()).collect();
                 return run_check(lib, &instance, &tensors, named, options);

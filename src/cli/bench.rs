@@ -178,7 +178,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
             "--profile needs --backend jit: the interpreter runs no kernels".into(),
         );
     }
-    let session = match session_for(&req.file, req.backend, req.threads, true) {
+    let session = match session_for(&req.file, req.backend, req.threads, true, false) {
         Ok(s) => s,
         Err(o) => return o,
     };

@@ -6,7 +6,7 @@ use crate::gradcheck::{gradcheck as check, GradcheckOptions};
 use std::path::Path;
 
 pub(super) fn gradcheck(file: &Path, function: Option<&str>, tolerance: Option<f64>) -> Outcome {
-    let session = match session_for(file, BackendArg::Interp, None, true) {
+    let session = match session_for(file, BackendArg::Interp, None, true, false) {
         Ok(s) => s,
         Err(o) => return o,
     };

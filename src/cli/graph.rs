@@ -45,7 +45,7 @@ pub(super) fn graph(
         Ok(s) => s,
         Err(o) => return o,
     };
-    let session = match session_for(file, BackendArg::Interp, None, true) {
+    let session = match session_for(file, BackendArg::Interp, None, true, false) {
         Ok(s) => s,
         Err(o) => return o,
     };

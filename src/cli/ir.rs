@@ -55,7 +55,7 @@ pub(super) fn ir(
     explain: bool,
     optimize: bool,
 ) -> Outcome {
-    let session = match session_for(file, BackendArg::Interp, None, true) {
+    let session = match session_for(file, BackendArg::Interp, None, true, false) {
         Ok(s) => s,
         Err(o) => return o,
     };

@@ -104,6 +104,10 @@ pub enum Command {
         /// argument. One cotangent (.npy) per result of the function, in order
         #[arg(long = "vjp", value_name = "COTANGENT")]
         vjps: Vec<PathBuf>,
+        /// With --vjp: through every `for` loop, keep every ⌈√n⌉-th trip's values and
+        /// recompute the others (less memory, one more forward pass of each body)
+        #[arg(long, requires = "vjps")]
+        checkpoint_loops: bool,
         /// Skip the egg optimiser
         #[arg(long)]
         no_optimize: bool,
@@ -191,6 +195,7 @@ pub fn run(cli: Cli) -> Outcome {
             backend,
             threads,
             vjps,
+            checkpoint_loops,
             no_optimize,
         } => run::run(run::RunRequest {
             file,
@@ -203,6 +208,7 @@ pub fn run(cli: Cli) -> Outcome {
             backend,
             threads,
             vjps,
+            checkpoint_loops,
             optimize: !no_optimize,
         }),
         Command::Ir { file, function, stage, args, explain, no_optimize } => {
@@ -248,6 +254,7 @@ fn session_for(
     backend: BackendArg,
     threads: Option<usize>,
     optimize: bool,
+    checkpoint_loops: bool,
 ) -> Result<crate::Session, Outcome> {
     let backend = match backend {
         BackendArg::Jit => crate::Backend::Jit,
@@ -260,7 +267,7 @@ fn session_for(
         None => defaults.threads,
     };
     let options = crate::SessionOptions {
-        checkpoint_loops: false,
+        checkpoint_loops,
         backend,
         threads,
         optimize,

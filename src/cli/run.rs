@@ -21,6 +21,8 @@ pub(super) struct RunRequest {
     pub threads: Option<usize>,
     /// Cotangents, one per result of the function; empty for a plain call.
     pub vjps: Vec<PathBuf>,
+    /// `--checkpoint-loops`: recompute loop states in the backward pass.
+    pub checkpoint_loops: bool,
     pub optimize: bool,
 }
 
@@ -76,7 +78,8 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
         return Err(usage(format!("{flag} needs --weights FILE")));
     }
     let mapping = crate::Mapping::parse(&req.maps).map_err(|e| usage(format!("--map: {e}")))?;
-    let session = session_for(&req.file, req.backend, req.threads, req.optimize)?;
+    let session =
+        session_for(&req.file, req.backend, req.threads, req.optimize, req.checkpoint_loops)?;
     check_mapping(&session, &req.function, &mapping)?;
     let args = load_args(&req.args)?;
     let weights = match &req.weights {
