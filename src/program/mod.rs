@@ -144,6 +144,18 @@ impl CompiledProgram {
         all
     }
 
+    /// The one stage of a body without loops that computes exactly its results.
+    pub(super) fn single_stage(&self) -> Option<&Prepared> {
+        match self.steps.as_slice() {
+            [CompiledStep::Graph { forward, reads, writes, .. }]
+                if reads.is_empty() && *writes == self.outputs =>
+            {
+                Some(forward)
+            }
+            _ => None,
+        }
+    }
+
     /// Number of real parameters.
     pub(crate) fn inputs(&self) -> usize {
         self.param_values.len()

@@ -53,6 +53,11 @@ impl CompiledProgram {
         inputs: &[TensorValue<'_>],
         externs: &dyn ExternKernels,
     ) -> Result<Vec<Tensor>, Error> {
+        // A body without loops is one stage computing exactly the results: call it directly
+        // (the common case, once per trip).
+        if let Some(stage) = self.single_stage().filter(|_| inputs.len() == self.inputs()) {
+            return stage.run(inputs, externs);
+        }
         let values = self.forward(inputs, externs, Record::Nothing)?;
         self.outputs.iter().map(|v| values.slot(*v).map(|t| t.to_tensor())).collect()
     }
@@ -243,6 +248,11 @@ fn run_loop(
                     Some(LoopTape { start, trips, every, saved: Vec::new() })
                 }
             };
+            if tape.is_none() && trips > 1 {
+                if let Some(out) = run_in_place(spec, body, values, &init, start, trips, externs)? {
+                    return Ok((out, None));
+                }
+            }
             let mut cur: Option<Vec<Tensor>> = None;
             for t in 0..trips {
                 let carried: Vec<TensorValue> = match &cur {
@@ -297,4 +307,44 @@ fn run_loop(
             Ok((cur, None))
         }
     }
+}
+
+/// A `for` loop whose body is one stage computing exactly the carried values: the trips write
+/// into two sets of buffers in turn (trip `t` reads one and writes the other), so no trip
+/// allocates its results. `None` when the body is not of that form.
+fn run_in_place(
+    spec: &LoopSpec,
+    body: &CompiledProgram,
+    values: &Values<'_>,
+    init: &[TensorValue<'_>],
+    start: i64,
+    trips: usize,
+    externs: &dyn ExternKernels,
+) -> Result<Option<Vec<Tensor>>, Error> {
+    let Some(stage) = body.single_stage() else { return Ok(None) };
+    let mut a: Vec<Tensor> = init.iter().map(|c| c.to_tensor()).collect();
+    let mut b: Vec<Tensor> = a.clone();
+    for t in 0..trips {
+        {
+            let carried: Vec<TensorValue> = a.iter().map(of).collect();
+            let args = trip_inputs(spec, values, Some(start + t as i64), &carried)?;
+            let mut outs: Vec<crate::OutputMut> =
+                b.iter_mut().map(crate::OutputMut::from).collect();
+            match stage.run_into(&args, &mut outs, externs) {
+                Ok(()) => {}
+                Err(Error::Output { index, .. }) => {
+                    // The body's result does not fit the buffer: a carried value changed shape.
+                    let out = body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
+                    check_carried(spec, &carried, &out, t)?;
+                    return Err(Error::Internal(format!(
+                        "the loop `{}` could not write its carried value {index}",
+                        spec.label
+                    )));
+                }
+                Err(e) => return Err(in_loop(e, spec, t)),
+            }
+        }
+        std::mem::swap(&mut a, &mut b);
+    }
+    Ok(Some(a))
 }
