@@ -65,7 +65,7 @@ impl CompiledProgram {
     /// The sizes of the call: every symbol of the signature.
     pub(super) fn sizes(&self, inputs: &[TensorValue<'_>]) -> Result<Vec<usize>, Error> {
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-        tfn_ir::bind_sizes(&self.signature, &shapes).map_err(|e| crate::signature::bind_error(e))
+        tfn_ir::bind_sizes(&self.signature, &shapes).map_err(crate::signature::bind_error)
     }
 
     /// Runs every step, keeping every value (and, when recording, each loop's states).
