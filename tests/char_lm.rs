@@ -46,7 +46,12 @@ fn loss2(Tensor tokens, Tensor targets, Tensor key, Tensor wte, Tensor wpe,
 "#;
 
 fn session(backend: Backend) -> Session {
-    let s = Session::with_options(SessionOptions { backend, threads: 2, ..Default::default() });
+    session_with(backend, false)
+}
+
+fn session_with(backend: Backend, checkpoint_loops: bool) -> Session {
+    let options = SessionOptions { backend, threads: 2, checkpoint_loops, ..Default::default() };
+    let s = Session::with_options(options);
     s.load_str("model.tfn", MODEL).unwrap_or_else(|e| panic!("model.tfn loads: {e}"));
     s.load_str("unrolled.tfn", UNROLLED).unwrap_or_else(|e| panic!("unrolled.tfn loads: {e}"));
     s
@@ -195,20 +200,25 @@ fn the_model_agrees_across_backends_and_with_finite_differences() {
     }
 }
 
+/// The loop's gradients, stored or recomputed (checkpointed; dropout's masks are recomputed
+/// from the same keys), are the unrolled blocks' on both backends.
 #[test]
 fn the_loop_over_blocks_is_the_blocks_called_in_turn() {
     let params = params();
     for backend in [Backend::Jit, Backend::Interp] {
-        let s = session(backend);
-        for p in [0.0, 0.25] {
-            let (loss, grads) = value_and_grads_of(&s, "loss", &params, p);
-            let (want, want_grads) = value_and_grads_of(&s, "loss2", &params, p);
-            assert!((loss - want).abs() < 1e-12, "{backend:?} p={p}: loss {loss} vs {want}");
-            assert_eq!(grads.len(), want_grads.len());
-            for (k, (g, w)) in grads.iter().zip(&want_grads).enumerate() {
-                assert_eq!(g.shape(), w.shape(), "gradient {k}");
-                let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-                assert!(worst < 1e-12, "{backend:?} p={p}: gradient {k} differs by {worst}");
+        for checkpoint in [false, true] {
+            let s = session_with(backend, checkpoint);
+            let what = format!("{backend:?} checkpoint={checkpoint}");
+            for p in [0.0, 0.25] {
+                let (loss, grads) = value_and_grads_of(&s, "loss", &params, p);
+                let (want, want_grads) = value_and_grads_of(&s, "loss2", &params, p);
+                assert!((loss - want).abs() < 1e-12, "{what} p={p}: loss {loss} vs {want}");
+                assert_eq!(grads.len(), want_grads.len());
+                for (k, (g, w)) in grads.iter().zip(&want_grads).enumerate() {
+                    assert_eq!(g.shape(), w.shape(), "gradient {k}");
+                    let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                    assert!(worst < 1e-12, "{what} p={p}: gradient {k} differs by {worst}");
+                }
             }
         }
     }

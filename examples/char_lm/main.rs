@@ -73,6 +73,10 @@ struct Args {
     /// Run on tfn's interpreter instead of the JIT (slow; for checking).
     #[arg(long)]
     interp: bool,
+    /// Recompute the blocks' forward values in the backward pass instead of storing every
+    /// block's (SessionOptions::checkpoint_loops: less memory, more time).
+    #[arg(long)]
+    checkpoint: bool,
     /// Read the initial weights from DIR/NAME.npy (names in model.tfn's header; a block weight
     /// is one file of all blocks, [layers, ...]).
     #[arg(long, value_name = "DIR")]
@@ -124,7 +128,13 @@ fn run(args: Args) -> Result<(), String> {
     };
     let threads = args.threads.unwrap_or_else(|| SessionOptions::default().threads);
     let backend = if args.interp { Backend::Interp } else { Backend::Jit };
-    let session = Session::with_options(SessionOptions { backend, threads, ..Default::default() });
+    let options = SessionOptions {
+        backend,
+        threads,
+        checkpoint_loops: args.checkpoint,
+        ..Default::default()
+    };
+    let session = Session::with_options(options);
     session.load_str("model.tfn", MODEL).map_err(|e| format!("model.tfn does not load:\n{e}"))?;
 
     let layout = params::layout(&config);
