@@ -251,3 +251,16 @@ fn a_stacked_input_shorter_than_the_loop_is_an_error_naming_it() {
     let e = s.call_kw("f", &[Value::from(x), Value::from(w)], &kw).expect_err("too short");
     assert!(e.to_string().contains("`w[i]`") && e.to_string().contains("2 row"), "{e}");
 }
+
+/// Reported, not fixed (found writing examples/char_lm): a size passed where a tensor is
+/// expected is called a literal. `cast(size(x, -1), f32)` — the natural way to get
+/// `1 / sqrt(head size)` from a size — fails with E0217 "cannot infer the dtype of a literal",
+/// though no literal is there; the error should say that a size is not a tensor (as `sqrt`
+/// applied to a size does: E0308 "cannot apply `sqrt` to a size").
+#[test]
+fn a_size_given_to_cast_is_not_called_a_literal() {
+    let s = Session::new();
+    let src = "fn f(Tensor x) -> Tensor {\n    return x * rsqrt(cast(size(x, -1), f32))\n}\n";
+    let e = s.load_str("cast_size.tfn", src).expect_err("a size is not a tensor").to_string();
+    assert!(!e.contains("literal") && e.contains("size"), "{e}");
+}
