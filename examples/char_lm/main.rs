@@ -73,8 +73,8 @@ struct Args {
     /// Run on tfn's interpreter instead of the JIT (slow; for checking).
     #[arg(long)]
     interp: bool,
-    /// Recompute the blocks' forward values in the backward pass instead of storing every
-    /// block's (SessionOptions::checkpoint_loops: less memory, more time).
+    /// Store the blocks' input only every ceil(sqrt(layers)) blocks and recompute the others in
+    /// the backward pass (SessionOptions::checkpoint_loops: less memory, more time).
     #[arg(long)]
     checkpoint: bool,
     /// Read the initial weights from DIR/NAME.npy (names in model.tfn's header; a block weight
