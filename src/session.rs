@@ -47,10 +47,10 @@ pub struct SessionOptions {
     /// else the widest this CPU runs). Every level gives the same bits; `V128` is the forced
     /// fallback of CPUs without AVX2/AVX-512.
     pub simd: tfn_backend::SimdLevel,
-    /// Reverse mode through every `for` loop recomputes what the backward pass needs from a
-    /// state stored every ⌈√n⌉ trips, instead of storing the state of every trip (as
-    /// `for i in a..b, checkpoint` asks for one loop): less memory, one more forward pass
-    /// of the body per trip. Default: `false`.
+    /// Reverse mode through every `for` loop keeps only each trip's carried values and
+    /// recomputes the trip's residuals (the values its backward pass reads) just before its
+    /// backward pass, as `for i in a..b, checkpoint` asks for one loop: the memory of one trip's
+    /// residuals instead of every trip's, for one more forward pass of the body. Default: `false`.
     pub checkpoint_loops: bool,
 }
 

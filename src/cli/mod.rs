@@ -104,8 +104,9 @@ pub enum Command {
         /// argument. One cotangent (.npy) per result of the function, in order
         #[arg(long = "vjp", value_name = "COTANGENT")]
         vjps: Vec<PathBuf>,
-        /// With --vjp: through every `for` loop, keep every ⌈√n⌉-th trip's values and
-        /// recompute the others (less memory, one more forward pass of each body)
+        /// With --vjp: through every `for` loop, keep only each trip's carried values and
+        /// recompute its residuals before its backward pass (less memory, one more forward
+        /// pass of each body)
         #[arg(long, requires = "vjps")]
         checkpoint_loops: bool,
         /// Skip the egg optimiser

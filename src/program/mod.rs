@@ -5,9 +5,10 @@
 //! prepared like any function — optimised, fused and compiled by the session's backend, the
 //! JIT or the interpreter — **once**; running the program runs the stages in order and each
 //! loop's compiled body once per trip ([`run`]). The reverse mode ([`vjp`]) runs the program
-//! forward keeping each loop's carried values per trip (or, for `for ..., checkpoint` and
-//! [`crate::SessionOptions::checkpoint_loops`], only every k-th of them, recomputing the rest),
-//! then walks the steps backwards through each stage's and each body's gradient graph.
+//! forward through each stage's and body's gradient cut at its residuals
+//! (`tfn_passes::autodiff::split_vjp`), keeping each trip's carried values and residuals (only
+//! the carried values for `for ..., checkpoint` and [`crate::SessionOptions::checkpoint_loops`],
+//! the residuals then recomputed per trip), then runs the backward halves in reverse.
 
 mod run;
 mod tensors;

@@ -20,11 +20,13 @@ pub(super) struct LoopTape {
     /// The trip index of trip 0, and the trip count.
     pub start: i64,
     pub trips: usize,
-    /// The carried values before trips `0, every, 2 * every, ...`.
-    pub every: usize,
+    /// The carried values before each trip.
     pub saved: Vec<Vec<Tensor>>,
-    /// Each trip's residuals (stored mode, a body of one stage): what its backward pass reads.
+    /// Each trip's residuals, what its backward pass reads (a body of one stage, not
+    /// checkpointed; else empty and recomputed from the trip's inputs).
     pub residuals: Vec<Vec<Tensor>>,
+    /// Whether the residuals are kept.
+    pub keep_residuals: bool,
 }
 
 /// The value table after a forward run.
@@ -36,18 +38,12 @@ pub(super) struct Values<'a> {
     pub residuals: Vec<Option<Vec<Tensor>>>,
 }
 
-/// How a forward run records loops: not at all, or every `k`-th carried state (`k` from the
-/// trip count: 1 stores every trip; [`checkpoint_every`] for a checkpointed loop).
+/// How a forward run records loops: not at all, or each trip's carried values, and its
+/// residuals unless the loop is checkpointed (`checkpoint_all`: every loop is).
 #[derive(Clone, Copy)]
 pub(super) enum Record {
     Nothing,
     Tape { checkpoint_all: bool },
-}
-
-/// The spacing of stored states for a checkpointed loop of `trips` trips: about √trips, so
-/// that the stored states and one recomputed segment are both about √trips.
-pub(super) fn checkpoint_every(trips: usize) -> usize {
-    ((trips as f64).sqrt().ceil() as usize).max(1)
 }
 
 impl CompiledProgram {
@@ -261,9 +257,14 @@ fn run_loop(
             let mut tape = match record {
                 Record::Nothing => None,
                 Record::Tape { checkpoint_all } => {
-                    let every =
-                        if checkpoint || checkpoint_all { checkpoint_every(trips) } else { 1 };
-                    Some(LoopTape { start, trips, every, saved: Vec::new(), residuals: Vec::new() })
+                    let keep_residuals = !(checkpoint || checkpoint_all);
+                    Some(LoopTape {
+                        start,
+                        trips,
+                        saved: Vec::new(),
+                        residuals: Vec::new(),
+                        keep_residuals,
+                    })
                 }
             };
             if tape.is_none() && trips > 1 {
@@ -278,13 +279,11 @@ fn run_loop(
                     None => init.iter().map(view).collect(),
                 };
                 if let Some(tape) = &mut tape {
-                    if t % tape.every == 0 {
-                        tape.saved.push(carried.iter().map(|c| c.to_tensor()).collect());
-                    }
+                    tape.saved.push(carried.iter().map(|c| c.to_tensor()).collect());
                 }
                 // Stored mode with a body of one stage: the trip's residuals too.
                 let split = match &tape {
-                    Some(tape) if tape.every == 1 => body.single_backward(),
+                    Some(tape) if tape.keep_residuals => body.single_backward(),
                     _ => None,
                 };
                 let out = {

@@ -1,18 +1,20 @@
-//! Reverse mode through a program: the forward run keeps every value and each `for` loop's
-//! carried states; the steps then run backwards.
+//! Reverse mode through a program: the forward run keeps every value, each stage's residuals
+//! and each `for` loop's per-trip states; the steps then run backwards.
 //!
-//! - A stage runs its gradient graph (built once by `tfn_passes::autodiff` from the stage
-//!   graph: it recomputes what it needs of the stage from the stage's inputs), seeded with the
-//!   gradients its outputs collected from later steps.
-//! - A `for` runs its body's reverse mode once per trip, last trip first, from the carried
-//!   values the trip started with: stored by the forward run (every trip), or — for a
-//!   checkpointed loop — recomputed from the nearest stored state (every ⌈√n⌉-th trip) one
-//!   segment at a time. The invariants' gradients are summed over the trips, and a stacked
-//!   input's gradient gets row `i` from trip `i`.
+//! - A stage's gradient is cut at its residuals (`tfn_passes::autodiff::split_vjp`): the
+//!   forward run ran its forward half (results and residuals); here its backward half runs
+//!   from the stage's inputs, the residuals and the gradients its outputs collected from
+//!   later steps.
+//! - A `for` runs its body's backward half once per trip, last trip first, from the carried
+//!   values the trip started with (stored by the forward run) and the trip's residuals: stored
+//!   too, or — for a checkpointed loop — recomputed by the body's forward half just before
+//!   (one trip's residuals in memory instead of every trip's). A body with loops of its own
+//!   runs its whole reverse mode per trip. The invariants' gradients are summed over the
+//!   trips, and a stacked input's gradient gets row `i` from trip `i`.
 //! - A `while` is not differentiable (its trip count depends on the values); the session
 //!   refuses to build its vjp.
 
-use super::run::{check_carried, in_loop, trip_inputs, LoopTape, Record, Values};
+use super::run::{in_loop, trip_inputs, LoopTape, Record, Values};
 use super::tensors::{accumulate, of, set_row, view, zeros};
 use super::{CompiledProgram, CompiledStep};
 use crate::error::Error;
@@ -140,31 +142,30 @@ fn loop_vjp(
     let first = spec.first_carried();
     let mut g_inv: Vec<Option<Tensor>> = vec![None; ni];
     let mut g_sliced: Vec<Option<Tensor>> = vec![None; spec.sliced.len()];
-    // The states (and residuals) of the current segment of trips, recomputed when
-    // checkpointed.
     let split = body.single_backward();
-    let mut segment = Segment::default();
-    let mut segment_start = usize::MAX;
     for t in (0..tape.trips).rev() {
-        let (state, residuals) = if tape.every == 1 {
-            let state = tape
-                .saved
-                .get(t)
-                .ok_or_else(|| Error::Internal(format!("no stored state for trip {t}")))?;
-            (state, tape.residuals.get(t))
-        } else {
-            let s = t / tape.every;
-            if segment_start != s * tape.every {
-                segment_start = s * tape.every;
-                segment = recompute(spec, body, values, tape, s, externs)?;
-            }
-            (&segment.states[t - segment_start], segment.residuals.get(t - segment_start))
-        };
+        let state = tape
+            .saved
+            .get(t)
+            .ok_or_else(|| Error::Internal(format!("no stored state for trip {t}")))?;
+        let residuals = tape.residuals.get(t);
+        // A checkpointed trip's residuals, recomputed below (they outlive the arguments).
+        let recomputed: Vec<Tensor>;
         let carried: Vec<TensorValue> = state.iter().map(of).collect();
         let mut args = trip_inputs(spec, values, Some(tape.start + t as i64), &carried)?;
-        let gb: Vec<Option<Tensor>> = match (split, residuals) {
-            (Some(b), Some(residuals)) => {
-                // The body's backward half, from the trip's inputs and residuals.
+        let gb: Vec<Option<Tensor>> = match split {
+            Some(b) => {
+                // The body's backward half, from the trip's inputs and residuals (stored, or
+                // recomputed now by its forward half: checkpointing).
+                let residuals = match residuals {
+                    Some(r) => r,
+                    None => {
+                        let mut out =
+                            b.forward.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
+                        recomputed = out.split_off(spec.carried.len().min(out.len()));
+                        &recomputed
+                    }
+                };
                 let n = args.len();
                 args.extend(g_carried.iter().map(of));
                 args.extend(residuals.iter().map(of));
@@ -177,7 +178,7 @@ fn loop_vjp(
                 }
                 gb
             }
-            _ => {
+            None => {
                 let cots: Vec<TensorValue> = g_carried.iter().map(of).collect();
                 body.vjp(&args, &cots, externs, false, false).map_err(|e| in_loop(e, spec, t))?.1
             }
@@ -225,60 +226,6 @@ fn loop_vjp(
         }
     }
     Ok(())
-}
-
-/// The trips of one checkpointed segment, recomputed.
-#[derive(Default)]
-struct Segment {
-    /// The carried values before each trip.
-    states: Vec<Vec<Tensor>>,
-    /// Each trip's residuals (a body of one stage).
-    residuals: Vec<Vec<Tensor>>,
-}
-
-/// The trips of segment `s` (trips `s * every ..`): the stored state, then the body run
-/// forward from it, keeping each trip's residuals when the body is one stage.
-fn recompute(
-    spec: &LoopSpec,
-    body: &CompiledProgram,
-    values: &Values<'_>,
-    tape: &LoopTape,
-    s: usize,
-    externs: &dyn ExternKernels,
-) -> Result<Segment, Error> {
-    let first = s * tape.every;
-    let end = (first + tape.every).min(tape.trips);
-    let saved = tape
-        .saved
-        .get(s)
-        .ok_or_else(|| Error::Internal(format!("no stored state for trip {first}")))?;
-    let split = body.single_backward();
-    let mut segment = Segment { states: vec![saved.clone()], residuals: Vec::new() };
-    for t in first..end {
-        if split.is_none() && t + 1 == end {
-            // Without residuals, the state after the segment's last trip is not needed.
-            break;
-        }
-        let out = {
-            let carried: Vec<TensorValue> = segment.states[t - first].iter().map(of).collect();
-            let args = trip_inputs(spec, values, Some(tape.start + t as i64), &carried)?;
-            let out = match split {
-                Some(b) => {
-                    let mut out = b.forward.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
-                    let residuals = out.split_off(spec.carried.len().min(out.len()));
-                    segment.residuals.push(residuals);
-                    out
-                }
-                None => body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?,
-            };
-            check_carried(spec, &carried, &out, t)?;
-            out
-        };
-        if t + 1 < end {
-            segment.states.push(out);
-        }
-    }
-    Ok(segment)
 }
 
 /// Whether a program can be differentiated: no `while` anywhere. The error names the loop.
