@@ -543,6 +543,14 @@ impl<'a> Lowerer<'a> {
     ) -> Result<Val, Diagnostic> {
         let b = self.eval(base, env)?;
         let i = self.eval(index, env)?;
+        // In a loop body, `x[k]` with a literal `k` reads its row like a run-time index: a
+        // `slice` of a size the body binds would need a size guard, which a body cannot have.
+        let i = match (&b, i) {
+            (Val::Tensor(_), Val::Attr(Attr::Int(k))) if !self.loop_ctx.is_empty() => {
+                Val::Index(self.literal(&Attr::Int(k), DType::I64, Some(index.span))?)
+            }
+            (_, i) => i,
+        };
         match (&b, &i) {
             (Val::Tensor(x), Val::Index(ix)) => {
                 if let Some(ctx) = self.loop_ctx.last() {
