@@ -45,6 +45,11 @@ enum Term {
     Seq,
     /// `let t = V * V` then `V - t * 0.1`.
     Let,
+    /// `V` reshaped through a flat shape and back with sizes (`nb = size(x, 0)` bound before
+    /// the loops, `size(x, 1)` in the body).
+    Reshape,
+    /// `V * 0.9 + V * size(s, 0) * 0.01`: a size next to a tensor.
+    SizeScale,
 }
 
 #[derive(Clone, Debug)]
@@ -98,6 +103,8 @@ struct Case {
     flag: bool,
     /// Which vars the function returns (at least one).
     returned: Vec<bool>,
+    /// Pass the stacked inputs `w`, `v`, `s` as strided (column-major) views.
+    strided: bool,
 }
 
 impl Case {
@@ -197,6 +204,12 @@ impl Render<'_> {
                 self.line(depth, &format!("let {name} = {v} * {v}"));
                 format!("{v} - {name} * 0.1")
             }
+            Term::Reshape => match shape {
+                Shape::Full => format!("reshape(reshape({v}, [-1]), [nb, size(x, 1)]) * 0.9"),
+                Shape::Row => format!("reshape(reshape({v}, [1, -1]), [size(u, 0)]) * 0.9"),
+                Shape::Scalar => format!("reshape(reshape({v}, [1, 1]), shape({v})) * 0.9"),
+            },
+            Term::SizeScale => format!("{v} * 0.9 + {v} * size(s, 0) * 0.01"),
         }
     }
 
@@ -343,6 +356,7 @@ fn source(case: &Case, unrolled: bool, tag: &str) -> String {
     };
     let core = if case.wrapped { format!("core_{tag}") } else { format!("f_{tag}") };
     r.line(0, &format!("fn {core}({params}) -> {ret_ty} {{"));
+    r.line(1, "let nb = size(x, 0)");
     let kw = if unrolled { "let" } else { "var" };
     for j in 0..total {
         let (shape, alias) = case.vars.get(j).copied().unwrap_or((Shape::Scalar, false));
@@ -396,6 +410,8 @@ fn term_strategy() -> BoxedStrategy<Term> {
         1 => Just(Term::Shifted),
         1 => Just(Term::Seq),
         1 => Just(Term::Let),
+        1 => Just(Term::Reshape),
+        1 => Just(Term::SizeScale),
     ]
     .boxed()
 }
@@ -431,8 +447,9 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         prop::bool::weighted(0.25),
         any::<bool>(),
         prop::collection::vec(any::<bool>(), 3),
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(f64, b, c, e, vars, mut loops, wrapped, flag, mut returned)| {
+        .prop_map(|(f64, b, c, e, vars, mut loops, wrapped, flag, mut returned, strided)| {
             let n = vars.len();
             for l in &mut loops {
                 for u in &mut l.updates {
@@ -443,7 +460,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
             if !returned.contains(&true) {
                 returned[0] = true;
             }
-            Case { f64, b, c, e, vars, loops, wrapped, flag, returned }
+            Case { f64, b, c, e, vars, loops, wrapped, flag, returned, strided }
         })
 }
 
@@ -469,11 +486,12 @@ fn inputs(case: &Case, rng: &mut Rng) -> Vec<Value<'static>> {
     let dt = if case.f64 { DType::F64 } else { DType::F32 };
     let (b, c, e) = (case.b, case.c, case.e);
     let l = e + 2;
+    let stacked = |t: Tensor| if case.strided { strided(&t) } else { Value::from(t) };
     vec![
         Value::from(rng.tensor(dt, &[b, c], (-1.0, 1.0))),
-        Value::from(rng.tensor(dt, &[l, c, c], (-0.5, 0.5))),
-        Value::from(rng.tensor(dt, &[l, c], (-1.0, 1.0))),
-        Value::from(rng.tensor(dt, &[e, c], (-1.0, 1.0))),
+        stacked(rng.tensor(dt, &[l, c, c], (-0.5, 0.5))),
+        stacked(rng.tensor(dt, &[l, c], (-1.0, 1.0))),
+        stacked(rng.tensor(dt, &[e, c], (-1.0, 1.0))),
         Value::from(rng.tensor(dt, &[c], (-1.0, 1.0))),
     ]
 }
@@ -585,6 +603,7 @@ fn found_cases_compute_their_unrolled_forms() {
         wrapped: false,
         flag: false,
         returned: vec![true],
+        strided: false,
     };
     let cases = [
         // `v[0]` (a literal row of a captured tensor) in a body: was E0511 "depends on whether
@@ -907,10 +926,14 @@ fn storage_dtype_carried_values_differentiate_like_their_unrolled_form() {
 
 /// `t` as a view whose axes are reversed twice: the same values, column-major strides.
 fn strided(t: &Tensor) -> Value<'static> {
-    let Tensor::F32(a) = t else { unreachable!() };
-    let owned = a.view().reversed_axes().as_standard_layout().into_owned().reversed_axes();
-    assert!(!owned.is_standard_layout() || a.ndim() < 2);
-    Value::from(Tensor::F32(owned))
+    fn rev<T: Clone>(a: &ndarray::ArrayD<T>) -> ndarray::ArrayD<T> {
+        a.view().reversed_axes().as_standard_layout().into_owned().reversed_axes()
+    }
+    match t {
+        Tensor::F32(a) => Value::from(Tensor::F32(rev(a))),
+        Tensor::F64(a) => Value::from(Tensor::F64(rev(a))),
+        other => Value::from(other.clone()),
+    }
 }
 
 #[test]
