@@ -967,3 +967,88 @@ fn stacked_inputs_as_strided_views_and_every_thread_count_give_the_same_bits() {
         }
     }
 }
+
+const CLI: &str = r#"
+fn late(Tensor x) -> Tensor {
+    var s = x[0] * 0.0
+    for i in 0..size(x, 0) {
+        let y = x * 2.0
+        s = s + y[i + 1]
+    }
+    return s
+}
+
+fn counter(Tensor x) -> Tensor {
+    var h = x
+    while max(h) > 0.0, at most 2 {
+        h = h - 1.0
+    }
+    return h
+}
+
+fn list_var(Tensor x) -> Tensor {
+    var hs = [x, x]
+    for i in 0..2 {
+        hs = [x, x * 2.0]
+    }
+    return x
+}
+"#;
+
+#[test]
+fn hostile_loops_through_tfnc_exit_1_with_located_errors() {
+    let dir = std::env::temp_dir().join(format!("tfn-loopfuzz-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    std::fs::write(dir.join("l.tfn"), CLI).expect("write");
+    tfn::npy::write(&dir.join("x.npy"), &ramp(&[2, 2], 1.0)).expect("npy");
+    tfn::npy::write(&dir.join("c.npy"), &ramp(&[2, 2], 1.0)).expect("npy");
+    tfn::npy::write(&dir.join("c2.npy"), &ramp(&[2], 1.0)).expect("npy");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_tfnc"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("run tfnc");
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    // (arguments, words of the error)
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "l.tfn", "late", "--arg", "x=x.npy"], "in trip 1 of `for i in 0..size(x, 0)`"),
+        (
+            &["run", "l.tfn", "late", "--arg", "x=x.npy", "--vjp", "c2.npy", "--checkpoint-loops"],
+            "in trip 1 of",
+        ),
+        (&["run", "l.tfn", "counter", "--arg", "x=x.npy", "--backend", "interp"], "at most 2"),
+        (&["run", "l.tfn", "counter", "--arg", "x=x.npy", "--vjp", "c.npy"], "E0805"),
+        (&["run", "l.tfn", "list_var", "--arg", "x=x.npy"], "l.tfn:21:9"),
+    ];
+    for (args, want) in cases {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(want) && !err.contains("panicked"),
+            "{args:?}: want `{want}` in\n{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_for_loop_that_assigns_no_var_has_no_effect() {
+    // Was E0509 "internal error: the body ... is an invalid graph: the graph has no outputs".
+    let src = "fn f(Tensor x) -> Tensor {\n    var h = x\n    for i in 0..2 {\n    }\n    for j in 0..3 {\n        let t = x[j]\n    }\n    return h * 2.0\n}\n";
+    let x = ramp(&[3], 0.5);
+    let want = tensors(vec![Value::from(ramp(&[3], 1.0))]);
+    for backend in BACKENDS {
+        let s = Session::with_backend(backend);
+        s.load_str("empty.tfn", src).unwrap_or_else(|e| panic!("{e}"));
+        let got = tensors(s.call("f", &[Value::from(x.clone())]).unwrap_or_else(|e| panic!("{e}")));
+        same_all(&format!("{backend:?}"), &got, &want).unwrap_or_else(|e| panic!("{e}"));
+        let cot = Value::from(ramp(&[3], 0.5));
+        let g = tensors(
+            s.vjp("f", &[Value::from(x.clone())], &[cot]).unwrap_or_else(|e| panic!("{e}")),
+        );
+        same_all(&format!("{backend:?} vjp"), &g, &want).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

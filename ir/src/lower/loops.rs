@@ -343,6 +343,10 @@ impl<'a> Lowerer<'a> {
         });
         let (body_graph, body_lw) = self.leave_body(outer);
         let outputs = ran?;
+        if outputs.is_empty() {
+            // A `for` that assigns no `var` has no effect (like an unused `let`): nothing runs.
+            return Ok(());
+        }
         let mut body_graph = body_graph;
         body_graph.outputs = outputs;
         let BodyState { syms, regions, mut loops } = body_lw;
