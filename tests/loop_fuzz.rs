@@ -987,6 +987,14 @@ fn counter(Tensor x) -> Tensor {
     return h
 }
 
+fn hundred(Tensor x) -> Tensor {
+    var h = x
+    for i in 0..100 {
+        h = h * 0.5 + 1.0
+    }
+    return h
+}
+
 fn list_var(Tensor x) -> Tensor {
     var hs = [x, x]
     for i in 0..2 {
@@ -1022,7 +1030,7 @@ fn hostile_loops_through_tfnc_exit_1_with_located_errors() {
         ),
         (&["run", "l.tfn", "counter", "--arg", "x=x.npy", "--backend", "interp"], "at most 2"),
         (&["run", "l.tfn", "counter", "--arg", "x=x.npy", "--vjp", "c.npy"], "E0805"),
-        (&["run", "l.tfn", "list_var", "--arg", "x=x.npy"], "l.tfn:21:9"),
+        (&["run", "l.tfn", "list_var", "--arg", "x=x.npy"], "l.tfn:29:9"),
     ];
     for (args, want) in cases {
         let (code, err) = run(args);
@@ -1032,6 +1040,28 @@ fn hostile_loops_through_tfnc_exit_1_with_located_errors() {
             "{args:?}: want `{want}` in\n{err}"
         );
     }
+    // A vjp whose stored states would pass the tensor size limit is refused before the first
+    // trip (`for i in 0..1000000000000` stored states until the process ran out of memory);
+    // checkpointed, it stores 10 of the 100 states and runs.
+    let limited = |extra: &[&str]| {
+        let mut args = vec!["run", "l.tfn", "hundred", "--arg", "x=c2.npy", "--vjp", "c2.npy"];
+        args.extend(extra);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_tfnc"))
+            .args(&args)
+            .env("TFN_MAX_TENSOR_BYTES", "500")
+            .current_dir(&dir)
+            .output()
+            .expect("run tfnc");
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (code, err) = limited(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("would store 100 states of 8 bytes") && err.contains("`for i in 0..100`"),
+        "{err}"
+    );
+    let (code, err) = limited(&["--checkpoint-loops"]);
+    assert_eq!(code, Some(0), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
