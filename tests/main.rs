@@ -34,7 +34,9 @@ mod weights;
 mod filetests;
 mod filetests_exec;
 
-// Property tests: random programs, JIT against the interpreter.
+// Property tests: random programs, JIT against the interpreter (and loops against their
+// unrolled forms).
+mod loop_fuzz;
 mod random_index;
 mod random_views;
 mod random_window;

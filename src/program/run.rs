@@ -186,6 +186,25 @@ pub(super) fn for_trips(
     Ok((start as i64, trips))
 }
 
+/// Refuses a tape of `states` carried states larger than the largest tensor a call may
+/// create (`TFN_MAX_TENSOR_BYTES`) before the first trip: `for i in 0..1000000000000` would
+/// otherwise store states until the process runs out of memory.
+fn tape_fits(spec: &LoopSpec, init: &[TensorValue<'_>], states: usize) -> Result<(), Error> {
+    let limit = tfn_ir::bind::max_tensor_bytes().map_err(|e| Error::Config(e.to_string()))?;
+    let state: u64 = init
+        .iter()
+        .map(|c| (c.shape().iter().product::<usize>() * c.dtype().size_bytes()) as u64)
+        .sum();
+    let total = state.checked_mul(states as u64);
+    if total.is_none_or(|t| t > limit) {
+        return Err(Error::Shape(format!(
+            "reverse mode through the loop `{}` would store {states} states of {state} bytes (one per trip), more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)",
+            spec.label
+        )));
+    }
+    Ok(())
+}
+
 /// Adds where an error happened inside a loop.
 pub(super) fn in_loop(e: Error, spec: &LoopSpec, trip: usize) -> Error {
     let at = format!("\n  in trip {trip} of `{}`", spec.label);
@@ -257,6 +276,7 @@ fn run_loop(
             let mut tape = match record {
                 Record::Nothing => None,
                 Record::Tape { checkpoint_all } => {
+                    tape_fits(spec, &init, trips)?;
                     let keep_residuals = !(checkpoint || checkpoint_all);
                     Some(LoopTape {
                         start,

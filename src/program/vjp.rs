@@ -205,7 +205,10 @@ fn loop_vjp(
                     *acc = Some(zeros(g.dtype(), src.shape()));
                 }
                 if let Some(a) = acc {
-                    set_row(a, t, &g)?;
+                    // Trip `t` read row `start + t` (its loop index), not row `t`.
+                    let row = usize::try_from(tape.start + t as i64)
+                        .map_err(|_| Error::Internal("negative trip index".into()))?;
+                    set_row(a, row, &g)?;
                 }
             }
         }

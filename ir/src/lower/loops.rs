@@ -343,6 +343,10 @@ impl<'a> Lowerer<'a> {
         });
         let (body_graph, body_lw) = self.leave_body(outer);
         let outputs = ran?;
+        if outputs.is_empty() {
+            // A `for` that assigns no `var` has no effect (like an unused `let`): nothing runs.
+            return Ok(());
+        }
         let mut body_graph = body_graph;
         body_graph.outputs = outputs;
         let BodyState { syms, regions, mut loops } = body_lw;
@@ -543,6 +547,14 @@ impl<'a> Lowerer<'a> {
     ) -> Result<Val, Diagnostic> {
         let b = self.eval(base, env)?;
         let i = self.eval(index, env)?;
+        // In a loop body, `x[k]` with a literal `k` reads its row like a run-time index: a
+        // `slice` of a size the body binds would need a size guard, which a body cannot have.
+        let i = match (&b, i) {
+            (Val::Tensor(_), Val::Attr(Attr::Int(k))) if !self.loop_ctx.is_empty() => {
+                Val::Index(self.literal(&Attr::Int(k), DType::I64, Some(index.span))?)
+            }
+            (_, i) => i,
+        };
         match (&b, &i) {
             (Val::Tensor(x), Val::Index(ix)) => {
                 if let Some(ctx) = self.loop_ctx.last() {
