@@ -151,6 +151,25 @@ fn loops(c: &mut Criterion) {
             b.iter(|| black_box(s.call(f, &args).unwrap()))
         });
     }
+    // Reverse mode: the unrolled graph's vjp (stores every residual), the loop's (stores each
+    // trip's carried value) and the checkpointed loop's (every ⌈√12⌉-th, recomputing).
+    let cot = [Value::from(fill(&[rows, ch], 1.0))];
+    let ckpt = {
+        let options =
+            SessionOptions { threads: 1, checkpoint_loops: true, ..SessionOptions::default() };
+        let s = Session::with_options(options);
+        s.load_str("loops.tfn", LOOPS).expect("the loop benchmark source loads");
+        s
+    };
+    for (name, sess, f) in [
+        ("unrolled12_vjp", &s, "unrolled12"),
+        ("looped_vjp", &s, "looped"),
+        ("looped_checkpointed_vjp", &ckpt, "looped"),
+    ] {
+        group.bench_function(format!("{name}_12_layers"), |b| {
+            b.iter(|| black_box(sess.value_and_vjp(f, &args, &cot).unwrap()))
+        });
+    }
     group.finish();
     // Compile time: a fresh session's first call.
     let mut group = c.benchmark_group("loops_first_call");

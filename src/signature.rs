@@ -397,6 +397,11 @@ impl Prepared {
 }
 
 impl Prepared {
+    /// Whether this is a function with loops (run as a program of steps).
+    pub(crate) fn is_program(&self) -> bool {
+        matches!(self.executor, Executor::Program { .. })
+    }
+
     /// The compiled kernels (`None` with the interpreter backend).
     pub(crate) fn compiled(&self) -> Option<&CompiledFunction> {
         match &self.executor {

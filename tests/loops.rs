@@ -387,7 +387,9 @@ fn a_storage_dtype_carried_value_rounds_each_trip_like_its_unrolled_form() {
     for backend in [Backend::Jit, Backend::Interp] {
         let s = more(backend);
         let kw = [("n", Value::Attr(tfn::Attr::Int(5)))];
-        let out = s.call_kw("half_steps", &[xv.clone()], &kw).unwrap_or_else(|e| panic!("{e}"));
+        let out = s
+            .call_kw("half_steps", std::slice::from_ref(&xv), &kw)
+            .unwrap_or_else(|e| panic!("{e}"));
         match out[0].as_tensor().map(|t| t.to_tensor()) {
             Some(Tensor::F16(a)) => assert_eq!(a.iter().copied().collect::<Vec<_>>(), want),
             other => panic!("{other:?}"),

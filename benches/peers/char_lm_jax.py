@@ -9,6 +9,9 @@ learning-rate schedule and batch sampler, to compare loss curves and step times 
     # step time: first step (trace + XLA compile) and the median of later steps, 1 thread:
     taskset -c 0 benches/peers/.venv/bin/python benches/peers/char_lm_jax.py --bench 50
 
+The blocks' weights are stacked ([layers, ...], one array per name, as tfn's model.tfn takes
+them) and the blocks are one jax.lax.scan over them, as tfn's model is one loop.
+
 The sampler is examples/char_lm/corpus.rs's: SplitMix64 seeded with --seed, each sequence
 starting at next() % (n - T - 1) of the training split (the first 90% of the text's symbols,
 the alphabet being the text's distinct characters, sorted).
@@ -52,22 +55,18 @@ def batch(tokens, b, t, rng):
 
 
 def names():
-    out = ["wte", "wpe"]
-    for blk in ("a", "b"):
-        out += [f"{blk}_{n}" for n in BLOCK_NAMES]
-    return out + ["lnf_g", "lnf_b"]
+    return ["wte", "wpe"] + BLOCK_NAMES + ["lnf_g", "lnf_b"]
 
 
-def layout(v, t, c):
-    std, residual = 0.02, 0.02 / math.sqrt(4.0)
+def layout(v, t, c, layers):
+    std, residual = 0.02, 0.02 / math.sqrt(2.0 * layers)
     shapes = {"wte": ([v, c], std), "wpe": ([t, c], std), "lnf_g": ([c], "ones"), "lnf_b": ([c], 0)}
     per = {"ln1_g": ([c], "ones"), "ln1_b": ([c], 0), "wq": ([c, c], std), "wk": ([c, c], std),
            "wv": ([c, c], std), "wo": ([c, c], residual), "bo": ([c], 0), "ln2_g": ([c], "ones"),
            "ln2_b": ([c], 0), "w1": ([c, 4 * c], std), "b1": ([4 * c], 0),
            "w2": ([4 * c, c], residual), "b2": ([c], 0)}
-    for blk in ("a", "b"):
-        for n, spec in per.items():
-            shapes[f"{blk}_{n}"] = spec
+    for n, (shape, init) in per.items():
+        shapes[n] = ([layers] + shape, init)
     return [(n,) + shapes[n] for n in names()]
 
 
@@ -112,11 +111,17 @@ def block(x, key, w, heads, p):
 
 def loss_fn(params, tokens, targets, key, heads, p):
     t = tokens.shape[1]
-    k0, ka, kb = jax.random.split(key, 3)
+    blocks = {n: params[n] for n in BLOCK_NAMES}
+    k0, kb = jax.random.split(key)
+    keys = jax.random.split(kb, params["wq"].shape[0])  # one key per block
     x = params["wte"][tokens] + params["wpe"][jnp.arange(t)]
     x = dropout(x, k0, p)
-    for blk, k in (("a", ka), ("b", kb)):
-        x = block(x, k, {n: params[f"{blk}_{n}"] for n in BLOCK_NAMES}, heads, p)
+
+    def trip(x, w_and_key):  # one block: w is row l of every stacked weight
+        w, k = w_and_key
+        return block(x, k, w, heads, p), None
+
+    x, _ = jax.lax.scan(trip, x, (blocks, keys))
     logits = layer_norm(x, params["lnf_g"], params["lnf_b"]) @ params["wte"].T
     logp = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
@@ -152,6 +157,7 @@ def main():
     ap.add_argument("--block", type=int, default=64)
     ap.add_argument("--channels", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
@@ -169,7 +175,7 @@ def main():
     ids = np.array([index[ch] for ch in text], dtype=np.int64)
     train = ids[: len(ids) * 9 // 10]
 
-    lay = layout(len(alphabet), args.block, args.channels)
+    lay = layout(len(alphabet), args.block, args.channels, args.layers)
     key = jax.random.PRNGKey(args.seed)
     params = {}
     for i, (n, shape, init) in enumerate(lay):
@@ -182,7 +188,7 @@ def main():
             params[n] = jnp.zeros(shape, jnp.float32)
         else:
             params[n] = init * jax.random.normal(jax.random.fold_in(key, 1000 + i), shape, jnp.float32)
-    decays = {n: (args.weight_decay if len(s) == 2 and n not in ("wte", "wpe") else 0.0) for n, s, _ in lay}
+    decays = {n: (args.weight_decay if len(s) == 3 else 0.0) for n, s, _ in lay}
     moments = {n: (jnp.zeros_like(w), jnp.zeros_like(w)) for n, w in params.items()}
     step_fn = make_step(args.heads, args.dropout, decays)
 

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example char_lm                 # train, then sample
+//! cargo run --release --example char_lm -- --layers 4   # four blocks instead of two
 //! cargo run --release --example char_lm -- --help       # sizes, steps, --init, --log, ...
 //! ```
 //!
@@ -48,6 +49,9 @@ struct Args {
     /// Attention heads (must divide --channels).
     #[arg(long, default_value_t = 4)]
     heads: usize,
+    /// Transformer blocks (the depth: the first axis of every stacked block weight).
+    #[arg(long, default_value_t = 2)]
+    layers: usize,
     /// Peak learning rate (linear warm-up, then cosine decay to a tenth).
     #[arg(long, default_value_t = 2e-3)]
     lr: f64,
@@ -69,7 +73,12 @@ struct Args {
     /// Run on tfn's interpreter instead of the JIT (slow; for checking).
     #[arg(long)]
     interp: bool,
-    /// Read the initial weights from DIR/NAME.npy (names in model.tfn's header).
+    /// Store the blocks' input only every ceil(sqrt(layers)) blocks and recompute the others in
+    /// the backward pass (SessionOptions::checkpoint_loops: less memory, more time).
+    #[arg(long)]
+    checkpoint: bool,
+    /// Read the initial weights from DIR/NAME.npy (names in model.tfn's header; a block weight
+    /// is one file of all blocks, [layers, ...]).
     #[arg(long, value_name = "DIR")]
     init: Option<PathBuf>,
     /// Write the initial weights to DIR/NAME.npy (for another framework's --init).
@@ -100,6 +109,9 @@ fn run(args: Args) -> Result<(), String> {
     if args.heads == 0 || !args.channels.is_multiple_of(args.heads) {
         return Err(format!("--heads {} must divide --channels {}", args.heads, args.channels));
     }
+    if args.layers == 0 {
+        return Err("--layers must be at least 1".into());
+    }
     if !(0.0..1.0).contains(&args.dropout) {
         return Err(format!("--dropout {} must be in [0, 1)", args.dropout));
     }
@@ -112,10 +124,17 @@ fn run(args: Args) -> Result<(), String> {
         block: args.block,
         channels: args.channels,
         heads: args.heads,
+        layers: args.layers,
     };
     let threads = args.threads.unwrap_or_else(|| SessionOptions::default().threads);
     let backend = if args.interp { Backend::Interp } else { Backend::Jit };
-    let session = Session::with_options(SessionOptions { backend, threads, ..Default::default() });
+    let options = SessionOptions {
+        backend,
+        threads,
+        checkpoint_loops: args.checkpoint,
+        ..Default::default()
+    };
+    let session = Session::with_options(options);
     session.load_str("model.tfn", MODEL).map_err(|e| format!("model.tfn does not load:\n{e}"))?;
 
     let layout = params::layout(&config);
@@ -129,10 +148,11 @@ fn run(args: Args) -> Result<(), String> {
     let count = common::params::count(&params);
     let unigram = corpus.unigram_entropy();
     eprintln!(
-        "char_lm: {} symbols, {} training tokens, {count} parameters, {threads} thread(s); \
-         unigram entropy {unigram:.3} nats",
+        "char_lm: {} symbols, {} training tokens, {} blocks, {count} parameters, {threads} \
+         thread(s); unigram entropy {unigram:.3} nats",
         config.vocab,
-        corpus.train.len()
+        corpus.train.len(),
+        config.layers
     );
 
     let mut trainer = Trainer::new(&session, &config, &args, &params);
@@ -222,9 +242,7 @@ impl<'s> Trainer<'s> {
     fn attributes(&self, dropout: f64) -> Vec<(&'static str, Value<'static>)> {
         let c = &self.config;
         vec![
-            ("t", Value::from(c.block as i64)),
             ("heads", Value::from(c.heads as i64)),
-            ("hd", Value::from(c.head_dim() as i64)),
             ("scale", Value::from(1.0 / (c.head_dim() as f64).sqrt())),
             ("p", Value::from(dropout)),
         ]
@@ -246,8 +264,10 @@ impl<'s> Trainer<'s> {
     ) -> Result<f32, String> {
         let tokens = self.tokens(inputs, self.batch)?;
         let targets = self.tokens(targets, self.batch)?;
-        // Dropout's key: six sites per step use key + 0..5, so steps use disjoint keys.
-        let key = ArrayD::from_shape_vec(IxDyn(&[2]), vec![self.seed, 8 * step as i64])
+        // Dropout's key: the 2 * layers + 2 sites of a step use key + 0, 1, ...; steps advance
+        // it by that many rounded up to a multiple of 8, so no two sites or steps share a mask.
+        let stride = (2 * self.config.layers + 2).next_multiple_of(8) as i64;
+        let key = ArrayD::from_shape_vec(IxDyn(&[2]), vec![self.seed, stride * step as i64])
             .map_err(|e| e.to_string())?;
         let mut args = vec![Value::from(tokens.view()), Value::from(targets.view())];
         args.push(Value::from(key.view()));

@@ -1,6 +1,7 @@
 //! The model's sizes and parameter layout: every parameter's name and shape in `model.tfn`'s
 //! order, how it starts and whether AdamW decays it (creating, loading and saving them is
-//! `common::params`).
+//! `common::params`). The blocks' weights are stacked: one tensor of `[layers, ...]` per kind,
+//! block `l` using row `l`.
 
 use crate::common::params::{Init, Spec};
 
@@ -11,6 +12,8 @@ pub struct Config {
     pub block: usize,
     pub channels: usize,
     pub heads: usize,
+    /// Transformer blocks (the first axis of every stacked weight).
+    pub layers: usize,
 }
 
 impl Config {
@@ -22,37 +25,32 @@ impl Config {
 /// Names, shapes and initialisation of every parameter, in `gpt`'s argument order. Weight
 /// decay applies to the blocks' matrices, not to embeddings, gains or biases.
 pub fn layout(c: &Config) -> Vec<Spec> {
-    let (v, t, ch) = (c.vocab, c.block, c.channels);
-    // GPT-2's scheme: N(0, 0.02²), residual projections scaled by 1/sqrt(2 * blocks).
+    let (v, t, ch, l) = (c.vocab, c.block, c.channels, c.layers);
+    // GPT-2's scheme: N(0, 0.02²), residual projections scaled by 1/sqrt(2 * layers).
     let std = 0.02;
-    let residual = std / (2.0f64 * 2.0).sqrt();
-    let spec = |name: String, shape: Vec<usize>, init: Init| {
-        let decays = shape.len() == 2 && name != "wte" && name != "wpe";
-        Spec { name, shape, init, decays }
+    let residual = std / (2.0 * l as f64).sqrt();
+    let spec = |name: &str, shape: Vec<usize>, init: Init| {
+        // The stacked matrices: [layers, in, out].
+        let decays = shape.len() == 3;
+        Spec { name: name.to_string(), shape, init, decays }
     };
-    let mut out = vec![
-        spec("wte".to_string(), vec![v, ch], Init::Normal(std)),
-        spec("wpe".to_string(), vec![t, ch], Init::Normal(std)),
-    ];
-    for b in ["a", "b"] {
-        let p = |n: &str| format!("{b}_{n}");
-        out.extend([
-            spec(p("ln1_g"), vec![ch], Init::Ones),
-            spec(p("ln1_b"), vec![ch], Init::Zeros),
-            spec(p("wq"), vec![ch, ch], Init::Normal(std)),
-            spec(p("wk"), vec![ch, ch], Init::Normal(std)),
-            spec(p("wv"), vec![ch, ch], Init::Normal(std)),
-            spec(p("wo"), vec![ch, ch], Init::Normal(residual)),
-            spec(p("bo"), vec![ch], Init::Zeros),
-            spec(p("ln2_g"), vec![ch], Init::Ones),
-            spec(p("ln2_b"), vec![ch], Init::Zeros),
-            spec(p("w1"), vec![ch, 4 * ch], Init::Normal(std)),
-            spec(p("b1"), vec![4 * ch], Init::Zeros),
-            spec(p("w2"), vec![4 * ch, ch], Init::Normal(residual)),
-            spec(p("b2"), vec![ch], Init::Zeros),
-        ]);
-    }
-    out.push(spec("lnf_g".to_string(), vec![ch], Init::Ones));
-    out.push(spec("lnf_b".to_string(), vec![ch], Init::Zeros));
-    out
+    vec![
+        spec("wte", vec![v, ch], Init::Normal(std)),
+        spec("wpe", vec![t, ch], Init::Normal(std)),
+        spec("ln1_g", vec![l, ch], Init::Ones),
+        spec("ln1_b", vec![l, ch], Init::Zeros),
+        spec("wq", vec![l, ch, ch], Init::Normal(std)),
+        spec("wk", vec![l, ch, ch], Init::Normal(std)),
+        spec("wv", vec![l, ch, ch], Init::Normal(std)),
+        spec("wo", vec![l, ch, ch], Init::Normal(residual)),
+        spec("bo", vec![l, ch], Init::Zeros),
+        spec("ln2_g", vec![l, ch], Init::Ones),
+        spec("ln2_b", vec![l, ch], Init::Zeros),
+        spec("w1", vec![l, ch, 4 * ch], Init::Normal(std)),
+        spec("b1", vec![l, 4 * ch], Init::Zeros),
+        spec("w2", vec![l, 4 * ch, ch], Init::Normal(residual)),
+        spec("b2", vec![l, ch], Init::Zeros),
+        spec("lnf_g", vec![ch], Init::Ones),
+        spec("lnf_b", vec![ch], Init::Zeros),
+    ]
 }

@@ -149,6 +149,11 @@ impl Session {
     ) -> Result<Profile, Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
         let Some(compiled) = prepared.compiled() else {
+            if prepared.is_program() {
+                return Err(Error::Config(format!(
+                    "`{name}` has loops: a per-kernel profile covers functions without loops for now (time the call instead)"
+                )));
+            }
             return Err(Error::Config(
                 "a profile needs the JIT backend: the interpreter runs no kernels".into(),
             ));

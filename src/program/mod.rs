@@ -38,9 +38,8 @@ pub(crate) struct CompiledProgram {
 enum CompiledStep {
     Graph {
         forward: Box<Prepared>,
-        /// The stage's gradient graph (vjp programs only) and the stage parameters it
-        /// differentiates (indices into real parameters, then `reads`).
-        backward: Option<(Box<Prepared>, Vec<usize>)>,
+        /// The stage's gradient, cut at its residuals (vjp programs only).
+        backward: Option<Box<Backward>>,
         reads: Vec<ValueId>,
         writes: Vec<ValueId>,
     },
@@ -48,6 +47,17 @@ enum CompiledStep {
         spec: LoopSpec,
         body: Box<CompiledProgram>,
     },
+}
+
+/// A stage's gradient in two halves (`tfn_passes::autodiff::split_vjp`): `forward` computes
+/// the stage's results and its residuals, `backward` the gradients from the stage's inputs,
+/// the cotangents of its results and the residuals.
+pub(crate) struct Backward {
+    pub forward: Prepared,
+    pub backward: Prepared,
+    /// The stage parameters differentiated, in the order of `backward`'s outputs (indices
+    /// into the real parameters, then `reads`).
+    pub differentiated: Vec<usize>,
 }
 
 /// What compiling a program needs from the session.
@@ -76,28 +86,34 @@ impl CompiledProgram {
                         c.jit,
                         c.key.clone(),
                     )?;
-                    let backward =
-                        if c.gradients && graph.params.iter().any(|p| p.ty.dtype.is_float()) {
-                            let v = tfn_passes::autodiff::vjp_graph(c.library, graph, regions)
-                                .map_err(|e| {
-                                    Error::from_diagnostics(
-                                        crate::error::DiagKind::Call,
-                                        e.diagnostics(),
-                                        &c.library.sources,
-                                    )
-                                })?;
-                            let prepared = Prepared::compile(
-                                v.graph,
+                    let differentiable = graph.params.iter().any(|p| p.ty.dtype.is_float());
+                    let backward = if c.gradients && differentiable {
+                        let v = tfn_passes::autodiff::split_vjp(c.library, graph, regions)
+                            .map_err(|e| {
+                                Error::from_diagnostics(
+                                    crate::error::DiagKind::Call,
+                                    e.diagnostics(),
+                                    &c.library.sources,
+                                )
+                            })?;
+                        let prepare = |g: Graph| {
+                            Prepared::compile(
+                                g,
                                 Vec::new(),
                                 c.rules,
                                 c.options,
                                 c.jit,
                                 c.key.clone(),
-                            )?;
-                            Some((Box::new(prepared), v.differentiated))
-                        } else {
-                            None
+                            )
                         };
+                        Some(Box::new(Backward {
+                            forward: prepare(v.forward)?,
+                            backward: prepare(v.backward)?,
+                            differentiated: v.differentiated,
+                        }))
+                    } else {
+                        None
+                    };
                     CompiledStep::Graph {
                         forward: Box::new(forward),
                         backward,
@@ -127,8 +143,9 @@ impl CompiledProgram {
             let parts: Vec<Fallbacks> = match step {
                 CompiledStep::Graph { forward, backward, .. } => {
                     let mut v = vec![forward.fallbacks.clone()];
-                    if let Some((b, _)) = backward {
-                        v.push(b.fallbacks.clone());
+                    if let Some(b) = backward {
+                        v.push(b.forward.fallbacks.clone());
+                        v.push(b.backward.fallbacks.clone());
                     }
                     v
                 }
@@ -151,6 +168,18 @@ impl CompiledProgram {
                 if reads.is_empty() && *writes == self.outputs =>
             {
                 Some(forward)
+            }
+            _ => None,
+        }
+    }
+
+    /// The gradient of a body that is one stage computing exactly its results.
+    pub(super) fn single_backward(&self) -> Option<&Backward> {
+        match self.steps.as_slice() {
+            [CompiledStep::Graph { backward: Some(b), reads, writes, .. }]
+                if reads.is_empty() && *writes == self.outputs =>
+            {
+                Some(b)
             }
             _ => None,
         }

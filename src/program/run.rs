@@ -23,6 +23,8 @@ pub(super) struct LoopTape {
     /// The carried values before trips `0, every, 2 * every, ...`.
     pub every: usize,
     pub saved: Vec<Vec<Tensor>>,
+    /// Each trip's residuals (stored mode, a body of one stage): what its backward pass reads.
+    pub residuals: Vec<Vec<Tensor>>,
 }
 
 /// The value table after a forward run.
@@ -30,6 +32,8 @@ pub(super) struct Values<'a> {
     pub slots: Vec<Option<TensorValue<'a>>>,
     /// One entry per step (`None` for stages and untaped loops).
     pub tapes: Vec<Option<LoopTape>>,
+    /// One entry per step: a recorded stage's residuals.
+    pub residuals: Vec<Option<Vec<Tensor>>>,
 }
 
 /// How a forward run records loops: not at all, or every `k`-th carried state (`k` from the
@@ -65,7 +69,7 @@ impl CompiledProgram {
     /// The sizes of the call: every symbol of the signature.
     pub(super) fn sizes(&self, inputs: &[TensorValue<'_>]) -> Result<Vec<usize>, Error> {
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-        tfn_ir::bind_sizes(&self.signature, &shapes).map_err(|e| crate::signature::bind_error(e))
+        tfn_ir::bind_sizes(&self.signature, &shapes).map_err(crate::signature::bind_error)
     }
 
     /// Runs every step, keeping every value (and, when recording, each loop's states).
@@ -82,24 +86,37 @@ impl CompiledProgram {
                 inputs.len()
             )));
         }
-        let mut values: Values<'a> = Values { slots: vec![None; self.values], tapes: Vec::new() };
+        let mut values: Values<'a> =
+            Values { slots: vec![None; self.values], tapes: Vec::new(), residuals: Vec::new() };
         for (p, v) in self.param_values.iter().enumerate() {
             values.slots[v.index()] = Some(view(&inputs[p]));
         }
         let mut sizes: Option<Vec<usize>> = None;
         for step in &self.steps {
             match step {
-                CompiledStep::Graph { forward, reads, writes, .. } => {
+                CompiledStep::Graph { forward, backward, reads, writes } => {
                     let mut args: Vec<TensorValue> = inputs.iter().map(view).collect();
                     for r in reads {
                         args.push(view(values.slot(*r)?));
                     }
-                    let out = forward.run(&args, externs)?;
+                    // Recording: the gradient's forward half, which also returns the residuals.
+                    let recorded = match (record, backward) {
+                        (Record::Tape { .. }, Some(b)) => Some(b.forward.run(&args, externs)?),
+                        _ => None,
+                    };
+                    let (out, residuals) = match recorded {
+                        Some(mut out) => {
+                            let residuals = out.split_off(writes.len().min(out.len()));
+                            (out, Some(residuals))
+                        }
+                        None => (forward.run(&args, externs)?, None),
+                    };
                     drop(args);
                     for (w, t) in writes.iter().zip(out) {
                         values.slots[w.index()] = Some(owned(t));
                     }
                     values.tapes.push(None);
+                    values.residuals.push(residuals);
                 }
                 CompiledStep::Loop { spec, body } => {
                     if sizes.is_none() && matches!(spec.kind, LoopKind::For { .. }) {
@@ -111,6 +128,7 @@ impl CompiledProgram {
                         values.slots[r.index()] = Some(owned(t));
                     }
                     values.tapes.push(tape);
+                    values.residuals.push(None);
                 }
             }
         }
@@ -245,7 +263,7 @@ fn run_loop(
                 Record::Tape { checkpoint_all } => {
                     let every =
                         if checkpoint || checkpoint_all { checkpoint_every(trips) } else { 1 };
-                    Some(LoopTape { start, trips, every, saved: Vec::new() })
+                    Some(LoopTape { start, trips, every, saved: Vec::new(), residuals: Vec::new() })
                 }
             };
             if tape.is_none() && trips > 1 {
@@ -264,9 +282,25 @@ fn run_loop(
                         tape.saved.push(carried.iter().map(|c| c.to_tensor()).collect());
                     }
                 }
+                // Stored mode with a body of one stage: the trip's residuals too.
+                let split = match &tape {
+                    Some(tape) if tape.every == 1 => body.single_backward(),
+                    _ => None,
+                };
                 let out = {
                     let args = trip_inputs(spec, values, Some(start + t as i64), &carried)?;
-                    body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?
+                    match split {
+                        Some(b) => {
+                            let mut out =
+                                b.forward.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
+                            let residuals = out.split_off(spec.carried.len().min(out.len()));
+                            if let Some(tape) = &mut tape {
+                                tape.residuals.push(residuals);
+                            }
+                            out
+                        }
+                        None => body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?,
+                    }
                 };
                 check_carried(spec, &carried, &out, t)?;
                 cur = Some(out);

@@ -50,9 +50,7 @@ impl CompiledProgram {
         for (k, step) in self.steps.iter().enumerate().rev() {
             match step {
                 CompiledStep::Graph { backward: None, .. } => {}
-                CompiledStep::Graph {
-                    backward: Some((bw, differentiated)), reads, writes, ..
-                } => {
+                CompiledStep::Graph { backward: Some(bw), reads, writes, .. } => {
                     if writes.iter().all(|w| grads[w.index()].is_none()) {
                         continue;
                     }
@@ -72,9 +70,14 @@ impl CompiledProgram {
                         args.push(view(values.slot(*r)?));
                     }
                     args.extend(cots.iter().map(of));
-                    let out = bw.run(&args, externs)?;
+                    let residuals =
+                        values.residuals.get(k).and_then(|r| r.as_ref()).ok_or_else(|| {
+                            Error::Internal("a stage's residuals were not recorded".into())
+                        })?;
+                    args.extend(residuals.iter().map(of));
+                    let out = bw.backward.run(&args, externs)?;
                     drop(args);
-                    for (p, g) in differentiated.iter().zip(out) {
+                    for (p, g) in bw.differentiated.iter().zip(out) {
                         let target = match self.param_values.get(*p) {
                             Some(v) => *v,
                             None => reads[*p - self.param_values.len()],
@@ -137,27 +140,48 @@ fn loop_vjp(
     let first = spec.first_carried();
     let mut g_inv: Vec<Option<Tensor>> = vec![None; ni];
     let mut g_sliced: Vec<Option<Tensor>> = vec![None; spec.sliced.len()];
-    // The carried states of the current segment of trips (recomputed when checkpointed).
-    let mut segment: Vec<Vec<Tensor>> = Vec::new();
+    // The states (and residuals) of the current segment of trips, recomputed when
+    // checkpointed.
+    let split = body.single_backward();
+    let mut segment = Segment::default();
     let mut segment_start = usize::MAX;
     for t in (0..tape.trips).rev() {
-        let state = if tape.every == 1 {
-            tape.saved
+        let (state, residuals) = if tape.every == 1 {
+            let state = tape
+                .saved
                 .get(t)
-                .ok_or_else(|| Error::Internal(format!("no stored state for trip {t}")))?
+                .ok_or_else(|| Error::Internal(format!("no stored state for trip {t}")))?;
+            (state, tape.residuals.get(t))
         } else {
             let s = t / tape.every;
             if segment_start != s * tape.every {
                 segment_start = s * tape.every;
                 segment = recompute(spec, body, values, tape, s, externs)?;
             }
-            &segment[t - segment_start]
+            (&segment.states[t - segment_start], segment.residuals.get(t - segment_start))
         };
         let carried: Vec<TensorValue> = state.iter().map(of).collect();
-        let args = trip_inputs(spec, values, Some(tape.start + t as i64), &carried)?;
-        let cots: Vec<TensorValue> = g_carried.iter().map(of).collect();
-        let (_, gb) =
-            body.vjp(&args, &cots, externs, false, false).map_err(|e| in_loop(e, spec, t))?;
+        let mut args = trip_inputs(spec, values, Some(tape.start + t as i64), &carried)?;
+        let gb: Vec<Option<Tensor>> = match (split, residuals) {
+            (Some(b), Some(residuals)) => {
+                // The body's backward half, from the trip's inputs and residuals.
+                let n = args.len();
+                args.extend(g_carried.iter().map(of));
+                args.extend(residuals.iter().map(of));
+                let out = b.backward.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
+                let mut gb: Vec<Option<Tensor>> = vec![None; n];
+                for (p, g) in b.differentiated.iter().zip(out) {
+                    if let Some(slot) = gb.get_mut(*p) {
+                        *slot = Some(g);
+                    }
+                }
+                gb
+            }
+            _ => {
+                let cots: Vec<TensorValue> = g_carried.iter().map(of).collect();
+                body.vjp(&args, &cots, externs, false, false).map_err(|e| in_loop(e, spec, t))?.1
+            }
+        };
         drop(args);
         let mut gb = gb.into_iter().skip(first);
         let mut next = Vec::with_capacity(nc);
@@ -203,8 +227,17 @@ fn loop_vjp(
     Ok(())
 }
 
-/// The carried states before the trips of segment `s` (trips `s * every ..`): the stored one,
-/// then the body run forward from it.
+/// The trips of one checkpointed segment, recomputed.
+#[derive(Default)]
+struct Segment {
+    /// The carried values before each trip.
+    states: Vec<Vec<Tensor>>,
+    /// Each trip's residuals (a body of one stage).
+    residuals: Vec<Vec<Tensor>>,
+}
+
+/// The trips of segment `s` (trips `s * every ..`): the stored state, then the body run
+/// forward from it, keeping each trip's residuals when the body is one stage.
 fn recompute(
     spec: &LoopSpec,
     body: &CompiledProgram,
@@ -212,25 +245,40 @@ fn recompute(
     tape: &LoopTape,
     s: usize,
     externs: &dyn ExternKernels,
-) -> Result<Vec<Vec<Tensor>>, Error> {
+) -> Result<Segment, Error> {
     let first = s * tape.every;
     let end = (first + tape.every).min(tape.trips);
     let saved = tape
         .saved
         .get(s)
         .ok_or_else(|| Error::Internal(format!("no stored state for trip {first}")))?;
-    let mut states = vec![saved.clone()];
-    for t in first..end.saturating_sub(1) {
+    let split = body.single_backward();
+    let mut segment = Segment { states: vec![saved.clone()], residuals: Vec::new() };
+    for t in first..end {
+        if split.is_none() && t + 1 == end {
+            // Without residuals, the state after the segment's last trip is not needed.
+            break;
+        }
         let out = {
-            let carried: Vec<TensorValue> = states[t - first].iter().map(of).collect();
+            let carried: Vec<TensorValue> = segment.states[t - first].iter().map(of).collect();
             let args = trip_inputs(spec, values, Some(tape.start + t as i64), &carried)?;
-            let out = body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
+            let out = match split {
+                Some(b) => {
+                    let mut out = b.forward.run(&args, externs).map_err(|e| in_loop(e, spec, t))?;
+                    let residuals = out.split_off(spec.carried.len().min(out.len()));
+                    segment.residuals.push(residuals);
+                    out
+                }
+                None => body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?,
+            };
             check_carried(spec, &carried, &out, t)?;
             out
         };
-        states.push(out);
+        if t + 1 < end {
+            segment.states.push(out);
+        }
     }
-    Ok(states)
+    Ok(segment)
 }
 
 /// Whether a program can be differentiated: no `while` anywhere. The error names the loop.

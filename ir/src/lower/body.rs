@@ -12,6 +12,9 @@ use crate::library::{Block, Body, Expr, ExprKind, FunctionDef, ParamType, Stmt};
 use crate::span::Span;
 use std::collections::HashMap;
 
+/// How a block ended: the values of its `return` (if one ran) and the names visible after it.
+pub(super) type ScopeEnd = (Option<Vec<Val>>, HashMap<String, Val>);
+
 impl<'a> Lowerer<'a> {
     pub(super) fn eval_default(
         &mut self,
@@ -129,7 +132,7 @@ impl<'a> Lowerer<'a> {
         &mut self,
         block: &Block,
         outer: &HashMap<String, Val>,
-    ) -> Result<(Option<Vec<Val>>, HashMap<String, Val>), Diagnostic> {
+    ) -> Result<ScopeEnd, Diagnostic> {
         let mut env = outer.clone();
         // Names this block declares: assignments to them do not leave it.
         let mut declared: Vec<String> = Vec::new();

@@ -36,6 +36,7 @@ mod formula;
 mod prim_call;
 mod prune;
 mod regions;
+mod residuals;
 mod reverse;
 mod splice;
 
@@ -43,7 +44,8 @@ use tfn_ir::diagnostic::Diagnostic;
 use tfn_ir::lower::CallRegion;
 use tfn_ir::{Graph, Library, LowerError, VerifyError};
 
-pub use reverse::{value_and_vjp, vjp, vjp_graph};
+pub use residuals::{split_vjp, SplitVjp};
+pub use reverse::{value_and_vjp, value_and_vjp_graph, vjp, vjp_graph};
 
 /// A gradient graph and which forward parameters it differentiates.
 #[derive(Clone, Debug, PartialEq)]

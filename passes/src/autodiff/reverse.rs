@@ -51,6 +51,15 @@ pub fn value_and_vjp(lib: &Library, forward: &Instance) -> Result<Vjp, AutodiffE
     build(lib, &forward.graph, &forward.regions, true)
 }
 
+/// [`value_and_vjp`] of a graph (with its custom-VJP regions).
+pub fn value_and_vjp_graph(
+    lib: &Library,
+    forward: &Graph,
+    regions: &[CallRegion],
+) -> Result<Vjp, AutodiffError> {
+    build(lib, forward, regions, true)
+}
+
 fn build(
     lib: &Library,
     forward: &Graph,
