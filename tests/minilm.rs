@@ -19,7 +19,7 @@ mod encoder;
 #[path = "../examples/minilm/fetch.rs"]
 mod fetch;
 
-use encoder::{Batch, Encoder};
+use encoder::{Batch, Encoder, Tokens};
 use ndarray::{s, Array1, Array2, Axis};
 use std::io::Write;
 use std::path::PathBuf;
@@ -142,7 +142,7 @@ fn reference(w: &[(String, Tensor)], ids: &[i64], types: &[i64]) -> Array1<f64> 
     );
     let mut x = Array2::<f64>::zeros((t, HIDDEN));
     for i in 0..t {
-        let row = &word.row(ids[i] as usize) + &pos.row(i) + &typ.row(types[i] as usize);
+        let row = &word.row(ids[i] as usize) + &pos.row(i) + typ.row(types[i] as usize);
         x.row_mut(i).assign(&row);
     }
     let mut h = layer_norm(
@@ -193,7 +193,7 @@ fn reference(w: &[(String, Tensor)], ids: &[i64], types: &[i64]) -> Array1<f64> 
 
 /// A batch of texts of `lengths` tokens (`[CLS] ... [SEP]`, ids from `seed`); the second text
 /// is a pair with token type 1 on its second half.
-fn texts(lengths: &[usize], seed: i64) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+fn texts(lengths: &[usize], seed: i64) -> Vec<Tokens> {
     lengths
         .iter()
         .enumerate()
@@ -206,7 +206,7 @@ fn texts(lengths: &[usize], seed: i64) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> {
                 })
                 .collect();
             let types = (0..n).map(|j| i64::from(r == 1 && j >= n / 2)).collect();
-            (ids, vec![1; n], types)
+            Tokens { ids, mask: vec![1; n], types }
         })
         .collect()
 }
@@ -232,8 +232,8 @@ fn a_tiny_bert_matches_an_ndarray_reference_on_both_backends() {
             let rows = texts(&lengths, seed);
             let got = enc.embed(&Batch::pad(&rows)).expect("embed");
             let mut want = Array2::<f64>::zeros((rows.len(), HIDDEN));
-            for (i, (ids, _, types)) in rows.iter().enumerate() {
-                want.row_mut(i).assign(&reference(&weights, ids, types));
+            for (i, r) in rows.iter().enumerate() {
+                want.row_mut(i).assign(&reference(&weights, &r.ids, &r.types));
             }
             let diff = max_abs_diff(&got, &want);
             assert!(diff <= 1e-5, "{backend:?}, lengths {lengths:?}: max |diff| {diff:e}");
@@ -274,8 +274,8 @@ fn all_minilm_l6_v2_matches_sentence_transformers() {
     assert_eq!(want.nrows(), lines.len());
     let tokenizer = encoder::tokenizer(&dir.join("tokenizer.json")).expect("tokenizer");
     let rows = encoder::tokenize(&tokenizer, &lines).expect("tokenize");
-    assert_eq!(rows[5].0, vec![101, 102], "the empty text is [CLS] [SEP]");
-    let long = rows.iter().position(|r| r.0.len() == encoder::MAX_TOKENS);
+    assert_eq!(rows[5].ids, vec![101, 102], "the empty text is [CLS] [SEP]");
+    let long = rows.iter().position(|r| r.ids.len() == encoder::MAX_TOKENS);
     let long = long.expect("the long text is truncated to 256 tokens");
     // The long text alone, the others as one padded batch (2 to 35 tokens): the debug build's
     // kernels are slow enough that padding every text to 256 would cost a minute.

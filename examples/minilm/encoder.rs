@@ -40,6 +40,14 @@ pub const MAPPING: &[&str] = &[
     "ln2_b=encoder.layer.{i}.output.LayerNorm.bias",
 ];
 
+/// One text's token ids, attention mask and token types (`[CLS] ... [SEP]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tokens {
+    pub ids: Vec<i64>,
+    pub mask: Vec<i64>,
+    pub types: Vec<i64>,
+}
+
 /// Token ids, attention mask and token types of a batch, `[B, T]`, padded with 0.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Batch {
@@ -49,19 +57,19 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Pads rows of (ids, mask, types) to the longest one.
-    pub fn pad(rows: &[(Vec<i64>, Vec<i64>, Vec<i64>)]) -> Batch {
-        let t = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    /// Pads texts to the longest one.
+    pub fn pad(rows: &[Tokens]) -> Batch {
+        let t = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
         let mut b = Batch {
             ids: Array2::zeros((rows.len(), t)),
             mask: Array2::zeros((rows.len(), t)),
             types: Array2::zeros((rows.len(), t)),
         };
-        for (i, (ids, mask, types)) in rows.iter().enumerate() {
-            for j in 0..ids.len() {
-                b.ids[[i, j]] = ids[j];
-                b.mask[[i, j]] = mask[j];
-                b.types[[i, j]] = types[j];
+        for (i, r) in rows.iter().enumerate() {
+            for j in 0..r.ids.len() {
+                b.ids[[i, j]] = r.ids[j];
+                b.mask[[i, j]] = r.mask[j];
+                b.types[[i, j]] = r.types[j];
             }
         }
         b
@@ -129,17 +137,18 @@ pub fn tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, String> {
     Ok(t)
 }
 
-/// `[CLS] tokens [SEP]` of each text, truncated: (ids, mask, types).
-pub fn tokenize(
-    t: &tokenizers::Tokenizer,
-    texts: &[&str],
-) -> Result<Vec<(Vec<i64>, Vec<i64>, Vec<i64>)>, String> {
+/// `[CLS] tokens [SEP]` of each text, truncated.
+pub fn tokenize(t: &tokenizers::Tokenizer, texts: &[&str]) -> Result<Vec<Tokens>, String> {
     let wide = |v: &[u32]| v.iter().map(|&x| i64::from(x)).collect::<Vec<i64>>();
     texts
         .iter()
         .map(|text| {
             let e = t.encode(*text, true).map_err(|e| e.to_string())?;
-            Ok((wide(e.get_ids()), wide(e.get_attention_mask()), wide(e.get_type_ids())))
+            Ok(Tokens {
+                ids: wide(e.get_ids()),
+                mask: wide(e.get_attention_mask()),
+                types: wide(e.get_type_ids()),
+            })
         })
         .collect()
 }

@@ -144,8 +144,8 @@ fn embed_file(
     let lines: Vec<&str> = text.lines().map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
     let rows = encoder::tokenize(t, &lines)?;
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(rows[i].0.len()));
-    let tokens: usize = rows.iter().map(|r| r.0.len()).sum();
+    order.sort_by_key(|&i| std::cmp::Reverse(rows[i].ids.len()));
+    let tokens: usize = rows.iter().map(|r| r.ids.len()).sum();
     let mut result: Option<Array2<f32>> = None;
     let mut bar = progress::Bar::new(rows.len(), 0.0, "tok");
     let started = Instant::now();
@@ -158,7 +158,7 @@ fn embed_file(
             all.slice_mut(s![i, ..]).assign(&emb.row(k));
         }
         done += chunk.len();
-        done_tokens += batch_rows.iter().map(|r| r.0.len()).sum::<usize>();
+        done_tokens += batch_rows.iter().map(|r| r.ids.len()).sum::<usize>();
         let rate = done_tokens as f64 / started.elapsed().as_secs_f64().max(1e-9);
         bar.advance(done, rate, done == rows.len() || done % (batch_size * 10) == 0);
     }
