@@ -246,6 +246,25 @@ fn a_tiny_bert_matches_an_ndarray_reference_on_both_backends() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn the_cache_refuses_a_missing_or_corrupt_file_naming_it() {
+    // SHA-256's known answer (FIPS 180-2, "abc").
+    let dir = std::env::temp_dir().join(format!("tfn-minilm-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    std::fs::write(dir.join("abc"), "abc").expect("write");
+    let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    assert_eq!(fetch::sha256(&dir.join("abc")).expect("hash"), abc);
+    let e = fetch::model_dir_in(&dir, false).expect_err("empty cache");
+    assert!(e.contains("not in") && e.contains("fetching is off"), "{e}");
+    // Every file there, one of them not the published one (a truncated checkpoint).
+    for (name, _) in fetch::FILES {
+        std::fs::write(dir.join(name), "{}").expect("write");
+    }
+    let e = fetch::model_dir_in(&dir, false).expect_err("corrupt cache");
+    assert!(e.contains("model.safetensors has SHA-256") && e.contains("delete it"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The published checkpoint, or why it is not there (printed past the harness's capture:
 /// a skip is never a silent pass).
 fn checkpoint(test: &str) -> Option<PathBuf> {

@@ -71,7 +71,12 @@ pub fn verify(dir: &Path) -> Result<(), String> {
 /// The checked model directory: the cache's files if they are there, else (with `fetch`)
 /// fetched into it first.
 pub fn model_dir(fetch: bool) -> Result<PathBuf, String> {
-    let dir = cache_dir()?;
+    model_dir_in(&cache_dir()?, fetch)
+}
+
+/// [`model_dir`] in `dir`.
+pub fn model_dir_in(dir: &Path, fetch: bool) -> Result<PathBuf, String> {
+    let dir = dir.to_path_buf();
     if FILES.iter().all(|(name, _)| dir.join(name).is_file()) {
         verify(&dir)?;
         return Ok(dir);
