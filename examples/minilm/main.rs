@@ -50,6 +50,13 @@ struct Args {
     /// Run on tfn's interpreter instead of the JIT (slow; for checking).
     #[arg(long)]
     interp: bool,
+    /// Time `embed` on B texts of T tokens (e.g. 8x128; repeatable): the first call (compile
+    /// included), then the median of --calls calls. Ids are drawn from the vocabulary.
+    #[arg(long, value_name = "BxT")]
+    bench: Vec<String>,
+    /// Calls per --bench shape.
+    #[arg(long, default_value_t = 20)]
+    calls: usize,
 }
 
 fn main() {
@@ -60,7 +67,7 @@ fn main() {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    if args.texts.is_empty() && args.batch_file.is_none() {
+    if args.texts.is_empty() && args.batch_file.is_none() && args.bench.is_empty() {
         return Err("give texts to compare, or --batch-file FILE --out EMB.npy".into());
     }
     if args.batch_size == 0 {
@@ -85,10 +92,59 @@ fn run(args: Args) -> Result<(), String> {
     }
     let encoder = Encoder::open(&dir.join("model.safetensors"), heads, options)?;
     eprintln!("loaded and checked {} in {:.0} ms", dir.display(), ms(started));
+    if !args.bench.is_empty() {
+        return bench(&encoder, &args.bench, args.calls.max(1));
+    }
     match (&args.batch_file, &args.out) {
         (Some(file), Some(out)) => embed_file(&encoder, &tokenizer, file, out, args.batch_size),
         _ => compare(&encoder, &tokenizer, &args.texts),
     }
+}
+
+/// Times `embed` on batches of `BxT` made-up texts (every token real: no padding).
+fn bench(encoder: &Encoder, shapes: &[String], calls: usize) -> Result<(), String> {
+    for shape in shapes {
+        let parsed =
+            shape.split_once('x').and_then(|(b, t)| Some((b.parse().ok()?, t.parse().ok()?)));
+        let Some((b, t)) = parsed.filter(|&(b, t): &(usize, usize)| b > 0 && t >= 2) else {
+            return Err(format!("--bench {shape}: expected BxT, such as 8x128"));
+        };
+        let rows: Vec<encoder::Tokens> = (0..b)
+            .map(|r| {
+                let ids = (0..t)
+                    .map(|j| match j {
+                        0 => 101,
+                        _ if j == t - 1 => 102,
+                        _ => 1000 + ((r * 7919 + j * 104_729) % 28_000) as i64,
+                    })
+                    .collect();
+                encoder::Tokens { ids, mask: vec![1; t], types: vec![0; t] }
+            })
+            .collect();
+        let batch = Batch::pad(&rows);
+        let before = encoder.stats();
+        let started = Instant::now();
+        encoder.embed(&batch)?;
+        let first = ms(started);
+        let compiles = encoder.stats().compiles - before.compiles;
+        let mut times: Vec<f64> = (0..calls)
+            .map(|_| {
+                let started = Instant::now();
+                encoder.embed(&batch).map(|_| ms(started))
+            })
+            .collect::<Result<_, _>>()?;
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        // 2·params·tokens for the linears, plus QKᵀ and P·V: 4·T²·hidden per text and layer.
+        let (hidden, layers) = (384.0, 6.0);
+        let linear = 2.0 * (4.0 * hidden * hidden + 2.0 * hidden * 1536.0) * layers;
+        let flops = (b * t) as f64 * linear + b as f64 * 4.0 * (t * t) as f64 * hidden * layers;
+        println!(
+            "{b}x{t}: first call {first:.1} ms ({compiles} compiles), median of {calls} calls {median:.2} ms, {:.1} GFLOP/s",
+            flops / (median * 1e6)
+        );
+    }
+    Ok(())
 }
 
 fn ms(since: Instant) -> f64 {
