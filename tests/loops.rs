@@ -408,3 +408,101 @@ fn a_carried_value_that_changes_shape_is_an_error_naming_it() {
         assert!(e.contains("`h`") && e.contains("[1]") && e.contains("[3]"), "{e}");
     }
 }
+
+const HEADS: &str = r#"
+use "std:nn"
+
+// Attention-like bodies: reshapes and matmuls over a derived size (the head size,
+// size(h, 2) / heads), whatever it is.
+fn heads_loop(Tensor x, Tensor w, *, Int heads) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) {
+        let q = to_heads(h * w[l], heads=heads)
+        h = h + 0.1 * from_heads(matmul(matmul(q, transpose.swap(q, -2, -1)), q))
+    }
+    return h
+}
+
+// A body that broadcasts a derived size (size(y, 0) / 2 rows) against h's rows: whether it is
+// 1 decides what the body computes, so the decision is a guard of the function, checked at
+// every call (neither argument has an axis of size 1: the signature alone cannot tell).
+fn bcast_loop(Tensor x, Tensor y, Tensor w) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) {
+        h = h * w[l] + reshape(y, [size(y, 0) / 2, 2])
+    }
+    return h
+}
+"#;
+
+/// `heads_loop` in plain Rust: x [B, T, C], w [L, C].
+fn heads_loop_reference(x: &ArrayD<f32>, w: &ArrayD<f32>, heads: usize) -> Vec<f32> {
+    let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+    let d = c / heads;
+    let mut h = x.clone();
+    for l in 0..w.shape()[0] {
+        let q = ArrayD::from_shape_fn(h.raw_dim(), |i| h[[i[0], i[1], i[2]]] * w[[l, i[2]]]);
+        let mut next = h.clone();
+        for bi in 0..b {
+            for hd in 0..heads {
+                let at = |ti: usize, k: usize| q[[bi, ti, hd * d + k]];
+                for i in 0..t {
+                    for k in 0..d {
+                        let mut acc = 0.0f32;
+                        for j in 0..t {
+                            let s: f32 = (0..d).map(|m| at(i, m) * at(j, m)).sum();
+                            acc += s * at(j, k);
+                        }
+                        next[[bi, i, hd * d + k]] += 0.1 * acc;
+                    }
+                }
+            }
+        }
+        h = next;
+    }
+    h.iter().copied().collect()
+}
+
+#[test]
+fn a_body_deciding_on_a_derived_size_guards_the_function() {
+    let mut rng = Rng::new(21);
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = Session::with_options(SessionOptions { backend, threads: 2, ..Default::default() });
+        s.load_str("heads.tfn", HEADS).unwrap_or_else(|e| panic!("{e}"));
+        // Head sizes 4, then 1 (the guard fails: another instance), then 4 again (cached).
+        for c in [8usize, 2, 8] {
+            let Tensor::F32(x) = randn(&mut rng, &[2, 3, c], 0.5) else { unreachable!() };
+            let Tensor::F32(w) = randn(&mut rng, &[2, c], 0.5) else { unreachable!() };
+            let args = [Value::from(x.clone()), Value::from(w.clone())];
+            let out = s.call_kw("heads_loop", &args, &[("heads", Value::from(2i64))]);
+            let out = out.unwrap_or_else(|e| panic!("{backend:?}, C = {c}: {e}"));
+            let want = heads_loop_reference(&x, &w, 2);
+            close(&f32s(&out[0]), &want, 1e-4, &format!("{backend:?}, C = {c}"));
+        }
+        // h [3, 2] plus y as [3, 2] (no guard fails), then as [1, 2] (broadcast: the guard
+        // fails, another instance), then [3, 2] again (the first instance).
+        let x = ArrayD::from_shape_vec(IxDyn(&[3, 2]), vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let w = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![0.5f32, 2.0, -1.0, 0.25]);
+        let (x, w) = (x.expect("shape"), w.expect("shape"));
+        for n in [6usize, 2, 6] {
+            let y = ArrayD::from_shape_fn(IxDyn(&[n]), |i| i[0] as f32 - 1.5);
+            let args = [Value::from(x.clone()), Value::from(y.clone()), Value::from(w.clone())];
+            let out = s.call("bcast_loop", &args);
+            let out = out.unwrap_or_else(|e| panic!("{backend:?}, y of {n}: {e}"));
+            let mut h = x.clone();
+            for l in 0..2 {
+                for ((r, c), v) in
+                    h.clone().into_dimensionality::<ndarray::Ix2>().expect("2-d").indexed_iter()
+                {
+                    let row = if n == 2 { 0 } else { r };
+                    h[[r, c]] = v * w[[l, c]] + y[[row * 2 + c]];
+                }
+            }
+            let want: Vec<f32> = h.iter().copied().collect();
+            close(&f32s(&out[0]), &want, 1e-6, &format!("{backend:?}, y of {n}"));
+        }
+        if backend == Backend::Jit {
+            assert_eq!(s.stats().compiles, 3, "heads_loop once, bcast_loop twice: {:?}", s.stats());
+        }
+    }
+}

@@ -44,6 +44,7 @@ mod random_window;
 // The examples' models at toy sizes.
 mod char_lm;
 mod cnn;
+mod minilm;
 
 // The repository's own rules: `//!` docs, ARCHITECTURE.md's paths, test binaries.
 mod tidy;

@@ -4,7 +4,10 @@
 //!   `index_select` it is written with), never a silent row of zeros;
 //! - `gelu` (std:nn): the tanh form by default, the exact erf form with `approximate=false`;
 //! - std:optim: `adamw` and `sgd` are their formulas (with the documented defaults),
-//!   `init_normal` and `init_uniform` are `randn_like`/`rand_like` scaled, in the dtype asked.
+//!   `init_normal` and `init_uniform` are `randn_like`/`rand_like` scaled, in the dtype asked;
+//! - std:nn's attention pieces (`to_heads`, `from_heads`, `scaled_dot_product_attention` with a
+//!   padding or causal mask, `multi_head_attention`) and pooling (`mean_pool`, `normalize`)
+//!   against loops written here, in f32 and f64, one compile for every batch and length.
 
 use ndarray::{arr0, ArrayD, IxDyn};
 use tfn::{Backend, Session, Tensor, Value};
@@ -218,5 +221,219 @@ fn values(v: Option<Value<'static>>, dtype: tfn::DType) -> Vec<f64> {
         Some(Tensor::F32(a)) if dtype == tfn::DType::F32 => a.iter().map(|&x| x.into()).collect(),
         Some(Tensor::F64(a)) if dtype == tfn::DType::F64 => a.iter().copied().collect(),
         other => panic!("expected {dtype:?}, got {other:?}"),
+    }
+}
+
+const ATTENTION: &str = r#"
+use "std:nn"
+
+fn heads(Tensor x, *, Int heads) -> (Tensor, Tensor) {
+    let h = to_heads(x, heads=heads)
+    return (h, from_heads(h))
+}
+
+fn sdpa(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor {
+    return scaled_dot_product_attention(q, k, v, unsqueeze(unsqueeze(mask != 0, 1), 1))
+}
+
+fn causal(Tensor q, Tensor k, Tensor v) -> Tensor {
+    let grid = full([size(q, 2), size(k, 2)], 0, dtype=i64)
+    return scaled_dot_product_attention(q, k, v, iota_like(grid, dim=1) <= iota_like(grid, dim=0))
+}
+
+fn mha(Tensor q, Tensor k, Tensor v, Tensor mask, *, Int heads) -> Tensor {
+    return multi_head_attention(q, k, v, unsqueeze(unsqueeze(mask != 0, 1), 1), heads=heads)
+}
+
+fn pool(Tensor x, Tensor mask) -> (Tensor, Tensor) {
+    let p = mean_pool(x, mask)
+    return (p, normalize(p))
+}
+"#;
+
+/// Deterministic values in [-1, 1).
+fn filled(shape: &[usize], seed: u64) -> ArrayD<f64> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    ArrayD::from_shape_fn(IxDyn(shape), |_| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    })
+}
+
+fn as_dtype(a: &ArrayD<f64>, dtype: tfn::DType) -> Value<'static> {
+    match dtype {
+        tfn::DType::F32 => Value::from(a.mapv(|v| v as f32)),
+        _ => Value::from(a.clone()),
+    }
+}
+
+/// softmax(q·kᵀ/√d over the visible keys)·v for q [B, H, Tq, D], k, v [B, H, Tk, D].
+fn attention_reference(
+    q: &ArrayD<f64>,
+    k: &ArrayD<f64>,
+    v: &ArrayD<f64>,
+    visible: &dyn Fn(usize, usize, usize) -> bool,
+) -> Vec<f64> {
+    let (b, h, tq, d) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let tk = k.shape()[2];
+    let mut out = Vec::new();
+    for bi in 0..b {
+        for hi in 0..h {
+            for i in 0..tq {
+                let scores: Vec<Option<f64>> = (0..tk)
+                    .map(|j| {
+                        visible(bi, i, j).then(|| {
+                            let dot: f64 =
+                                (0..d).map(|m| q[[bi, hi, i, m]] * k[[bi, hi, j, m]]).sum();
+                            dot / (d as f64).sqrt()
+                        })
+                    })
+                    .collect();
+                let top = scores.iter().flatten().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                let e: Vec<f64> =
+                    scores.iter().map(|s| s.map_or(0.0, |s| (s - top).exp())).collect();
+                let total: f64 = e.iter().sum();
+                for m in 0..d {
+                    out.push((0..tk).map(|j| e[j] / total * v[[bi, hi, j, m]]).sum());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn attention_session(backend: Backend) -> Session {
+    let s = Session::with_backend(backend);
+    s.load_str("attention_test.tfn", ATTENTION).unwrap_or_else(|e| panic!("{e}"));
+    s
+}
+
+fn near(what: &str, have: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(have.len(), want.len(), "{what}");
+    for (i, (h, w)) in have.iter().zip(want).enumerate() {
+        assert!((h - w).abs() <= tol * w.abs().max(1.0), "{what}[{i}]: {h} vs {w}");
+    }
+}
+
+#[test]
+fn to_heads_and_from_heads_split_the_channels_and_join_them_back() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = attention_session(backend);
+        for (b, t) in [(2, 3), (3, 5)] {
+            let x = filled(&[b, t, 12], 1);
+            let kw = [("heads", Value::from(3i64))];
+            let out = s.call_kw("heads", &[as_dtype(&x, tfn::DType::F64)], &kw).expect("runs");
+            let mut it = out.into_iter();
+            let (h, back) = (it.next(), it.next());
+            // Head j of [B, T, 12] is channels 4j..4j+4: h[b, j, t, m] = x[b, t, 4j + m].
+            let want: Vec<f64> = ndarray::Array::from_shape_fn((b, 3, t, 4), |(bi, j, ti, m)| {
+                x[[bi, ti, 4 * j + m]]
+            })
+            .iter()
+            .copied()
+            .collect();
+            assert_eq!(values(h, tfn::DType::F64), want, "{backend:?}");
+            assert_eq!(values(back, tfn::DType::F64), x.iter().copied().collect::<Vec<_>>());
+        }
+        if backend == Backend::Jit {
+            assert_eq!(s.stats().compiles, 1, "one compile for every batch and length");
+        }
+    }
+}
+
+#[test]
+fn scaled_dot_product_attention_with_padding_and_causal_masks() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = attention_session(backend);
+        for dtype in [tfn::DType::F32, tfn::DType::F64] {
+            let tol = if dtype == tfn::DType::F32 { 1e-5 } else { 1e-12 };
+            let (q, k, v) =
+                (filled(&[2, 3, 4, 8], 2), filled(&[2, 3, 5, 8], 3), filled(&[2, 3, 5, 8], 4));
+            // Row 0 sees every key, row 1 the first two (three keys are padding).
+            let lens = [5usize, 2];
+            let mask = ArrayD::from_shape_fn(IxDyn(&[2, 5]), |i| i64::from(i[1] < lens[i[0]]));
+            let args =
+                [as_dtype(&q, dtype), as_dtype(&k, dtype), as_dtype(&v, dtype), Value::from(mask)];
+            let out = s.call("sdpa", &args).expect("sdpa");
+            let want = attention_reference(&q, &k, &v, &|b, _, j| j < lens[b]);
+            near(
+                &format!("sdpa {backend:?} {dtype:?}"),
+                &values(out.into_iter().next(), dtype),
+                &want,
+                tol,
+            );
+
+            let k4 = filled(&[2, 3, 4, 8], 5);
+            let v4 = filled(&[2, 3, 4, 8], 6);
+            let args = [as_dtype(&q, dtype), as_dtype(&k4, dtype), as_dtype(&v4, dtype)];
+            let out = s.call("causal", &args).expect("causal");
+            let want = attention_reference(&q, &k4, &v4, &|_, i, j| j <= i);
+            near(
+                &format!("causal {backend:?} {dtype:?}"),
+                &values(out.into_iter().next(), dtype),
+                &want,
+                tol,
+            );
+        }
+    }
+}
+
+#[test]
+fn multi_head_attention_is_attention_per_head_side_by_side() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = attention_session(backend);
+        let (q, k, v) = (filled(&[2, 4, 6], 7), filled(&[2, 4, 6], 8), filled(&[2, 4, 6], 9));
+        let mask =
+            ArrayD::from_shape_vec(IxDyn(&[2, 4]), vec![1i64, 1, 1, 1, 1, 1, 1, 0]).expect("shape");
+        let split = |x: &ArrayD<f64>| {
+            ArrayD::from_shape_fn(IxDyn(&[2, 2, 4, 3]), |i| x[[i[0], i[2], 3 * i[1] + i[3]]])
+        };
+        let per_head =
+            attention_reference(&split(&q), &split(&k), &split(&v), &|b, _, j| b == 0 || j < 3);
+        // [B, H, T, D] back to [B, T, H·D].
+        let heads = ArrayD::from_shape_vec(IxDyn(&[2, 2, 4, 3]), per_head).expect("shape");
+        let want: Vec<f64> =
+            ndarray::Array::from_shape_fn((2, 4, 6), |(b, t, c)| heads[[b, c / 3, t, c % 3]])
+                .iter()
+                .copied()
+                .collect();
+        let args = [Value::from(q), Value::from(k), Value::from(v), Value::from(mask)];
+        let out = s.call_kw("mha", &args, &[("heads", Value::from(2i64))]).expect("mha");
+        near(
+            &format!("mha {backend:?}"),
+            &values(out.into_iter().next(), tfn::DType::F64),
+            &want,
+            1e-12,
+        );
+    }
+}
+
+#[test]
+fn mean_pool_averages_the_kept_positions_and_normalize_makes_unit_rows() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = attention_session(backend);
+        let x = filled(&[3, 4, 5], 10);
+        // Row 0 keeps 3 positions, row 1 all 4, row 2 none (its mean is 0, its norm stays 0).
+        let mask =
+            ArrayD::from_shape_vec(IxDyn(&[3, 4]), vec![1i64, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0])
+                .expect("shape");
+        let kept = [3usize, 4, 0];
+        let out = s.call("pool", &[Value::from(x.clone()), Value::from(mask)]).expect("pool");
+        let mut it = out.into_iter();
+        let (pooled, unit) =
+            (values(it.next(), tfn::DType::F64), values(it.next(), tfn::DType::F64));
+        let mut want_pooled = Vec::new();
+        let mut want_unit = Vec::new();
+        for (b, &n) in kept.iter().enumerate() {
+            let row: Vec<f64> = (0..5)
+                .map(|c| (0..n).map(|t| x[[b, t, c]]).sum::<f64>() / (n as f64).max(1e-9))
+                .collect();
+            let norm = row.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+            want_unit.extend(row.iter().map(|v| v / norm));
+            want_pooled.extend(row);
+        }
+        near(&format!("mean_pool {backend:?}"), &pooled, &want_pooled, 1e-12);
+        near(&format!("normalize {backend:?}"), &unit, &want_unit, 1e-12);
+        assert!(unit[10..].iter().all(|&v| v == 0.0), "a row with no kept position stays 0");
     }
 }

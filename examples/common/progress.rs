@@ -49,6 +49,17 @@ impl Bar {
         let loss = f64::from(loss);
         let s = self.smoothed.map_or(loss, |s| self.keep * s + (1.0 - self.keep) * loss);
         self.smoothed = Some(s);
+        let evaluation = evaluation.map_or(String::new(), |e| format!("  {e}"));
+        self.draw(step, &format!("  loss {s:.4}{evaluation}"), per_second, print);
+    }
+
+    /// Draws the bar at `step` without a loss (work that has none, such as inference):
+    /// `[###.....] 120/900  3.2k tok/s  8.1s left`.
+    pub fn advance(&mut self, step: usize, per_second: f64, print: bool) {
+        self.draw(step, "", per_second, print);
+    }
+
+    fn draw(&self, step: usize, metrics: &str, per_second: f64, print: bool) {
         if !self.terminal && !print {
             return;
         }
@@ -56,9 +67,8 @@ impl Bar {
         let done = (step * width / self.total.max(1)).min(width);
         let elapsed = self.started.elapsed().as_secs_f64();
         let left = elapsed / step.max(1) as f64 * self.total.saturating_sub(step) as f64;
-        let evaluation = evaluation.map_or(String::new(), |e| format!("  {e}"));
         let line = format!(
-            "[{}{}] {step}/{}  loss {s:.4}{evaluation}  {:.1}k {}/s  {left:.1}s left",
+            "[{}{}] {step}/{}{metrics}  {:.1}k {}/s  {left:.1}s left",
             "#".repeat(done),
             ".".repeat(width - done),
             self.total,

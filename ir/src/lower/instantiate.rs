@@ -161,7 +161,10 @@ pub fn instantiate_for_sizes(
     }
     let mut graph = lw.graph;
     let mut loops = lw.loops;
-    let guards = lw.syms.finish_with(&mut graph, &mut crate::program::bounds_mut(&mut loops));
+    let mut guards = lw.syms.finish_with(&mut graph, &mut crate::program::bounds_mut(&mut loops));
+    // The graph's parameters after the call's are its loops' results: the guards read the
+    // call's arguments only (their sizes are what a later call's are checked against).
+    guards.params.truncate(sources.len());
     if let Err(e) = crate::verify::verify(&graph) {
         let msg = format!("internal error: lowering `{}` produced an invalid graph: {e}", name);
         return Err(diag("E0509", msg, None).into());

@@ -349,8 +349,15 @@ impl<'a> Lowerer<'a> {
         }
         let mut body_graph = body_graph;
         body_graph.outputs = outputs;
-        let BodyState { syms, regions, mut loops } = body_lw;
+        let BodyState { mut syms, regions, mut loops } = body_lw;
         let inputs = body_graph.params.len() - loops.iter().map(|l| l.results.len()).sum::<usize>();
+        // A body's decisions on derived sizes (is `size(x, 2) / heads` 1?) are the outer
+        // function's guards when they are sizes of the outer function: the body is compiled
+        // once per instance of the function, and the call checks them.
+        let pairs: Vec<(Dim, Dim)> = shared.iter().map(|(o, b)| (*b, *o)).collect();
+        for (e, one) in syms.lift_guards(&pairs) {
+            self.syms.add_guard(e, one);
+        }
         let guards = syms.finish_with(&mut body_graph, &mut crate::program::bounds_mut(&mut loops));
         if !guards.is_empty() {
             let msg = format!(

@@ -175,6 +175,67 @@ impl SymTable {
         }
     }
 
+    /// Takes out the guards (`decide_one`'s decisions) whose sizes can be written in the
+    /// symbols of the table a loop body was lowered from: `outer` pairs each of this table's
+    /// symbols that stands for an outer size with that size. Returns them over the outer
+    /// symbols, so that the function running the loop checks them at its call (a body is
+    /// compiled once per instance of the function). Guards it cannot express stay.
+    pub fn lift_guards(&mut self, outer: &[(Dim, Dim)]) -> Vec<(DimExpr, bool)> {
+        let mut lifted = Vec::new();
+        for (e, one) in std::mem::take(&mut self.guards) {
+            match self.expand(&e, outer, 0) {
+                Some(t) => lifted.push((t, one)),
+                None => self.guards.push((e, one)),
+            }
+        }
+        lifted
+    }
+
+    /// `e` with every derived size replaced by its definition and every input symbol by the
+    /// outer size it stands for (`None` if one stands for none).
+    fn expand(&self, e: &DimExpr, outer: &[(Dim, Dim)], depth: usize) -> Option<DimExpr> {
+        if depth > self.defs.len() {
+            return None;
+        }
+        let bx = |x: &DimExpr| self.expand(x, outer, depth).map(Box::new);
+        Some(match e {
+            DimExpr::Dim(d) => match self.resolve(*d) {
+                c @ Dim::Const(_) => DimExpr::Dim(c),
+                Dim::Sym(s) => match self.defs.get(s.0 as usize)? {
+                    SymDef::Derived(inner) => self.expand(inner, outer, depth + 1)?,
+                    SymDef::Input { .. } => {
+                        let found =
+                            outer.iter().find(|(mine, _)| self.resolve(*mine) == Dim::Sym(s));
+                        DimExpr::Dim(found?.1)
+                    }
+                },
+            },
+            DimExpr::Add(a, b) => DimExpr::Add(bx(a)?, bx(b)?),
+            DimExpr::Sub(a, b) => DimExpr::Sub(bx(a)?, bx(b)?),
+            DimExpr::Mul(a, b) => DimExpr::Mul(bx(a)?, bx(b)?),
+            DimExpr::Div(a, b) => DimExpr::Div(bx(a)?, bx(b)?),
+            DimExpr::CeilDiv(a, b) => DimExpr::CeilDiv(bx(a)?, bx(b)?),
+            DimExpr::SliceLen { size, start, end, step } => {
+                DimExpr::SliceLen { size: bx(size)?, start: *start, end: *end, step: *step }
+            }
+            DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => DimExpr::Window {
+                size: bx(size)?,
+                kernel: bx(kernel)?,
+                stride: *stride,
+                padding: *padding,
+                dilation: *dilation,
+                ceil: *ceil,
+            },
+        })
+    }
+
+    /// Records a guard decided elsewhere (a loop body's, [`SymTable::lift_guards`]).
+    pub fn add_guard(&mut self, e: DimExpr, one: bool) {
+        if !self.guards.contains(&(e.clone(), one)) {
+            self.guards.push((e, one));
+        }
+    }
+
     /// The representative a dimension currently stands for.
     pub fn resolve(&self, mut d: Dim) -> Dim {
         // Substitution chains only ever point at symbols that were unsubstituted when linked,
