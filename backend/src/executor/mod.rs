@@ -272,7 +272,7 @@ impl CompiledFunction {
                 match buffers::view_buf(view) {
                     Some(buf) => st.bufs[index] = Some(buf),
                     None => {
-                        let mut t = buffers::view_to_tensor(view);
+                        let mut t = buffers::strided_to_tensor(view, self.threads)?;
                         st.bufs[index] = Some(buffers::tensor_buf(&mut t));
                         st.owned[index] = Some(t);
                     }
