@@ -231,7 +231,6 @@ impl<'a> Lowerer<'a> {
             invariant_vals.push(*v);
             params.push(describe(self, format!("#shape{k}"), *v, false));
         }
-        let n_shape_sources = shape_sources.len();
         let mut sliced_vals = Vec::new();
         for name in &sliced_names {
             let Some(Val::Tensor(v)) = env.get(name) else { continue };
@@ -279,7 +278,6 @@ impl<'a> Lowerer<'a> {
         if let (Some(v), Some(i)) = (&loop_var, index) {
             body_env.insert(v.clone(), Val::Index(i));
         }
-        let _ = n_shape_sources;
         // Outer sizes in terms of the body's symbols.
         let translate = |e: &crate::shape::DimExpr| -> Option<crate::shape::DimExpr> {
             let mut leaves = Vec::new();
