@@ -38,21 +38,37 @@ pub(crate) struct MatMulShapes<'s> {
 }
 
 /// One matmul operand: a contiguous row-major buffer holding the logical matrix, or (when
-/// `transposed`) its last-two-axes transpose, read with swapped strides.
-#[derive(Clone, Copy, Debug)]
+/// `transposed`) its last-two-axes transpose, read with swapped strides — or, with `strides`,
+/// a strided argument read where it lies (the logical operand's element strides per axis).
+#[derive(Clone, Debug)]
 pub(crate) struct Operand {
     pub buf: RawBuf,
     pub transposed: bool,
+    pub strides: Option<Vec<usize>>,
 }
 
 impl Operand {
     /// Element strides `(row, column)` of one `rows × cols` logical matrix.
     fn strides(&self, rows: usize, cols: usize) -> (usize, usize) {
-        if self.transposed {
-            (1, rows)
-        } else {
-            (cols, 1)
+        match &self.strides {
+            Some(s) if s.len() >= 2 => (s[s.len() - 2], s[s.len() - 1]),
+            _ if self.transposed => (1, rows),
+            _ => (cols, 1),
         }
+    }
+
+    /// Element strides of the batch axes of this operand of `shape`, aligned to `batch`
+    /// (0 where the operand broadcasts).
+    fn batch_strides(&self, shape: &[usize], batch: &[usize], matrix: usize) -> Vec<usize> {
+        let Some(strides) = &self.strides else { return batch_strides(shape, batch, matrix) };
+        let lead = shape.len().saturating_sub(2);
+        let mut out = vec![0usize; batch.len()];
+        for i in 0..lead {
+            if shape[i] != 1 {
+                out[batch.len() + i - lead] = strides[i];
+            }
+        }
+        out
     }
 }
 
@@ -120,14 +136,18 @@ impl Problem {
         if ra < 2 || rb < 2 || ro < 2 {
             return Err(RunError::Internal("matmul operands must have rank >= 2".into()));
         }
+        let rank_of = |o: &Operand, r: usize| o.strides.as_ref().is_none_or(|s| s.len() == r);
+        if !rank_of(a, ra) || !rank_of(b, rb) {
+            return Err(RunError::Internal("matmul operand strides do not match its rank".into()));
+        }
         let (m, k) = (shapes.a[ra - 2], shapes.a[ra - 1]);
         let n = shapes.b[rb - 1];
         if shapes.b[rb - 2] != k || shapes.out[ro - 2] != m || shapes.out[ro - 1] != n {
             return Err(RunError::Internal("matmul shapes do not agree".into()));
         }
         let batch = &shapes.out[..ro - 2];
-        let a_strides = batch_strides(shapes.a, batch, m * k);
-        let b_strides = batch_strides(shapes.b, batch, k * n);
+        let a_strides = a.batch_strides(shapes.a, batch, m * k);
+        let b_strides = b.batch_strides(shapes.b, batch, k * n);
         let count: usize = batch.iter().product();
         let mut offsets = Vec::with_capacity(count);
         let mut index = vec![0usize; batch.len()];
@@ -143,7 +163,17 @@ impl Problem {
                 index[i] = 0;
             }
         }
-        Ok(Problem { m, n, k, offsets, a_strides: a.strides(m, k), b_strides: b.strides(k, n) })
+        let (a_strides, b_strides) = (a.strides(m, k), b.strides(k, n));
+        // One `b` shared by every batch matrix over evenly strided rows of `a` (`[B, T, K]
+        // @ [K, N]`, a linear layer): one product of `B·T` rows, so `b` is packed once.
+        let rows_continue = offsets.iter().enumerate().all(|(c, &(a_off, b_off))| {
+            b_off == 0 && Some(a_off) == c.checked_mul(m).and_then(|r| r.checked_mul(a_strides.0))
+        });
+        if offsets.len() > 1 && rows_continue {
+            let m = m * offsets.len();
+            return Ok(Problem { m, n, k, offsets: vec![(0, 0)], a_strides, b_strides });
+        }
+        Ok(Problem { m, n, k, offsets, a_strides, b_strides })
     }
 }
 

@@ -54,6 +54,16 @@ impl TensorView<'_> {
     pub fn is_standard_layout(&self) -> bool {
         each!(self, TensorView, a => a.is_standard_layout())
     }
+
+    /// Element strides per axis (as `ndarray` gives them: may be negative or zero).
+    pub fn strides(&self) -> &[isize] {
+        each!(self, TensorView, a => a.strides())
+    }
+
+    /// The address of the first element (whatever the strides).
+    pub(crate) fn first_ptr(&self) -> *mut u8 {
+        each!(self, TensorView, a => a.as_ptr() as *mut u8)
+    }
 }
 
 impl TensorViewMut<'_> {

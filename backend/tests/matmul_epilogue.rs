@@ -216,3 +216,114 @@ fn tile_epilogues_match_the_interpreter() {
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Strided arguments that only GEMMs read are read where they lie, not copied: a `[out, in]`
+/// weight passed as its `[in, out]` transposed view, a stacked weight's permuted view, a
+/// weight shared by the rows of a batched product; and an argument something else also reads
+/// is still copied. Each is checked against the interpreter on the contiguous copy.
+#[test]
+fn strided_gemm_operands_are_read_in_place() {
+    use ndarray::{ArrayD, IxDyn};
+    let cases: &[(&str, &str, &[usize], &[usize], bool)] = &[
+        // (name, graph, a's shape, b's stored shape (its axes reversed in the last two), in place)
+        (
+            "gelu_linear",
+            "func f(a: f32[s0, s1], b: f32[s1, s2]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s1, s2]
+  %2 = matmul %0, %1 : f32[s0, s2]
+  %3 = erf %2 : f32[s0, s2]
+  return %3
+}",
+            &[37, 70],
+            &[45, 70],
+            true,
+        ),
+        (
+            "batched_shared_weight",
+            "func f(a: f32[s0, s1, s2], b: f32[s2, s3]) -> (f32[s0, s1, s3]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 0)
+  sym s3 = input(param 1 axis 1)
+  %0 = param 0 : f32[s0, s1, s2]
+  %1 = param 1 : f32[s2, s3]
+  %2 = matmul %0, %1 : f32[s0, s1, s3]
+  return %2
+}",
+            &[3, 29, 40],
+            &[33, 40],
+            true,
+        ),
+        (
+            "batched_per_matrix_weight",
+            "func f(a: f32[s0, s1, s2], b: f32[s0, s2, s3]) -> (f32[s0, s1, s3]) {
+  sym s0 = input(param 0 axis 0, param 1 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 1)
+  sym s3 = input(param 1 axis 2)
+  %0 = param 0 : f32[s0, s1, s2]
+  %1 = param 1 : f32[s0, s2, s3]
+  %2 = matmul %0, %1 : f32[s0, s1, s3]
+  return %2
+}",
+            &[4, 13, 24],
+            &[4, 40, 24],
+            true,
+        ),
+        (
+            "also_read_elementwise",
+            "func f(a: f32[s0, s1], b: f32[s1, s1]) -> (f32[s0, s1], f32[s1, s1]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0, param 1 axis 1)
+  %0 = param 0 : f32[s0, s1]
+  %1 = param 1 : f32[s1, s1]
+  %2 = matmul %0, %1 : f32[s0, s1]
+  %3 = exp %1 : f32[s1, s1]
+  return %2, %3
+}",
+            &[9, 35],
+            &[35, 35],
+            false,
+        ),
+    ];
+    let mut rng = Rng::new(0x7E57_1D3A);
+    for &(name, text, a_shape, b_stored, in_place) in cases {
+        let graph = tfn_ir::text::parse_graph(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let a = random_tensor(&mut rng, tfn_ir::DType::F32, a_shape, (-1.0, 1.0));
+        let stored = random_tensor(&mut rng, tfn_ir::DType::F32, b_stored, (-1.0, 1.0));
+        let tfn_ir::Tensor::F32(stored) = stored else { unreachable!("f32") };
+        let rank = stored.ndim();
+        let mut b_view = stored.view();
+        b_view.swap_axes(rank - 2, rank - 1);
+        assert!(!b_view.is_standard_layout());
+        let b_copy: ArrayD<f32> = b_view
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(b_view.shape()))
+            .unwrap();
+        let want = tfn_ir::interp::run(&graph, &[a.clone(), tfn_ir::Tensor::F32(b_copy)])
+            .unwrap_or_else(|e| panic!("{name}: interp: {e}"));
+        for threads in [1, 2] {
+            let f = tfn_backend::CompiledFunction::compile(
+                &graph,
+                &tfn_backend::CompileOptions { threads, ..Default::default() },
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(f.reads_in_place(1), in_place, "{name}: in place");
+            let tfn_ir::Tensor::F32(a_arr) = &a else { unreachable!("f32") };
+            let inputs = [
+                tfn_backend::TensorView::F32(a_arr.view()),
+                tfn_backend::TensorView::F32(b_view.clone()),
+            ];
+            let got = f.run(&inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for (g, w) in got.iter().zip(&want) {
+                tfn_test_utils::compare(g, w, Tolerance::ACCUMULATED)
+                    .unwrap_or_else(|e| panic!("{name} threads {threads}: {e}"));
+            }
+        }
+    }
+}

@@ -69,6 +69,44 @@ fn allocated_values(fused: &FusedGraph, steps: &[Step]) -> Vec<ValueId> {
     values
 }
 
+/// Per graph parameter (by number): whether a strided argument is read where it lies instead
+/// of being copied to row-major first. That holds when every reader is a GEMM operand (the
+/// GEMM packs its operands from any strides: a `[out, in]` checkpoint weight bound as its
+/// `[in, out]` transpose, a loop's row of a stacked weight), directly or through a folded
+/// last-two-axes transpose, and the parameter is not a graph output.
+fn in_place_params(graph: &Graph, fused: &FusedGraph, steps: &[Step]) -> Vec<bool> {
+    let mut ok = vec![false; graph.params.len()];
+    for (index, node) in graph.nodes.iter().enumerate() {
+        let Op::Param(p) = node.op else { continue };
+        let v = ValueId(index as u32);
+        let read_in_place = |(kernel, step): (&Kernel, &Step)| {
+            if !kernel.inputs.contains(&v) {
+                return true;
+            }
+            let Step::MatMul { node: mm, transposed_from, .. } = step else { return false };
+            let operands = &graph.node(*mm).inputs;
+            kernel.nodes.iter().all(|n| {
+                if !graph.node(*n).inputs.contains(&v) {
+                    return true;
+                }
+                if n == mm {
+                    // Directly an operand (a product has no other inputs).
+                    return true;
+                }
+                // The transpose an operand is read through.
+                !kernel.outputs.contains(n)
+                    && (0..2).any(|s| operands.get(s) == Some(n) && transposed_from[s] == Some(v))
+            })
+        };
+        let in_place =
+            !graph.outputs.contains(&v) && fused.kernels.iter().zip(steps).all(read_in_place);
+        if let Some(slot) = ok.get_mut(p as usize) {
+            *slot = in_place;
+        }
+    }
+    ok
+}
+
 /// Options of [`CompiledFunction::compile`].
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
@@ -97,6 +135,8 @@ pub struct CompiledFunction {
     /// The values a call stores (for the size limit, `TFN_MAX_TENSOR_BYTES`): a value a
     /// kernel computes and consumes in registers is never allocated ([`allocated_values`]).
     allocated: Vec<ValueId>,
+    /// Per parameter: a strided argument is read in place, not copied ([`in_place_params`]).
+    in_place: Vec<bool>,
     threads: usize,
     /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
@@ -146,12 +186,14 @@ impl CompiledFunction {
         }
         let release = liveness::release_points(graph, &fused, &steps);
         let allocated = allocated_values(&fused, &steps);
+        let in_place = in_place_params(graph, &fused, &steps);
         Ok(CompiledFunction {
             graph: graph.clone(),
             fused,
             steps,
             release,
             allocated,
+            in_place,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
             _jit: jit.clone(),
@@ -164,6 +206,12 @@ impl CompiledFunction {
 
     pub fn fused(&self) -> &FusedGraph {
         &self.fused
+    }
+
+    /// Whether a strided argument for parameter `param` is read where it lies (by GEMMs that
+    /// pack from any strides) rather than copied to row-major first.
+    pub fn reads_in_place(&self, param: usize) -> bool {
+        self.in_place.get(param).copied().unwrap_or(false)
     }
 
     /// Fallbacks: kernels the code generator should have compiled but rejected, which run
@@ -263,14 +311,24 @@ impl CompiledFunction {
             bufs: vec![None; graph.nodes.len()],
             owned: (0..graph.nodes.len()).map(|_| None).collect(),
             direct: Vec::new(),
+            strided: Vec::new(),
         };
         for (index, node) in graph.nodes.iter().enumerate() {
             if let Op::Param(p) = node.op {
                 let view = inputs
                     .get(p as usize)
                     .ok_or_else(|| RunError::Internal(format!("no parameter {p}")))?;
+                let strides = view.strides();
+                let readable_in_place =
+                    self.in_place.get(p as usize) == Some(&true) && strides.iter().all(|&s| s >= 0);
                 match buffers::view_buf(view) {
                     Some(buf) => st.bufs[index] = Some(buf),
+                    None if readable_in_place => {
+                        let buf = buffers::RawBuf { ptr: view.first_ptr(), dtype: view.dtype() };
+                        st.bufs[index] = Some(buf);
+                        let strides = strides.iter().map(|&s| s as usize).collect();
+                        st.strided.push((ValueId(index as u32), strides));
+                    }
                     None => {
                         let mut t = buffers::strided_to_tensor(view, self.threads)?;
                         st.bufs[index] = Some(buffers::tensor_buf(&mut t));
@@ -380,10 +438,20 @@ impl CompiledFunction {
                     return Err(RunError::Internal("matmul needs two inputs".into()));
                 };
                 let operand = |slot: usize, v: ValueId| -> Result<matmul::Operand, RunError> {
-                    Ok(match transposed_from[slot] {
-                        Some(source) => matmul::Operand { buf: st.buf(source)?, transposed: true },
-                        None => matmul::Operand { buf: st.buf(v)?, transposed: false },
-                    })
+                    let (source, transposed) = match transposed_from[slot] {
+                        Some(source) => (source, true),
+                        None => (v, false),
+                    };
+                    // A strided argument read in place: its strides, in the operand's order.
+                    let strides = st.strided(source).map(|s| {
+                        let mut s = s.to_vec();
+                        if transposed && s.len() >= 2 {
+                            let r = s.len();
+                            s.swap(r - 2, r - 1);
+                        }
+                        s
+                    });
+                    Ok(matmul::Operand { buf: st.buf(source)?, transposed, strides })
                 };
                 let (op_a, op_b) = (operand(0, *a)?, operand(1, *b)?);
                 let sa = st.shape(&self.graph.ty(*a).shape)?;

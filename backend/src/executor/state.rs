@@ -17,6 +17,8 @@ pub(super) struct State<'p> {
     pub(super) owned: Vec<Option<Tensor>>,
     /// Graph outputs written straight into contiguous caller buffers (few: a linear scan).
     pub(super) direct: Vec<Direct>,
+    /// Strided arguments read in place (by GEMMs only), with their element strides.
+    pub(super) strided: Vec<(ValueId, Vec<usize>)>,
 }
 
 /// A graph output computed straight into the caller's buffer for output `output`.
@@ -58,6 +60,11 @@ impl State<'_> {
                 Dim::Const(c) => usize::try_from(c).ok() == Some(n),
                 Dim::Sym(s) => self.sizes.get(s.0 as usize).copied() == Some(n),
             })
+    }
+
+    /// The element strides of `v` when it is a strided argument read in place.
+    pub(super) fn strided(&self, v: ValueId) -> Option<&[usize]> {
+        self.strided.iter().find(|(x, _)| *x == v).map(|(_, s)| s.as_slice())
     }
 
     pub(super) fn direct(&self, v: ValueId) -> Option<&Direct> {

@@ -135,8 +135,44 @@ pub(crate) unsafe fn pack_b(
             }
             continue;
         }
+        if b.row_stride == 1 && b.col_stride != 1 && cols == NR {
+            // A column-major source (a `[out, in]` weight read as `[in, out]`): 8 × 8 blocks
+            // transposed in registers, then the `kc % 8` last rows one by one.
+            let full = kc / 8 * 8;
+            #[cfg(target_arch = "x86_64")]
+            for j in (0..NR).step_by(8) {
+                // Eight source rows read start to end (eight streams for the prefetcher).
+                for p in (0..full).step_by(8) {
+                    // SAFETY: rows `p..p + 8 <= kc` and columns `c + j..c + j + 8 <= c + NR`
+                    // are inside the block; each column's 8 values are contiguous
+                    // (`row_stride == 1`), `col_stride` apart; the destination rows
+                    // `p..p + 8` of this panel hold `NR` floats each. AVX is implied by the
+                    // AVX-512F the packed GEMM requires (its only caller).
+                    unsafe {
+                        transpose8(
+                            b.at(row0 + p, col0 + c + j),
+                            b.col_stride,
+                            out.add(p * NR + j),
+                            NR,
+                        )
+                    };
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let full = 0;
+            for p in full..kc {
+                for j in 0..NR {
+                    // SAFETY: `(row0 + p, col0 + c + j)` is inside the block; the write is
+                    // inside panel row `p`.
+                    unsafe { *out.add(p * NR + j) = *b.at(row0 + p, col0 + c + j) };
+                }
+            }
+            // SAFETY: the panel just written is `kc * NR` floats.
+            out = unsafe { out.add(kc * NR) };
+            continue;
+        }
         if b.row_stride == 1 && b.col_stride != 1 {
-            // A column-major source (a transposed row-major buffer): down each column.
+            // A partial column-major panel: down each column.
             for j in 0..NR {
                 for p in 0..kc {
                     // SAFETY: `j < cols`, `p < kc`: inside the block; the write is inside
@@ -163,6 +199,53 @@ pub(crate) unsafe fn pack_b(
                 }
                 out = out.add(NR);
             }
+        }
+    }
+}
+
+/// Transposes an 8 × 8 block: `src` holds 8 vectors of 8 contiguous floats, `src_stride`
+/// elements apart; row `r` of the result (value `i` of each source vector) goes to
+/// `dst + r * dst_stride`, 8 contiguous floats.
+///
+/// # Safety
+/// The CPU must support AVX; `src` must be valid for those 8 reads of 8 floats and `dst` for
+/// those 8 writes of 8 floats, not overlapping.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose8(src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's contract: eight 8-float loads and stores inside the buffers.
+    unsafe {
+        let r: [__m256; 8] =
+            std::array::from_fn(|i| _mm256_loadu_ps(src.offset(i as isize * src_stride)));
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        let rows = [
+            _mm256_permute2f128_ps::<0x20>(u0, u4),
+            _mm256_permute2f128_ps::<0x20>(u1, u5),
+            _mm256_permute2f128_ps::<0x20>(u2, u6),
+            _mm256_permute2f128_ps::<0x20>(u3, u7),
+            _mm256_permute2f128_ps::<0x31>(u0, u4),
+            _mm256_permute2f128_ps::<0x31>(u1, u5),
+            _mm256_permute2f128_ps::<0x31>(u2, u6),
+            _mm256_permute2f128_ps::<0x31>(u3, u7),
+        ];
+        for (i, row) in rows.iter().enumerate() {
+            _mm256_storeu_ps(dst.add(i * dst_stride), *row);
         }
     }
 }
