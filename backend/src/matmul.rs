@@ -37,22 +37,20 @@ pub(crate) struct MatMulShapes<'s> {
     pub out: &'s [usize],
 }
 
-/// One matmul operand: a contiguous row-major buffer holding the logical matrix, or (when
-/// `transposed`) its last-two-axes transpose, read with swapped strides — or, with `strides`,
-/// a strided argument read where it lies (the logical operand's element strides per axis).
+/// One matmul operand: a contiguous row-major buffer holding the logical operand or, with
+/// `strides`, the logical operand's element strides per axis in `buf` (a transpose fusion
+/// folded into the matmul, a strided argument read where it lies).
 #[derive(Clone, Debug)]
 pub(crate) struct Operand {
     pub buf: RawBuf,
-    pub transposed: bool,
     pub strides: Option<Vec<usize>>,
 }
 
 impl Operand {
     /// Element strides `(row, column)` of one `rows × cols` logical matrix.
-    fn strides(&self, rows: usize, cols: usize) -> (usize, usize) {
+    fn strides(&self, cols: usize) -> (usize, usize) {
         match &self.strides {
             Some(s) if s.len() >= 2 => (s[s.len() - 2], s[s.len() - 1]),
-            _ if self.transposed => (1, rows),
             _ => (cols, 1),
         }
     }
@@ -163,7 +161,7 @@ impl Problem {
                 index[i] = 0;
             }
         }
-        let (a_strides, b_strides) = (a.strides(m, k), b.strides(k, n));
+        let (a_strides, b_strides) = (a.strides(k), b.strides(n));
         // One `b` shared by every batch matrix over evenly strided rows of `a` (`[B, T, K]
         // @ [K, N]`, a linear layer): one product of `B·T` rows, so `b` is packed once.
         let rows_continue = offsets.iter().enumerate().all(|(c, &(a_off, b_off))| {
@@ -305,6 +303,10 @@ unsafe fn run_packed(
     let Problem { m, n, k, .. } = *job.problem;
     let rows = job.problem.offsets.len() * m;
     let work = rows.saturating_mul(n).saturating_mul(k);
+    if threads > 1 && work >= MIN_PARALLEL_FLOPS && job.problem.offsets.len() == 1 && m < n {
+        // SAFETY: as this function's.
+        return unsafe { run_packed_columns(job, threads, epilogue) };
+    }
     let chunks = if threads > 1 && work >= MIN_PARALLEL_FLOPS {
         threads.min(rows.div_ceil(packed_gemm::MR)).max(1)
     } else {
@@ -334,6 +336,65 @@ unsafe fn run_packed(
     ran.map_err(|e| RunError::Internal(e.to_string()))?;
     if let Some(e) = epilogue {
         run_straddling_steps(&regions, n, rows * n, e);
+    }
+    Ok(())
+}
+
+/// One product with fewer rows than columns (a linear layer at batch 1) on several threads:
+/// each thread computes a band of `NR`-aligned columns, so each packs only its share of `b`
+/// (split by rows, every thread would pack all of it, and a weight read from memory is most of
+/// the cost). Every element is still one micro-kernel's sum in the same order: the same bits
+/// as one thread. The epilogue runs after the bands, its steps split over the threads.
+///
+/// # Safety
+/// As [`run_packed`], for a single batch matrix.
+#[cfg(target_arch = "x86_64")]
+unsafe fn run_packed_columns(
+    job: &PackedJob<'_>,
+    threads: usize,
+    epilogue: Option<&TileEpilogue<'_>>,
+) -> Result<(), RunError> {
+    let Problem { m, n, k, a_strides: (rs_a, cs_a), b_strides: (rs_b, cs_b), .. } = *job.problem;
+    let per = n.div_ceil(threads).div_ceil(packed_gemm::NR) * packed_gemm::NR;
+    let bands: Vec<(usize, usize)> = (0..threads)
+        .map(|t| ((t * per).min(n), ((t + 1) * per).min(n)))
+        .filter(|(lo, hi)| lo < hi)
+        .collect();
+    let mut bufs = REGION_BUFFERS.take();
+    bufs.resize_with(bands.len().max(bufs.len()), PackBuffers::default);
+    let band = |c: usize, band_bufs: &mut PackBuffers| {
+        let (j0, j1) = bands[c];
+        let a = StridedMatrix { ptr: job.a, row_stride: rs_a as isize, col_stride: cs_a as isize };
+        let b = StridedMatrix {
+            // SAFETY: column `j0 < n` of `b` is inside it.
+            ptr: unsafe { job.b.add(j0 * cs_b) },
+            row_stride: rs_b as isize,
+            col_stride: cs_b as isize,
+        };
+        // SAFETY: `a` is `m × k`, `b` from column `j0` is `k × (j1 - j0)`; columns `j0..j1`
+        // of every output row are this band's alone and do not overlap the inputs; AVX-512F
+        // is present (caller contract).
+        unsafe {
+            let c = OutputMatrix { ptr: job.out.add(j0), row_stride: n };
+            let dims = Dims { m, n: j1 - j0, k };
+            packed_gemm::gemm_f32(dims, &a, &b, c, band_bufs, &mut |_, _| {});
+        }
+    };
+    let ran = crate::workers::run_mut(&mut bufs[..bands.len()], threads, &band);
+    REGION_BUFFERS.set(bufs);
+    ran.map_err(|e| RunError::Internal(e.to_string()))?;
+    if let Some(e) = epilogue {
+        let steps = m * n / e.unit;
+        let chunk = steps.div_ceil(threads).max(1);
+        let run = |t: usize| {
+            let lo = (t * chunk).min(steps);
+            let hi = (lo + chunk).min(steps);
+            if lo < hi {
+                (e.run)(lo, hi);
+            }
+        };
+        crate::workers::run(threads, threads, &run)
+            .map_err(|e| RunError::Internal(e.to_string()))?;
     }
     Ok(())
 }

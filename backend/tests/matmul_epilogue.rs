@@ -224,8 +224,9 @@ fn tile_epilogues_match_the_interpreter() {
 #[test]
 fn strided_gemm_operands_are_read_in_place() {
     use ndarray::{ArrayD, IxDyn};
-    let cases: &[(&str, &str, &[usize], &[usize], bool)] = &[
-        // (name, graph, a's shape, b's stored shape (its axes reversed in the last two), in place)
+    /// (name, graph, `a`'s shape, `b` as stored (its last two axes swapped), read in place)
+    type Case<'c> = (&'c str, &'c str, &'c [usize], &'c [usize], bool);
+    let cases: &[Case] = &[
         (
             "gelu_linear",
             "func f(a: f32[s0, s1], b: f32[s1, s2]) -> (f32[s0, s2]) {

@@ -107,6 +107,15 @@ fn in_place_params(graph: &Graph, fused: &FusedGraph, steps: &[Step]) -> Vec<boo
     ok
 }
 
+/// Row-major element strides of `shape`.
+fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; shape.len()];
+    for a in (0..shape.len().saturating_sub(1)).rev() {
+        strides[a] = strides[a + 1].saturating_mul(shape[a + 1]);
+    }
+    strides
+}
+
 /// Options of [`CompiledFunction::compile`].
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
@@ -438,20 +447,27 @@ impl CompiledFunction {
                     return Err(RunError::Internal("matmul needs two inputs".into()));
                 };
                 let operand = |slot: usize, v: ValueId| -> Result<matmul::Operand, RunError> {
-                    let (source, transposed) = match transposed_from[slot] {
-                        Some(source) => (source, true),
-                        None => (v, false),
+                    let Some(source) = transposed_from[slot] else {
+                        // A strided argument read in place keeps its own strides.
+                        let strides = st.strided(v).map(<[usize]>::to_vec);
+                        return Ok(matmul::Operand { buf: st.buf(v)?, strides });
                     };
-                    // A strided argument read in place: its strides, in the operand's order.
-                    let strides = st.strided(source).map(|s| {
-                        let mut s = s.to_vec();
-                        if transposed && s.len() >= 2 {
-                            let r = s.len();
-                            s.swap(r - 2, r - 1);
-                        }
-                        s
-                    });
-                    Ok(matmul::Operand { buf: st.buf(source)?, transposed, strides })
+                    // Read through a folded transpose: the source's strides, permuted.
+                    let Op::Transpose { perm } = &self.graph.node(v).op else {
+                        return Err(RunError::Internal(
+                            "a folded operand view is a transpose".into(),
+                        ));
+                    };
+                    let source_strides = match st.strided(source) {
+                        Some(s) => s.to_vec(),
+                        None => row_major_strides(&st.shape(&self.graph.ty(source).shape)?),
+                    };
+                    let strides = perm
+                        .iter()
+                        .map(|&p| source_strides.get(p as usize).copied())
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| RunError::Internal("transpose of the wrong rank".into()))?;
+                    Ok(matmul::Operand { buf: st.buf(source)?, strides: Some(strides) })
                 };
                 let (op_a, op_b) = (operand(0, *a)?, operand(1, *b)?);
                 let sa = st.shape(&self.graph.ty(*a).shape)?;

@@ -4,7 +4,7 @@ use crate::error::CodegenError;
 use crate::jit::{Jit, KernelFn};
 use crate::plan::LoopPlan;
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
-use tfn_passes::fusion::{swaps_last_two, Kernel, KernelKind};
+use tfn_passes::fusion::{matmul_operand_view, Kernel, KernelKind};
 
 pub(super) enum Step {
     Loop {
@@ -14,8 +14,8 @@ pub(super) enum Step {
     },
     MatMul {
         node: ValueId,
-        /// Per operand (`a`, `b`): read it as the last-two-axes transpose of this value,
-        /// a `Transpose` that fusion folded into this kernel (no copy is made).
+        /// Per operand (`a`, `b`): read it as a transpose of this value (the operand node's
+        /// permutation), a `Transpose` that fusion folded into this kernel (no copy is made).
         transposed_from: [Option<ValueId>; 2],
         epilogue: Option<(LoopPlan, KernelFn)>,
     },
@@ -85,11 +85,11 @@ pub(super) fn compile_kernel(
                 let reason = format!("integer matmul ({dtype}): reference kernel");
                 return Ok(Step::Interp { reason, fallback: false });
             }
-            // Operands read through a last-two-axes transpose that fusion folded into this
-            // kernel: the GEMM reads the transpose's source with swapped strides.
+            // Operands read through a transpose that fusion folded into this kernel: the GEMM
+            // reads the transpose's source with permuted strides.
             let mut transposed_from = [None, None];
             for (slot, x) in graph.node(node).inputs.iter().take(2).enumerate() {
-                if kernel.nodes.contains(x) && swaps_last_two(graph, *x) {
+                if kernel.nodes.contains(x) && matmul_operand_view(graph, *x).is_some() {
                     transposed_from[slot] = graph.node(*x).inputs.first().copied();
                 }
             }

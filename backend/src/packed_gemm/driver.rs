@@ -14,8 +14,10 @@
 //! halves, so one `zmm` FMA per cycle): the micro-kernel needs only ~3 bytes per cycle of
 //! packed operands, which L2 and L3 deliver, so `KC` is chosen large to cut the passes over
 //! `C` (each pass re-reads the `C` tile from far away). Measured at 1024² (GFLOP/s, CPU time):
-//! KC 128 → 90, 256 → 104, 384 → 104, 512 → 105, 1024 → 108; MC 96–240 within noise. Ã
-//! (`MC × A_ROW_STRIDE × 4` ≈ 400 KB) stays in L2; B̃ micro-panels (`KC × NR × 4` = 128 KB)
+//! KC 128 → 90, 256 → 104, 384 → 104, 512 → 105, 1024 → 108, 1536 → 108; MC 96–240 within
+//! noise. 1536 covers a BERT feed-forward's `k = 1536` in one pass (1024 × 1536 · 1536 × 384:
+//! 12.3 → 11.6 ms, `tfnc bench`, one thread). Ã (`MC × A_ROW_STRIDE × 4` ≈ 600 KB) stays in
+//! L2; B̃ micro-panels (`KC × NR × 4` ≤ 192 KB)
 //! stream from L2/L3 with the hardware prefetcher. `NC` is large, so for the usual `n <= NC`
 //! the whole row of `C` is final in the last `pc` pass right after its
 //! `ic` block, while that `MC × n` tile is still in L2 — which is when the fused epilogue
@@ -27,7 +29,7 @@ use super::kernel::{MR, NR};
 use super::pack::{pack_a, PanelSource, StridedMatrix};
 
 /// Depth of a packed block (the `k` extent one micro-kernel call accumulates).
-pub(crate) const KC: usize = 1024;
+pub(crate) const KC: usize = 1536;
 /// Distance between the rows of a packed Ã panel: `KC` plus one cache line, so the `MR` row
 /// streams the micro-kernel broadcasts from fall into different L1 sets.
 pub(crate) const A_ROW_STRIDE: usize = KC + 16;

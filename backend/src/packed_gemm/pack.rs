@@ -142,7 +142,19 @@ pub(crate) unsafe fn pack_b(
             #[cfg(target_arch = "x86_64")]
             for j in (0..NR).step_by(8) {
                 // Eight source rows read start to end (eight streams for the prefetcher).
+                let ahead = (c + j + 8..c + j + 16).filter(|&col| col < nc);
                 for p in (0..full).step_by(8) {
+                    if p % 16 == 0 {
+                        // The next eight source rows, one cache line ahead of their reads.
+                        for col in ahead.clone() {
+                            // SAFETY: a prefetch of an address inside the block (`col < nc`,
+                            // `p < kc`); it never faults.
+                            unsafe {
+                                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                                _mm_prefetch::<_MM_HINT_T0>(b.at(row0 + p, col0 + col) as *const i8)
+                            };
+                        }
+                    }
                     // SAFETY: rows `p..p + 8 <= kc` and columns `c + j..c + j + 8 <= c + NR`
                     // are inside the block; each column's 8 values are contiguous
                     // (`row_stride == 1`), `col_stride` apart; the destination rows

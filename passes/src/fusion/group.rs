@@ -1,6 +1,6 @@
 //! The grouping walk behind [`fuse`]: assigns every node to a group, then orders the groups.
 
-use super::view::{swaps_last_two, ViewOp};
+use super::view::{matmul_operand_view, ViewOp};
 use super::{FusedGraph, Kernel, KernelKind};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -448,8 +448,8 @@ impl Walk<'_> {
     /// Lets kernels read eligible `Slice`/`Transpose` results in place (see `view.rs`): a
     /// view that is not a graph output, whose source is not a constant, and whose every
     /// consumer sits in a kernel other than its source's that can read it — an elementwise or
-    /// reduction kernel (a [`ViewOp`]), or a matmul taking it as an operand (a last-two-axes
-    /// transpose) — loses its copy kernel and is listed in each consuming kernel instead.
+    /// reduction kernel (a [`ViewOp`]), or a matmul taking it as an operand (a transpose,
+    /// [`matmul_operand_view`]) — loses its copy kernel and is listed in each consuming kernel instead.
     fn fold_views(&mut self) {
         let graph = self.graph;
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
@@ -463,7 +463,7 @@ impl Walk<'_> {
             let Some(g) = self.group_of[index] else { continue };
             let Some(&source) = node.inputs.first() else { continue };
             let loop_view = ViewOp::of_node(graph, v).is_some();
-            let operand_view = swaps_last_two(graph, v);
+            let operand_view = matmul_operand_view(graph, v).is_some();
             if self.groups[g].kind != KernelKind::Copy
                 || !(loop_view || operand_view)
                 || graph.outputs.contains(&v)

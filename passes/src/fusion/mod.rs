@@ -59,7 +59,7 @@ pub use dot::print_dot;
 pub use group::fuse;
 pub use print::print_fused;
 pub use verify::verify_fused;
-pub use view::{contiguous_strides, swaps_last_two, ViewOp};
+pub use view::{contiguous_strides, matmul_operand_view, ViewOp};
 
 use tfn_ir::{Shape, ValueId};
 

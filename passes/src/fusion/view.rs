@@ -12,8 +12,10 @@
 //! source buffer, a base offset and the view's strides; fusion ([`super::fuse`]) lists the view
 //! node in each consuming kernel, the code generator maps it to a strided input operand.
 //!
-//! A matmul reads any strides, so a `Transpose` of its operand's last two axes
-//! ([`swaps_last_two`]) is read in place by the matmul kernel the same way.
+//! A matmul reads any strides, so a `Transpose` of its operand ([`matmul_operand_view`]) is
+//! read in place by the matmul kernel the same way: a last-two-axes swap (a weight read as its
+//! transpose), or the head split of attention (`[B, T, H, D]` read as `[B, H, T, D]` or
+//! `[B, H, D, T]`), whenever the source's contiguous axis stays one of the two matrix axes.
 //!
 //! Adjacent view axes `a − 1, a` are *contiguous* when `stride[a − 1] = size[a] · stride[a]`
 //! for every source shape; only those may be collapsed into one loop axis ([`ViewOp::breaks`]).
@@ -148,17 +150,17 @@ pub fn contiguous_strides(shape: &[usize]) -> Option<Vec<isize>> {
     Some(strides)
 }
 
-/// Whether node `v` is a `Transpose` swapping the last two axes (keeping the others): a
-/// matmul operand the GEMM reads in place by swapping the operand's strides.
-pub fn swaps_last_two(graph: &Graph, v: ValueId) -> bool {
+/// The permutation of node `v` when it is a `Transpose` a matmul can read in place as its
+/// operand: the source's last (contiguous) axis stays one of the two matrix axes, so the GEMM
+/// packs its panels from unit-stride runs (rows for a kept last axis, columns for a swapped
+/// one); the other axes may move anywhere (batch strides are free).
+pub fn matmul_operand_view(graph: &Graph, v: ValueId) -> Option<&[u32]> {
     let Some(Op::Transpose { perm }) = graph.nodes.get(v.index()).map(|n| &n.op) else {
-        return false;
+        return None;
     };
     let r = perm.len();
-    r >= 2
-        && perm.iter().take(r - 2).enumerate().all(|(i, &p)| p as usize == i)
-        && perm[r - 2] as usize == r - 1
-        && perm[r - 1] as usize == r - 2
+    let last = (r as u32).checked_sub(1)?;
+    (r >= 2 && (perm[r - 1] == last || perm[r - 2] == last)).then_some(perm.as_slice())
 }
 
 #[cfg(test)]
