@@ -397,16 +397,36 @@ impl Prepared {
 }
 
 impl Prepared {
-    /// Whether this is a function with loops (run as a program of steps).
-    pub(crate) fn is_program(&self) -> bool {
-        matches!(self.executor, Executor::Program { .. })
-    }
-
     /// The compiled kernels (`None` with the interpreter backend).
     pub(crate) fn compiled(&self) -> Option<&CompiledFunction> {
         match &self.executor {
             Executor::Interp | Executor::Program { .. } => None,
             Executor::Jit(f) => Some(f),
+        }
+    }
+
+    /// The program of a function with loops, called forward (`None` otherwise).
+    pub(crate) fn program(&self) -> Option<&crate::program::CompiledProgram> {
+        match &self.executor {
+            Executor::Program { program, kind: CallKind::Call, .. } => Some(program),
+            _ => None,
+        }
+    }
+
+    /// [`Prepared::run`] adding each kernel's time to `times` (JIT; an interpreted step runs
+    /// untimed).
+    pub(crate) fn run_profiled(
+        &self,
+        inputs: &[TensorValue],
+        externs: &dyn ExternKernels,
+        times: &mut tfn_backend::KernelTimes,
+    ) -> Result<Vec<Tensor>, Error> {
+        match &self.executor {
+            Executor::Jit(f) => {
+                let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
+                f.run_profiled(&views, externs, times).map_err(run_error)
+            }
+            _ => self.run(inputs, externs),
         }
     }
 

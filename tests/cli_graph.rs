@@ -20,6 +20,14 @@ fn two(Tensor x) -> (Tensor, Tensor) {
     let y = x * 2.0
     return (y, sum(y, dims=[-1]))
 }
+
+fn layers(Tensor x, Tensor w) -> Tensor {
+    var h = x * 2.0
+    for l in 0..size(w, 0) {
+        h = erf(matmul(h, w[l]))
+    }
+    return h
+}
 "#;
 
 fn scratch(test: &str) -> PathBuf {
@@ -227,4 +235,41 @@ fn bench_profile_prints_a_kernel_table_and_json() {
     let o = tfnc(&dir, &[&args[..], &["--profile", "--backend", "interp"]].concat());
     expect_exit(&o, 2, "profile with the interpreter");
     assert!(text(&o.stderr).contains("--backend jit"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn bench_profile_of_a_function_with_loops_shows_each_body_kernel_with_its_trips() {
+    let dir = scratch("profile-loops");
+    let args = ["bench", "nn.tfn", "layers", "--arg", "x=f32[4,8]", "--arg", "w=f32[5,8,8]"];
+    let args = [&args[..], &["--millis", "1", "--threads", "1", "--profile"]].concat();
+    let o = tfnc(&dir, &args);
+    expect_exit(&o, 0, "bench --profile of a function with loops");
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("kernel kind")).expect("header");
+    assert!(lines[header - 1].starts_with("profile      layers: 2 kernel(s)"), "{out}");
+    let profile: Vec<&str> = lines[header - 1].split_whitespace().collect();
+    let counted: u64 = profile[profile.len() - 4].parse().expect("counted calls");
+    // Each place, then its kernels (numbered from 0), then the time outside kernels.
+    assert_eq!(lines[header + 1].trim(), "stage 0", "{out}");
+    let row: Vec<&str> = lines[header + 2].split_whitespace().collect();
+    assert_eq!(&row[..3], ["0", "loop", "mul"], "{out}");
+    assert_eq!(row[3], counted.to_string(), "{out}");
+    assert_eq!(lines[header + 3].trim(), "for l in 0..size(w, 0) (5 trips)", "{out}");
+    let row: Vec<&str> = lines[header + 4].split_whitespace().collect();
+    assert_eq!(&row[..4], ["0", "matmul", "matmul", "erf"], "{out}");
+    assert_eq!(row[4], (5 * counted).to_string(), "run once per trip: {out}");
+    assert!(lines[header + 5].contains("outside (call and loop overhead)"), "{out}");
+    assert_eq!(lines.len(), header + 6, "{out}");
+    let o = tfnc(&dir, &[&args[..], &["--json"]].concat());
+    expect_exit(&o, 0, "bench --profile --json of a function with loops");
+    let json = text(&o.stdout);
+    for key in [
+        "\"kind\":\"loop\",\"ops\":\"mul\",",
+        "\"place\":\"stage 0\"}",
+        "\"kind\":\"matmul\",\"ops\":\"matmul erf\",",
+        "\"place\":\"for l in 0..size(w, 0) (5 trips)\"}",
+    ] {
+        assert!(json.contains(key), "missing {key}:\n{json}");
+    }
 }

@@ -506,12 +506,3 @@ fn a_body_deciding_on_a_derived_size_guards_the_function() {
         }
     }
 }
-
-#[test]
-fn a_profile_of_a_function_with_loops_says_so() {
-    let s = session(Backend::Jit, false);
-    let mut rng = Rng::new(7);
-    let args = stack_args(&mut rng, 2);
-    let e = s.profile("stack", &args, &[], 1).expect_err("no per-kernel profile of a program");
-    assert!(e.to_string().contains("has loops"), "{e}");
-}

@@ -236,6 +236,15 @@ fn sdpa(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor {
     return scaled_dot_product_attention(q, k, v, unsqueeze(unsqueeze(mask != 0, 1), 1))
 }
 
+// std:nn's attention as it read before a float of a size took the dtype it meets: the scale
+// through a zero of q's dtype. The results must be bit for bit the same.
+fn sdpa_zero_plus_size(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor {
+    let scale = rsqrt(zeros_like(q[0][0][0][0]) + size(q, -1))
+    let scores = matmul(q, transpose.swap(k, -2, -1)) * scale
+    let visible = unsqueeze(unsqueeze(mask != 0, 1), 1)
+    return matmul(softmax(where(visible, scores, -inf)), v)
+}
+
 fn causal(Tensor q, Tensor k, Tensor v) -> Tensor {
     let grid = full([size(q, 2), size(k, 2)], 0, dtype=i64)
     return scaled_dot_product_attention(q, k, v, iota_like(grid, dim=1) <= iota_like(grid, dim=0))
@@ -355,6 +364,12 @@ fn scaled_dot_product_attention_with_padding_and_causal_masks() {
             let args =
                 [as_dtype(&q, dtype), as_dtype(&k, dtype), as_dtype(&v, dtype), Value::from(mask)];
             let out = s.call("sdpa", &args).expect("sdpa");
+            let before = s.call("sdpa_zero_plus_size", &args).expect("sdpa_zero_plus_size");
+            assert_eq!(
+                values(out.first().cloned(), dtype),
+                values(before.into_iter().next(), dtype),
+                "{backend:?} {dtype:?}: `q·kᵀ * rsqrt(size(q, -1))` is the former formula exactly"
+            );
             let want = attention_reference(&q, &k, &v, &|b, _, j| j < lens[b]);
             near(
                 &format!("sdpa {backend:?} {dtype:?}"),

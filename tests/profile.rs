@@ -2,7 +2,8 @@
 //! a profile, never its timings. One entry per fused kernel (the count the pass pipeline
 //! plans), in order, with the strategy the executor runs; shares that add up to 100 %; the
 //! byte and flop conventions of `docs/profiling.md` computed exactly; results identical to
-//! unprofiled calls; errors as values.
+//! unprofiled calls; errors as values. A function with loops: every stage's and every loop
+//! body's kernels, each under its place with the loop's trips.
 
 use ndarray::{ArrayD, IxDyn};
 use tfn::{Backend, Error, OutputMut, Profile, Session, SessionOptions, Tensor, Value};
@@ -51,6 +52,28 @@ fn scanned(Tensor x) -> Tensor {
 
 fn conv(Tensor x, Tensor w) -> Tensor {
     return conv2d(x, w, padding=[1, 1])
+}
+
+// w is [L, C, C]: a stage before the loop, a matmul per trip, a stage after it.
+fn layers(Tensor x, Tensor w) -> Tensor {
+    var h = x * 2.0
+    for l in 0..size(w, 0) {
+        h = erf(matmul(h, w[l]))
+    }
+    return sum(h, dims=[-1])
+}
+
+// A loop in a loop body: the outer body has a stage before and after its inner loop.
+fn nested(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) {
+        var g = matmul(h, w[l])
+        for _k in 0..3 {
+            g = tanh(g * 0.5)
+        }
+        h = h + g
+    }
+    return h
 }
 "#;
 
@@ -253,6 +276,13 @@ fn profile_errors_are_values() {
         Err(Error::Config(m)) => assert!(m.contains("JIT"), "{m}"),
         other => panic!("the interpreter has no kernels to profile: {other:?}"),
     }
+    // Nor for the stages and bodies of a function with loops.
+    let (x2, w) = (data(&[4, 8], 1), data(&[2, 8, 8], 2));
+    let loop_kwargs = [("x", Value::from(x2.view())), ("w", Value::from(w.view()))];
+    match interp.profile("layers", &[], &loop_kwargs, 3) {
+        Err(Error::Config(m)) => assert!(m.contains("JIT"), "{m}"),
+        other => panic!("the interpreter has no kernels to profile: {other:?}"),
+    }
     let s = session(1);
     assert!(matches!(s.profile("gelu_typo", &[], &kwargs, 3), Err(Error::UnknownFunction { .. })));
     let mut wrong = ArrayD::<f32>::zeros(IxDyn(&[15]));
@@ -264,4 +294,112 @@ fn profile_errors_are_values() {
     let (bad, w) = (data(&[2, 3], 1), data(&[4, 5], 2));
     let kw = [("x", Value::from(bad.view())), ("w", Value::from(w.view()))];
     assert!(s.profile("dense", &[], &kw, 3).is_err(), "a call that does not instantiate fails");
+}
+
+/// Profiles `function(x, w)` over `layers` stacked weights; checks the profiled calls compute
+/// what an unprofiled call does.
+fn loop_profile(s: &Session, function: &str, layers: usize, calls: usize) -> Profile {
+    let (x, w) = (data(&[4, 8], 1), data(&[layers, 8, 8], 2));
+    let kwargs = [("x", Value::from(x.view())), ("w", Value::from(w.view()))];
+    let expected = s.call_kw(function, &[], &kwargs).expect("call");
+    let expected: Vec<Tensor> =
+        expected.iter().map(|v| v.as_tensor().expect("tensor").to_tensor()).collect();
+    let mut results = expected.clone();
+    for r in &mut results {
+        if let Tensor::F32(a) = r {
+            a.fill(f32::NAN);
+        }
+    }
+    let mut outputs: Vec<OutputMut> = results.iter_mut().map(OutputMut::from).collect();
+    let p = s.profile_into(function, &[], &kwargs, &mut outputs, calls).expect("profile");
+    assert_eq!(results, expected, "{function}: profiled calls compute the same");
+    p
+}
+
+/// What every profile of a function with loops keeps: shares that add up, kernels numbered
+/// from 0 in each place, each place named once in the table, in the JSON per kernel.
+fn check_loop_structure(p: &Profile) {
+    assert!(p.has_loops());
+    assert!(p.total >= p.kernel_time(), "kernels run inside the calls");
+    let kernel_shares: f64 = p.kernels.iter().map(|k| p.kernel_share(k)).sum();
+    assert_close(kernel_shares, 100.0, "kernel shares");
+    let call_shares: f64 =
+        p.kernels.iter().map(|k| p.call_share(k.time)).sum::<f64>() + p.call_share(p.outside());
+    assert_close(call_shares, 100.0, "call shares with the time outside");
+    let mut places: Vec<&str> = Vec::new();
+    for (i, k) in p.kernels.iter().enumerate() {
+        let first = i == 0 || p.kernels[i - 1].place != k.place;
+        assert_eq!(k.index == 0, first, "kernels numbered from 0 in each place: {p:?}");
+        if first {
+            assert!(!places.contains(&k.place.as_str()), "{} twice: {p:?}", k.place);
+            places.push(&k.place);
+        }
+        assert!(k.runs >= p.counted, "{k:?}");
+    }
+    let table = p.to_string();
+    assert_eq!(table.lines().count(), p.kernels.len() + places.len() + 3, "{table}");
+    for place in &places {
+        assert_eq!(table.lines().filter(|l| l.trim() == *place).count(), 1, "{place}: {table}");
+    }
+    assert!(table.lines().last().is_some_and(|l| l.contains("(call and loop overhead)")));
+    let json = p.to_json();
+    assert_eq!(json.matches("\"place\":").count(), p.kernels.len(), "{json}");
+}
+
+#[test]
+fn a_profile_of_a_function_with_loops_has_each_body_kernel_with_its_trips() {
+    let s = session(1);
+    let p = loop_profile(&s, "layers", 6, 5);
+    check_loop_structure(&p);
+    assert_eq!((p.calls, p.counted), (5, 3));
+    let places: Vec<&str> = p.kernels.iter().map(|k| k.place.as_str()).collect();
+    let body = "for l in 0..size(w, 0) (6 trips)";
+    assert_eq!(places.first(), Some(&"stage 0"), "{p}");
+    assert_eq!(places.last(), Some(&"stage 1"), "{p}");
+    // The body: one matmul with the erf fused into its epilogue, run 6 times per call.
+    let body_kernels: Vec<_> = p.kernels.iter().filter(|k| k.place == body).collect();
+    assert_eq!(body_kernels.len(), 1, "{p}");
+    let k = body_kernels[0];
+    assert_eq!((k.index, k.strategy, k.ops.as_str()), (0, "matmul", "matmul erf"), "{p}");
+    assert_eq!(k.runs, 6 * p.counted, "{p}");
+    // Bytes and flops per run: [4, 8] x [8, 8] read, [4, 8] written; 2·4·8·8 + erf per element.
+    assert_eq!((k.bytes, k.flops), (4 * (32 + 64 + 32), 2 * 4 * 8 * 8 + 32), "{p}");
+    assert!(p.kernel_time() > std::time::Duration::ZERO && k.time > std::time::Duration::ZERO);
+    let table = p.to_string();
+    let row = table.lines().find(|l| l.contains("matmul erf")).expect("the body's row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[4], (6 * p.counted).to_string(), "its calls are its runs: {table}");
+    assert!(p.to_json().contains(&format!("\"calls\":{},", 6 * p.counted)), "{}", p.to_json());
+    // Another trip count: the same kernels, the new count.
+    let p = loop_profile(&s, "layers", 2, 3);
+    assert!(p.kernels.iter().any(|k| k.place == "for l in 0..size(w, 0) (2 trips)"), "{p}");
+}
+
+#[test]
+fn a_profile_names_the_places_of_nested_loops() {
+    let s = session(2);
+    let p = loop_profile(&s, "nested", 2, 3);
+    check_loop_structure(&p);
+    let outer = "for l in 0..size(w, 0) (2 trips)";
+    let places: Vec<&str> = p.kernels.iter().map(|k| k.place.as_str()).collect();
+    // The outer body: the matmul before the inner loop, the inner body (3 trips per outer
+    // trip, 6 runs per call), the residual add after it.
+    let first = format!("{outer} / stage 0");
+    let inner = format!("{outer} / for _k in 0..3 (3 trips)");
+    let last = format!("{outer} / stage 1");
+    for place in [&first, &inner, &last] {
+        assert!(places.contains(&place.as_str()), "{place}: {p}");
+    }
+    let at = |place: &str| places.iter().position(|p| *p == place).expect("place");
+    assert!(at(&first) < at(&inner) && at(&inner) < at(&last), "in program order: {p}");
+    for k in &p.kernels {
+        let per_call = if k.place == inner {
+            6
+        } else if k.place.starts_with(outer) {
+            2
+        } else {
+            1
+        };
+        assert_eq!(k.runs, per_call * p.counted, "{k:?}");
+    }
 }

@@ -2,7 +2,8 @@
 //! `reshape`, `arange`, `full`, `broadcast_to`, `Int` arguments of functions and as tensor
 //! scalars, on both backends against values computed here, one compile for every size, and
 //! the errors (an inexact `/`, a size where a compile-time value is needed, an axis out of
-//! range). Also two diagnostics of the same issue: a dtype that flows from an argument names
+//! range); floats of sizes (`rsqrt(size(q, -1))`) in the dtype of the tensor they meet, and
+//! the error where that dtype is not a float. Also two diagnostics of the same issue: a dtype that flows from an argument names
 //! the argument, and a label of an expression built on a parenthesised one keeps its `(`.
 
 use ndarray::{ArrayD, Axis, IxDyn};
@@ -57,6 +58,37 @@ fn axis_of_size(Tensor x) -> Tensor {
 
 fn out_of_range(Tensor x) -> Tensor {
     return reshape(x, [size(x, 5), -1])
+}
+
+// Floats of sizes: in the dtype of the tensor they meet, f32 alone, `cast`'s dtype.
+fn scaled(Tensor q) -> Tensor {
+    return q * rsqrt(size(q, -1))
+}
+
+fn root_of_count(Tensor q) -> Tensor {
+    let n = sqrt(size(q, 0) * size(q, 1))
+    return q / (2.0 * n)
+}
+
+fn root_alone(Tensor q) -> Tensor {
+    return sqrt(size(q, 0))
+}
+
+fn size_as(Tensor q) -> (Tensor, Tensor) {
+    return (cast(size(q, -1), f64), cast(rsqrt(size(q, 0)), f32))
+}
+
+fn root_in_loop(Tensor x, Tensor w) -> Tensor {
+    let s = rsqrt(size(x, -1))
+    var h = x
+    for l in 0..size(w, 0) {
+        h = h + w[l] * s
+    }
+    return h
+}
+
+fn int_scaled(Tensor<i32> q) -> Tensor {
+    return q * rsqrt(size(q, -1))
 }
 "#;
 
@@ -277,5 +309,112 @@ fn gradients_flow_through_sizes() {
             assert_eq!(g, ramp(&[2, n, 8]), "{backend:?}");
         }
         assert_eq!(s.stats().compiles, 2, "{backend:?}: one gradient per function");
+    }
+}
+
+fn ramp64(shape: &[usize]) -> ArrayD<f64> {
+    ramp(shape).mapv(f64::from)
+}
+
+/// The one tensor a call returns, of any dtype.
+fn only(results: Result<Vec<Value<'static>>, Error>, what: &str) -> Tensor {
+    match results.map(|r| r.into_iter().next().and_then(Value::into_tensor)) {
+        Ok(Some(t)) => t,
+        other => panic!("{what}: expected a tensor, got {other:?}"),
+    }
+}
+
+fn close<T: Copy + Into<f64>>(got: &ArrayD<T>, want: &ArrayD<f64>, tol: f64, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        let g: f64 = (*g).into();
+        assert!((g - w).abs() <= tol * w.abs().max(1.0), "{what}: {g} vs {w}");
+    }
+}
+
+#[test]
+fn sqrt_and_rsqrt_of_sizes_take_the_dtype_they_meet() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        for shape in [[3usize, 4], [2, 9]] {
+            let what = |f: &str, dtype: &str| format!("{backend:?} {f} {dtype}{shape:?}");
+            let (r, c) = (shape[0] as f64, shape[1] as f64);
+            let (x32, x64) = (ramp(&shape), ramp64(&shape));
+            let v32 = [Value::from(x32.view())];
+            let v64 = [Value::from(x64.view())];
+            // q * rsqrt(size(q, -1)): f32 with f32, f64 with f64 (exact to the dtype).
+            match only(s.call("scaled", &v32), &what("scaled", "f32")) {
+                Tensor::F32(a) => close(&a, &x64.mapv(|v| v / c.sqrt()), 1e-6, "scaled f32"),
+                other => panic!("{}: {other:?}", what("scaled", "f32")),
+            }
+            match only(s.call("scaled", &v64), &what("scaled", "f64")) {
+                Tensor::F64(a) => close(&a, &x64.mapv(|v| v / c.sqrt()), 1e-14, "scaled f64"),
+                other => panic!("{}: {other:?}", what("scaled", "f64")),
+            }
+            match only(s.call("root_of_count", &v64), &what("root_of_count", "f64")) {
+                Tensor::F64(a) => {
+                    close(&a, &x64.mapv(|v| v / (2.0 * (r * c).sqrt())), 1e-14, "root f64")
+                }
+                other => panic!("{}: {other:?}", what("root_of_count", "f64")),
+            }
+            // Alone: f32.
+            match only(s.call("root_alone", &v64), &what("root_alone", "")) {
+                Tensor::F32(a) => {
+                    close(&a, &ArrayD::from_elem(IxDyn(&[]), r.sqrt()), 1e-6, "alone")
+                }
+                other => panic!("{}: {other:?}", what("root_alone", "")),
+            }
+            // `cast`: a size as an f64 scalar, a float of a size as f32.
+            let out = s.call("size_as", &v32).expect("size_as");
+            match (
+                out[0].as_tensor().map(|t| t.to_tensor()),
+                out[1].as_tensor().map(|t| t.to_tensor()),
+            ) {
+                (Some(Tensor::F64(n)), Some(Tensor::F32(q))) => {
+                    assert_eq!(n.iter().copied().collect::<Vec<_>>(), [c], "{backend:?}");
+                    close(&q, &ArrayD::from_elem(IxDyn(&[]), 1.0 / r.sqrt()), 1e-6, "cast rsqrt");
+                }
+                other => panic!("{backend:?} size_as: {other:?}"),
+            }
+            // Captured by a loop body: translated into the body's sizes.
+            let w = ramp64(&[3, shape[0], shape[1]]);
+            let args = [Value::from(x64.view()), Value::from(w.view())];
+            match only(s.call("root_in_loop", &args), &what("root_in_loop", "f64")) {
+                Tensor::F64(a) => {
+                    let mut want = x64.clone();
+                    for l in 0..3 {
+                        want = want + w.index_axis(Axis(0), l).mapv(|v| v / c.sqrt());
+                    }
+                    close(&a, &want, 1e-14, "root_in_loop");
+                }
+                other => panic!("{}: {other:?}", what("root_in_loop", "f64")),
+            }
+        }
+        // One compile per function and dtype whatever the sizes (scaled twice: f32, f64).
+        assert_eq!(s.stats().compiles, 6, "{backend:?}");
+    }
+}
+
+#[test]
+fn a_float_of_a_size_meeting_an_integer_tensor_is_a_located_error() {
+    let s = session(Backend::Interp);
+    let q = ArrayD::<i32>::ones(IxDyn(&[2, 4]));
+    let msg = call_error(&s, "int_scaled", &[Value::from(q.view())], &[]);
+    let line = SOURCE.lines().position(|l| l.contains("fn int_scaled")).expect("int_scaled") + 2;
+    for want in [
+        "E0502",
+        "`rsqrt(size(q, -1))` is a float computed from a size: it cannot meet a tensor of dtype i32",
+        &format!("sizes.tfn:{line}:16"),
+    ] {
+        assert!(msg.contains(want), "`{want}` not in\n{msg}");
+    }
+    // Mixing a size with a float literal stays refused when the file is checked.
+    let s = Session::with_backend(Backend::Interp);
+    let source = "fn f(Tensor x) -> Tensor {\n    return x * (size(x, 0) * 0.5)\n}\n";
+    match s.load_str("size_float.tfn", source) {
+        Err(Error::Load { rendered, .. }) => {
+            assert!(rendered.contains("cannot be mixed with a float"), "{rendered}");
+        }
+        other => panic!("expected a load error, got {other:?}"),
     }
 }

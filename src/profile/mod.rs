@@ -10,13 +10,21 @@
 //! on a shared machine the slower ones are mostly calls the operating system interrupted. Each kernel also carries what one call of it moves and computes
 //! (`cost.rs`: the byte and flop conventions), so the table shows GB/s and GFLOP/s.
 //! Unprofiled calls read no clock: the hook costs one branch per kernel.
+//!
+//! A function with loops runs as a program of stages and loop bodies (`crate::program`): its
+//! profile has every stage's kernels and every loop body's, each body kernel's time summed
+//! over the loop's trips, and each kernel says where it runs ([`KernelProfile::place`]:
+//! `stage 0`, `for l in 0..size(w, 0) (6 trips)`, nested loops joined by ` / `). The runner
+//! takes the timing sink as an `Option`: an unprofiled run passes `None`.
 
 mod cost;
 mod report;
 
 use crate::error::Error;
+use crate::program::{ProgramTimes, StageInfo};
 use crate::session::{gather_inputs, Session};
 use crate::signature::CallKind;
+use crate::signature::{copy_into, Prepared};
 use crate::value::{OutputMut, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,12 +61,21 @@ pub struct KernelProfile {
     pub strategy: &'static str,
     /// The ops it fuses, abbreviated (`mul×5 add×2 tanh`).
     pub ops: String,
-    /// Its time summed over the counted calls ([`Profile::counted`]).
+    /// Its time summed over the counted calls ([`Profile::counted`]), every trip of its loop
+    /// included.
     pub time: Duration,
-    /// Bytes it reads and writes per call (each operand once).
+    /// Bytes it reads and writes per run (each operand once).
     pub bytes: u64,
-    /// Floating-point (or integer) operations per call (the convention of `docs/profiling.md`).
+    /// Floating-point (or integer) operations per run (the convention of `docs/profiling.md`).
     pub flops: u64,
+    /// How many times it ran in the counted calls: [`Profile::counted`], times the trips of
+    /// its loop for a loop body's kernel.
+    pub runs: u64,
+    /// Where it runs in a function with loops: `stage 1` (a stage of the function), `for l in
+    /// 0..size(w, 0) (6 trips)` (a loop's body, with its trips per call), nested loops and the
+    /// stages of a body with several steps joined by ` / `. Empty for a function without
+    /// loops. [`KernelProfile::index`] numbers the kernels of each place from 0.
+    pub place: String,
 }
 
 impl Profile {
@@ -99,12 +116,17 @@ impl Profile {
         self.rate(kernel, kernel.flops)
     }
 
-    fn rate(&self, kernel: &KernelProfile, per_call: u64) -> f64 {
+    /// Whether the function has loops (its kernels name their places).
+    pub fn has_loops(&self) -> bool {
+        self.kernels.iter().any(|k| !k.place.is_empty())
+    }
+
+    fn rate(&self, kernel: &KernelProfile, per_run: u64) -> f64 {
         let seconds = kernel.time.as_secs_f64();
         if seconds <= 0.0 {
             return 0.0;
         }
-        per_call as f64 * self.counted as f64 / seconds / 1e9
+        per_run as f64 * kernel.runs as f64 / seconds / 1e9
     }
 }
 
@@ -148,15 +170,11 @@ impl Session {
         calls: usize,
     ) -> Result<Profile, Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
+        if prepared.program().is_some() {
+            return self.profile_program(&prepared, name, args, kwargs, outputs, calls);
+        }
         let Some(compiled) = prepared.compiled() else {
-            if prepared.is_program() {
-                return Err(Error::Config(format!(
-                    "`{name}` has loops: a per-kernel profile covers functions without loops for now (time the call instead)"
-                )));
-            }
-            return Err(Error::Config(
-                "a profile needs the JIT backend: the interpreter runs no kernels".into(),
-            ));
+            return Err(no_kernels());
         };
         let (graph, fused) = (compiled.graph(), compiled.fused());
         let sizes = {
@@ -169,35 +187,23 @@ impl Session {
         };
         let kernel_count = fused.kernels.len();
         let calls = calls.max(1);
-        // Per call: its total time, then each kernel's (nanoseconds).
-        let mut samples: Vec<u64> = Vec::new();
-        samples
-            .try_reserve_exact(calls.saturating_mul(kernel_count + 1))
-            .map_err(|_| Error::Config(format!("not enough memory to profile {calls} calls")))?;
         let mut times = KernelTimes::new(kernel_count);
-        for _ in 0..calls {
+        // Per call: its total time, then each kernel's (nanoseconds).
+        let (sums, counted) = faster_half(calls, kernel_count + 1, |row| {
             times.per_kernel.iter_mut().for_each(|t| *t = Duration::ZERO);
             let start = Instant::now();
             // What `call_into_kw` does, with the kernels timed.
-            let again = self.prepare(CallKind::Call, name, args, kwargs)?;
-            if !Arc::ptr_eq(&again, &prepared) {
-                return Err(Error::Internal(format!("`{name}` was recompiled while profiled")));
-            }
+            let again = self.prepare_again(&prepared, name, args, kwargs)?;
             let inputs = gather_inputs(&again, args, kwargs, &[])?;
             again
                 .run_into_profiled(&inputs, outputs, self.externs(), &mut times)
                 .unwrap_or_else(|| Err(Error::Internal("no compiled kernels".into())))
                 .map_err(|e| self.explain(e, name, args, kwargs))?;
-            samples.push(nanos(start.elapsed()));
-            samples.extend(times.per_kernel.iter().map(|&t| nanos(t)));
-        }
-        // The faster half of the calls (by total time): a call the OS interrupted (on a
-        // loaded machine, many are) would otherwise charge the wait to whichever kernel it
-        // hit. Shares, µs per call and rates are over the same calls, so they add up.
-        let mut rows: Vec<&[u64]> = samples.chunks_exact(kernel_count + 1).collect();
-        rows.sort_by_key(|row| row[0]);
-        rows.truncate(calls.div_ceil(2));
-        let sum = |column: usize| Duration::from_nanos(rows.iter().map(|r| r[column]).sum());
+            row.push(nanos(start.elapsed()));
+            row.extend(times.per_kernel.iter().map(|&t| nanos(t)));
+            Ok(())
+        })?;
+        let sum = |column: usize| Duration::from_nanos(sums[column]);
         let strategies = compiled.kernel_strategies();
         let kernels = fused
             .kernels
@@ -212,6 +218,8 @@ impl Session {
                     time: sum(index + 1),
                     bytes,
                     flops,
+                    runs: counted,
+                    place: String::new(),
                 }
             })
             .collect();
@@ -219,9 +227,154 @@ impl Session {
             function: name.to_string(),
             threads: self.options().threads,
             calls: calls as u64,
-            counted: rows.len() as u64,
+            counted,
             total: sum(0),
             kernels,
         })
     }
+
+    /// What `call_into_kw` looks up: the same prepared function.
+    fn prepare_again(
+        &self,
+        prepared: &Arc<Prepared>,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+    ) -> Result<Arc<Prepared>, Error> {
+        let again = self.prepare(CallKind::Call, name, args, kwargs)?;
+        if !Arc::ptr_eq(&again, prepared) {
+            return Err(Error::Internal(format!("`{name}` was recompiled while profiled")));
+        }
+        Ok(again)
+    }
+
+    /// [`Session::profile_into`] of a function with loops: every stage's and loop body's
+    /// kernels, a body's summed over its trips.
+    fn profile_program(
+        &self,
+        prepared: &Arc<Prepared>,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        outputs: &mut [OutputMut],
+        calls: usize,
+    ) -> Result<Profile, Error> {
+        let program =
+            prepared.program().ok_or_else(|| Error::Internal("not a loop program".into()))?;
+        let (stages, loops) = program.layout();
+        if stages.iter().any(|s| s.prepared.compiled().is_none()) {
+            return Err(no_kernels());
+        }
+        let mut times = ProgramTimes::new(program);
+        let kernel_columns: usize = times.stages.iter().map(|t| t.per_kernel.len()).sum();
+        let calls = calls.max(1);
+        // Per call: its total time, each stage's kernels' (nanoseconds), each loop's trips.
+        let (sums, counted) = faster_half(calls, 1 + kernel_columns + loops.len(), |row| {
+            times.clear();
+            let start = Instant::now();
+            let again = self.prepare_again(prepared, name, args, kwargs)?;
+            let inputs = gather_inputs(&again, args, kwargs, &[])?;
+            program
+                .run_profiled(&inputs, self.externs(), &mut times)
+                .and_then(|results| copy_into(results, outputs))
+                .map_err(|e| self.explain(e, name, args, kwargs))?;
+            row.push(nanos(start.elapsed()));
+            for t in &times.stages {
+                row.extend(t.per_kernel.iter().map(|&d| nanos(d)));
+            }
+            row.extend(&times.trips);
+            Ok(())
+        })?;
+        let trips = &sums[1 + kernel_columns..];
+        // How many times the body of the innermost of `around` ran (the calls if none).
+        let runs = |around: &[usize]| around.last().map_or(counted, |&l| trips[l]);
+        let loop_place = |l: usize| {
+            let per = trips[l] as f64 / runs(&loops[l].loops).max(1) as f64;
+            let count = if per.fract() == 0.0 { format!("{per}") } else { format!("{per:.1}") };
+            let plural = if per == 1.0 { "" } else { "s" };
+            format!("{} ({count} trip{plural})", loops[l].label)
+        };
+        let place = |stage: &StageInfo| {
+            let mut parts: Vec<String> = stage.loops.iter().map(|&l| loop_place(l)).collect();
+            if !stage.alone || stage.loops.is_empty() {
+                parts.push(format!("stage {}", stage.number));
+            }
+            parts.join(" / ")
+        };
+        let mut kernels = Vec::with_capacity(kernel_columns);
+        let mut column = 1;
+        for (stage, shapes) in stages.iter().zip(&times.shapes) {
+            let Some(compiled) = stage.prepared.compiled() else { continue };
+            let (graph, fused) = (compiled.graph(), compiled.fused());
+            // The sizes of the stage's first run (a stage that never ran moved nothing).
+            let sizes = match shapes {
+                Some(shapes) => {
+                    let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+                    let none = tfn_ir::bind::Allocated::Only(&[]);
+                    Some(
+                        tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none)
+                            .map_err(|e| Error::Shape(e.to_string()))?,
+                    )
+                }
+                None => None,
+            };
+            let strategies = compiled.kernel_strategies();
+            let where_ = place(stage);
+            for (index, kernel) in fused.kernels.iter().enumerate() {
+                let (bytes, flops) =
+                    sizes.as_ref().map_or((0, 0), |z| cost::kernel_cost(graph, kernel, z));
+                kernels.push(KernelProfile {
+                    index,
+                    strategy: strategies.get(index).copied().unwrap_or("?"),
+                    ops: cost::ops_summary(graph, kernel, OPS_WIDTH),
+                    time: Duration::from_nanos(sums[column]),
+                    bytes,
+                    flops,
+                    runs: runs(&stage.loops),
+                    place: where_.clone(),
+                });
+                column += 1;
+            }
+        }
+        Ok(Profile {
+            function: name.to_string(),
+            threads: self.options().threads,
+            calls: calls as u64,
+            counted,
+            total: Duration::from_nanos(sums[0]),
+            kernels,
+        })
+    }
+}
+
+fn no_kernels() -> Error {
+    Error::Config("a profile needs the JIT backend: the interpreter runs no kernels".into())
+}
+
+/// Makes `calls` calls, each pushing its row of `width` numbers (its total time first), and
+/// sums each column over the faster half of the calls (by total time); returns the sums and
+/// how many calls they are over. A call the OS interrupted (on a loaded machine, many are)
+/// would otherwise charge the wait to whichever kernel it hit. Shares, µs per call and rates
+/// are over the same calls, so they add up.
+fn faster_half(
+    calls: usize,
+    width: usize,
+    mut call: impl FnMut(&mut Vec<u64>) -> Result<(), Error>,
+) -> Result<(Vec<u64>, u64), Error> {
+    let mut samples: Vec<u64> = Vec::new();
+    samples
+        .try_reserve_exact(calls.saturating_mul(width))
+        .map_err(|_| Error::Config(format!("not enough memory to profile {calls} calls")))?;
+    for _ in 0..calls {
+        let before = samples.len();
+        call(&mut samples)?;
+        if samples.len() != before + width {
+            return Err(Error::Internal("a profiled call recorded the wrong columns".into()));
+        }
+    }
+    let mut rows: Vec<&[u64]> = samples.chunks_exact(width).collect();
+    rows.sort_by_key(|row| row[0]);
+    rows.truncate(calls.div_ceil(2));
+    let sums = (0..width).map(|c| rows.iter().map(|r| r[c]).sum()).collect();
+    Ok((sums, rows.len() as u64))
 }

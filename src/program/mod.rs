@@ -10,9 +10,12 @@
 //! the carried values for `for ..., checkpoint` and [`crate::SessionOptions::checkpoint_loops`],
 //! the residuals then recomputed per trip), then runs the backward halves in reverse.
 
+mod profile;
 mod run;
 mod tensors;
 mod vjp;
+
+pub(crate) use profile::{ProgramTimes, StageInfo};
 
 pub(crate) use tensors::zeros;
 pub(crate) use vjp::refuse_while;
@@ -43,10 +46,16 @@ enum CompiledStep {
         backward: Option<Box<Backward>>,
         reads: Vec<ValueId>,
         writes: Vec<ValueId>,
+        /// The stage's number among every stage of the function, bodies included, in
+        /// program order: its entry in a [`ProgramTimes`].
+        slot: usize,
     },
     Loop {
         spec: LoopSpec,
         body: Box<CompiledProgram>,
+        /// The loop's number among every loop of the function (its entry in a
+        /// [`ProgramTimes`]).
+        slot: usize,
     },
 }
 
@@ -59,6 +68,25 @@ pub(crate) struct Backward {
     /// The stage parameters differentiated, in the order of `backward`'s outputs (indices
     /// into the real parameters, then `reads`).
     pub differentiated: Vec<usize>,
+}
+
+/// The next free stage and loop numbers while compiling.
+#[derive(Default)]
+struct Slots {
+    stages: usize,
+    loops: usize,
+}
+
+impl Slots {
+    fn next_stage(&mut self) -> usize {
+        self.stages += 1;
+        self.stages - 1
+    }
+
+    fn next_loop(&mut self) -> usize {
+        self.loops += 1;
+        self.loops - 1
+    }
 }
 
 /// What compiling a program needs from the session.
@@ -75,6 +103,15 @@ pub(crate) struct Compiler<'a> {
 impl CompiledProgram {
     /// Prepares every stage and loop body of `program`.
     pub(crate) fn compile(program: &Program, c: &Compiler) -> Result<CompiledProgram, Error> {
+        Self::compile_numbered(program, c, &mut Slots::default())
+    }
+
+    /// [`Self::compile`], numbering the stages and loops from `slots` on.
+    fn compile_numbered(
+        program: &Program,
+        c: &Compiler,
+        slots: &mut Slots,
+    ) -> Result<CompiledProgram, Error> {
         let mut steps = Vec::new();
         for step in &program.steps {
             steps.push(match step {
@@ -120,12 +157,17 @@ impl CompiledProgram {
                         backward,
                         reads: reads.clone(),
                         writes: writes.clone(),
+                        slot: slots.next_stage(),
                     }
                 }
-                Step::Loop { spec, body } => CompiledStep::Loop {
-                    spec: spec.clone(),
-                    body: Box::new(CompiledProgram::compile(body, c)?),
-                },
+                Step::Loop { spec, body } => {
+                    let slot = slots.next_loop();
+                    CompiledStep::Loop {
+                        spec: spec.clone(),
+                        body: Box::new(CompiledProgram::compile_numbered(body, c, slots)?),
+                        slot,
+                    }
+                }
             });
         }
         Ok(CompiledProgram {
@@ -162,13 +204,14 @@ impl CompiledProgram {
         all
     }
 
-    /// The one stage of a body without loops that computes exactly its results.
-    pub(super) fn single_stage(&self) -> Option<&Prepared> {
+    /// The one stage of a body without loops that computes exactly its results (and its
+    /// slot).
+    pub(super) fn single_stage(&self) -> Option<(&Prepared, usize)> {
         match self.steps.as_slice() {
-            [CompiledStep::Graph { forward, reads, writes, .. }]
+            [CompiledStep::Graph { forward, reads, writes, slot, .. }]
                 if reads.is_empty() && *writes == self.outputs =>
             {
-                Some(forward)
+                Some((forward, *slot))
             }
             _ => None,
         }

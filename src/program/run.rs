@@ -6,10 +6,15 @@
 //! carried value must keep its shape from trip to trip (its dtype and rank are checked when the
 //! function is compiled). A `while` reads its condition before each trip and fails past its
 //! `at most`.
+//!
+//! A profiled run ([`CompiledProgram::run_profiled`]) passes a [`ProgramTimes`] down to every
+//! stage and loop: each stage's kernels are timed, each loop's trips counted. An unprofiled
+//! run passes `None` and reads no clock.
 
 use super::tensors::{index, of, owned, row, truth, view};
-use super::{CompiledProgram, CompiledStep};
+use super::{CompiledProgram, CompiledStep, ProgramTimes};
 use crate::error::Error;
+use crate::signature::Prepared;
 use crate::value::TensorValue;
 use tfn_ir::interp::ExternKernels;
 use tfn_ir::program::{LoopKind, LoopSpec};
@@ -53,12 +58,32 @@ impl CompiledProgram {
         inputs: &[TensorValue<'_>],
         externs: &dyn ExternKernels,
     ) -> Result<Vec<Tensor>, Error> {
+        self.run_timed(inputs, externs, None)
+    }
+
+    /// [`Self::run`], adding each stage's kernel times and each loop's trips to `times`
+    /// (made by [`ProgramTimes::new`] for this program).
+    pub(crate) fn run_profiled(
+        &self,
+        inputs: &[TensorValue<'_>],
+        externs: &dyn ExternKernels,
+        times: &mut ProgramTimes,
+    ) -> Result<Vec<Tensor>, Error> {
+        self.run_timed(inputs, externs, Some(times))
+    }
+
+    fn run_timed(
+        &self,
+        inputs: &[TensorValue<'_>],
+        externs: &dyn ExternKernels,
+        times: Option<&mut ProgramTimes>,
+    ) -> Result<Vec<Tensor>, Error> {
         // A body without loops is one stage computing exactly the results: call it directly
         // (the common case, once per trip).
-        if let Some(stage) = self.single_stage().filter(|_| inputs.len() == self.inputs()) {
-            return stage.run(inputs, externs);
+        if let Some((stage, slot)) = self.single_stage().filter(|_| inputs.len() == self.inputs()) {
+            return run_stage(stage, slot, inputs, externs, times);
         }
-        let values = self.forward(inputs, externs, Record::Nothing)?;
+        let values = self.forward(inputs, externs, Record::Nothing, times)?;
         self.outputs.iter().map(|v| values.slot(*v).map(|t| t.to_tensor())).collect()
     }
 
@@ -68,12 +93,14 @@ impl CompiledProgram {
         tfn_ir::bind_sizes(&self.signature, &shapes).map_err(crate::signature::bind_error)
     }
 
-    /// Runs every step, keeping every value (and, when recording, each loop's states).
+    /// Runs every step, keeping every value (and, when recording, each loop's states; when
+    /// profiling, the times in `times`).
     pub(super) fn forward<'a>(
         &self,
         inputs: &'a [TensorValue<'_>],
         externs: &dyn ExternKernels,
         record: Record,
+        mut times: Option<&mut ProgramTimes>,
     ) -> Result<Values<'a>, Error> {
         if inputs.len() != self.inputs() {
             return Err(Error::Internal(format!(
@@ -90,7 +117,7 @@ impl CompiledProgram {
         let mut sizes: Option<Vec<usize>> = None;
         for step in &self.steps {
             match step {
-                CompiledStep::Graph { forward, backward, reads, writes } => {
+                CompiledStep::Graph { forward, backward, reads, writes, slot } => {
                     let mut args: Vec<TensorValue> = inputs.iter().map(view).collect();
                     for r in reads {
                         args.push(view(values.slot(*r)?));
@@ -105,7 +132,11 @@ impl CompiledProgram {
                             let residuals = out.split_off(writes.len().min(out.len()));
                             (out, Some(residuals))
                         }
-                        None => (forward.run(&args, externs)?, None),
+                        None => {
+                            let out =
+                                run_stage(forward, *slot, &args, externs, times.as_deref_mut())?;
+                            (out, None)
+                        }
                     };
                     drop(args);
                     for (w, t) in writes.iter().zip(out) {
@@ -114,12 +145,12 @@ impl CompiledProgram {
                     values.tapes.push(None);
                     values.residuals.push(residuals);
                 }
-                CompiledStep::Loop { spec, body } => {
+                CompiledStep::Loop { spec, body, slot } => {
                     if sizes.is_none() && matches!(spec.kind, LoopKind::For { .. }) {
                         sizes = Some(self.sizes(inputs)?);
                     }
-                    let (results, tape) =
-                        run_loop(spec, body, &values, sizes.as_deref(), externs, record)?;
+                    let run = Run { values: &values, sizes: sizes.as_deref(), externs, record };
+                    let (results, tape) = run_loop(spec, body, *slot, run, times.as_deref_mut())?;
                     for (r, t) in spec.results.iter().zip(results) {
                         values.slots[r.index()] = Some(owned(t));
                     }
@@ -259,15 +290,39 @@ pub(super) fn trip_inputs<'b>(
     Ok(args)
 }
 
-/// Runs one loop; returns its results (and its tape when recording a `for`).
+/// Runs a stage, timing its kernels when profiling.
+fn run_stage(
+    stage: &Prepared,
+    slot: usize,
+    args: &[TensorValue<'_>],
+    externs: &dyn ExternKernels,
+    times: Option<&mut ProgramTimes>,
+) -> Result<Vec<Tensor>, Error> {
+    match times {
+        None => stage.run(args, externs),
+        Some(t) => t.run_stage(stage, slot, args, externs),
+    }
+}
+
+/// What a loop runs in: the values computed so far, the call's sizes, how it runs.
+#[derive(Clone, Copy)]
+struct Run<'r, 'a> {
+    values: &'r Values<'a>,
+    sizes: Option<&'r [usize]>,
+    externs: &'r dyn ExternKernels,
+    record: Record,
+}
+
+/// Runs one loop; returns its results (and its tape when recording a `for`). When
+/// profiling, counts its trips in `times` (at `slot`) and times its body's kernels.
 fn run_loop(
     spec: &LoopSpec,
     body: &CompiledProgram,
-    values: &Values<'_>,
-    sizes: Option<&[usize]>,
-    externs: &dyn ExternKernels,
-    record: Record,
+    slot: usize,
+    run: Run<'_, '_>,
+    mut times: Option<&mut ProgramTimes>,
 ) -> Result<(Vec<Tensor>, Option<LoopTape>), Error> {
+    let Run { values, sizes, externs, record } = run;
     let init: Vec<TensorValue> =
         spec.carried.iter().map(|v| values.slot(*v).map(view)).collect::<Result<_, _>>()?;
     match spec.kind {
@@ -287,8 +342,13 @@ fn run_loop(
                     })
                 }
             };
+            if let Some(t) = times.as_deref_mut() {
+                t.add_trips(slot, trips as u64);
+            }
             if tape.is_none() && trips > 1 {
-                if let Some(out) = run_in_place(spec, body, values, &init, start, trips, externs)? {
+                let trips = (start, trips);
+                let timed = times.as_deref_mut();
+                if let Some(out) = run_in_place(spec, body, values, &init, trips, externs, timed)? {
                     return Ok((out, None));
                 }
             }
@@ -318,7 +378,9 @@ fn run_loop(
                             }
                             out
                         }
-                        None => body.run(&args, externs).map_err(|e| in_loop(e, spec, t))?,
+                        None => body
+                            .run_timed(&args, externs, times.as_deref_mut())
+                            .map_err(|e| in_loop(e, spec, t))?,
                     }
                 };
                 check_carried(spec, &carried, &out, t)?;
@@ -346,7 +408,8 @@ fn run_loop(
                 let carried: Vec<TensorValue> = cur.iter().map(of).collect();
                 let mut out = {
                     let args = trip_inputs(spec, values, None, &carried)?;
-                    body.run(&args, externs).map_err(|e| in_loop(e, spec, trips as usize))?
+                    body.run_timed(&args, externs, times.as_deref_mut())
+                        .map_err(|e| in_loop(e, spec, trips as usize))?
                 };
                 let c = out
                     .pop()
@@ -356,6 +419,9 @@ fn run_loop(
                     .ok_or_else(|| Error::Internal("a while condition is not a bool[]".into()))?;
                 cur = out;
                 trips += 1;
+                if let Some(t) = times.as_deref_mut() {
+                    t.add_trips(slot, 1);
+                }
             }
             Ok((cur, None))
         }
@@ -370,11 +436,11 @@ fn run_in_place(
     body: &CompiledProgram,
     values: &Values<'_>,
     init: &[TensorValue<'_>],
-    start: i64,
-    trips: usize,
+    (start, trips): (i64, usize),
     externs: &dyn ExternKernels,
+    mut times: Option<&mut ProgramTimes>,
 ) -> Result<Option<Vec<Tensor>>, Error> {
-    let Some(stage) = body.single_stage() else { return Ok(None) };
+    let Some((stage, slot)) = body.single_stage() else { return Ok(None) };
     let mut a: Vec<Tensor> = init.iter().map(|c| c.to_tensor()).collect();
     let mut b: Vec<Tensor> = a.clone();
     for t in 0..trips {
@@ -383,7 +449,11 @@ fn run_in_place(
             let args = trip_inputs(spec, values, Some(start + t as i64), &carried)?;
             let mut outs: Vec<crate::OutputMut> =
                 b.iter_mut().map(crate::OutputMut::from).collect();
-            match stage.run_into(&args, &mut outs, externs) {
+            let ran = match times.as_deref_mut() {
+                None => stage.run_into(&args, &mut outs, externs),
+                Some(t) => t.run_stage_into(stage, slot, &args, &mut outs, externs),
+            };
+            match ran {
                 Ok(()) => {}
                 Err(Error::Output { index, .. }) => {
                     // The body's result does not fit the buffer: a carried value changed shape.

@@ -34,7 +34,7 @@ impl CompiledProgram {
         with_values: bool,
         checkpoint_all: bool,
     ) -> Result<(Vec<Tensor>, Vec<Option<Tensor>>), Error> {
-        let values = self.forward(inputs, externs, Record::Tape { checkpoint_all })?;
+        let values = self.forward(inputs, externs, Record::Tape { checkpoint_all }, None)?;
         let results = if with_values {
             self.outputs
                 .iter()
@@ -87,7 +87,7 @@ impl CompiledProgram {
                         accumulate(&mut grads[target.index()], g)?;
                     }
                 }
-                CompiledStep::Loop { spec, body } => {
+                CompiledStep::Loop { spec, body, .. } => {
                     let tape = values.tapes.get(k).and_then(|t| t.as_ref());
                     loop_vjp(spec, body, &values, tape, &mut grads, externs)?;
                 }

@@ -70,6 +70,12 @@ impl Walker<'_> {
         {
             return self.size_builtin(base, &args, call.close, bad);
         }
+        // `cast(size(x, 0), f64)`: a size cast to a dtype is a rank-0 tensor of that dtype.
+        if base == "cast" && call.name.overload.is_none() {
+            if let Some(first) = args.first_mut().filter(|a| a.ty == Ty::Size) {
+                first.ty = Ty::Tensor(super::types::Dt::Any);
+            }
+        }
         // Calls of static ops on attributes only are attribute arithmetic, like the operators
         // they are spelled as (`sub(dim, 1)` is `dim - 1`).
         let overload = call.name.overload.as_ref().map(|o| o.name.as_str());

@@ -3,7 +3,9 @@
 //! An operator whose operands are all attributes (`dim - 1`, `eps * 2.0`, `n > 0`) is attribute
 //! arithmetic, evaluated at instantiation (so it may decide a static `if`): ints stay ints, an
 //! int meeting a float gives a float, `/` gives a float, comparisons give a `Bool`. On sizes
-//! (`size(x, 1)`, [`Ty::Size`]) `+ - *` and `/` give a size (`/` divides exactly). An operator
+//! (`size(x, 1)`, [`Ty::Size`]) `+ - *` and `/` give a size (`/` divides exactly), and a
+//! float op (`sqrt`, `rsqrt`, `exp`, ...) gives a rank-0 tensor of the dtype where it is used
+//! (the tensor it meets, the declared result, or `f32`). An operator
 //! with a tensor operand is a call of its prelude op, checked like any call.
 
 use super::scope::{Mode, Walker};
@@ -215,6 +217,10 @@ impl Walker<'_> {
         let int = |t: &Ty| matches!(t, Ty::Int | Ty::Size);
         match (name, args) {
             ("add" | "sub" | "mul" | "div", [l, r]) if int(l) && int(r) => Ty::Size,
+            // `rsqrt(size(q, -1))`: a rank-0 tensor of the float dtype where it is used.
+            (_, [Ty::Size]) if tfn_ir::lower::static_float_math(name).is_some() => {
+                Ty::Tensor(Dt::Any)
+            }
             _ => {
                 let why = match name {
                     "eq" | "ne" | "lt" | "le" | "gt" | "ge" => {

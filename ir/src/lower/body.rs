@@ -98,6 +98,10 @@ impl<'a> Lowerer<'a> {
                     let dtype = call.resolved.dtype_of(d).unwrap_or(crate::DType::I64);
                     Val::Tensor(self.size_tensor(&e, dtype, Some(fdef.name_span))?)
                 }
+                (Val::SizeFloat(c), ParamType::Tensor(d)) => {
+                    let dtype = call.resolved.dtype_of(d).unwrap_or(crate::DType::F32);
+                    Val::Tensor(self.size_float_tensor(&c, dtype)?)
+                }
                 (v, _) => v,
             };
             if let (Val::Tensor(t), ParamType::Tensor(d)) = (&v, ty) {
@@ -364,10 +368,13 @@ impl<'a> Lowerer<'a> {
         overload: Option<&str>,
         callee_span: Span,
         mut positional: Vec<(Val, Span)>,
-        keywords: Vec<(String, Val, Span)>,
+        mut keywords: Vec<(String, Val, Span)>,
     ) -> Result<Val, Diagnostic> {
         if self.is_size_builtin(callee, overload) {
             return self.size_builtin(span, callee, &positional, &keywords);
+        }
+        if let Some(v) = self.size_float(span, callee, overload, &positional, &keywords)? {
+            return Ok(v);
         }
         if let Some(v) =
             self.size_arith(span, callee, overload, &positional, keywords.is_empty())?
@@ -422,6 +429,13 @@ impl<'a> Lowerer<'a> {
                 .map(Val::Attr)
                 .map_err(|m| diag("E0507", m, Some(span)));
         }
+        // A float computed from sizes that meets no tensor here: f32.
+        for v in positional.iter_mut().map(|(v, _)| v).chain(keywords.iter_mut().map(|(_, v, _)| v))
+        {
+            if let Val::SizeFloat(c) = v {
+                *v = Val::Tensor(self.size_float_tensor(c, crate::dtype::DType::F32)?);
+            }
+        }
         let full = match overload {
             Some(o) => format!("{callee}.{o}"),
             None => callee.to_string(),
@@ -444,6 +458,7 @@ impl<'a> Lowerer<'a> {
                 Val::Index(_) => ArgKind::Attr { ty: dispatch::AttrType::Int, value: None },
                 Val::Size(_) => ArgKind::Attr { ty: AttrType::Int, value: None },
                 Val::SizeList(_) => ArgKind::Attr { ty: AttrType::IntList, value: None },
+                Val::SizeFloat(_) => ArgKind::Tensor { dtype: None, rank: Some(0) },
                 Val::Tuple(_) => {
                     let msg = "a tuple cannot be passed as an argument; destructure it with `let`";
                     return Err(diag("E0508", msg, Some(at)));

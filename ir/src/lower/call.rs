@@ -27,6 +27,19 @@ pub(super) enum Val {
     Size(DimExpr),
     /// An `Int[]` with at least one size in it (`shape(x)`, `[-1, t, heads]`).
     SizeList(Vec<SizeItem>),
+    /// A float computed from sizes (`rsqrt(size(q, -1))`, `2.0 * sqrt(size(x, 0))`): a rank-0
+    /// tensor whose dtype is the one where it is used — the tensor it meets in an operator,
+    /// the declared result's, `cast`'s — or `f32` (`sizes.rs`). Kept as the call until then.
+    SizeFloat(Box<SizeCall>),
+}
+
+/// The call a [`Val::SizeFloat`] stands for: a static op on sizes, numbers and other such
+/// floats.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct SizeCall {
+    pub callee: String,
+    pub args: Vec<Val>,
+    pub span: Span,
 }
 
 /// One item of an `Int[]` that mixes numbers and sizes.
@@ -46,6 +59,7 @@ impl Val {
             Val::Index(_) => "an Int known only when the loop runs".into(),
             Val::Size(_) => "a size (an `Int` known only at the call)".into(),
             Val::SizeList(_) => "a list of sizes (an `Int[]` known only at the call)".into(),
+            Val::SizeFloat(_) => "a float computed from a size (known only at the call)".into(),
         }
     }
 }

@@ -25,7 +25,9 @@ impl Lowerer<'_> {
                 Val::Tensor(t) => inputs.push(*t),
                 Val::List(ts) => inputs.extend(ts),
                 Val::Attr(a) => attrs.push(a.clone()),
-                Val::Size(_) | Val::SizeList(_) => return Err(call.not_static(&p.name)),
+                Val::Size(_) | Val::SizeList(_) | Val::SizeFloat(_) => {
+                    return Err(call.not_static(&p.name))
+                }
                 Val::Tuple(_) => {}
                 Val::Index(_) => {
                     let msg =

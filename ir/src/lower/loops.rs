@@ -137,17 +137,13 @@ impl<'a> Lowerer<'a> {
         // value that has it is captured too, for its shape only.
         let mut size_dims = Vec::new();
         for name in &referenced {
-            let items: Vec<crate::shape::DimExpr> = match env.get(name) {
-                Some(Val::Size(e)) => vec![e.clone()],
-                Some(Val::SizeList(items)) => items
-                    .iter()
-                    .filter_map(|i| match i {
-                        super::call::SizeItem::Size(e) => Some(e.clone()),
-                        super::call::SizeItem::Int(_) => None,
-                    })
-                    .collect(),
+            let mut items: Vec<crate::shape::DimExpr> = Vec::new();
+            match env.get(name) {
+                Some(v @ (Val::Size(_) | Val::SizeList(_) | Val::SizeFloat(_))) => {
+                    Self::size_leaves(v, &mut items)
+                }
                 _ => continue,
-            };
+            }
             for e in items {
                 super::syms::collect_dims(&e, &mut size_dims);
             }
@@ -295,17 +291,9 @@ impl<'a> Lowerer<'a> {
         };
         for name in &referenced {
             let translated = match env.get(name) {
-                Some(Val::Size(e)) => translate(e).map(Val::Size),
-                Some(Val::SizeList(items)) => items
-                    .iter()
-                    .map(|i| match i {
-                        super::call::SizeItem::Size(e) => {
-                            translate(e).map(super::call::SizeItem::Size)
-                        }
-                        super::call::SizeItem::Int(n) => Some(super::call::SizeItem::Int(*n)),
-                    })
-                    .collect::<Option<Vec<_>>>()
-                    .map(Val::SizeList),
+                Some(v @ (Val::Size(_) | Val::SizeList(_) | Val::SizeFloat(_))) => {
+                    Self::map_sizes(v, &translate)
+                }
                 _ => continue,
             };
             match translated {

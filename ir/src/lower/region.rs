@@ -55,7 +55,11 @@ impl Lowerer<'_> {
                 Val::Tensor(t) => inputs.push((p.name.clone(), RegionArg::One(*t))),
                 Val::List(ts) => inputs.push((p.name.clone(), RegionArg::List(ts.clone()))),
                 Val::Attr(a) => attrs.push((p.name.clone(), a.clone())),
-                Val::Tuple(_) | Val::Index(_) | Val::Size(_) | Val::SizeList(_) => return,
+                Val::Tuple(_)
+                | Val::Index(_)
+                | Val::Size(_)
+                | Val::SizeList(_)
+                | Val::SizeFloat(_) => return,
             }
         }
         self.regions.push(CallRegion {

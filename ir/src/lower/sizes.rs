@@ -15,8 +15,16 @@
 //! fails the call). When the call's sizes are known (a session compiling or explaining a call),
 //! an inexact `/` is reported here, at the expression (E0510); otherwise binding refuses it and
 //! the session asks lowering again, with the sizes, for the located error.
+//!
+//! Floats of sizes: a float op (`sqrt`, `rsqrt`, `exp`, ...) of a size, and arithmetic of such
+//! a float with numbers, sizes and other such floats, is a [`Val::SizeFloat`]: kept as the
+//! call until it meets a dtype — the tensor it meets in an operator (`q * rsqrt(size(q,
+//! -1))` is in `q`'s dtype), the declared result's, `cast`'s — or `f32` anywhere else; it is
+//! then computed in that dtype from the size as a rank-0 tensor ([`Lowerer::size_tensor`]).
+//! An integer or bool dtype is an error (E0502). `cast(size(x, 0), d)` is the size as a
+//! rank-0 tensor of `d`.
 
-use super::call::{diag, SizeItem, Val};
+use super::call::{diag, SizeCall, SizeItem, Val};
 use super::instantiate::Lowerer;
 use crate::attr::{Attr, Scalar};
 use crate::diagnostic::Diagnostic;
@@ -31,6 +39,11 @@ const BUILTINS: [&str; 2] = ["size", "shape"];
 
 /// The operators that apply to sizes.
 const SIZE_OPS: [&str; 4] = ["add", "sub", "mul", "div"];
+
+/// The operators a float of sizes ([`Val::SizeFloat`]) may go through before it meets its
+/// dtype, besides the float ops (`sqrt`, `exp`, ...).
+const SIZE_FLOAT_OPS: [&str; 10] =
+    ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "atan2"];
 
 /// An argument of a call: its value and the span of its expression.
 pub(super) type ArgVal = (Val, Span);
@@ -228,6 +241,127 @@ impl Lowerer<'_> {
         Ok(Some(self.size_val(folded)))
     }
 
+    /// A float op of a size (`rsqrt(size(q, -1))`), or arithmetic with a float of sizes, as a
+    /// [`Val::SizeFloat`]; `cast(size(x, 0), d)` as a rank-0 tensor of `d`. `Ok(None)` when
+    /// this is not such a call.
+    pub(super) fn size_float(
+        &mut self,
+        span: Span,
+        callee: &str,
+        overload: Option<&str>,
+        positional: &[ArgVal],
+        keywords: &[(String, Val, Span)],
+    ) -> Result<Option<Val>, Diagnostic> {
+        if callee == "cast" && overload.is_none() && self.lib.overloads("cast").len() == 1 {
+            let dtype = match (positional, keywords) {
+                ([_, (Val::Attr(Attr::DType(d)), _)], []) => Some(*d),
+                ([_], [(k, Val::Attr(Attr::DType(d)), _)]) if k == "dtype" => Some(*d),
+                _ => None,
+            };
+            let (Some(dtype), Some((x, x_span))) = (dtype, positional.first()) else {
+                return Ok(None);
+            };
+            return Ok(Some(Val::Tensor(match x {
+                Val::Size(e) => self.size_tensor(e, dtype, Some(*x_span))?,
+                Val::SizeFloat(c) if dtype.is_float() => self.size_float_tensor(c, dtype)?,
+                Val::SizeFloat(c) => {
+                    let f = self.size_float_tensor(c, DType::F32)?;
+                    let ty = TensorType { dtype, shape: Shape::scalar() };
+                    self.emit(Op::Cast(dtype), vec![f], ty, Some(span))
+                }
+                _ => return Ok(None),
+            })));
+        }
+        if !keywords.is_empty() || !super::is_static_op(callee, overload) {
+            return Ok(None);
+        }
+        let float_op = super::static_float_math(callee).is_some();
+        let starts = float_op && matches!(positional, [(Val::Size(_), _)]);
+        let any_float = positional.iter().any(|(v, _)| matches!(v, Val::SizeFloat(_)));
+        let numbers = positional.iter().all(|(v, _)| {
+            matches!(v, Val::Size(_) | Val::SizeFloat(_) | Val::Attr(Attr::Int(_) | Attr::Float(_)))
+        });
+        let arithmetic = float_op || SIZE_FLOAT_OPS.contains(&callee);
+        if !(starts || (any_float && numbers && arithmetic)) {
+            return Ok(None);
+        }
+        let args = positional.iter().map(|(v, _)| v.clone()).collect();
+        Ok(Some(Val::SizeFloat(Box::new(SizeCall { callee: callee.to_string(), args, span }))))
+    }
+
+    /// A float of sizes computed in `dtype` (a float dtype) as a rank-0 tensor.
+    pub(super) fn size_float_tensor(
+        &mut self,
+        call: &SizeCall,
+        dtype: DType,
+    ) -> Result<ValueId, Diagnostic> {
+        if !dtype.is_float() {
+            let text = self.label(call.span, "the expression");
+            let msg = format!(
+                "`{text}` is a float computed from a size: it cannot meet a tensor of dtype {dtype}"
+            );
+            return Err(diag("E0502", msg, Some(call.span))
+                .with_note("a float op of a size (`sqrt`, `rsqrt`, ...) takes the dtype of the tensor it meets, which must be a float dtype")
+                .with_help("cast that tensor to a float dtype, or the result: `cast(sqrt(size(x, 0)), i64)`"));
+        }
+        let mut args = Vec::with_capacity(call.args.len());
+        for v in &call.args {
+            args.push(match v {
+                Val::Size(e) => Val::Tensor(self.size_tensor(e, dtype, Some(call.span))?),
+                Val::SizeFloat(c) => Val::Tensor(self.size_float_tensor(c, dtype)?),
+                Val::Attr(a) => Val::Tensor(self.literal(a, dtype, Some(call.span))?),
+                other => other.clone(),
+            });
+        }
+        match self.call_named(&call.callee, args, Vec::new(), call.span)? {
+            Val::Tensor(t) => Ok(t),
+            other => {
+                let msg = format!(
+                    "internal error: `{}` of sizes gave {}",
+                    call.callee,
+                    other.describe(&self.graph)
+                );
+                Err(diag("E0509", msg, Some(call.span)))
+            }
+        }
+    }
+
+    /// The sizes a value is computed from (a size, a list of sizes, a float of sizes).
+    pub(super) fn size_leaves(v: &Val, out: &mut Vec<DimExpr>) {
+        match v {
+            Val::Size(e) => out.push(e.clone()),
+            Val::SizeList(items) => out.extend(items.iter().filter_map(|i| match i {
+                SizeItem::Size(e) => Some(e.clone()),
+                SizeItem::Int(_) => None,
+            })),
+            Val::SizeFloat(c) => c.args.iter().for_each(|a| Self::size_leaves(a, out)),
+            _ => {}
+        }
+    }
+
+    /// A value with each of its sizes mapped (`None` if one does not map; other values as
+    /// they are).
+    pub(super) fn map_sizes(v: &Val, f: &dyn Fn(&DimExpr) -> Option<DimExpr>) -> Option<Val> {
+        Some(match v {
+            Val::Size(e) => Val::Size(f(e)?),
+            Val::SizeList(items) => Val::SizeList(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        SizeItem::Size(e) => f(e).map(SizeItem::Size),
+                        SizeItem::Int(n) => Some(SizeItem::Int(*n)),
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            Val::SizeFloat(c) => Val::SizeFloat(Box::new(SizeCall {
+                callee: c.callee.clone(),
+                args: c.args.iter().map(|a| Self::map_sizes(a, f)).collect::<Option<Vec<_>>>()?,
+                span: c.span,
+            })),
+            other => other.clone(),
+        })
+    }
+
     /// Sizes and loop variables passed to an operator next to a tensor (`x / size(x, 0)`,
     /// `h * i`) become rank-0 tensors of that tensor's dtype, as literals do.
     pub(super) fn sizes_as_tensors(
@@ -248,6 +382,9 @@ impl Lowerer<'_> {
             if let Val::Size(e) = v {
                 let e = e.clone();
                 *v = Val::Tensor(self.size_tensor(&e, dtype, Some(*s))?);
+            } else if let Val::SizeFloat(c) = v {
+                let c = c.clone();
+                *v = Val::Tensor(self.size_float_tensor(&c, dtype)?);
             } else if let Val::Index(t) = v {
                 // A loop variable next to a tensor: its `i64[]` in that tensor's dtype.
                 let t = *t;

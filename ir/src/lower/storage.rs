@@ -175,7 +175,7 @@ impl Lowerer<'_> {
             }
             Val::Tuple(vs) => Val::Tuple(vs.into_iter().map(|v| self.leave(v, span)).collect()),
             Val::Index(i) => Val::Index(i),
-            v @ (Val::Attr(_) | Val::Size(_) | Val::SizeList(_)) => v,
+            v @ (Val::Attr(_) | Val::Size(_) | Val::SizeList(_) | Val::SizeFloat(_)) => v,
         }
     }
 
