@@ -3,16 +3,19 @@
 
 use super::*;
 
-/// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (bool or
-/// mixed-dtype operands, casts between number types). Integer `iota`s compared only with each
+/// Picks the vector lane dtype for a plan, or `None` when it needs the scalar path (mixed
+/// number dtypes, casts between number types, only bools). Bool operands are lane masks of the
+/// kernel's width, loaded from bytes (a mask `where(visible, x, -inf)` in an f32 kernel), and
+/// bool outputs of 4-lane kernels are stored as bytes. Integer `iota`s compared only with each
 /// other (a causal mask `iota <= iota` in an f32 kernel) do not count: in vector code they are
 /// computed as integers of the lane's width ([`narrow_index`]).
 pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
     // Storage dtypes live in registers of their compute dtype (`storage.rs`).
-    let lane = plan.data_operands().find(|o| !o.index).map(|o| o.dtype.compute())?;
-    if lane == DType::Bool {
-        return None;
-    }
+    let lane = plan
+        .data_operands()
+        .find(|o| !o.index && o.dtype != DType::Bool)
+        .map(|o| o.dtype.compute())?;
+    let fits = |d: DType| d.compute() == lane || d == DType::Bool;
     let narrow = narrow_iotas(plan);
     let node_of_input = |j: usize| {
         plan.nodes.iter().position(|n| matches!(n.op, Op::Iota { .. }) && n.args == [Ref::Input(j)])
@@ -23,11 +26,14 @@ pub(crate) fn vector_lane(plan: &LoopPlan) -> Option<DType> {
             continue;
         }
         let narrowed = o.index && node_of_input(j).is_some_and(|k| narrow[k]);
-        if o.dtype.compute() != lane && !narrowed {
+        if !fits(o.dtype) && !narrowed {
             return None;
         }
     }
-    if plan.outputs.iter().any(|o| o.dtype.compute() != lane) {
+    let stored = |d: DType| {
+        d.compute() == lane || (d == DType::Bool && super::storage::stores_bool_lanes(lane))
+    };
+    if plan.outputs.iter().any(|o| !stored(o.dtype)) {
         return None;
     }
     for (k, n) in plan.nodes.iter().enumerate() {

@@ -190,6 +190,9 @@ pub(crate) fn load(
     addr: Value,
     off: i32,
 ) -> Result<Value, CodegenError> {
+    if let (Width::Vector(t), DType::Bool) = (width, d) {
+        return load_bool_lanes(b, t, addr, off);
+    }
     if !d.is_storage() {
         return Ok(b.ins().load(width.ty(d)?, mem(), addr, off));
     }
@@ -222,6 +225,49 @@ pub(crate) fn load(
     })
 }
 
+/// One vector of bools (bytes 0/1) as the lane mask of a `t` kernel (all ones or zeros per
+/// lane): 4 bytes widened to `i32` lanes, or 2 to `i64` lanes, never reading past the last.
+fn load_bool_lanes(
+    b: &mut FunctionBuilder,
+    t: DType,
+    addr: Value,
+    off: i32,
+) -> Result<Value, CodegenError> {
+    let (raw, bytes) = match super::ops::lanes(t) {
+        4 => (b.ins().load(types::I32, mem(), addr, off), 4),
+        2 => (b.ins().uload16(types::I32, mem(), addr, off), 2),
+        _ => return super::ops::unsupported(format!("bool lanes in a {t} kernel")),
+    };
+    let v = b.ins().scalar_to_vector(types::I32X4, raw);
+    let v = b.ins().bitcast(types::I8X16, lanes_le(), v);
+    let v = b.ins().uwiden_low(v);
+    let mut v = b.ins().uwiden_low(v);
+    if bytes == 2 {
+        v = b.ins().uwiden_low(v);
+    }
+    let zero = b.ins().iconst(if bytes == 4 { types::I32 } else { types::I64 }, 0);
+    let zero = b.ins().splat(if bytes == 4 { types::I32X4 } else { types::I64X2 }, zero);
+    Ok(b.ins().icmp(cranelift::codegen::ir::condcodes::IntCC::NotEqual, v, zero))
+}
+
+/// Stores a lane mask of a 4-lane kernel as 4 bools (bytes 0/1).
+fn store_bool_lanes(b: &mut FunctionBuilder, mask: Value, addr: Value, off: i32) {
+    let one = b.ins().iconst(types::I32, 1);
+    let one = b.ins().splat(types::I32X4, one);
+    let bits = b.ins().band(mask, one);
+    let n16 = b.ins().unarrow(bits, bits);
+    let n8 = b.ins().unarrow(n16, n16);
+    let w = b.ins().bitcast(types::I32X4, lanes_le(), n8);
+    let w = b.ins().extractlane(w, 0);
+    b.ins().store(mem(), w, addr, off);
+}
+
+/// Whether a kernel of lane dtype `t` stores bool outputs as vectors ([`store`]); 2-lane
+/// kernels store them one by one.
+pub(crate) fn stores_bool_lanes(t: DType) -> bool {
+    super::ops::lanes(t) == 4
+}
+
 /// Stores `v` (a register of `d.compute()` holding a value of storage dtype `d`, or any value
 /// of another dtype) at `addr + off`.
 pub(crate) fn store(
@@ -232,6 +278,12 @@ pub(crate) fn store(
     addr: Value,
     off: i32,
 ) {
+    if let (Width::Vector(t), DType::Bool) = (width, d) {
+        if stores_bool_lanes(t) {
+            store_bool_lanes(b, v, addr, off);
+            return;
+        }
+    }
     if !d.is_storage() {
         b.ins().store(mem(), v, addr, off);
         return;
