@@ -181,6 +181,16 @@ impl Walk<'_> {
                 KernelKind::Elementwise if &group.domain == shape => elementwise.push(g),
                 KernelKind::Reduction if self.fits_reduction(g, index) => match target {
                     None => target = Some(g),
+                    // A reduction over the product's result (softmax over attention scores):
+                    // joining the product would be a cycle, joining the reduction saves a pass.
+                    Some(t)
+                        if matches!(
+                            self.groups[t].kind,
+                            KernelKind::MatMul | KernelKind::Window
+                        ) && self.reaches(t, g) =>
+                    {
+                        target = Some(g)
+                    }
                     Some(t)
                         if self.groups[t].kind == KernelKind::Reduction
                             && self.groups[t].domain == group.domain
