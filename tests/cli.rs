@@ -567,7 +567,8 @@ fn check_accepts_exactly_the_iota_dtypes_run_runs() {
 
 /// `tfnc bench` draws the integer arguments that index an axis (`gather`, `index_select`,
 /// `scatter_add`, `index_add`, also through `unsqueeze` inside `cross_entropy`) within that
-/// axis, so the benchmark runs instead of failing "index 15 is out of range".
+/// axis, so the benchmark runs instead of failing "index 15 is out of range" — also in a
+/// function with loops (indexed ops outside the loop).
 #[test]
 fn bench_draws_indices_within_the_indexed_axis() {
     let dir = scratch("bench-index");
@@ -584,6 +585,13 @@ fn spread(Tensor x, Tensor i, Tensor s, Tensor j, Tensor t) -> Tensor {
 fn loss(Tensor logits, Tensor targets) -> Tensor {
     return cross_entropy(logits, targets)
 }
+fn embed_layers(Tensor ids, Tensor types, Tensor word, Tensor typ, Tensor w) -> Tensor {
+    var h = index_select(word, ids) + index_select(typ, types)
+    for l in 0..size(w, 0) {
+        h = tanh(matmul(h, w[l]))
+    }
+    return h
+}
 "#;
     std::fs::write(dir.join("idx.tfn"), src).unwrap();
     let cases: &[(&str, &[&str])] = &[
@@ -591,6 +599,17 @@ fn loss(Tensor logits, Tensor targets) -> Tensor {
         ("rows", &["x=f32[3, 8]", "i=i32[50]"]),
         ("spread", &["x=f32[3, 8]", "i=i64[3, 2]", "s=f32[3, 2]", "j=i32[6]", "t=f32[6, 8]"]),
         ("loss", &["logits=f32[16, 5]", "targets=i64[16]"]),
+        // Indexed ops outside a function's loop (the embeddings of a transformer).
+        (
+            "embed_layers",
+            &[
+                "ids=i64[2, 7]",
+                "types=i64[2, 7]",
+                "word=f32[50, 4]",
+                "typ=f32[2, 4]",
+                "w=f32[3, 4, 4]",
+            ],
+        ),
     ];
     for (function, args) in cases {
         let mut argv = vec!["bench", "idx.tfn", function, "--millis", "1", "--json"];

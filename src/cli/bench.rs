@@ -131,14 +131,30 @@ fn index_bounds(
     let graph = &instance.graph;
     let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
     let none = tfn_ir::bind::Allocated::Only(&[]);
-    let Ok(sizes) = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none) else {
+    // A function with loops: its outer graph also has the loops' results as parameters; the
+    // program's signature (the call's parameters, the same symbols) binds the sizes. Indexed
+    // ops of the outer graph are found; those inside a loop body are not (its sizes are the
+    // body's own).
+    let signature = match instance.has_loops() {
+        true => match instance.program() {
+            Ok(program) => Some(program.signature),
+            Err(_) => return bounds,
+        },
+        false => None,
+    };
+    let Ok(sizes) =
+        tfn_ir::bind::bind_sizes_allocating(signature.as_ref().unwrap_or(graph), &shapes, none)
+    else {
         return bounds;
     };
     for node in &graph.nodes {
         let (Op::Index { axis, .. }, [data, index, ..]) = (&node.op, node.inputs.as_slice()) else {
             continue;
         };
-        let data_shape = tfn_ir::bind::concrete_shape(&graph.ty(*data).shape, &sizes);
+        let Some(data_shape) = tfn_ir::bind::try_concrete_shape(&graph.ty(*data).shape, &sizes)
+        else {
+            continue;
+        };
         let Some(&n) = data_shape.get(*axis as usize) else { continue };
         let mut stack = vec![*index];
         let mut seen = std::collections::HashSet::new();
