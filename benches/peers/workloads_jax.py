@@ -5,7 +5,7 @@ block_until_ready after every call. Prints one JSON object per workload and size
 
     benches/peers/.venv/bin/python benches/peers/workloads_jax.py --threads 1 gelu 262144
 
-Used by benches/vs_jax.sh, which runs tfn and jax side by side, cell by cell.
+Used by benches/vs_peers.sh, which runs tfn, jax and torch side by side, cell by cell.
 """
 import argparse
 import gc
