@@ -33,7 +33,7 @@ pub mod weights;
 pub use element::{Element, Scalar};
 pub use error::Error;
 pub use handle::Instantiated;
-pub use profile::{KernelProfile, Profile};
+pub use profile::{KernelProfile, Profile, Roofline};
 pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
 pub use tfn_ir::{half, Attr, DType, Diagnostic, Tensor};
 pub use value::{OutputMut, TensorValue, Value};

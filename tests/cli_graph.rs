@@ -44,6 +44,8 @@ fn tfnc(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(dir)
         .env("PATH", dir.join("bin"))
+        // The profile's roofline, fixed: no probe run, the same shares every time.
+        .env("TFN_ROOFLINE", "bandwidth=20,fma=100")
         .output()
         .expect("run tfnc")
 }
@@ -196,13 +198,25 @@ fn bench_profile_prints_a_kernel_table_and_json() {
     let out = text(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
     let header = lines.iter().position(|l| l.starts_with("kernel kind")).expect("header");
-    assert!(lines[header - 1].starts_with("profile      dense: 1 kernel(s)"), "{out}");
-    for col in ["ops", "calls", "%kernels", "%call", "µs/call", "GB/s", "GFLOP/s"] {
+    assert!(lines[header - 2].starts_with("profile      dense: 1 kernel(s)"), "{out}");
+    assert!(
+        lines[header - 1].starts_with(
+            "roofline     20.0 GB/s memory, 100.0 GFLOP/s FMA on 1 thread(s): %BW and %FMA"
+        ),
+        "{out}"
+    );
+    for col in ["ops", "calls", "%kernels", "%call", "µs/call", "GB/s", "GFLOP/s", "%BW", "%FMA"] {
         assert!(lines[header].contains(col), "{out}");
     }
     let row: Vec<&str> = lines[header + 1].split_whitespace().collect();
     assert_eq!(&row[..5], ["0", "matmul", "matmul", "add", "maximum"], "{out}");
-    let profile: Vec<&str> = lines[header - 1].split_whitespace().collect();
+    // %BW and %FMA: the kernel's GB/s and GFLOP/s over the roofline's 20 and 100.
+    let num = |s: &str| s.parse::<f64>().expect("a number");
+    let (gbps, gflops) = (num(row[row.len() - 4]), num(row[row.len() - 3]));
+    let (bw, fma) = (num(row[row.len() - 2]), num(row[row.len() - 1]));
+    assert!((bw - gbps * 5.0).abs() <= 0.1 + gbps * 0.01, "{out}");
+    assert!((fma - gflops).abs() <= 0.1 + gflops * 0.01, "{out}");
+    let profile: Vec<&str> = lines[header - 2].split_whitespace().collect();
     // "... (mean of the faster N of M calls)": the kernel's calls are the N counted.
     assert_eq!(row[5], profile[profile.len() - 4], "{out}");
     assert_eq!(row[6], "100.0", "one kernel has all the kernel time: {out}");
@@ -213,7 +227,7 @@ fn bench_profile_prints_a_kernel_table_and_json() {
     expect_exit(&o, 0, "bench --profile --json");
     let json = text(&o.stdout);
     let line = json.trim();
-    assert!(line.starts_with('{') && line.ends_with("]}}") && !line.contains('\n'), "{json}");
+    assert!(line.starts_with('{') && line.ends_with("}}}") && !line.contains('\n'), "{json}");
     for key in [
         "\"median_us\":",
         "\"profile\":{\"function\":\"dense\",\"threads\":1,",
@@ -224,6 +238,9 @@ fn bench_profile_prints_a_kernel_table_and_json() {
         "\"flops\":1088,",
         "\"gbps\":",
         "\"gflops\":",
+        "\"bandwidth_share\":",
+        "\"fma_share\":",
+        "\"roofline\":{\"bandwidth_gbps\":20.000,\"fma_gflops\":100.000,\"source\":\"TFN_ROOFLINE\"}}}",
     ] {
         assert!(line.contains(key), "missing {key}:\n{json}");
     }
@@ -247,8 +264,8 @@ fn bench_profile_of_a_function_with_loops_shows_each_body_kernel_with_its_trips(
     let out = text(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
     let header = lines.iter().position(|l| l.starts_with("kernel kind")).expect("header");
-    assert!(lines[header - 1].starts_with("profile      layers: 2 kernel(s)"), "{out}");
-    let profile: Vec<&str> = lines[header - 1].split_whitespace().collect();
+    assert!(lines[header - 2].starts_with("profile      layers: 2 kernel(s)"), "{out}");
+    let profile: Vec<&str> = lines[header - 2].split_whitespace().collect();
     let counted: u64 = profile[profile.len() - 4].parse().expect("counted calls");
     // Each place, then its kernels (numbered from 0), then the time outside kernels.
     assert_eq!(lines[header + 1].trim(), "stage 0", "{out}");

@@ -280,7 +280,7 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
     let profile_calls = samples.len().min(MAX_PROFILED_CALLS);
     let profile = if req.profile {
         match session.profile_into(&req.function, &[], &kwargs, &mut outs, profile_calls) {
-            Ok(p) => Some(p),
+            Ok(p) => Some(p.with_roofline()),
             Err(e) => return Outcome::from(e),
         }
     } else {

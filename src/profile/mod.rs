@@ -19,6 +19,9 @@
 
 mod cost;
 mod report;
+mod roofline;
+
+pub use roofline::Roofline;
 
 use crate::error::Error;
 use crate::program::{ProgramTimes, StageInfo};
@@ -49,6 +52,9 @@ pub struct Profile {
     pub total: Duration,
     /// One entry per fused kernel, in execution order.
     pub kernels: Vec<KernelProfile>,
+    /// The machine's limits to read the kernels' rates against, when asked for
+    /// ([`Profile::with_roofline`]; `tfnc bench --profile` does).
+    pub roofline: Option<Roofline>,
 }
 
 /// One kernel of a [`Profile`].
@@ -79,6 +85,25 @@ pub struct KernelProfile {
 }
 
 impl Profile {
+    /// This profile with the machine's limits for its thread count ([`Roofline::for_threads`]:
+    /// measured once, then cached), so each kernel's rates read as shares of them.
+    pub fn with_roofline(mut self) -> Profile {
+        self.roofline = Some(Roofline::for_threads(self.threads));
+        self
+    }
+
+    /// A kernel's bandwidth as a percentage of the machine's ([`Profile::roofline`]).
+    pub fn bandwidth_share(&self, kernel: &KernelProfile) -> Option<f64> {
+        let r = self.roofline.as_ref()?;
+        Some(100.0 * self.gbps(kernel) / r.bandwidth_gbps)
+    }
+
+    /// A kernel's arithmetic rate as a percentage of the machine's FMA peak.
+    pub fn fma_share(&self, kernel: &KernelProfile) -> Option<f64> {
+        let r = self.roofline.as_ref()?;
+        Some(100.0 * self.gflops(kernel) / r.fma_gflops)
+    }
+
     /// The summed time of every kernel.
     pub fn kernel_time(&self) -> Duration {
         self.kernels.iter().map(|k| k.time).sum()
@@ -230,6 +255,7 @@ impl Session {
             counted,
             total: sum(0),
             kernels,
+            roofline: None,
         })
     }
 
@@ -343,6 +369,7 @@ impl Session {
             counted,
             total: Duration::from_nanos(sums[0]),
             kernels,
+            roofline: None,
         })
     }
 }

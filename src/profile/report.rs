@@ -37,18 +37,30 @@ impl fmt::Display for Profile {
             self.counted,
             self.calls
         )?;
-        writeln!(
+        if let Some(r) = &self.roofline {
+            writeln!(
+                f,
+                "roofline     {:.1} GB/s memory, {:.1} GFLOP/s FMA on {} thread(s): %BW and %FMA are each kernel's share of them",
+                r.bandwidth_gbps, r.fma_gflops, self.threads
+            )?;
+        }
+        let roof = self.roofline.is_some();
+        write!(
             f,
             "{:>6} {:<7} {:<34} {:>6} {:>8} {:>7} {:>9} {:>8} {:>8}",
             "kernel", "kind", "ops", "calls", "%kernels", "%call", "µs/call", "GB/s", "GFLOP/s"
         )?;
+        if roof {
+            write!(f, " {:>6} {:>6}", "%BW", "%FMA")?;
+        }
+        writeln!(f)?;
         let mut place: Option<&str> = None;
         for k in &self.kernels {
             if !k.place.is_empty() && place != Some(k.place.as_str()) {
                 writeln!(f, "{:>6} {}", "", k.place)?;
                 place = Some(&k.place);
             }
-            writeln!(
+            write!(
                 f,
                 "{:>6} {:<7} {:<34} {:>6} {:>8.1} {:>7.1} {:>9.3} {:>8.2} {:>8.2}",
                 k.index,
@@ -61,6 +73,10 @@ impl fmt::Display for Profile {
                 self.gbps(k),
                 self.gflops(k)
             )?;
+            if let (Some(bw), Some(fma)) = (self.bandwidth_share(k), self.fma_share(k)) {
+                write!(f, " {bw:>6.1} {fma:>6.1}")?;
+            }
+            writeln!(f)?;
         }
         write!(
             f,
@@ -83,7 +99,9 @@ impl Profile {
     /// (the faster half the times are over), `call_us`, `kernel_us`, `outside_us`,
     /// `outside_share`, and `kernels`, each with `id`, `kind`, `ops`, `calls` (its runs),
     /// `share` (of the kernel time), `call_share`, `us_per_call`, `bytes`, `flops`, `gbps`,
-    /// `gflops`, and for a function with loops `place` ([`super::KernelProfile::place`]).
+    /// `gflops`, for a function with loops `place` ([`super::KernelProfile::place`]), and with
+    /// a roofline `bandwidth_share` and `fma_share` (percent), the object then ending with
+    /// `roofline` (`bandwidth_gbps`, `fma_gflops`, `source`).
     pub fn to_json(&self) -> String {
         let mut s = String::new();
         let _ = write!(
@@ -115,12 +133,26 @@ impl Profile {
                 self.gbps(k),
                 self.gflops(k)
             );
+            if let (Some(bw), Some(fma)) = (self.bandwidth_share(k), self.fma_share(k)) {
+                s.pop();
+                let _ = write!(s, ",\"bandwidth_share\":{bw:.2},\"fma_share\":{fma:.2}}}");
+            }
             if !k.place.is_empty() {
                 s.pop();
                 let _ = write!(s, ",\"place\":{}}}", json_string(&k.place));
             }
         }
-        s.push_str("]}");
+        s.push(']');
+        if let Some(r) = &self.roofline {
+            let _ = write!(
+                s,
+                ",\"roofline\":{{\"bandwidth_gbps\":{:.3},\"fma_gflops\":{:.3},\"source\":{}}}",
+                r.bandwidth_gbps,
+                r.fma_gflops,
+                json_string(&r.source)
+            );
+        }
+        s.push('}');
         s
     }
 }
