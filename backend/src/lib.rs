@@ -16,12 +16,14 @@
 //!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512), reading
 //!   transposed operands (folded by fusion) through swapped strides;
 //! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`];
-//! - [`workers`]: the one persistent thread pool every parallel kernel runs on.
+//! - [`workers`]: the one persistent thread pool every parallel kernel runs on;
+//! - [`aot`]: kernels compiled ahead of time into an object file, and run from it.
 
 pub mod isa;
 pub mod math;
 
 mod abi;
+pub mod aot;
 mod buffers;
 pub mod cache;
 mod codegen;

@@ -38,6 +38,7 @@ use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, State};
+pub(crate) use steps::KernelSource;
 use steps::{compile_kernel, Step};
 
 /// The values the steps allocate: each kernel's outputs and the node of a native kernel
@@ -149,8 +150,9 @@ pub struct CompiledFunction {
     threads: usize,
     /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
-    /// Keeps the kernels' machine code alive.
-    _jit: Jit,
+    /// Keeps the kernels' machine code alive (`None`: the code is in the program's image,
+    /// an AOT object).
+    _jit: Option<Jit>,
 }
 
 // SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit`; the
@@ -170,6 +172,17 @@ impl CompiledFunction {
     /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`).
     pub(crate) fn compile_in(
         jit: &Jit,
+        graph: &Graph,
+        fused: FusedGraph,
+        options: &CompileOptions,
+    ) -> Result<CompiledFunction, CodegenError> {
+        Self::assemble(jit, Some(jit.clone()), graph, fused, options)
+    }
+
+    /// The steps of `fused` with their kernels from `src`; `keep` owns their code, if any.
+    pub(crate) fn assemble(
+        jit: &dyn KernelSource,
+        keep: Option<Jit>,
         graph: &Graph,
         fused: FusedGraph,
         options: &CompileOptions,
@@ -205,7 +218,7 @@ impl CompiledFunction {
             in_place,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
-            _jit: jit.clone(),
+            _jit: keep,
         })
     }
 

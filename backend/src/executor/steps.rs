@@ -1,7 +1,8 @@
 //! How each fused kernel runs ([`Step`]) and how a kernel is compiled into one.
 
+use crate::abi::KernelFn;
 use crate::error::CodegenError;
-use crate::jit::{Jit, KernelFn};
+use crate::jit::Jit;
 use crate::plan::LoopPlan;
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
 use tfn_passes::fusion::{matmul_operand_view, Kernel, KernelKind};
@@ -51,8 +52,26 @@ pub(super) enum Step {
     },
 }
 
+/// Where the machine code of a step's kernels comes from: the JIT compiles each plan, an AOT
+/// build compiles it into an object file, and the AOT runtime takes it from the object's
+/// table (checking that the plan is the one the object was built from). Steps, plans and the
+/// executor are the same code in every case.
+pub(crate) trait KernelSource {
+    /// The kernel of a loop plan (elementwise/reduction kernels, GEMM and window epilogues),
+    /// asked for in step order.
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError>;
+    /// The JIT, for kernels built by their own code generator (scans, arg-reductions);
+    /// `None` where there is none (they are then unsupported).
+    fn jit(&self) -> Option<&Jit>;
+}
+
+/// The JIT of `src`, or the error that a kernel of this kind needs one.
+fn jit_of<'a>(src: &'a dyn KernelSource, what: &str) -> Result<&'a Jit, CodegenError> {
+    src.jit().ok_or_else(|| CodegenError::Unsupported(format!("{what}: needs the JIT")))
+}
+
 pub(super) fn compile_kernel(
-    jit: &Jit,
+    jit: &dyn KernelSource,
     graph: &Graph,
     kernel: &Kernel,
 ) -> Result<Step, CodegenError> {
@@ -70,7 +89,7 @@ pub(super) fn compile_kernel(
                 .nodes
                 .iter()
                 .any(|n| matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. }));
-            let func = jit.compile(&plan)?;
+            let func = jit.loop_kernel(&plan)?;
             Ok(Step::Loop { plan, func, checks_empty })
         }
         KernelKind::MatMul => {
@@ -108,7 +127,7 @@ pub(super) fn compile_kernel(
                 let outputs: Vec<ValueId> =
                     kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
-                let func = jit.compile(&plan)?;
+                let func = jit.loop_kernel(&plan)?;
                 Some((plan, func))
             } else {
                 None
@@ -143,9 +162,11 @@ pub(super) fn compile_kernel(
             [v] if matches!(graph.node(*v).op, Op::Index { .. }) => Ok(Step::Scatter { node: *v }),
             _ => Err(CodegenError::Unsupported("scatter kernel of several nodes".into())),
         },
-        KernelKind::ArgMax | KernelKind::ArgMin => {
-            Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?))
-        }
+        KernelKind::ArgMax | KernelKind::ArgMin => Ok(Step::Arg(crate::scan::compile_arg(
+            jit_of(jit, "argmax/argmin kernel")?,
+            graph,
+            kernel,
+        )?)),
         KernelKind::Window => {
             let Some(&node) =
                 kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::Window { .. }))
@@ -160,13 +181,15 @@ pub(super) fn compile_kernel(
                 let outputs: Vec<ValueId> =
                     kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
-                let func = jit.compile(&plan)?;
+                let func = jit.loop_kernel(&plan)?;
                 Some((plan, func))
             } else {
                 None
             };
             Ok(Step::Window { node, epilogue })
         }
-        KernelKind::Scan => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
+        KernelKind::Scan => {
+            Ok(Step::Scan(crate::scan::compile_scan(jit_of(jit, "scan kernel")?, graph, kernel)?))
+        }
     }
 }
