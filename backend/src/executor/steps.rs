@@ -67,7 +67,11 @@ pub(crate) trait KernelSource {
 
 /// The JIT of `src`, or the error that a kernel of this kind needs one.
 fn jit_of<'a>(src: &'a dyn KernelSource, what: &str) -> Result<&'a Jit, CodegenError> {
-    src.jit().ok_or_else(|| CodegenError::Unsupported(format!("{what}: needs the JIT")))
+    src.jit().ok_or_else(|| {
+        CodegenError::Unsupported(format!(
+            "{what}: compiled only by the JIT, not in AOT objects yet"
+        ))
+    })
 }
 
 pub(super) fn compile_kernel(

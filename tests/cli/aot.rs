@@ -1,0 +1,192 @@
+//! `tfnc build`: objects built ahead of time, linked by the system `cc` into the C client of
+//! `examples/aot_c/` with the runtime library, called on raw f32 files and compared bit for bit
+//! with `Session::call` on the same inputs, on 1 and 2 threads; three modules (different
+//! prefixes) in one program. And the refusals: unknown function, unwritable output directory,
+//! unsupported kernels and signatures, each with its exit code and no file left behind.
+
+use super::{scratch, stderr, tfnc};
+use ndarray::{ArrayD, IxDyn};
+use std::path::Path;
+use std::process::Command;
+use tfn::{Session, SessionOptions, Tensor, Value};
+use tfn_test_utils::Rng;
+
+const NN: &str = r#"
+fn gelu(Tensor x) -> Tensor {
+    let inner = 0.7978845608 * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (1.0 + tanh(inner))
+}
+fn softmax_rows(Tensor x) -> Tensor {
+    let e = exp(x - max(x, dims=[-1], keepdim=true))
+    return e / sum(e, dims=[-1], keepdim=true)
+}
+fn linear(Tensor x, Tensor w, Tensor b) -> Tensor {
+    return maximum(matmul(x, w) + b, 0.0)
+}
+fn running(Tensor x) -> Tensor {
+    return cumsum(x, dim=0)
+}
+fn repeat(Tensor x) -> Tensor {
+    var acc = x
+    for _i in 0..size(x, 0) {
+        acc = acc * 0.5 + x
+    }
+    return acc
+}
+"#;
+
+/// Whether the system C compiler runs.
+fn have_cc() -> bool {
+    Command::new("cc").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+fn write_f32(path: &Path, a: &ArrayD<f32>) {
+    let bytes: Vec<u8> = a.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(path, bytes).expect("write input");
+}
+
+fn read_f32(path: &Path) -> Vec<u32> {
+    let bytes = std::fs::read(path).expect("read output");
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn session_bits(threads: usize, name: &str, args: &[Value]) -> Vec<u32> {
+    let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+    s.load_str("nn.tfn", NN).expect("nn loads");
+    let out = s.call(name, args).expect("session call");
+    match out[0].clone().into_tensor() {
+        Some(Tensor::F32(a)) => a.iter().map(|x| x.to_bits()).collect(),
+        other => panic!("unexpected output {other:?}"),
+    }
+}
+
+fn build(dir: &Path, function: &str, prefix: &str, args: &[&str]) {
+    let mut argv = vec!["build", "nn.tfn", "--fn", function, "-o", "build", "--prefix", prefix];
+    for a in args {
+        argv.extend(["--arg", a]);
+    }
+    let o = tfnc(dir, &argv);
+    assert!(o.status.success(), "tfnc build {function}: {}", stderr(&o));
+}
+
+#[test]
+fn built_modules_linked_from_c_give_the_sessions_bits() {
+    let dir = scratch("aot-c");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    build(&dir, "gelu", "g", &["x=f32[?, ?]"]);
+    build(&dir, "softmax_rows", "s", &["x=f32[?, ?]"]);
+    build(&dir, "linear", "m", &["x=f32[?, ?]", "w=f32[?, ?]", "b=f32[?]"]);
+    for f in ["g.o", "g.h", "s.o", "s.h", "m.o", "m.h", "libtfn_rt.a"] {
+        assert!(dir.join("build").join(f).is_file(), "{f} written");
+    }
+    let header = std::fs::read_to_string(dir.join("build/g.h")).unwrap();
+    assert!(header.contains("int g_gelu(const tfn_buffer inputs[1], tfn_buffer outputs[1]);"));
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/aot_c/main.c");
+    let cc = Command::new("cc")
+        .current_dir(&dir)
+        .args(["-O1", "-Ibuild"])
+        .arg(&driver)
+        .args(["build/g.o", "build/s.o", "build/m.o", "build/libtfn_rt.a"])
+        .args(["-lpthread", "-ldl", "-lm", "-o", "aot_demo"])
+        .output()
+        .expect("run cc");
+    assert!(cc.status.success(), "cc: {}", stderr(&cc));
+
+    let mut rng = Rng::new(0x5eed_a07c);
+    let mut f32s = |shape: &[usize], scale: f64| -> ArrayD<f32> {
+        rng.array(shape, -scale, scale).mapv(|v| v as f32).into_dimensionality::<IxDyn>().unwrap()
+    };
+    // Odd sizes above the parallel thresholds (so 2 threads split the work).
+    let x = f32s(&[263, 1031], 4.0);
+    let (xm, w, b) = (f32s(&[129, 300], 1.0), f32s(&[300, 197], 0.2), f32s(&[197], 1.0));
+    for (name, a) in [("x", &x), ("xm", &xm), ("w", &w), ("b", &b)] {
+        write_f32(&dir.join(format!("{name}.bin")), a);
+    }
+    let cases: [(&str, Vec<&str>, Vec<Value>); 3] = [
+        ("gelu", vec!["x.bin", "263x1031"], vec![x.clone().into()]),
+        ("softmax_rows", vec!["x.bin", "263x1031"], vec![x.clone().into()]),
+        (
+            "linear",
+            vec!["xm.bin", "129x300", "w.bin", "300x197", "b.bin", "197"],
+            vec![xm.clone().into(), w.clone().into(), b.clone().into()],
+        ),
+    ];
+    for (name, files, args) in &cases {
+        let want = session_bits(1, name, args);
+        assert_eq!(want, session_bits(2, name, args), "{name}: the session on 2 threads");
+        for threads in ["1", "2"] {
+            let out = format!("{name}-{threads}.out");
+            let run = Command::new(dir.join("aot_demo"))
+                .current_dir(&dir)
+                .args([threads, "2", name, &out])
+                .args(files)
+                .output()
+                .expect("run the C client");
+            assert!(run.status.success(), "{name} on {threads} thread(s): {}", stderr(&run));
+            let got = read_f32(&dir.join(&out));
+            assert_eq!(got.len(), want.len(), "{name}: output size");
+            let differ = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+            assert_eq!(differ, 0, "{name} on {threads} thread(s): {differ} elements differ");
+        }
+    }
+    // A wrong argument is an error code and a message, not a crash.
+    let run = Command::new(dir.join("aot_demo"))
+        .current_dir(&dir)
+        .args(["1", "1", "linear", "bad.out", "xm.bin", "129x300", "w.bin", "301x1", "b.bin", "1"])
+        .output()
+        .expect("run the C client");
+    assert!(!run.status.success());
+    assert!(
+        stderr(&run).contains("cannot read") || stderr(&run).contains("linear"),
+        "{}",
+        stderr(&run)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The files of a directory (none when it does not exist).
+fn files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn build_refusals_name_the_problem_and_leave_no_files() {
+    let dir = scratch("aot-refusals");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    std::fs::write(dir.join("a-file"), "not a directory").unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--fn", "nope", "--arg", "x=f32[?]", "-o", "out"], 1, "unknown function `nope`"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file/out"], 1, "cannot write"),
+        (
+            &["--fn", "running", "--arg", "x=f32[?, ?]", "-o", "out"],
+            1,
+            "cannot be built ahead of time",
+        ),
+        (&["--fn", "repeat", "--arg", "x=f32[?]", "-o", "out"], 1, "loops"),
+        (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "9x"],
+            2,
+            "not a C identifier",
+        ),
+        (&["--fn", "linear", "--arg", "x=f32[?, ?]", "-o", "out"], 1, "error"),
+    ];
+    for (args, code, message) in cases {
+        let mut argv = vec!["build", "nn.tfn"];
+        argv.extend_from_slice(args);
+        let o = tfnc(&dir, &argv);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{args:?}: expected `{message}` in {}", stderr(&o));
+        assert!(files(&dir.join("out")).is_empty(), "{args:?} left {:?}", files(&dir.join("out")));
+    }
+    let mut names = files(&dir);
+    names.sort();
+    assert_eq!(names, ["a-file", "nn.tfn"], "nothing else written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
