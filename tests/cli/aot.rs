@@ -4,10 +4,11 @@
 //! prefixes) in one program. And the refusals: unknown function, unwritable output directory,
 //! unsupported kernels and signatures, each with its exit code and no file left behind.
 
-use super::{scratch, stderr, tfnc};
+use super::{scratch, stderr};
 use ndarray::{ArrayD, IxDyn};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use tfn::{Session, SessionOptions, Tensor, Value};
 use tfn_test_utils::Rng;
 
@@ -60,12 +61,48 @@ fn session_bits(threads: usize, name: &str, args: &[Value]) -> Vec<u32> {
     }
 }
 
+/// The runtime library, built as users build it (`cargo build -p tfn-rt`: no Cranelift, no
+/// egg) into the target directory of this test's `tfnc`; cargo makes it a no-op when it is
+/// up to date.
+fn runtime_library() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let tfnc = Path::new(env!("CARGO_BIN_EXE_tfnc"));
+            let profile_dir = tfnc.parent().expect("tfnc's directory");
+            let target_dir = profile_dir.parent().expect("the target directory");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.current_dir(env!("CARGO_MANIFEST_DIR")).args(["build", "-q", "-p", "tfn-rt"]);
+            build.arg("--target-dir").arg(target_dir);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let o = build.output().expect("run cargo");
+            assert!(o.status.success(), "cargo build -p tfn-rt: {}", stderr(&o));
+            let lib = profile_dir.join("libtfn_rt.a");
+            assert!(lib.is_file(), "{} built", lib.display());
+            lib
+        })
+        .clone()
+}
+
+/// `tfnc ARGS` with the runtime library of [`runtime_library`].
+fn tfnc_build(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(args)
+        .current_dir(dir)
+        .env("TFN_RT_LIB", runtime_library())
+        .output()
+        .expect("run tfnc")
+}
+
 fn build(dir: &Path, function: &str, prefix: &str, args: &[&str]) {
     let mut argv = vec!["build", "nn.tfn", "--fn", function, "-o", "build", "--prefix", prefix];
     for a in args {
         argv.extend(["--arg", a]);
     }
-    let o = tfnc(dir, &argv);
+    let o = tfnc_build(dir, &argv);
     assert!(o.status.success(), "tfnc build {function}: {}", stderr(&o));
 }
 
@@ -180,11 +217,21 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     for (args, code, message) in cases {
         let mut argv = vec!["build", "nn.tfn"];
         argv.extend_from_slice(args);
-        let o = tfnc(&dir, &argv);
+        let o = tfnc_build(&dir, &argv);
         assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(message), "{args:?}: expected `{message}` in {}", stderr(&o));
         assert!(files(&dir.join("out")).is_empty(), "{args:?} left {:?}", files(&dir.join("out")));
     }
+    // Without the runtime library, nothing is written either.
+    let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(["build", "nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"])
+        .current_dir(&dir)
+        .env("TFN_RT_LIB", dir.join("no-such-lib.a"))
+        .output()
+        .expect("run tfnc");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-lib.a is missing"), "{}", stderr(&o));
+    assert!(files(&dir.join("out")).is_empty());
     let mut names = files(&dir);
     names.sort();
     assert_eq!(names, ["a-file", "nn.tfn"], "nothing else written");

@@ -21,6 +21,7 @@
 
 #[cfg(feature = "jit")]
 mod build;
+pub mod c_abi;
 #[cfg(feature = "jit")]
 pub use build::{AotError, ObjectBuilder};
 
@@ -88,6 +89,7 @@ impl KernelSource for TableSource<'_> {
         Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(addr) })
     }
 
+    #[cfg(feature = "jit")]
     fn jit(&self) -> Option<&crate::jit::Jit> {
         None
     }
@@ -109,7 +111,14 @@ impl CompiledFunction {
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
         let src = TableSource { kernels, next: Cell::new(0) };
-        let compiled = CompiledFunction::assemble(&src, None, graph, fused, options)?;
+        let compiled = CompiledFunction::assemble(
+            &src,
+            #[cfg(feature = "jit")]
+            None,
+            graph,
+            fused,
+            options,
+        )?;
         if src.next.get() != kernels.len() {
             return Err(CodegenError::Internal(format!(
                 "the schedule uses {} of the object's {} kernels",

@@ -11,11 +11,13 @@
 //! the event is a *fallback*: [`CompiledFunction::interpreted_kernels`] lists it, and the
 //! session counts, logs and (in strict mode) refuses it.
 
+use crate::abi::KernelFn;
 use crate::abi::{AxisAbi, LoopAbi};
 use crate::buffers;
 use crate::copy;
 use crate::error::{CodegenError, RunError};
-use crate::jit::{Jit, KernelFn};
+#[cfg(feature = "jit")]
+use crate::jit::Jit;
 use crate::matmul::{self, MatMulShapes};
 use crate::plan::{IndexedRole, LoopPlan};
 use crate::pool::BufferPool;
@@ -26,7 +28,9 @@ use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
 use tfn_ir::interp::{self, ExternKernels, NoExterns};
 use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
-use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
+#[cfg(feature = "jit")]
+use tfn_passes::fusion::fuse;
+use tfn_passes::fusion::{FusedGraph, Kernel};
 
 mod liveness;
 mod loop_call;
@@ -152,16 +156,19 @@ pub struct CompiledFunction {
     pool: BufferPool,
     /// Keeps the kernels' machine code alive (`None`: the code is in the program's image,
     /// an AOT object).
+    #[cfg(feature = "jit")]
     _jit: Option<Jit>,
 }
 
-// SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit`; the
+// SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit` (or in
+// the program's image: AOT objects); the
 // only interior mutability is the pool's `Mutex`, so sharing and sending it is sound.
 unsafe impl Send for CompiledFunction {}
 unsafe impl Sync for CompiledFunction {}
 
 impl CompiledFunction {
     /// Fuses and compiles `graph` in a JIT module of its own.
+    #[cfg(feature = "jit")]
     pub fn compile(
         graph: &Graph,
         options: &CompileOptions,
@@ -170,6 +177,7 @@ impl CompiledFunction {
     }
 
     /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`).
+    #[cfg(feature = "jit")]
     pub(crate) fn compile_in(
         jit: &Jit,
         graph: &Graph,
@@ -182,13 +190,16 @@ impl CompiledFunction {
     /// The steps of `fused` with their kernels from `src`; `keep` owns their code, if any.
     pub(crate) fn assemble(
         jit: &dyn KernelSource,
-        keep: Option<Jit>,
+        #[cfg(feature = "jit")] keep: Option<Jit>,
         graph: &Graph,
         fused: FusedGraph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
         let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
+        #[cfg(feature = "jit")]
         let inject = tfn_passes::pipeline::fault_injected("codegen");
+        #[cfg(not(feature = "jit"))]
+        let inject = false;
         for kernel in &fused.kernels {
             let compiled = if inject {
                 Err(CodegenError::Cranelift("fault injected by TFN_INJECT_FAULT".into()))
@@ -218,6 +229,7 @@ impl CompiledFunction {
             in_place,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
+            #[cfg(feature = "jit")]
             _jit: keep,
         })
     }

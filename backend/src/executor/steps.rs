@@ -2,6 +2,7 @@
 
 use crate::abi::KernelFn;
 use crate::error::CodegenError;
+#[cfg(feature = "jit")]
 use crate::jit::Jit;
 use crate::plan::LoopPlan;
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
@@ -62,16 +63,40 @@ pub(crate) trait KernelSource {
     fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError>;
     /// The JIT, for kernels built by their own code generator (scans, arg-reductions);
     /// `None` where there is none (they are then unsupported).
+    #[cfg(feature = "jit")]
     fn jit(&self) -> Option<&Jit>;
 }
 
-/// The JIT of `src`, or the error that a kernel of this kind needs one.
-fn jit_of<'a>(src: &'a dyn KernelSource, what: &str) -> Result<&'a Jit, CodegenError> {
-    src.jit().ok_or_else(|| {
-        CodegenError::Unsupported(format!(
-            "{what}: compiled only by the JIT, not in AOT objects yet"
-        ))
-    })
+/// The error for a kernel only the JIT compiles, where there is none.
+fn needs_jit(what: &str) -> CodegenError {
+    CodegenError::Unsupported(format!("{what}: compiled only by the JIT, not in AOT objects yet"))
+}
+
+/// The step of an `argmax`/`argmin` kernel (`scan: false`) or a scan kernel.
+#[cfg(feature = "jit")]
+fn axis_step(
+    src: &dyn KernelSource,
+    graph: &Graph,
+    kernel: &Kernel,
+    scan: bool,
+) -> Result<Step, CodegenError> {
+    match (src.jit(), scan) {
+        (Some(jit), true) => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
+        (Some(jit), false) => Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?)),
+        (None, true) => Err(needs_jit("scan kernel")),
+        (None, false) => Err(needs_jit("argmax/argmin kernel")),
+    }
+}
+
+/// Without the JIT, kernels along an axis are unsupported.
+#[cfg(not(feature = "jit"))]
+fn axis_step(
+    _src: &dyn KernelSource,
+    _graph: &Graph,
+    _kernel: &Kernel,
+    scan: bool,
+) -> Result<Step, CodegenError> {
+    Err(needs_jit(if scan { "scan kernel" } else { "argmax/argmin kernel" }))
 }
 
 pub(super) fn compile_kernel(
@@ -166,11 +191,7 @@ pub(super) fn compile_kernel(
             [v] if matches!(graph.node(*v).op, Op::Index { .. }) => Ok(Step::Scatter { node: *v }),
             _ => Err(CodegenError::Unsupported("scatter kernel of several nodes".into())),
         },
-        KernelKind::ArgMax | KernelKind::ArgMin => Ok(Step::Arg(crate::scan::compile_arg(
-            jit_of(jit, "argmax/argmin kernel")?,
-            graph,
-            kernel,
-        )?)),
+        KernelKind::ArgMax | KernelKind::ArgMin => axis_step(jit, graph, kernel, false),
         KernelKind::Window => {
             let Some(&node) =
                 kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::Window { .. }))
@@ -192,8 +213,6 @@ pub(super) fn compile_kernel(
             };
             Ok(Step::Window { node, epilogue })
         }
-        KernelKind::Scan => {
-            Ok(Step::Scan(crate::scan::compile_scan(jit_of(jit, "scan kernel")?, graph, kernel)?))
-        }
+        KernelKind::Scan => axis_step(jit, graph, kernel, true),
     }
 }
