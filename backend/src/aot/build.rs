@@ -155,6 +155,14 @@ impl ObjectBuilder {
         Ok(())
     }
 
+    /// The fingerprints of the kernels of function `index` (in the order they were added), in
+    /// step order: what the runtime checks each plan against.
+    pub fn fingerprints(&self, index: usize) -> Vec<u64> {
+        self.functions
+            .get(index)
+            .map_or_else(Vec::new, |f| f.kernels.iter().map(|(_, fp)| *fp).collect())
+    }
+
     /// Distinct kernels compiled so far (identical ones counted once).
     pub fn kernel_count(&self) -> usize {
         self.inner.defined
