@@ -1,8 +1,8 @@
 /* A C client of three tfn modules built ahead of time (`tfnc build`, see docs/aot.md):
  *
- *   tfnc build nn.tfn --fn gelu         --arg 'x=f32[?, ?]' -o build --prefix g
- *   tfnc build nn.tfn --fn softmax_rows --arg 'x=f32[?, ?]' -o build --prefix s
- *   tfnc build nn.tfn --fn linear --arg 'x=f32[?, ?]' --arg 'w=f32[?, ?]' --arg 'b=f32[?]' \
+ *   tfnc build examples/aot_c/nn.tfn --fn gelu --arg 'x=f32[?, ?]' -o build --prefix g
+ *   tfnc build examples/aot_c/nn.tfn --fn softmax_rows --arg 'x=f32[?, ?]' -o build --prefix s
+ *   tfnc build examples/aot_c/nn.tfn --fn linear --arg 'x=f32[?, ?]' --arg 'w=f32[?, ?]' --arg 'b=f32[?]' \
  *       -o build --prefix m
  *   cc -O2 -Ibuild examples/aot_c/main.c build/g.o build/s.o build/m.o build/libtfn_rt.a \
  *       -lpthread -ldl -lm -o aot_demo
@@ -10,8 +10,8 @@
  * Usage: aot_demo THREADS REPEAT FN OUT.bin IN.bin DIMS [IN.bin DIMS]...
  *   FN is gelu, softmax_rows or linear; each input is a file of raw little-endian f32 and
  *   its sizes as AxB (a number alone for rank 1). The output is written to OUT.bin as raw
- *   f32; its sizes are printed. REPEAT > 1 times the calls (first call, then the mean of the
- *   others) on stderr. Exit code 0 on success, 1 on any error (message on stderr).
+ *   f32; its sizes are printed. REPEAT > 1 times the calls (first call, then the median and
+ *   minimum of the others) on stderr. Exit code 0 on success, 1 on any error (message on stderr).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +91,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     out.data = malloc((size_t)(elements(&out) > 0 ? elements(&out) : 1) * sizeof(float));
-    double first = 0, rest = 0;
-    for (int r = 0; r < (repeat > 0 ? repeat : 1); r++) {
+    if (repeat < 1) repeat = 1;
+    double *times = malloc((size_t)repeat * sizeof(double));
+    for (int r = 0; r < repeat; r++) {
         double t0 = now_us();
         int status = entry(inputs, &out);
         double dt = now_us() - t0;
@@ -100,11 +101,19 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s: error %d: %s\n", fn, status, tfn_rt_error_message());
             return 1;
         }
-        if (r == 0) first = dt; else rest += dt;
+        times[r] = dt;
     }
-    if (repeat > 1)
-        fprintf(stderr, "%s: first call %.1f us, then %.2f us per call (mean of %d)\n", fn, first,
-                rest / (repeat - 1), repeat - 1);
+    if (repeat > 1) {
+        /* The later calls' median and minimum (insertion sort: REPEAT is small). */
+        double *rest = times + 1;
+        int n = repeat - 1;
+        for (int i = 1; i < n; i++)
+            for (int j = i; j > 0 && rest[j - 1] > rest[j]; j--) {
+                double t = rest[j]; rest[j] = rest[j - 1]; rest[j - 1] = t;
+            }
+        fprintf(stderr, "%s: first call %.1f us, then median %.2f us, min %.2f us (%d calls)\n", fn,
+                times[0], rest[n / 2], rest[0], n);
+    }
     FILE *f = fopen(argv[4], "wb");
     if (!f || fwrite(out.data, sizeof(float), (size_t)elements(&out), f) != (size_t)elements(&out)) {
         fprintf(stderr, "cannot write %s\n", argv[4]);

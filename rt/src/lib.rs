@@ -87,7 +87,11 @@ pub extern "C" fn tfn_rt_set_threads(threads: i64) {
 
 fn threads() -> usize {
     match THREADS.load(Ordering::Relaxed) {
-        0 => CompileOptions::default().threads,
+        0 => {
+            // Every core, asked once (`available_parallelism` reads cgroup files).
+            static CORES: OnceLock<usize> = OnceLock::new();
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        }
         n => n,
     }
 }
@@ -154,17 +158,30 @@ unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failu
     if let Some(hit) = cache().lock().map_err(|_| poisoned())?.get(&key) {
         return Ok(hit.clone());
     }
+    let started = std::time::Instant::now();
     // SAFETY: the caller's contract.
     let image = unsafe { read_function(module, index)? };
+    let read = started.elapsed();
     let (meta, text) = FunctionMeta::parse_blob(image.blob).map_err(Failure::module)?;
     let graph = tfn_ir::text::parse_graph(text)
         .map_err(|e| Failure::module(format!("the embedded graph does not parse: {e}")))?;
     let fused = tfn_passes::fusion::fuse(&graph);
-    let options = CompileOptions { threads, ..CompileOptions::default() };
+    // (The SIMD level is the object's: nothing is compiled here.)
+    let options = CompileOptions { threads, simd: tfn_backend::SimdLevel::V128 };
     // SAFETY: the addresses are the object's kernels, each next to its own fingerprint.
     let compiled =
         unsafe { CompiledFunction::from_object(&graph, fused, &image.kernels, &options) }
             .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;
+    if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
+        eprintln!(
+            "tfn-rt: loaded `{}` ({} kernel(s), {threads} thread(s)) in {:.1} µs (descriptor and \
+             CPU check {:.1} µs, then parse, fuse, assemble; nothing compiled)",
+            meta.name,
+            image.kernels.len(),
+            started.elapsed().as_secs_f64() * 1e6,
+            read.as_secs_f64() * 1e6
+        );
+    }
     let loaded = Arc::new(Loaded { meta, compiled });
     cache().lock().map_err(|_| poisoned())?.insert(key, loaded.clone());
     Ok(loaded)

@@ -12,18 +12,10 @@ use std::sync::OnceLock;
 use tfn::{Session, SessionOptions, Tensor, Value};
 use tfn_test_utils::Rng;
 
-const NN: &str = r#"
-fn gelu(Tensor x) -> Tensor {
-    let inner = 0.7978845608 * (x + 0.044715 * x * x * x)
-    return 0.5 * x * (1.0 + tanh(inner))
-}
-fn softmax_rows(Tensor x) -> Tensor {
-    let e = exp(x - max(x, dims=[-1], keepdim=true))
-    return e / sum(e, dims=[-1], keepdim=true)
-}
-fn linear(Tensor x, Tensor w, Tensor b) -> Tensor {
-    return maximum(matmul(x, w) + b, 0.0)
-}
+/// The C client's functions, and two that `tfnc build` refuses.
+const NN: &str = concat!(
+    include_str!("../../examples/aot_c/nn.tfn"),
+    r#"
 fn running(Tensor x) -> Tensor {
     return cumsum(x, dim=0)
 }
@@ -34,7 +26,8 @@ fn repeat(Tensor x) -> Tensor {
     }
     return acc
 }
-"#;
+"#
+);
 
 /// Whether the system C compiler runs.
 fn have_cc() -> bool {
