@@ -230,3 +230,228 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     assert_eq!(names, ["a-file", "nn.tfn"], "nothing else written");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Functions of every step kind an object holds (loop kernels with reductions and broadcasts,
+/// GEMMs with and without epilogues, copies, reshapes, window ops; several outputs; f64, i32
+/// and bool tensors), each built into a module of its own and called from one C program.
+const MORE: &str = r#"
+fn moves(Tensor x) -> Tensor {
+    let t = transpose(x, [1, 0])
+    return concat([t, slice(t, dim=0, start=1, step=2)], dim=0)
+}
+fn conv_relu(Tensor x, Tensor w) -> Tensor {
+    return maximum(conv2d(x, w, padding=[1, 1]), 0.0)
+}
+fn pool(Tensor x) -> Tensor {
+    return max_pool2d(x, kernel=[2, 2])
+}
+fn two(Tensor x) -> (Tensor, Tensor) {
+    return (exp(x), sum(x * x, dims=[1]))
+}
+fn flat(Tensor x) -> Tensor {
+    return reshape(x, [-1]) * 2.0
+}
+fn mask(Tensor x) -> Tensor {
+    return x > 0.25
+}
+fn ints(Tensor a, Tensor b) -> Tensor {
+    return a * b + a
+}
+"#;
+
+/// A C program that calls any of `modules` (`(prefix, function, outputs)`) on raw input files
+/// (`FILE DTYPE SIZES` each) and writes output `k` to `OUT.k`: the harness of
+/// [`every_step_kind_gives_the_sessions_bits`].
+fn harness(modules: &[(String, String, usize)]) -> String {
+    let mut c = String::from("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n");
+    for (prefix, _, _) in modules {
+        c.push_str(&format!("#include \"{prefix}.h\"\n"));
+    }
+    c.push_str(
+        "typedef int (*entry_fn)(const tfn_buffer *, tfn_buffer *);\n\
+         typedef int (*shape_fn)(const tfn_buffer *, int64_t, tfn_buffer *);\n\
+         struct fn { const char *name; entry_fn entry; shape_fn shape; int outputs; };\n\
+         static const struct fn FNS[] = {\n",
+    );
+    for (prefix, f, n) in modules {
+        c.push_str(&format!("    {{\"{f}\", {prefix}_{f}, {prefix}_{f}_output_shape, {n}}},\n"));
+    }
+    c.push_str(
+        r#"};
+static size_t dsize(int64_t d) {
+    return d == TFN_F64 || d == TFN_I64 ? 8 : d == TFN_F32 || d == TFN_I32 ? 4 : 1;
+}
+static int64_t count(const tfn_buffer *b) {
+    int64_t n = 1;
+    for (int64_t a = 0; a < b->rank; a++) n *= b->sizes[a];
+    return n;
+}
+int main(int argc, char **argv) {
+    tfn_rt_set_threads(atoll(argv[1]));
+    const struct fn *f = 0;
+    for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)
+        if (!strcmp(FNS[i].name, argv[2])) f = &FNS[i];
+    if (!f) return fprintf(stderr, "no function %s\n", argv[2]), 1;
+    tfn_buffer in[8], out[8];
+    int n = 0;
+    for (int a = 4; a + 2 < argc + 0 && n < 8; a += 3, n++) {
+        tfn_buffer *b = &in[n];
+        memset(b, 0, sizeof *b);
+        b->dtype = atoll(argv[a + 1]);
+        for (char *p = argv[a + 2]; *p;) {
+            char *end;
+            b->sizes[b->rank++] = strtoll(p, &end, 10);
+            p = *end == 'x' ? end + 1 : end;
+        }
+        tfn_buffer_row_major(b);
+        size_t bytes = (size_t)count(b) * dsize(b->dtype);
+        b->data = malloc(bytes + 1);
+        FILE *file = fopen(argv[a], "rb");
+        if (!file || fread(b->data, 1, bytes, file) != bytes) return fprintf(stderr, "read %s\n", argv[a]), 1;
+        fclose(file);
+    }
+    for (int k = 0; k < f->outputs; k++) {
+        if (f->shape(in, k, &out[k]) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+        out[k].data = malloc((size_t)count(&out[k]) * dsize(out[k].dtype) + 1);
+    }
+    if (f->entry(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+    for (int k = 0; k < f->outputs; k++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s.%d", argv[3], k);
+        FILE *file = fopen(name, "wb");
+        size_t bytes = (size_t)count(&out[k]) * dsize(out[k].dtype);
+        if (!file || fwrite(out[k].data, 1, bytes, file) != bytes) return fprintf(stderr, "write %s\n", name), 1;
+        fclose(file);
+    }
+    return 0;
+}
+"#,
+    );
+    c
+}
+
+/// A tensor's elements in row-major order as bytes (bool as one byte).
+fn tensor_bytes(t: &Tensor) -> Vec<u8> {
+    match t {
+        Tensor::F32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::F64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::I32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::I64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::Bool(a) => a.iter().map(|&x| u8::from(x)).collect(),
+        other => panic!("unexpected dtype {}", other.dtype()),
+    }
+}
+
+/// The C dtype code of `t` (as `tfn_backend::aot::c_abi::dtype_code`).
+fn dtype_code(t: &Tensor) -> i64 {
+    tfn_backend::aot::c_abi::dtype_code(t.dtype())
+}
+
+#[test]
+fn every_step_kind_gives_the_sessions_bits() {
+    let dir = scratch("aot-kinds");
+    let source = format!("{}{MORE}", include_str!("../../benches/workloads.tfn"));
+    std::fs::write(dir.join("nn.tfn"), &source).unwrap();
+    let mut rng = Rng::new(0xa07_c0de);
+    let mut f = |shape: &[usize]| rng.tensor(tfn::DType::F32, shape, (-2.0, 2.0));
+    let x = f(&[263, 1031]);
+    let cases: Vec<(&str, Vec<(&str, Tensor)>)> = vec![
+        ("saxpy", vec![("x", f(&[70_001])), ("z", f(&[70_001]))]),
+        ("bias_relu", vec![("x", x.clone()), ("bias", f(&[1031]))]),
+        ("layernorm", vec![("x", x.clone())]),
+        ("total", vec![("x", x.clone())]),
+        ("softmax", vec![("x", f(&[7, 1, 333]))]),
+        (
+            "mlp",
+            vec![
+                ("x", f(&[129, 65])),
+                ("w1", f(&[65, 255])),
+                ("b1", f(&[255])),
+                ("w2", f(&[255, 33])),
+                ("b2", f(&[33])),
+            ],
+        ),
+        ("moves", vec![("x", f(&[301, 257]))]),
+        ("conv_relu", vec![("x", f(&[2, 3, 17, 19])), ("w", f(&[8, 3, 3, 3]))]),
+        ("pool", vec![("x", f(&[2, 3, 18, 20]))]),
+        ("two", vec![("x", x.clone())]),
+        ("flat", vec![("x", f(&[30, 70]))]),
+        ("mask", vec![("x", x.clone())]),
+        ("gelu", vec![("x", rng.tensor(tfn::DType::F64, &[513, 129], (-3.0, 3.0)))]),
+        (
+            "ints",
+            vec![
+                ("a", rng.tensor(tfn::DType::I32, &[300, 40], (-100.0, 100.0))),
+                ("b", rng.tensor(tfn::DType::I32, &[300, 40], (-100.0, 100.0))),
+            ],
+        ),
+    ];
+    let mut modules = Vec::new();
+    for (i, (name, args)) in cases.iter().enumerate() {
+        let prefix = format!("p{i}");
+        let mut argv = vec!["build".to_string(), "nn.tfn".into(), "--fn".into(), name.to_string()];
+        for (param, t) in args {
+            // The signature: `?` per axis, with the dtype and size-1 axes of the argument.
+            let dims: Vec<String> = t
+                .shape()
+                .iter()
+                .map(|&d| if d == 1 { "1".to_string() } else { "?".to_string() })
+                .collect();
+            argv.extend(["--arg".into(), format!("{param}={}[{}]", t.dtype(), dims.join(", "))]);
+        }
+        argv.extend(["-o".into(), "build".into(), "--prefix".into(), prefix.clone()]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = tfnc_build(&dir, &argv);
+        assert!(o.status.success(), "tfnc build {name}: {}", stderr(&o));
+        let s = Session::new();
+        s.load_str("nn.tfn", &source).unwrap();
+        let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
+        let outputs = s.call(name, &values).unwrap_or_else(|e| panic!("{name}: {e}"));
+        modules.push((prefix, name.to_string(), outputs.len()));
+    }
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    std::fs::write(dir.join("harness.c"), harness(&modules)).unwrap();
+    let mut cc = Command::new("cc");
+    cc.current_dir(&dir).args(["-O1", "-Ibuild", "harness.c"]);
+    for (prefix, _, _) in &modules {
+        cc.arg(format!("build/{prefix}.o"));
+    }
+    let o = cc.args(["build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "harness"]).output();
+    let o = o.expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
+    for (name, args) in &cases {
+        let mut inputs = Vec::new();
+        for (k, (_, t)) in args.iter().enumerate() {
+            let file = format!("{name}.in{k}");
+            std::fs::write(dir.join(&file), tensor_bytes(t)).unwrap();
+            let dims: Vec<String> = t.shape().iter().map(usize::to_string).collect();
+            inputs.extend([file, dtype_code(t).to_string(), dims.join("x")]);
+        }
+        let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
+        for threads in [1usize, 2] {
+            let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+            s.load_str("nn.tfn", &source).unwrap();
+            let want = s.call(name, &values).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let out = format!("{name}-{threads}");
+            let run = Command::new(dir.join("harness"))
+                .current_dir(&dir)
+                .args([threads.to_string(), name.to_string(), out.clone()])
+                .args(&inputs)
+                .output()
+                .expect("run the harness");
+            assert!(run.status.success(), "{name} on {threads} thread(s): {}", stderr(&run));
+            for (k, w) in want.iter().enumerate() {
+                let got = std::fs::read(dir.join(format!("{out}.{k}"))).expect("output written");
+                let w = w.clone().into_tensor().expect("a tensor result");
+                assert!(
+                    got == tensor_bytes(&w),
+                    "{name} output {k} on {threads} thread(s) differs"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
