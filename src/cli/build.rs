@@ -1,6 +1,7 @@
-//! `tfnc build FILE --fn NAME --arg x=f32[?, 1024]... -o DIR [--prefix P]`: the function's
-//! kernels, compiled ahead of time, in a relocatable object `DIR/P.o` with a C header `DIR/P.h`
-//! and the runtime library `DIR/libtfn_rt.a` (see docs/aot.md).
+//! `tfnc build FILE --fn NAME --arg x=f32[?, 1024]... [--vjp] -o DIR [--prefix P]`: the
+//! function's kernels (or, with `--vjp`, those of its vector-Jacobian product), compiled ahead
+//! of time, in a relocatable object `DIR/P.o` with a C header `DIR/P.h` and the runtime
+//! library `DIR/libtfn_rt.a` (see docs/aot.md).
 //!
 //! The function is instantiated for the signature `--arg` gives (`?`: a size fixed only at the
 //! call; a number: a size the call must have, where 1 specialises the graph as a call with a
@@ -21,6 +22,8 @@ pub struct BuildRequest {
     pub args: Vec<(String, String)>,
     pub output: PathBuf,
     pub prefix: Option<String>,
+    /// Build the function's vector-Jacobian product instead.
+    pub vjp: bool,
 }
 
 /// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
@@ -154,8 +157,22 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
                 .into(),
         ));
     }
+    // The graph that runs: the function's, or (`--vjp`) its vector-Jacobian product's, whose
+    // parameters are the function's, then one cotangent per result (as `Session::vjp`).
+    let graph = if req.vjp {
+        tfn_passes::autodiff::vjp(&library, &instance)
+            .map_err(|e| {
+                Outcome::UserError(tfn_ir::diagnostic::render_all(
+                    &e.diagnostics(),
+                    &library.sources,
+                ))
+            })?
+            .graph
+    } else {
+        instance.graph.clone()
+    };
     let mut params = Vec::new();
-    for (source, p) in instance.params.iter().zip(&instance.graph.params) {
+    for (source, p) in instance.params.iter().zip(&graph.params) {
         let ParamSource::Keyword(arg) = source else {
             return Err(refuse(format!("parameter `{}` is not a plain tensor argument", p.name)));
         };
@@ -165,12 +182,20 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
         let dims = declared(source).unwrap_or_default();
         params.push((arg.clone(), dims));
     }
-    let planned = crate::pipeline::plan(&library, &instance.graph, true)
+    for (k, p) in graph.params.iter().enumerate().skip(instance.params.len()) {
+        let name = format!("cotangent{}", k - instance.params.len());
+        params.push((name, vec![None; p.ty.shape.rank()]));
+    }
+    let planned = crate::pipeline::plan(&library, &graph, true)
         .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
     if let Some(why) = &planned.optimizer_fallback {
         return Err(refuse(format!("the optimiser failed: {why}")));
     }
-    let meta = FunctionMeta { name: req.function.clone(), params };
+    let exported = if req.vjp { format!("{}_vjp", req.function) } else { req.function.clone() };
+    if !is_c_ident(&exported) {
+        return Err(refuse(format!("`{exported}` is not a C identifier")));
+    }
+    let meta = FunctionMeta { name: exported, params };
     let simd = tfn_backend::CompileOptions::default().simd;
     let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
     let mut object = ObjectBuilder::new(&prefix, simd).map_err(|e| internal(&e))?;

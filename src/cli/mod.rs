@@ -177,6 +177,11 @@ pub enum Command {
         /// The prefix of the files and of every symbol (default: the function's name)
         #[arg(long)]
         prefix: Option<String>,
+        /// Instead of the function: its vector-Jacobian product `<fn>_vjp` (inputs: the
+        /// arguments, then one cotangent per result; outputs: the gradients of the float
+        /// tensor arguments), as `tfnc run --vjp` computes it
+        #[arg(long)]
+        vjp: bool,
     },
     /// Draw the fused graph as Graphviz DOT (stdout), or write it with -o (.dot, .gv, .svg)
     Graph {
@@ -249,8 +254,8 @@ pub fn run(cli: Cli) -> Outcome {
                 profile,
             })
         }
-        Command::Build { file, function, args, output, prefix } => {
-            build::build(build::BuildRequest { file, function, args, output, prefix })
+        Command::Build { file, function, args, output, prefix, vjp } => {
+            build::build(build::BuildRequest { file, function, args, output, prefix, vjp })
         }
         Command::Graph { file, function, args, output, no_optimize } => {
             graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)

@@ -347,6 +347,27 @@ fn dtype_code(t: &Tensor) -> i64 {
     tfn_backend::aot::c_abi::dtype_code(t.dtype())
 }
 
+/// What a session returns for `name` on `args` (with cotangents: its vjp), on `threads`.
+fn session_results(
+    threads: usize,
+    source: &str,
+    name: &str,
+    args: &[(&str, Tensor)],
+    cotangents: &[Tensor],
+) -> Vec<Tensor> {
+    let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+    s.load_str("nn.tfn", source).unwrap();
+    let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
+    let out = if cotangents.is_empty() {
+        s.call(name, &values)
+    } else {
+        let cts: Vec<Value> = cotangents.iter().map(|t| Value::from(t.clone())).collect();
+        s.vjp(name, &values, &cts)
+    };
+    let out = out.unwrap_or_else(|e| panic!("{name}: {e}"));
+    out.into_iter().map(|v| v.into_tensor().expect("a tensor result")).collect()
+}
+
 #[test]
 fn every_step_kind_gives_the_sessions_bits() {
     let dir = scratch("aot-kinds");
@@ -386,8 +407,22 @@ fn every_step_kind_gives_the_sessions_bits() {
             ],
         ),
     ];
+    // Gradients (`--vjp`): the arguments, then one cotangent per result.
+    let mut cot = |shape: &[usize]| rng.tensor(tfn::DType::F32, shape, (-1.0, 1.0));
+    let vjps: Vec<(&str, Vec<Tensor>)> = vec![
+        ("layernorm", vec![cot(&[263, 1031])]),
+        ("mlp", vec![cot(&[129, 33])]),
+        ("two", vec![cot(&[263, 1031]), cot(&[263])]),
+    ];
+    // (function, arguments, cotangents: empty for the function itself)
+    let mut calls: Vec<(&str, Vec<(&str, Tensor)>, Vec<Tensor>)> =
+        cases.iter().map(|(name, args)| (*name, args.clone(), Vec::new())).collect();
+    for (name, cts) in vjps {
+        let args = cases.iter().find(|(n, _)| *n == name).map(|(_, a)| a.clone()).unwrap();
+        calls.push((name, args, cts));
+    }
     let mut modules = Vec::new();
-    for (i, (name, args)) in cases.iter().enumerate() {
+    for (i, (name, args, cts)) in calls.iter().enumerate() {
         let prefix = format!("p{i}");
         let mut argv = vec!["build".to_string(), "nn.tfn".into(), "--fn".into(), name.to_string()];
         for (param, t) in args {
@@ -400,14 +435,17 @@ fn every_step_kind_gives_the_sessions_bits() {
             argv.extend(["--arg".into(), format!("{param}={}[{}]", t.dtype(), dims.join(", "))]);
         }
         argv.extend(["-o".into(), "build".into(), "--prefix".into(), prefix.clone()]);
+        let exported = if cts.is_empty() {
+            name.to_string()
+        } else {
+            argv.push("--vjp".into());
+            format!("{name}_vjp")
+        };
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let o = tfnc_build(&dir, &argv);
-        assert!(o.status.success(), "tfnc build {name}: {}", stderr(&o));
-        let s = Session::new();
-        s.load_str("nn.tfn", &source).unwrap();
-        let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
-        let outputs = s.call(name, &values).unwrap_or_else(|e| panic!("{name}: {e}"));
-        modules.push((prefix, name.to_string(), outputs.len()));
+        assert!(o.status.success(), "tfnc build {exported}: {}", stderr(&o));
+        let outputs = session_results(1, &source, name, args, cts).len();
+        modules.push((prefix, exported, outputs));
     }
     if !have_cc() {
         println!("SKIPPED: no cc");
@@ -422,33 +460,30 @@ fn every_step_kind_gives_the_sessions_bits() {
     let o = cc.args(["build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "harness"]).output();
     let o = o.expect("run cc");
     assert!(o.status.success(), "cc: {}", stderr(&o));
-    for (name, args) in &cases {
+    for ((name, args, cts), (_, exported, _)) in calls.iter().zip(&modules) {
         let mut inputs = Vec::new();
-        for (k, (_, t)) in args.iter().enumerate() {
-            let file = format!("{name}.in{k}");
+        let tensors = args.iter().map(|(_, t)| t).chain(cts);
+        for (k, t) in tensors.enumerate() {
+            let file = format!("{exported}.in{k}");
             std::fs::write(dir.join(&file), tensor_bytes(t)).unwrap();
             let dims: Vec<String> = t.shape().iter().map(usize::to_string).collect();
             inputs.extend([file, dtype_code(t).to_string(), dims.join("x")]);
         }
-        let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
         for threads in [1usize, 2] {
-            let s = Session::with_options(SessionOptions { threads, ..Default::default() });
-            s.load_str("nn.tfn", &source).unwrap();
-            let want = s.call(name, &values).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let out = format!("{name}-{threads}");
+            let want = session_results(threads, &source, name, args, cts);
+            let out = format!("{exported}-{threads}");
             let run = Command::new(dir.join("harness"))
                 .current_dir(&dir)
-                .args([threads.to_string(), name.to_string(), out.clone()])
+                .args([threads.to_string(), exported.clone(), out.clone()])
                 .args(&inputs)
                 .output()
                 .expect("run the harness");
-            assert!(run.status.success(), "{name} on {threads} thread(s): {}", stderr(&run));
+            assert!(run.status.success(), "{exported} on {threads} thread(s): {}", stderr(&run));
             for (k, w) in want.iter().enumerate() {
                 let got = std::fs::read(dir.join(format!("{out}.{k}"))).expect("output written");
-                let w = w.clone().into_tensor().expect("a tensor result");
                 assert!(
-                    got == tensor_bytes(&w),
-                    "{name} output {k} on {threads} thread(s) differs"
+                    got == tensor_bytes(w),
+                    "{exported} output {k} on {threads} thread(s) differs"
                 );
             }
         }
