@@ -347,6 +347,10 @@ fn dtype_code(t: &Tensor) -> i64 {
     tfn_backend::aot::c_abi::dtype_code(t.dtype())
 }
 
+/// A function, its arguments by name, and cotangents (empty: the function itself, else its
+/// vjp).
+type Call<'a> = (&'a str, Vec<(&'a str, Tensor)>, Vec<Tensor>);
+
 /// What a session returns for `name` on `args` (with cotangents: its vjp), on `threads`.
 fn session_results(
     threads: usize,
@@ -414,8 +418,7 @@ fn every_step_kind_gives_the_sessions_bits() {
         ("mlp", vec![cot(&[129, 33])]),
         ("two", vec![cot(&[263, 1031]), cot(&[263])]),
     ];
-    // (function, arguments, cotangents: empty for the function itself)
-    let mut calls: Vec<(&str, Vec<(&str, Tensor)>, Vec<Tensor>)> =
+    let mut calls: Vec<Call> =
         cases.iter().map(|(name, args)| (*name, args.clone(), Vec::new())).collect();
     for (name, cts) in vjps {
         let args = cases.iter().find(|(n, _)| *n == name).map(|(_, a)| a.clone()).unwrap();
