@@ -396,6 +396,75 @@ pub unsafe extern "C" fn tfn_rt_call(
     })
 }
 
+extern "C" {
+    fn malloc(size: usize) -> *mut c_void;
+    fn free(ptr: *mut c_void);
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`: [`tfn_rt_output_shape`] for every output,
+/// `malloc`, then [`tfn_rt_call`].
+///
+/// # Safety
+/// As [`tfn_rt_call`]; the outputs' buffers need not be initialised.
+#[no_mangle]
+pub unsafe extern "C" fn tfn_rt_call_alloc(
+    module: *const c_void,
+    fn_index: i64,
+    inputs: *const TfnBuffer,
+    n_inputs: i64,
+    outputs: *mut TfnBuffer,
+    n_outputs: i64,
+) -> i32 {
+    let n = match usize::try_from(n_outputs) {
+        Ok(n) if n == 0 || !outputs.is_null() => n,
+        _ => return status(|| Err(Failure::argument("null or negative outputs"))),
+    };
+    let mut allocated: Vec<*mut c_void> = Vec::with_capacity(n);
+    let release = |allocated: &mut Vec<*mut c_void>, outputs: *mut TfnBuffer| {
+        for (k, p) in allocated.drain(..).enumerate() {
+            // SAFETY: `p` came from `malloc`; output `k` exists.
+            unsafe {
+                free(p);
+                (*outputs.add(k)).data = std::ptr::null_mut();
+            }
+        }
+    };
+    for k in 0..n {
+        // SAFETY: the caller's contract: `outputs` has `n` buffers.
+        let out = unsafe { outputs.add(k) };
+        let code =
+            unsafe { tfn_rt_output_shape(module, fn_index, inputs, n_inputs, k as i64, out) };
+        if code != TFN_OK {
+            release(&mut allocated, outputs);
+            return code;
+        }
+        // SAFETY: `out` was just filled in.
+        let b = unsafe { &mut *out };
+        let bytes = (0..b.rank.clamp(0, MAX_RANK as i64) as usize)
+            .try_fold(1usize, |n, a| n.checked_mul(b.sizes[a] as usize))
+            .zip(dtype_of_code(b.dtype).map(|d| d.size_bytes()))
+            .and_then(|(n, size)| n.checked_mul(size));
+        let Some(bytes) = bytes else {
+            release(&mut allocated, outputs);
+            return status(|| Err(Failure::argument(format!("output {k}: the size overflows"))));
+        };
+        // SAFETY: plain allocation (at least one byte, so a null result is a failure).
+        let data = unsafe { malloc(bytes.max(1)) };
+        if data.is_null() {
+            release(&mut allocated, outputs);
+            return status(|| Err(Failure(TFN_ERR_RUN, format!("output {k}: out of memory"))));
+        }
+        b.data = data;
+        allocated.push(data);
+    }
+    // SAFETY: the caller's contract; the outputs are allocated to their shapes.
+    let code = unsafe { tfn_rt_call(module, fn_index, inputs, n_inputs, outputs, n_outputs) };
+    if code != TFN_OK {
+        release(&mut allocated, outputs);
+    }
+    code
+}
+
 /// See `tfn_backend::aot::c_abi::C_DECLARATIONS`.
 ///
 /// # Safety

@@ -324,7 +324,11 @@ fn header(prefix: &str, file: &Path, meta: &FunctionMeta, graph: &tfn_ir::Graph)
         "int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
          static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
          int64_t output, tfn_buffer *out) {{\n    \
-         return tfn_rt_output_shape({prefix}_module, 0, inputs, {n_in}, output, out);\n}}\n",
+         return tfn_rt_output_shape({prefix}_module, 0, inputs, {n_in}, output, out);\n}}\n\n\
+         /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data). */\n\
+         static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
+         tfn_buffer outputs[{n_out}]) {{\n    \
+         return tfn_rt_call_alloc({prefix}_module, 0, inputs, {n_in}, outputs, {n_out});\n}}\n",
         f = meta.name
     ));
     h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");

@@ -270,11 +270,13 @@ fn harness(modules: &[(String, String, usize)]) -> String {
     c.push_str(
         "typedef int (*entry_fn)(const tfn_buffer *, tfn_buffer *);\n\
          typedef int (*shape_fn)(const tfn_buffer *, int64_t, tfn_buffer *);\n\
-         struct fn { const char *name; entry_fn entry; shape_fn shape; int outputs; };\n\
+         struct fn { const char *name; entry_fn entry, alloc; shape_fn shape; int outputs; };\n\
          static const struct fn FNS[] = {\n",
     );
     for (prefix, f, n) in modules {
-        c.push_str(&format!("    {{\"{f}\", {prefix}_{f}, {prefix}_{f}_output_shape, {n}}},\n"));
+        c.push_str(&format!(
+            "    {{\"{f}\", {prefix}_{f}, {prefix}_{f}_alloc, {prefix}_{f}_output_shape, {n}}},\n"
+        ));
     }
     c.push_str(
         r#"};
@@ -310,11 +312,16 @@ int main(int argc, char **argv) {
         if (!file || fread(b->data, 1, bytes, file) != bytes) return fprintf(stderr, "read %s\n", argv[a]), 1;
         fclose(file);
     }
-    for (int k = 0; k < f->outputs; k++) {
-        if (f->shape(in, k, &out[k]) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
-        out[k].data = malloc((size_t)count(&out[k]) * dsize(out[k].dtype) + 1);
+    /* THREADS ending in `a`: the allocating variant. */
+    if (strchr(argv[1], 'a')) {
+        if (f->alloc(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+    } else {
+        for (int k = 0; k < f->outputs; k++) {
+            if (f->shape(in, k, &out[k]) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+            out[k].data = malloc((size_t)count(&out[k]) * dsize(out[k].dtype) + 1);
+        }
+        if (f->entry(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
     }
-    if (f->entry(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
     for (int k = 0; k < f->outputs; k++) {
         char name[256];
         snprintf(name, sizeof name, "%s.%d", argv[3], k);
@@ -472,12 +479,13 @@ fn every_step_kind_gives_the_sessions_bits() {
             let dims: Vec<String> = t.shape().iter().map(usize::to_string).collect();
             inputs.extend([file, dtype_code(t).to_string(), dims.join("x")]);
         }
-        for threads in [1usize, 2] {
+        // Caller-allocated outputs, then the allocating variant (`a`).
+        for (threads, variant) in [(1usize, ""), (2, ""), (1, "a"), (2, "a")] {
             let want = session_results(threads, &source, name, args, cts);
-            let out = format!("{exported}-{threads}");
+            let out = format!("{exported}-{threads}{variant}");
             let run = Command::new(dir.join("harness"))
                 .current_dir(&dir)
-                .args([threads.to_string(), exported.clone(), out.clone()])
+                .args([format!("{threads}{variant}"), exported.clone(), out.clone()])
                 .args(&inputs)
                 .output()
                 .expect("run the harness");

@@ -108,6 +108,11 @@ void tfn_rt_set_threads(int64_t threads);
    module for these inputs (data is left alone). */
 int tfn_rt_output_shape(const void *module, int64_t fn, const tfn_buffer *inputs,
                         int64_t n_inputs, int64_t output, tfn_buffer *out);
+/* As tfn_rt_call, but allocates every output with malloc (the caller frees outputs[k].data
+   with free) and fills its dtype, rank, sizes and row-major strides. On an error no output
+   is left allocated. */
+int tfn_rt_call_alloc(const void *module, int64_t fn, const tfn_buffer *inputs,
+                      int64_t n_inputs, tfn_buffer *outputs, int64_t n_outputs);
 /* What every entry point calls. */
 int tfn_rt_call(const void *module, int64_t fn, const tfn_buffer *inputs, int64_t n_inputs,
                 tfn_buffer *outputs, int64_t n_outputs);
