@@ -24,10 +24,15 @@ use crate::pool::BufferPool;
 use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
+#[cfg(feature = "jit")]
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
-use tfn_ir::interp::{self, ExternKernels, NoExterns};
-use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
+#[cfg(feature = "jit")]
+use tfn_ir::interp;
+use tfn_ir::interp::{ExternKernels, NoExterns};
+use tfn_ir::{Graph, Op, Tensor, ValueId};
+#[cfg(feature = "jit")]
+use tfn_ir::{GraphParam, Node, Shape, TensorType};
 #[cfg(feature = "jit")]
 use tfn_passes::fusion::fuse;
 use tfn_passes::fusion::{FusedGraph, Kernel};
@@ -604,7 +609,15 @@ impl CompiledFunction {
                 unsafe { scatter::run_scatter(*node, kind, axis, &inputs, out) }
             }
             Step::Window { node, epilogue } => self.run_window(st, kernel, *node, epilogue),
+            #[cfg(feature = "jit")]
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
+            // The AOT runtime never assembles such a step (`CompiledFunction::from_object`
+            // refuses it), and leaves the interpreter out.
+            #[cfg(not(feature = "jit"))]
+            Step::Interp { .. } => {
+                let _ = externs;
+                Err(RunError::Internal("a step of the interpreter in an AOT function".into()))
+            }
         }
     }
 
@@ -857,6 +870,7 @@ impl CompiledFunction {
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
+    #[cfg(feature = "jit")]
     fn run_interp(
         &self,
         st: &mut State,
