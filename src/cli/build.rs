@@ -1,6 +1,6 @@
-//! `tfnc build FILE --fn NAME --arg x=f32[?, 1024]... [--vjp] -o DIR [--prefix P]`: the
-//! function's kernels (or, with `--vjp`, those of its vector-Jacobian product), compiled ahead
-//! of time, in a relocatable object `DIR/P.o` with a C header `DIR/P.h` and the runtime
+//! `tfnc build FILE --fn NAME... --arg x=f32[?, 1024]... [--vjp] -o DIR [--prefix P]`: the
+//! functions' kernels (or, with `--vjp`, those of their vector-Jacobian products), compiled
+//! ahead of time, in a relocatable object `DIR/P.o` with a C header `DIR/P.h` and the runtime
 //! library `DIR/libtfn_rt.a` (see docs/aot.md).
 //!
 //! The function is instantiated for the signature `--arg` gives (`?`: a size fixed only at the
@@ -18,7 +18,7 @@ use tfn_ir::DType;
 /// What `tfnc build` was asked for.
 pub struct BuildRequest {
     pub file: PathBuf,
-    pub function: String,
+    pub functions: Vec<String>,
     pub args: Vec<(String, String)>,
     pub output: PathBuf,
     pub prefix: Option<String>,
@@ -27,6 +27,7 @@ pub struct BuildRequest {
 }
 
 /// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
+#[derive(Clone)]
 enum BuildArg {
     Tensor(DType, Vec<Option<usize>>),
     Literal(tfn_ir::Attr),
@@ -100,7 +101,8 @@ pub(super) fn build(req: BuildRequest) -> Outcome {
 }
 
 fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
-    let prefix = req.prefix.clone().unwrap_or_else(|| req.function.replace('.', "_"));
+    let first = req.functions.first().map(String::as_str).unwrap_or("module");
+    let prefix = req.prefix.clone().unwrap_or_else(|| first.replace('.', "_"));
     if !is_c_ident(&prefix) {
         return Err(Outcome::UsageError(format!(
             "--prefix `{prefix}` is not a C identifier (letters, digits, `_`)"
@@ -112,6 +114,74 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
     }
     let session = session_for(&req.file, BackendArg::Interp, None, true, false)?;
     let library = session.library();
+    // Each function takes the `--arg`s named as its parameters.
+    let params_of = |f: &str| -> Vec<String> {
+        let base = f.split_once('.').map_or(f, |(b, _)| b);
+        library
+            .overloads(base)
+            .iter()
+            .flat_map(|d| d.params.iter().map(|p| p.name.clone()))
+            .collect()
+    };
+    let all_params: Vec<String> = req.functions.iter().flat_map(|f| params_of(f)).collect();
+    if let Some((unused, _)) = args.iter().find(|(n, _)| !all_params.contains(n)) {
+        let known: Vec<&String> = req.functions.iter().collect();
+        if req.functions.iter().all(|f| !params_of(f).is_empty()) {
+            return Err(Outcome::UsageError(format!(
+                "--arg {unused}: no parameter of that name in {}",
+                known.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    let mut functions = Vec::new();
+    for f in &req.functions {
+        let params = params_of(f);
+        let mine: Vec<(String, BuildArg)> =
+            args.iter().filter(|(n, _)| params.is_empty() || params.contains(n)).cloned().collect();
+        let (meta, planned) = plan_function(&library, f, &mine, req.vjp)?;
+        if functions.iter().any(|(m, _): &(FunctionMeta, _)| m.name == meta.name) {
+            return Err(Outcome::UsageError(format!(
+                "--fn {f} twice: the symbol `{prefix}_{}` would clash",
+                meta.name
+            )));
+        }
+        functions.push((meta, planned));
+    }
+    let simd = tfn_backend::CompileOptions::default().simd;
+    let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
+    let mut object = ObjectBuilder::new(&prefix, simd).map_err(|e| internal(&e))?;
+    for (meta, planned) in &functions {
+        object.add_function(meta, &planned.graph, planned.fused.clone()).map_err(|e| match e {
+            tfn_backend::aot::AotError::Unsupported(why) => Outcome::UserError(format!(
+                "error: `{}` cannot be built ahead of time: {why}",
+                meta.name
+            )),
+            other => internal(&other),
+        })?;
+    }
+    let bytes = object.finish().map_err(|e| internal(&e))?;
+    let header = header(&prefix, &req.file, &functions);
+    let runtime = runtime_library()?;
+    let runtime = std::fs::read(&runtime)
+        .map_err(|e| Outcome::UserError(format!("error: reading {}: {e}", runtime.display())))?;
+    write_all(
+        &req.output,
+        &[
+            (format!("{prefix}.o"), bytes),
+            (format!("{prefix}.h"), header.into_bytes()),
+            ("libtfn_rt.a".to_string(), runtime),
+        ],
+    )
+}
+
+/// Instantiates `function` for `args` (or its vjp) and plans it as a session would: its
+/// metadata and planned graph, or why it cannot go into an object.
+fn plan_function(
+    library: &tfn_ir::Library,
+    function: &str,
+    args: &[(String, BuildArg)],
+    vjp: bool,
+) -> Result<(FunctionMeta, tfn_passes::pipeline::Planned), Outcome> {
     let specs: Vec<(String, ArgSpec)> = args
         .iter()
         .map(|(name, a)| {
@@ -137,12 +207,11 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
     };
     // Fully fixed sizes are the call's sizes; with any `?`, none are known.
     let sizes = |p: &ParamSource| -> Option<Vec<usize>> { declared(p)?.into_iter().collect() };
-    let instance =
-        tfn_ir::lower::instantiate_for_sizes(&library, &req.function, &[], &specs, &sizes)
-            .map_err(|e| {
-                Outcome::UserError(tfn_ir::diagnostic::render_all(&e.diagnostics, &library.sources))
-            })?;
-    let name = &req.function;
+    let instance = tfn_ir::lower::instantiate_for_sizes(library, function, &[], &specs, &sizes)
+        .map_err(|e| {
+            Outcome::UserError(tfn_ir::diagnostic::render_all(&e.diagnostics, &library.sources))
+        })?;
+    let name = function;
     let refuse = |why: String| {
         Outcome::UserError(format!("error: `{name}` cannot be built ahead of time: {why}"))
     };
@@ -159,8 +228,8 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
     }
     // The graph that runs: the function's, or (`--vjp`) its vector-Jacobian product's, whose
     // parameters are the function's, then one cotangent per result (as `Session::vjp`).
-    let graph = if req.vjp {
-        tfn_passes::autodiff::vjp(&library, &instance)
+    let graph = if vjp {
+        tfn_passes::autodiff::vjp(library, &instance)
             .map_err(|e| {
                 Outcome::UserError(tfn_ir::diagnostic::render_all(
                     &e.diagnostics(),
@@ -186,36 +255,16 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
         let name = format!("cotangent{}", k - instance.params.len());
         params.push((name, vec![None; p.ty.shape.rank()]));
     }
-    let planned = crate::pipeline::plan(&library, &graph, true)
+    let planned = crate::pipeline::plan(library, &graph, true)
         .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
     if let Some(why) = &planned.optimizer_fallback {
         return Err(refuse(format!("the optimiser failed: {why}")));
     }
-    let exported = if req.vjp { format!("{}_vjp", req.function) } else { req.function.clone() };
+    let exported = if vjp { format!("{function}_vjp") } else { function.replace('.', "_") };
     if !is_c_ident(&exported) {
         return Err(refuse(format!("`{exported}` is not a C identifier")));
     }
-    let meta = FunctionMeta { name: exported, params };
-    let simd = tfn_backend::CompileOptions::default().simd;
-    let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
-    let mut object = ObjectBuilder::new(&prefix, simd).map_err(|e| internal(&e))?;
-    object.add_function(&meta, &planned.graph, planned.fused.clone()).map_err(|e| match e {
-        tfn_backend::aot::AotError::Unsupported(why) => refuse(why),
-        other => internal(&other),
-    })?;
-    let bytes = object.finish().map_err(|e| internal(&e))?;
-    let header = header(&prefix, &req.file, &meta, &planned.graph);
-    let runtime = runtime_library()?;
-    let runtime = std::fs::read(&runtime)
-        .map_err(|e| Outcome::UserError(format!("error: reading {}: {e}", runtime.display())))?;
-    write_all(
-        &req.output,
-        &[
-            (format!("{prefix}.o"), bytes),
-            (format!("{prefix}.h"), header.into_bytes()),
-            ("libtfn_rt.a".to_string(), runtime),
-        ],
-    )
+    Ok((FunctionMeta { name: exported, params }, planned))
 }
 
 /// Writes every file into `dir` (created if missing) under a temporary name, then renames them
@@ -253,11 +302,14 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
     Ok(())
 }
 
-/// The C header of a module of one function.
-fn header(prefix: &str, file: &Path, meta: &FunctionMeta, graph: &tfn_ir::Graph) -> String {
+/// The C header of a module: the runtime's declarations, then per function (its index in the
+/// descriptor is its place here) its documented entry point and inline helpers.
+fn header(
+    prefix: &str,
+    file: &Path,
+    functions: &[(FunctionMeta, tfn_passes::pipeline::Planned)],
+) -> String {
     let guard = format!("TFN_MODULE_{}_H", prefix.to_ascii_uppercase());
-    let n_in = graph.params.len();
-    let n_out = graph.outputs.len();
     let dtype_name = |d: DType| {
         tfn_backend::aot::c_abi::TFN_DTYPES.iter().find(|(_, t)| *t == d).map_or("?", |(n, _)| *n)
     };
@@ -274,6 +326,24 @@ fn header(prefix: &str, file: &Path, meta: &FunctionMeta, graph: &tfn_ir::Graph)
         "/* The module's descriptor (what the runtime reads at the first call). */\n\
          extern const uint64_t {prefix}_module[];\n\n"
     ));
+    for (index, (meta, planned)) in functions.iter().enumerate() {
+        h.push_str(&function_header(prefix, index, meta, &planned.graph, &dtype_name));
+    }
+    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    h
+}
+
+/// One function's part of the header.
+fn function_header(
+    prefix: &str,
+    index: usize,
+    meta: &FunctionMeta,
+    graph: &tfn_ir::Graph,
+    dtype_name: &dyn Fn(DType) -> &'static str,
+) -> String {
+    let n_in = graph.params.len();
+    let n_out = graph.outputs.len();
+    let mut h = String::new();
     // The sizes, named as the IR names them.
     let text = tfn_ir::text::print_graph_without_origins(graph);
     let syms: Vec<&str> =
@@ -324,13 +394,12 @@ fn header(prefix: &str, file: &Path, meta: &FunctionMeta, graph: &tfn_ir::Graph)
         "int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
          static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
          int64_t output, tfn_buffer *out) {{\n    \
-         return tfn_rt_output_shape({prefix}_module, 0, inputs, {n_in}, output, out);\n}}\n\n\
+         return tfn_rt_output_shape({prefix}_module, {index}, inputs, {n_in}, output, out);\n}}\n\n\
          /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data). */\n\
          static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
          tfn_buffer outputs[{n_out}]) {{\n    \
-         return tfn_rt_call_alloc({prefix}_module, 0, inputs, {n_in}, outputs, {n_out});\n}}\n",
+         return tfn_rt_call_alloc({prefix}_module, {index}, inputs, {n_in}, outputs, {n_out});\n}}\n\n",
         f = meta.name
     ));
-    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     h
 }

@@ -164,9 +164,10 @@ pub enum Command {
     /// DIR/libtfn_rt.a (the runtime to link with); no compiler runs when it is called
     Build {
         file: PathBuf,
-        /// The function
-        #[arg(long = "fn")]
-        function: String,
+        /// A function (repeat for several in one module; each takes the --arg of its
+        /// parameters' names)
+        #[arg(long = "fn", required = true)]
+        functions: Vec<String>,
         /// NAME=dtype[sizes] (`?`: a size fixed at the call, a number: a size the call must
         /// have) or NAME=literal
         #[arg(long = "arg", value_parser = args::parse_named)]
@@ -254,8 +255,8 @@ pub fn run(cli: Cli) -> Outcome {
                 profile,
             })
         }
-        Command::Build { file, function, args, output, prefix, vjp } => {
-            build::build(build::BuildRequest { file, function, args, output, prefix, vjp })
+        Command::Build { file, functions, args, output, prefix, vjp } => {
+            build::build(build::BuildRequest { file, functions, args, output, prefix, vjp })
         }
         Command::Graph { file, function, args, output, no_optimize } => {
             graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)

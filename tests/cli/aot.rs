@@ -206,6 +206,8 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             "not a C identifier",
         ),
         (&["--fn", "linear", "--arg", "x=f32[?, ?]", "-o", "out"], 1, "error"),
+        (&["--fn", "gelu", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"], 2, "would clash"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "--arg", "y=f32[?]", "-o", "out"], 2, "--arg y"),
     ];
     for (args, code, message) in cases {
         let mut argv = vec!["build", "nn.tfn"];
@@ -264,7 +266,7 @@ fn ints(Tensor a, Tensor b) -> Tensor {
 /// [`every_step_kind_gives_the_sessions_bits`].
 fn harness(modules: &[(String, String, usize)]) -> String {
     let mut c = String::from("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n");
-    for (prefix, _, _) in modules {
+    for prefix in prefixes(modules) {
         c.push_str(&format!("#include \"{prefix}.h\"\n"));
     }
     c.push_str(
@@ -275,7 +277,7 @@ fn harness(modules: &[(String, String, usize)]) -> String {
     );
     for (prefix, f, n) in modules {
         c.push_str(&format!(
-            "    {{\"{f}\", {prefix}_{f}, {prefix}_{f}_alloc, {prefix}_{f}_output_shape, {n}}},\n"
+            "    {{\"{prefix}_{f}\", {prefix}_{f}, {prefix}_{f}_alloc, {prefix}_{f}_output_shape, {n}}},\n"
         ));
     }
     c.push_str(
@@ -335,6 +337,17 @@ int main(int argc, char **argv) {
 "#,
     );
     c
+}
+
+/// The modules' prefixes, each once, in order.
+fn prefixes(modules: &[(String, String, usize)]) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for (prefix, _, _) in modules {
+        if !seen.contains(&prefix.as_str()) {
+            seen.push(prefix);
+        }
+    }
+    seen
 }
 
 /// A tensor's elements in row-major order as bytes (bool as one byte).
@@ -457,6 +470,15 @@ fn every_step_kind_gives_the_sessions_bits() {
         let outputs = session_results(1, &source, name, args, cts).len();
         modules.push((prefix, exported, outputs));
     }
+    // Two functions in one module: each takes the `--arg`s of its parameters.
+    let argv = ["build", "nn.tfn", "--fn", "layernorm", "--fn", "total", "--arg", "x=f32[?, ?]"];
+    let o = tfnc_build(&dir, &[&argv[..], &["-o", "build", "--prefix", "q"]].concat());
+    assert!(o.status.success(), "tfnc build layernorm + total: {}", stderr(&o));
+    for name in ["layernorm", "total"] {
+        let args = cases.iter().find(|(n, _)| *n == name).map(|(_, a)| a.clone()).unwrap();
+        calls.push((name, args, Vec::new()));
+        modules.push(("q".to_string(), name.to_string(), 1));
+    }
     if !have_cc() {
         println!("SKIPPED: no cc");
         return;
@@ -464,13 +486,14 @@ fn every_step_kind_gives_the_sessions_bits() {
     std::fs::write(dir.join("harness.c"), harness(&modules)).unwrap();
     let mut cc = Command::new("cc");
     cc.current_dir(&dir).args(["-O1", "-Ibuild", "harness.c"]);
-    for (prefix, _, _) in &modules {
+    for prefix in prefixes(&modules) {
         cc.arg(format!("build/{prefix}.o"));
     }
     let o = cc.args(["build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "harness"]).output();
     let o = o.expect("run cc");
     assert!(o.status.success(), "cc: {}", stderr(&o));
-    for ((name, args, cts), (_, exported, _)) in calls.iter().zip(&modules) {
+    for ((name, args, cts), (prefix, exported, _)) in calls.iter().zip(&modules) {
+        let exported = &format!("{prefix}_{exported}");
         let mut inputs = Vec::new();
         let tensors = args.iter().map(|(_, t)| t).chain(cts);
         for (k, t) in tensors.enumerate() {
