@@ -8,6 +8,9 @@
 //! Nothing here depends on timing.
 
 #[cfg(unix)]
+#[path = "cli/aot.rs"]
+mod aot;
+#[cfg(unix)]
 #[path = "cli/docs.rs"]
 mod docs;
 #[path = "cli/weights.rs"]

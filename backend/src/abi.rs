@@ -17,6 +17,14 @@
 
 use crate::plan::LoopPlan;
 
+/// A compiled kernel: one `*const i64` argument array in the host's C calling convention
+/// (JIT-compiled, or a symbol of an AOT object).
+pub(crate) type KernelFn = unsafe extern "C" fn(*const i64);
+
+/// The status a kernel with indexed reads leaves in its error record for an index outside its
+/// axis (`codegen::indexed`).
+pub(crate) const STATUS_INDEX: i64 = 1;
+
 /// The argument slots of a loop kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LoopAbi {

@@ -31,12 +31,13 @@ pub enum IsaError {
     Build(#[from] CodegenError),
 }
 
-/// Shared flags: optimise for speed, verify IR only when debug assertions are on.
-fn shared_flags() -> Result<settings::Flags, IsaError> {
+/// Shared flags: optimise for speed, verify IR only when debug assertions are on; `pic`
+/// only for objects (it changes how a kernel addresses the routines it calls, nothing else).
+fn shared_flags(pic: bool) -> Result<settings::Flags, IsaError> {
     let mut flags = settings::builder();
     let verify = if cfg!(debug_assertions) { "true" } else { "false" };
-    for (name, value) in [("opt_level", "speed"), ("is_pic", "false"), ("enable_verifier", verify)]
-    {
+    let pic = if pic { "true" } else { "false" };
+    for (name, value) in [("opt_level", "speed"), ("is_pic", pic), ("enable_verifier", verify)] {
         flags.set(name, value).map_err(|source| IsaError::Setting { name, source })?;
     }
     Ok(settings::Flags::new(flags))
@@ -44,8 +45,14 @@ fn shared_flags() -> Result<settings::Flags, IsaError> {
 
 /// The target ISA for the host CPU, with every feature `cranelift_native` detects.
 pub fn native_isa() -> Result<OwnedTargetIsa, IsaError> {
+    native_isa_with_pic(false)
+}
+
+/// [`native_isa`] with position-independent code or not (AOT objects are linked into PIE
+/// executables: calls to the runtime's routines go through the GOT).
+pub fn native_isa_with_pic(pic: bool) -> Result<OwnedTargetIsa, IsaError> {
     let builder = cranelift_native::builder().map_err(IsaError::UnsupportedHost)?;
-    Ok(builder.finish(shared_flags()?)?)
+    Ok(builder.finish(shared_flags(pic)?)?)
 }
 
 /// A fresh JIT module for `isa`. Dropping a `JITModule` leaks its code on purpose: keep one per

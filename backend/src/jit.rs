@@ -18,8 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A compiled loop kernel (see the ABI in [`crate::codegen`]).
-pub(crate) type KernelFn = unsafe extern "C" fn(*const i64);
+pub(crate) use crate::abi::KernelFn;
 
 /// The module and the reusable compilation contexts.
 pub(crate) struct JitInner {
@@ -74,19 +73,7 @@ impl Jit {
         let mut inner =
             self.0.lock().map_err(|_| CodegenError::Internal("poisoned JIT lock".into()))?;
         let start = Instant::now();
-        let lane = vector_lane(plan);
-        let result = match lane {
-            Some(_) => match inner.compile_with(plan, lane) {
-                Err(CodegenError::Unsupported(why)) | Err(CodegenError::Cranelift(why)) => {
-                    if std::env::var_os("TFN_LOG_COMPILES").is_some() {
-                        tfn_ir::tfn_log!("tfn: scalar loops for a kernel: {why}");
-                    }
-                    inner.compile_with(plan, None)
-                }
-                other => other,
-            },
-            None => inner.compile_with(plan, None),
-        };
+        let result = compile_plan(plan, |lane| inner.compile_with(plan, lane));
         inner.compile_time += start.elapsed();
         if result.is_ok() {
             inner.kernels += 1;
@@ -106,6 +93,37 @@ impl Jit {
             inner.kernels += 1;
         }
         result
+    }
+}
+
+impl crate::executor::KernelSource for Jit {
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        self.compile(plan)
+    }
+
+    fn jit(&self) -> Option<&Jit> {
+        Some(self)
+    }
+}
+
+/// Compiles `plan` through `compile_with` (one lane dtype or scalar loops): vectorised when
+/// its dtypes allow, else, or when the vector code is rejected, with scalar loops. The JIT
+/// and the AOT object compile every plan through here, so they choose the same code.
+pub(crate) fn compile_plan<T>(
+    plan: &LoopPlan,
+    mut compile_with: impl FnMut(Option<tfn_ir::DType>) -> Result<T, CodegenError>,
+) -> Result<T, CodegenError> {
+    match vector_lane(plan) {
+        Some(lane) => match compile_with(Some(lane)) {
+            Err(CodegenError::Unsupported(why)) | Err(CodegenError::Cranelift(why)) => {
+                if std::env::var_os("TFN_LOG_COMPILES").is_some() {
+                    tfn_ir::tfn_log!("tfn: scalar loops for a kernel: {why}");
+                }
+                compile_with(None)
+            }
+            other => other,
+        },
+        None => compile_with(None),
     }
 }
 
@@ -176,8 +194,8 @@ impl JitInner {
 
 /// Declares the f32 routines of `level` as imports of `module`. Wide routines are bit-identical
 /// to the inline code only where that code uses `fma`, so without it there are none.
-fn declare_wide(
-    module: &mut JITModule,
+pub(crate) fn declare_wide<M: Module>(
+    module: &mut M,
     level: SimdLevel,
     features: MathFeatures,
 ) -> Result<codegen::WideFns, CodegenError> {

@@ -16,19 +16,31 @@
 //!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512), reading
 //!   transposed operands (folded by fusion) through swapped strides;
 //! - [`cache`]: [`KernelCache`], compiled functions per call [`Signature`];
-//! - [`workers`]: the one persistent thread pool every parallel kernel runs on.
+//! - [`workers`]: the one persistent thread pool every parallel kernel runs on;
+//! - [`aot`]: kernels compiled ahead of time into an object file, and run from it.
 
+// Without the JIT (the AOT runtime), parts of the plans only the code generator reads are unused.
+#![cfg_attr(not(feature = "jit"), allow(dead_code))]
+
+#[cfg(feature = "jit")]
 pub mod isa;
+// Without the JIT only the approximations the wide routines instantiate are used.
+#[cfg_attr(not(feature = "jit"), allow(dead_code))]
 pub mod math;
 
 mod abi;
+pub mod aot;
 mod buffers;
+#[cfg(feature = "jit")]
 pub mod cache;
+#[cfg(feature = "jit")]
 mod codegen;
+#[cfg(feature = "jit")]
 pub mod compiler;
 mod copy;
 pub mod error;
 pub mod executor;
+#[cfg(feature = "jit")]
 mod jit;
 mod matmul;
 pub mod packed_gemm;
@@ -44,7 +56,9 @@ pub mod wide;
 mod window;
 pub mod workers;
 
+#[cfg(feature = "jit")]
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
+#[cfg(feature = "jit")]
 pub use compiler::JitCompiler;
 pub use error::{CodegenError, RunError};
 pub use executor::{CompileOptions, CompiledFunction, KernelTimes};

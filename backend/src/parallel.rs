@@ -7,8 +7,8 @@
 //! same bits for any thread count. Reductions are split only along kept axes (a row or column
 //! is always reduced by one chunk), so their summation order never depends on the split.
 
+use crate::abi::KernelFn;
 use crate::error::RunError;
-use crate::jit::KernelFn;
 use crate::workers;
 
 /// Below this many elements touched a loop kernel runs on the calling thread. Measured on a

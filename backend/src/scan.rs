@@ -3,11 +3,19 @@
 //! code in `crate::codegen::arg`). The executor binds their operands viewed as
 //! `[outer, n, inner]` around the axis ([`scan_sizes`]) and splits `outer` across threads.
 
+use crate::abi::KernelFn;
+#[cfg(feature = "jit")]
 use crate::codegen::arg::build_arg;
+#[cfg(feature = "jit")]
 use crate::codegen::scan::{build_scan, ScanSpec};
+#[cfg(feature = "jit")]
 use crate::error::CodegenError;
-use crate::jit::{Jit, KernelFn};
-use tfn_ir::{Graph, Op, ValueId};
+#[cfg(feature = "jit")]
+use crate::jit::Jit;
+use tfn_ir::ValueId;
+#[cfg(feature = "jit")]
+use tfn_ir::{Graph, Op};
+#[cfg(feature = "jit")]
 use tfn_passes::fusion::Kernel;
 
 /// A compiled kernel along one axis: the node, its axis and its kernel.
@@ -18,6 +26,7 @@ pub(crate) struct AxisKernel {
 }
 
 /// Compiles the single scan node of `kernel`.
+#[cfg(feature = "jit")]
 pub(crate) fn compile_scan(
     jit: &Jit,
     graph: &Graph,
@@ -46,6 +55,7 @@ pub(crate) fn scan_sizes(shape: &[usize], axis: usize) -> [usize; 3] {
 }
 
 /// Compiles the single `argmax`/`argmin` node of `kernel`.
+#[cfg(feature = "jit")]
 pub(crate) fn compile_arg(
     jit: &Jit,
     graph: &Graph,

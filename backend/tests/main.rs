@@ -9,6 +9,7 @@
 mod common;
 mod math_jit;
 
+mod aot;
 mod cache;
 mod copy_kernels;
 mod math_accuracy;

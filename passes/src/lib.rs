@@ -16,5 +16,7 @@
 #![forbid(unsafe_code)]
 pub mod autodiff;
 pub mod fusion;
+#[cfg(feature = "egg")]
 pub mod optimize;
+#[cfg(feature = "egg")]
 pub mod pipeline;

@@ -23,6 +23,7 @@ macro_rules! err {
 
 pub mod args;
 mod bench;
+mod build;
 mod check;
 mod gradcheck;
 mod graph;
@@ -159,6 +160,30 @@ pub enum Command {
         #[arg(long)]
         profile: bool,
     },
+    /// Compile a function ahead of time: DIR/P.o (its kernels), DIR/P.h (the C API) and
+    /// DIR/libtfn_rt.a (the runtime to link with); no compiler runs when it is called
+    Build {
+        file: PathBuf,
+        /// A function (repeat for several in one module; each takes the --arg of its
+        /// parameters' names)
+        #[arg(long = "fn", required = true)]
+        functions: Vec<String>,
+        /// NAME=dtype[sizes] (`?`: a size fixed at the call, a number: a size the call must
+        /// have) or NAME=literal
+        #[arg(long = "arg", value_parser = args::parse_named)]
+        args: Vec<(String, String)>,
+        /// The output directory (created if missing)
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// The prefix of the files and of every symbol (default: the function's name)
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Instead of the function: its vector-Jacobian product `<fn>_vjp` (inputs: the
+        /// arguments, then one cotangent per result; outputs: the gradients of the float
+        /// tensor arguments), as `tfnc run --vjp` computes it
+        #[arg(long)]
+        vjp: bool,
+    },
     /// Draw the fused graph as Graphviz DOT (stdout), or write it with -o (.dot, .gv, .svg)
     Graph {
         file: PathBuf,
@@ -229,6 +254,9 @@ pub fn run(cli: Cli) -> Outcome {
                 millis,
                 profile,
             })
+        }
+        Command::Build { file, functions, args, output, prefix, vjp } => {
+            build::build(build::BuildRequest { file, functions, args, output, prefix, vjp })
         }
         Command::Graph { file, function, args, output, no_optimize } => {
             graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)

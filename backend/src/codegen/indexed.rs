@@ -34,7 +34,7 @@ use cranelift::frontend::FunctionBuilder;
 use tfn_ir::DType;
 
 /// The error record's status for an index out of range.
-pub(crate) const STATUS_INDEX: i64 = 1;
+pub(crate) use crate::abi::STATUS_INDEX;
 
 impl Emitter<'_> {
     /// The plan's source and index operands of read node `k`, and the source's slot.

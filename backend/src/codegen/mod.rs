@@ -32,7 +32,6 @@ pub(crate) mod arg;
 mod columns;
 mod element;
 mod indexed;
-pub(crate) use indexed::STATUS_INDEX;
 mod lane_dtype;
 mod lane_ops;
 mod loops;

@@ -2,9 +2,8 @@
 //! call, run over its whole split range (across threads when large) or over a sub-range (a
 //! matmul epilogue on the rows that just became final).
 
-use crate::codegen;
+use crate::abi::KernelFn;
 use crate::error::RunError;
-use crate::jit::KernelFn;
 use crate::parallel;
 use crate::plan::{IndexedRole, LoopPlan};
 use tfn_ir::DType;
@@ -127,7 +126,7 @@ impl LoopCall {
         }
         let first = reads.iter().enumerate().find_map(|(q, r)| Some((q, r.first_bad()?)));
         match first {
-            Some((q, error)) if status == codegen::STATUS_INDEX => read_error(plan, q, error),
+            Some((q, error)) if status == crate::abi::STATUS_INDEX => read_error(plan, q, error),
             _ => Err(RunError::Internal(format!(
                 "kernel error record {status} (slot {slot}, index {index}, size {size}) that \
                  the index tensors do not explain"

@@ -11,22 +11,31 @@
 //! the event is a *fallback*: [`CompiledFunction::interpreted_kernels`] lists it, and the
 //! session counts, logs and (in strict mode) refuses it.
 
+use crate::abi::KernelFn;
 use crate::abi::{AxisAbi, LoopAbi};
 use crate::buffers;
 use crate::copy;
 use crate::error::{CodegenError, RunError};
-use crate::jit::{Jit, KernelFn};
+#[cfg(feature = "jit")]
+use crate::jit::Jit;
 use crate::matmul::{self, MatMulShapes};
 use crate::plan::{IndexedRole, LoopPlan};
 use crate::pool::BufferPool;
 use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
+#[cfg(feature = "jit")]
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
-use tfn_ir::interp::{self, ExternKernels, NoExterns};
-use tfn_ir::{Graph, GraphParam, Node, Op, Shape, Tensor, TensorType, ValueId};
-use tfn_passes::fusion::{fuse, FusedGraph, Kernel};
+#[cfg(feature = "jit")]
+use tfn_ir::interp;
+use tfn_ir::interp::{ExternKernels, NoExterns};
+use tfn_ir::{Graph, Op, Tensor, ValueId};
+#[cfg(feature = "jit")]
+use tfn_ir::{GraphParam, Node, Shape, TensorType};
+#[cfg(feature = "jit")]
+use tfn_passes::fusion::fuse;
+use tfn_passes::fusion::{FusedGraph, Kernel};
 
 mod liveness;
 mod loop_call;
@@ -38,6 +47,7 @@ use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, State};
+pub(crate) use steps::KernelSource;
 use steps::{compile_kernel, Step};
 
 /// The values the steps allocate: each kernel's outputs and the node of a native kernel
@@ -149,17 +159,21 @@ pub struct CompiledFunction {
     threads: usize,
     /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
-    /// Keeps the kernels' machine code alive.
-    _jit: Jit,
+    /// Keeps the kernels' machine code alive (`None`: the code is in the program's image,
+    /// an AOT object).
+    #[cfg(feature = "jit")]
+    _jit: Option<Jit>,
 }
 
-// SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit`; the
+// SAFETY: the raw function pointers in `steps` point at immutable code owned by `_jit` (or in
+// the program's image: AOT objects); the
 // only interior mutability is the pool's `Mutex`, so sharing and sending it is sound.
 unsafe impl Send for CompiledFunction {}
 unsafe impl Sync for CompiledFunction {}
 
 impl CompiledFunction {
     /// Fuses and compiles `graph` in a JIT module of its own.
+    #[cfg(feature = "jit")]
     pub fn compile(
         graph: &Graph,
         options: &CompileOptions,
@@ -168,14 +182,29 @@ impl CompiledFunction {
     }
 
     /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`).
+    #[cfg(feature = "jit")]
     pub(crate) fn compile_in(
         jit: &Jit,
         graph: &Graph,
         fused: FusedGraph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
+        Self::assemble(jit, Some(jit.clone()), graph, fused, options)
+    }
+
+    /// The steps of `fused` with their kernels from `src`; `keep` owns their code, if any.
+    pub(crate) fn assemble(
+        jit: &dyn KernelSource,
+        #[cfg(feature = "jit")] keep: Option<Jit>,
+        graph: &Graph,
+        fused: FusedGraph,
+        options: &CompileOptions,
+    ) -> Result<CompiledFunction, CodegenError> {
         let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
+        #[cfg(feature = "jit")]
         let inject = tfn_passes::pipeline::fault_injected("codegen");
+        #[cfg(not(feature = "jit"))]
+        let inject = false;
         for kernel in &fused.kernels {
             let compiled = if inject {
                 Err(CodegenError::Cranelift("fault injected by TFN_INJECT_FAULT".into()))
@@ -205,7 +234,8 @@ impl CompiledFunction {
             in_place,
             threads: options.threads.max(1),
             pool: BufferPool::default(),
-            _jit: jit.clone(),
+            #[cfg(feature = "jit")]
+            _jit: keep,
         })
     }
 
@@ -579,7 +609,15 @@ impl CompiledFunction {
                 unsafe { scatter::run_scatter(*node, kind, axis, &inputs, out) }
             }
             Step::Window { node, epilogue } => self.run_window(st, kernel, *node, epilogue),
+            #[cfg(feature = "jit")]
             Step::Interp { .. } => self.run_interp(st, kernel, externs),
+            // The AOT runtime never assembles such a step (`CompiledFunction::from_object`
+            // refuses it), and leaves the interpreter out.
+            #[cfg(not(feature = "jit"))]
+            Step::Interp { .. } => {
+                let _ = externs;
+                Err(RunError::Internal("a step of the interpreter in an AOT function".into()))
+            }
         }
     }
 
@@ -832,6 +870,7 @@ impl CompiledFunction {
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
+    #[cfg(feature = "jit")]
     fn run_interp(
         &self,
         st: &mut State,

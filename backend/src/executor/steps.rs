@@ -1,7 +1,9 @@
 //! How each fused kernel runs ([`Step`]) and how a kernel is compiled into one.
 
+use crate::abi::KernelFn;
 use crate::error::CodegenError;
-use crate::jit::{Jit, KernelFn};
+#[cfg(feature = "jit")]
+use crate::jit::Jit;
 use crate::plan::LoopPlan;
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
 use tfn_passes::fusion::{matmul_operand_view, Kernel, KernelKind};
@@ -51,8 +53,54 @@ pub(super) enum Step {
     },
 }
 
+/// Where the machine code of a step's kernels comes from: the JIT compiles each plan, an AOT
+/// build compiles it into an object file, and the AOT runtime takes it from the object's
+/// table (checking that the plan is the one the object was built from). Steps, plans and the
+/// executor are the same code in every case.
+pub(crate) trait KernelSource {
+    /// The kernel of a loop plan (elementwise/reduction kernels, GEMM and window epilogues),
+    /// asked for in step order.
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError>;
+    /// The JIT, for kernels built by their own code generator (scans, arg-reductions);
+    /// `None` where there is none (they are then unsupported).
+    #[cfg(feature = "jit")]
+    fn jit(&self) -> Option<&Jit>;
+}
+
+/// The error for a kernel only the JIT compiles, where there is none.
+fn needs_jit(what: &str) -> CodegenError {
+    CodegenError::Unsupported(format!("{what}: compiled only by the JIT, not in AOT objects yet"))
+}
+
+/// The step of an `argmax`/`argmin` kernel (`scan: false`) or a scan kernel.
+#[cfg(feature = "jit")]
+fn axis_step(
+    src: &dyn KernelSource,
+    graph: &Graph,
+    kernel: &Kernel,
+    scan: bool,
+) -> Result<Step, CodegenError> {
+    match (src.jit(), scan) {
+        (Some(jit), true) => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
+        (Some(jit), false) => Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?)),
+        (None, true) => Err(needs_jit("scan kernel")),
+        (None, false) => Err(needs_jit("argmax/argmin kernel")),
+    }
+}
+
+/// Without the JIT, kernels along an axis are unsupported.
+#[cfg(not(feature = "jit"))]
+fn axis_step(
+    _src: &dyn KernelSource,
+    _graph: &Graph,
+    _kernel: &Kernel,
+    scan: bool,
+) -> Result<Step, CodegenError> {
+    Err(needs_jit(if scan { "scan kernel" } else { "argmax/argmin kernel" }))
+}
+
 pub(super) fn compile_kernel(
-    jit: &Jit,
+    jit: &dyn KernelSource,
     graph: &Graph,
     kernel: &Kernel,
 ) -> Result<Step, CodegenError> {
@@ -70,7 +118,7 @@ pub(super) fn compile_kernel(
                 .nodes
                 .iter()
                 .any(|n| matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. }));
-            let func = jit.compile(&plan)?;
+            let func = jit.loop_kernel(&plan)?;
             Ok(Step::Loop { plan, func, checks_empty })
         }
         KernelKind::MatMul => {
@@ -108,7 +156,7 @@ pub(super) fn compile_kernel(
                 let outputs: Vec<ValueId> =
                     kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
-                let func = jit.compile(&plan)?;
+                let func = jit.loop_kernel(&plan)?;
                 Some((plan, func))
             } else {
                 None
@@ -143,9 +191,7 @@ pub(super) fn compile_kernel(
             [v] if matches!(graph.node(*v).op, Op::Index { .. }) => Ok(Step::Scatter { node: *v }),
             _ => Err(CodegenError::Unsupported("scatter kernel of several nodes".into())),
         },
-        KernelKind::ArgMax | KernelKind::ArgMin => {
-            Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?))
-        }
+        KernelKind::ArgMax | KernelKind::ArgMin => axis_step(jit, graph, kernel, false),
         KernelKind::Window => {
             let Some(&node) =
                 kernel.nodes.iter().find(|v| matches!(graph.node(**v).op, Op::Window { .. }))
@@ -160,13 +206,13 @@ pub(super) fn compile_kernel(
                 let outputs: Vec<ValueId> =
                     kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
-                let func = jit.compile(&plan)?;
+                let func = jit.loop_kernel(&plan)?;
                 Some((plan, func))
             } else {
                 None
             };
             Ok(Step::Window { node, epilogue })
         }
-        KernelKind::Scan => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
+        KernelKind::Scan => axis_step(jit, graph, kernel, true),
     }
 }

@@ -22,7 +22,7 @@
 //! `|x| ≥ ½`), and `|x| > 1` makes the square root, and so the result, NaN.
 
 use super::lanes::Lanes;
-use super::ops::{FloatCC, IntCC};
+use super::{FloatCC, IntCC};
 
 const TAN_PI_8: f64 = 0.414_213_562_373_095_03;
 const TAN_3PI_8: f64 = 2.414_213_562_373_095;

@@ -14,7 +14,7 @@
 
 use super::exp::exp_normal_range;
 use super::lanes::Lanes;
-use super::ops::FloatCC;
+use super::FloatCC;
 
 const SMALL: f64 = 0.84375;
 

@@ -15,7 +15,7 @@
 
 use super::exp::{expm1_poly, reduce_ln2, split_scale};
 use super::lanes::Lanes;
-use super::ops::FloatCC;
+use super::FloatCC;
 
 /// Just past `ln(2·MAX)`, where `eᵃ/2` overflows; `2ⁿ⁻¹` still splits into two normal factors.
 #[inline(always)]

@@ -18,7 +18,7 @@
 //! from bits, sign copies): implementations must not override them with anything but the same
 //! operation sequence.
 
-use super::ops::{FloatCC, IntCC, LaneFormat};
+use super::{FloatCC, IntCC, LaneFormat};
 
 /// Lane-wise float (`F`), integer (`I`, same lane width) and mask (`M`) arithmetic.
 ///

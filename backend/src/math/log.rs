@@ -10,7 +10,7 @@
 //! `log1p(x)` computes `u = 1 + x` and corrects the rounding of `u` with `(x − (u − 1))/u`.
 
 use super::lanes::Lanes;
-use super::ops::FloatCC;
+use super::FloatCC;
 
 /// Cephes `logf` polynomial `P`, ascending.
 const LOG_P_F32: [f64; 9] = [

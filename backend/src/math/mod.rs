@@ -61,28 +61,41 @@
 #![allow(clippy::excessive_precision)]
 
 mod atan;
+#[cfg(feature = "jit")]
 mod consts;
 mod erf;
 mod exp;
 mod hyperbolic;
+mod lane_format;
 mod lanes;
 mod log;
+#[cfg(feature = "jit")]
 mod ops;
+#[cfg(feature = "jit")]
 mod pow;
+#[cfg(feature = "jit")]
 mod pow_f64;
 mod rsqrt;
 mod tanh;
 mod trig;
 
+#[cfg(feature = "jit")]
 use cranelift::codegen::ir::{Type, Value};
+#[cfg(feature = "jit")]
 use cranelift::frontend::FunctionBuilder;
 
+#[cfg(feature = "jit")]
 pub use consts::{MathConsts, MathFeatures};
 pub use trig::reduction_limit as sin_cos_reduction_limit;
 
+pub(crate) use lane_format::LaneFormat;
+#[cfg(not(feature = "jit"))]
+pub(crate) use lane_format::{FloatCC, IntCC};
 pub(crate) use lanes::Lanes;
-pub(crate) use ops::{FloatCC, IntCC, LaneFormat};
+#[cfg(feature = "jit")]
+pub(crate) use ops::{FloatCC, IntCC};
 
+#[cfg(feature = "jit")]
 use ops::Ctx;
 
 /// The generic approximations, for instantiations of [`Lanes`] other than [`emit`]'s (the wide
@@ -183,6 +196,7 @@ macro_rules! define_math_fns {
 math_fns!(define_math_fns);
 
 /// Misuse of the emitter API by the code generator (these always represent a compiler bug).
+#[cfg(feature = "jit")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MathError {
     /// The value type is not `F32X4`, `F64X2`, `F32` or `F64`.
@@ -205,6 +219,7 @@ pub enum MathError {
 ///
 /// `consts` should have been created for the arguments' type with `f` in its list; otherwise the
 /// constants are emitted inline (correct, but reloaded on every loop iteration).
+#[cfg(feature = "jit")]
 pub fn emit(
     b: &mut FunctionBuilder<'_>,
     consts: &MathConsts,

@@ -34,7 +34,7 @@
 
 use super::exp::{exp, expm1_poly, reduce_ln2};
 use super::lanes::Lanes;
-use super::ops::FloatCC;
+use super::FloatCC;
 
 /// Inputs beyond `±TANH_F32_CLAMP` are clamped to it; `tanh` of it evaluates to exactly 1.
 const TANH_F32_CLAMP: f64 = 9.05;

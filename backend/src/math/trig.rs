@@ -16,7 +16,7 @@
 //! Payne–Hanek reduction is implemented, and a NaN is preferred to a silently wrong value.
 
 use super::lanes::Lanes;
-use super::ops::{FloatCC, IntCC};
+use super::{FloatCC, IntCC};
 
 const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 

@@ -201,6 +201,32 @@ macro_rules! avx512_rows {
     ($($row:tt)*) => { rows!(avx512, "avx512", $($row)*) };
 }
 
+/// The routines under their symbol names (`tfn_wide_<fn>_f32_<level>`), for the kernels of AOT
+/// objects, which import them by name (feature `rt-exports`: the `tfn-rt` static library).
+#[cfg(all(feature = "rt-exports", target_arch = "x86_64"))]
+mod exports {
+    macro_rules! exports {
+        ($level:ident, $suffix:literal, $(($variant:ident, $fn_name:ident)),* $(,)?) => {
+            mod $level {$(
+                /// The routine of this name at this level (see [`super::super::WideF32`]).
+                #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_f32_", $suffix)]
+                unsafe extern "C" fn $fn_name(src: *const f32, dst: *mut f32, n: usize) {
+                    // SAFETY: the caller (a kernel) keeps the routine's contract.
+                    unsafe { super::super::$level::$fn_name(src, dst, n) }
+                }
+            )*}
+        };
+    }
+    macro_rules! avx2_exports {
+        ($($row:tt)*) => { exports!(avx2, "avx2", $($row)*); };
+    }
+    macro_rules! avx512_exports {
+        ($($row:tt)*) => { exports!(avx512, "avx512", $($row)*); };
+    }
+    super::for_each_routine!(avx2_exports);
+    super::for_each_routine!(avx512_exports);
+}
+
 /// The routines of `level`, whether or not this CPU can run them.
 fn table(level: SimdLevel) -> Table {
     match level {

@@ -1,0 +1,347 @@
+//! [`ObjectBuilder`]: planned functions' kernels compiled into a relocatable object, with the
+//! descriptor and the exported entry points (layout in [`super`]).
+
+use super::{fingerprint, FunctionMeta, FUNCTION_WORDS, HEADER_WORDS, MAGIC, VERSION};
+use crate::abi::KernelFn;
+use crate::codegen;
+use crate::error::CodegenError;
+use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
+use crate::isa;
+use crate::jit::{compile_plan, declare_wide};
+use crate::math::MathFeatures;
+use crate::plan::LoopPlan;
+use crate::wide::SimdLevel;
+use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, UserFuncName};
+use cranelift::codegen::Context;
+use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module};
+use cranelift_object::{ObjectModule, ObjectProduct};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use tfn_ir::Graph;
+use tfn_passes::fusion::FusedGraph;
+
+/// Why a function cannot go into an object.
+#[derive(Debug, thiserror::Error)]
+pub enum AotError {
+    /// The function needs what an object does not carry yet (a kernel the interpreter runs,
+    /// a scan): the message names the kernel.
+    #[error("not supported ahead of time: {0}")]
+    Unsupported(String),
+    /// Code generation failed (a bug in tfn).
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+}
+
+/// One function of the object: its blob, kernels (by symbol) and entry point.
+struct Entry {
+    name: String,
+    blob: Vec<u8>,
+    kernels: Vec<(FuncId, u64)>,
+    inputs: usize,
+    outputs: usize,
+}
+
+/// The object being built.
+struct Inner {
+    module: ObjectModule,
+    ctx: Context,
+    features: MathFeatures,
+    wide: codegen::WideFns,
+    /// Kernels by their Cranelift text: identical functions share one symbol (as the JIT's
+    /// code cache shares one compile).
+    code: HashMap<String, FuncId>,
+    /// Distinct kernels defined.
+    defined: usize,
+    prefix: String,
+}
+
+/// Builds one object: [`ObjectBuilder::add_function`] per function, then
+/// [`ObjectBuilder::finish`].
+pub struct ObjectBuilder {
+    inner: Inner,
+    functions: Vec<Entry>,
+    info: String,
+}
+
+impl ObjectBuilder {
+    /// An object for the host CPU whose symbols start with `prefix` (a C identifier), calling
+    /// the wide routines of `simd` (clamped to this CPU) as the JIT with that level would.
+    pub fn new(prefix: &str, simd: SimdLevel) -> Result<ObjectBuilder, CodegenError> {
+        let cranelift = |e: &dyn std::fmt::Display| CodegenError::Cranelift(e.to_string());
+        let isa = isa::native_isa_with_pic(true).map_err(|e| cranelift(&e))?;
+        let features = MathFeatures::of_isa(&*isa);
+        let flags: Vec<String> = isa
+            .isa_flags()
+            .iter()
+            .filter(|f| f.as_bool() == Some(true))
+            .map(|f| f.name.to_string())
+            .collect();
+        let simd = simd.clamp_to_cpu();
+        let info = format!(
+            "simd={}\nfma={}\nisa={}\n",
+            simd.name(),
+            u8::from(features.fma),
+            flags.join(",")
+        );
+        let builder = cranelift_object::ObjectBuilder::new(
+            isa,
+            format!("{prefix}.o"),
+            cranelift_module::default_libcall_names(),
+        )
+        .map_err(|e| cranelift(&e))?;
+        let mut module = ObjectModule::new(builder);
+        let wide = declare_wide(&mut module, simd, features)?;
+        let ctx = module.make_context();
+        Ok(ObjectBuilder {
+            inner: Inner {
+                module,
+                ctx,
+                features,
+                wide,
+                code: HashMap::new(),
+                defined: 0,
+                prefix: prefix.to_string(),
+            },
+            functions: Vec::new(),
+            info,
+        })
+    }
+
+    /// Compiles the kernels of `graph` (planned: `fused = fuse(graph)`) into the object as the
+    /// function `meta.name`, exported as `<prefix>_<name>`. Refused when a step needs the JIT
+    /// or the interpreter at run time.
+    pub fn add_function(
+        &mut self,
+        meta: &FunctionMeta,
+        graph: &Graph,
+        fused: FusedGraph,
+    ) -> Result<(), AotError> {
+        // The runtime rebuilds the schedule from the text: it must read back as this graph.
+        let text = tfn_ir::text::print_graph(graph);
+        match tfn_ir::text::parse_graph(&text) {
+            Ok(back) if back == *graph => {}
+            _ => {
+                return Err(AotError::Codegen(CodegenError::Internal(
+                    "the planned graph does not survive a print/parse round trip".into(),
+                )))
+            }
+        }
+        let src =
+            ObjectSource { inner: RefCell::new(&mut self.inner), kernels: RefCell::default() };
+        let options = CompileOptions { threads: 1, simd: SimdLevel::V128 };
+        let compiled = CompiledFunction::assemble(&src, None, graph, fused, &options)?;
+        let mut refused: Vec<String> = compiled
+            .interpreted_kernels()
+            .into_iter()
+            .chain(compiled.reference_kernels())
+            .map(|(i, why)| format!("kernel {i}: {why}"))
+            .collect();
+        if !refused.is_empty() {
+            refused.sort();
+            return Err(AotError::Unsupported(refused.join("; ")));
+        }
+        let kernels = src.kernels.into_inner();
+        let mut blob = meta.to_text();
+        blob.push_str("graph\n");
+        blob.push_str(&text);
+        self.functions.push(Entry {
+            name: meta.name.clone(),
+            blob: blob.into_bytes(),
+            kernels,
+            inputs: graph.params.len(),
+            outputs: graph.outputs.len(),
+        });
+        Ok(())
+    }
+
+    /// The fingerprints of the kernels of function `index` (in the order they were added), in
+    /// step order: what the runtime checks each plan against.
+    pub fn fingerprints(&self, index: usize) -> Vec<u64> {
+        self.functions
+            .get(index)
+            .map_or_else(Vec::new, |f| f.kernels.iter().map(|(_, fp)| *fp).collect())
+    }
+
+    /// Distinct kernels compiled so far (identical ones counted once).
+    pub fn kernel_count(&self) -> usize {
+        self.inner.defined
+    }
+
+    /// The object file's bytes: the kernels (local), each function's data (local), the
+    /// descriptor `<prefix>_module` and the entry points `<prefix>_<fn>` (exported).
+    pub fn finish(self) -> Result<Vec<u8>, CodegenError> {
+        let ObjectBuilder { inner, functions, info } = self;
+        let Inner { mut module, prefix, .. } = inner;
+        let err = |e: &dyn std::fmt::Display| CodegenError::Cranelift(e.to_string());
+        let local_data = |module: &mut ObjectModule, name: String, bytes: Vec<u8>| {
+            let id =
+                module.declare_data(&name, Linkage::Local, false, false).map_err(|e| err(&e))?;
+            let mut desc = DataDescription::new();
+            desc.set_align(8);
+            desc.define(bytes.into_boxed_slice());
+            module.define_data(id, &desc).map_err(|e| err(&e))?;
+            Ok::<DataId, CodegenError>(id)
+        };
+        let descriptor_id = module
+            .declare_data(&format!("{prefix}_module"), Linkage::Export, false, false)
+            .map_err(|e| err(&e))?;
+        let info_len = info.len();
+        let info_id = local_data(&mut module, format!("{prefix}_info"), info.into_bytes())?;
+        let mut words = vec![0u64; HEADER_WORDS + FUNCTION_WORDS * functions.len()];
+        words[0] = MAGIC;
+        words[1] = VERSION;
+        words[2] = functions.len() as u64;
+        words[4] = info_len as u64;
+        // (offset in the descriptor, data) of every pointer word.
+        let mut pointers: Vec<(usize, DataId)> = vec![(3, info_id)];
+        for (i, f) in functions.iter().enumerate() {
+            let base = HEADER_WORDS + FUNCTION_WORDS * i;
+            let blob = local_data(&mut module, format!("{prefix}_f{i}_blob"), f.blob.clone())?;
+            let fps: Vec<u8> = f.kernels.iter().flat_map(|(_, fp)| fp.to_le_bytes()).collect();
+            let fps = local_data(&mut module, format!("{prefix}_f{i}_fingerprints"), fps)?;
+            let table = module
+                .declare_data(&format!("{prefix}_f{i}_kernels"), Linkage::Local, false, false)
+                .map_err(|e| err(&e))?;
+            let mut desc = DataDescription::new();
+            desc.set_align(8);
+            desc.define(vec![0u8; 8 * f.kernels.len().max(1)].into_boxed_slice());
+            for (k, (id, _)) in f.kernels.iter().enumerate() {
+                let r = module.declare_func_in_data(*id, &mut desc);
+                desc.write_function_addr((8 * k) as u32, r);
+            }
+            module.define_data(table, &desc).map_err(|e| err(&e))?;
+            words[base + 1] = f.blob.len() as u64;
+            words[base + 3] = f.kernels.len() as u64;
+            pointers.extend([(base, blob), (base + 2, table), (base + 4, fps)]);
+            define_entry(&mut module, &prefix, descriptor_id, i, f)?;
+        }
+        let mut desc = DataDescription::new();
+        desc.set_align(8);
+        desc.define(words.iter().flat_map(|w| w.to_le_bytes()).collect());
+        for (word, data) in pointers {
+            let gv = module.declare_data_in_data(data, &mut desc);
+            desc.write_data_addr((8 * word) as u32, gv, 0);
+        }
+        module.define_data(descriptor_id, &desc).map_err(|e| err(&e))?;
+        let product: ObjectProduct = module.finish();
+        product.emit().map_err(|e| err(&e))
+    }
+}
+
+/// `int <prefix>_<fn>(const tfn_buffer *inputs, tfn_buffer *outputs)`: calls
+/// `tfn_rt_call(&<prefix>_module, index, inputs, n_inputs, outputs, n_outputs)`.
+fn define_entry(
+    module: &mut ObjectModule,
+    prefix: &str,
+    descriptor: DataId,
+    index: usize,
+    f: &Entry,
+) -> Result<(), CodegenError> {
+    let err = |e: &dyn std::fmt::Display| CodegenError::Cranelift(e.to_string());
+    let ptr = module.target_config().pointer_type();
+    let mut call_sig = module.make_signature();
+    for ty in [ptr, types::I64, ptr, types::I64, ptr, types::I64] {
+        call_sig.params.push(AbiParam::new(ty));
+    }
+    call_sig.returns.push(AbiParam::new(types::I32));
+    let rt_call =
+        module.declare_function("tfn_rt_call", Linkage::Import, &call_sig).map_err(|e| err(&e))?;
+    let mut sig = module.make_signature();
+    sig.params.extend([AbiParam::new(ptr), AbiParam::new(ptr)]);
+    sig.returns.push(AbiParam::new(types::I32));
+    let id = module
+        .declare_function(&format!("{prefix}_{}", f.name), Linkage::Export, &sig)
+        .map_err(|e| err(&e))?;
+    let frontend = module.target_config();
+    let mut ctx = module.make_context();
+    ctx.func = Function::with_name_signature(UserFuncName::user(1, id.as_u32()), sig);
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let block = b.create_block();
+        b.append_block_params_for_function_params(block);
+        b.switch_to_block(block);
+        b.seal_block(block);
+        let (inputs, outputs) = (b.block_params(block)[0], b.block_params(block)[1]);
+        let gv = module.declare_data_in_func(descriptor, b.func);
+        let desc = b.ins().symbol_value(ptr, gv);
+        let callee = module.declare_func_in_func(rt_call, b.func);
+        let index = b.ins().iconst(types::I64, index as i64);
+        let n_in = b.ins().iconst(types::I64, f.inputs as i64);
+        let n_out = b.ins().iconst(types::I64, f.outputs as i64);
+        let call = b.ins().call(callee, &[desc, index, inputs, n_in, outputs, n_out]);
+        let status = b.inst_results(call)[0];
+        b.ins().return_(&[status]);
+        b.finalize(frontend);
+    }
+    module.define_function(id, &mut ctx).map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
+    Ok(())
+}
+
+/// The build-time [`KernelSource`]: compiles each plan into the object and records it; the
+/// function pointers it returns are never called (the assembled function only shows which
+/// steps the schedule has).
+struct ObjectSource<'a> {
+    inner: RefCell<&'a mut Inner>,
+    kernels: RefCell<Vec<(FuncId, u64)>>,
+}
+
+/// The address handed out for kernels of an object under construction.
+unsafe extern "C" fn not_callable(_: *const i64) {}
+
+impl KernelSource for ObjectSource<'_> {
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        let mut inner = self.inner.borrow_mut();
+        let id = compile_plan(plan, |lane| inner.compile_with(plan, lane))?;
+        self.kernels.borrow_mut().push((id, fingerprint(plan)));
+        Ok(not_callable)
+    }
+
+    fn jit(&self) -> Option<&crate::jit::Jit> {
+        None
+    }
+}
+
+impl Inner {
+    /// As `JitInner::compile_with`, into the object.
+    fn compile_with(
+        &mut self,
+        plan: &LoopPlan,
+        lane: Option<tfn_ir::DType>,
+    ) -> Result<FuncId, CodegenError> {
+        self.module.clear_context(&mut self.ctx);
+        let frontend = self.module.target_config();
+        let mut fctx = FunctionBuilderContext::new();
+        let built = codegen::build(
+            plan,
+            &mut self.ctx.func,
+            &mut fctx,
+            lane,
+            self.features,
+            &self.wide,
+            frontend,
+        );
+        if let Err(e) = built {
+            self.module.clear_context(&mut self.ctx);
+            return Err(e);
+        }
+        let text = self.ctx.func.display().to_string();
+        if let Some(&id) = self.code.get(&text) {
+            self.module.clear_context(&mut self.ctx);
+            return Ok(id);
+        }
+        let sig = self.ctx.func.signature.clone();
+        let name = format!("{}_k{}", self.prefix, self.defined);
+        let id = self
+            .module
+            .declare_function(&name, Linkage::Local, &sig)
+            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let defined = self.module.define_function(id, &mut self.ctx);
+        self.module.clear_context(&mut self.ctx);
+        defined.map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
+        self.defined += 1;
+        self.code.insert(text, id);
+        Ok(id)
+    }
+}

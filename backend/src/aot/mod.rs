@@ -1,0 +1,262 @@
+//! Ahead-of-time compilation: the kernels of planned functions in a relocatable object file
+//! ([`ObjectBuilder`], `tfnc build`), and what the runtime needs to run them
+//! ([`CompiledFunction::from_object`], [`check_host`]).
+//!
+//! The JIT's code, split at the function-pointer boundary. At build time every kernel is
+//! compiled exactly as the JIT compiles it (the same `codegen::build`, flags and ISA, the same
+//! vector-or-scalar choice, the same code-identity dedup) but defined as a local symbol of a
+//! `cranelift_object` module instead of a `JITModule`; wide math routines are imports by their
+//! symbol names. What the executor needs besides the code is *not* serialised: the object
+//! carries the planned graph's IR text and, per function, the table of its kernels'
+//! addresses in step order with one fingerprint per kernel (a hash of its [`LoopPlan`]). At
+//! its first call the runtime parses the text, fuses it again (`fuse` is deterministic) and
+//! builds the steps with a [`KernelSource`] that takes the next address from the table after
+//! checking its fingerprint, so the steps, the plans and the executor are the JIT's own code.
+//!
+//! The descriptor (`<prefix>_module`, exported; every word a little-endian `u64`):
+//! `magic, version, functions, info pointer, info length`, then per function `blob pointer,
+//! blob length, kernel table pointer, kernels, fingerprint table pointer, 0`. The info is text
+//! (`simd=…`, `fma=…`, `isa=…`: what the code needs of the CPU, [`check_host`]); a function's
+//! blob is its metadata lines ([`FunctionMeta`]) then `graph`, a newline and the IR text.
+
+#[cfg(feature = "jit")]
+mod build;
+pub mod c_abi;
+#[cfg(feature = "jit")]
+pub use build::{AotError, ObjectBuilder};
+
+use crate::abi::KernelFn;
+use crate::error::CodegenError;
+use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
+use crate::plan::LoopPlan;
+use std::cell::Cell;
+use tfn_ir::Graph;
+use tfn_passes::fusion::FusedGraph;
+
+/// The descriptor's first word: `TFNAOT01`.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"TFNAOT01");
+/// The descriptor layout's version; the runtime refuses any other.
+pub const VERSION: u64 = 1;
+/// Words of the descriptor before the per-function entries.
+pub const HEADER_WORDS: usize = 5;
+/// Words of one function's entry.
+pub const FUNCTION_WORDS: usize = 6;
+
+/// A loop plan's fingerprint: FNV-1a over its `Debug` text (every field the code generator
+/// reads: nodes, operands, axes, dtypes), so a runtime that would build a different plan from
+/// the embedded graph than the one the kernel was compiled from refuses to call it.
+pub(crate) fn fingerprint(plan: &LoopPlan) -> u64 {
+    fnv1a(format!("{plan:?}").as_bytes())
+}
+
+/// FNV-1a, 64 bits.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Kernels taken from an object's table in step order, each after its fingerprint matched.
+struct TableSource<'a> {
+    kernels: &'a [(*const u8, u64)],
+    next: Cell<usize>,
+}
+
+impl KernelSource for TableSource<'_> {
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        let i = self.next.get();
+        let Some(&(addr, expected)) = self.kernels.get(i) else {
+            return Err(CodegenError::Internal(format!(
+                "the object has {} kernel(s); the schedule asks for more",
+                self.kernels.len()
+            )));
+        };
+        if fingerprint(plan) != expected {
+            return Err(CodegenError::Internal(format!(
+                "kernel {i}: the object's code was compiled from another plan (fingerprint \
+                 mismatch): the object and the runtime library are from different tfn versions"
+            )));
+        }
+        if addr.is_null() {
+            return Err(CodegenError::Internal(format!("kernel {i}: null address")));
+        }
+        self.next.set(i + 1);
+        // SAFETY: the table holds the addresses of kernels compiled with the kernel ABI
+        // signature, from this very plan (the fingerprint matched).
+        Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(addr) })
+    }
+
+    #[cfg(feature = "jit")]
+    fn jit(&self) -> Option<&crate::jit::Jit> {
+        None
+    }
+}
+
+impl CompiledFunction {
+    /// The function whose kernels are `kernels` (address and fingerprint, in step order) of an
+    /// AOT object, for `graph` (the object's planned graph) and `fused = fuse(graph)`. Any
+    /// difference from the plans the object was built from is an error, never a wrong call;
+    /// so is a step that would need the JIT or the interpreter.
+    ///
+    /// # Safety
+    /// Every address must be a kernel of the object that recorded the fingerprint next to it,
+    /// loaded in this process for as long as the function is used.
+    pub unsafe fn from_object(
+        graph: &Graph,
+        fused: FusedGraph,
+        kernels: &[(*const u8, u64)],
+        options: &CompileOptions,
+    ) -> Result<CompiledFunction, CodegenError> {
+        let src = TableSource { kernels, next: Cell::new(0) };
+        let compiled = CompiledFunction::assemble(
+            &src,
+            #[cfg(feature = "jit")]
+            None,
+            graph,
+            fused,
+            options,
+        )?;
+        if src.next.get() != kernels.len() {
+            return Err(CodegenError::Internal(format!(
+                "the schedule uses {} of the object's {} kernels",
+                src.next.get(),
+                kernels.len()
+            )));
+        }
+        if let Some((i, why)) =
+            compiled.interpreted_kernels().into_iter().chain(compiled.reference_kernels()).next()
+        {
+            return Err(CodegenError::Unsupported(format!("kernel {i}: {why}")));
+        }
+        Ok(compiled)
+    }
+}
+
+/// Whether this CPU runs code built for `info` (the descriptor's info text): the wide routine
+/// level and every ISA extension Cranelift was allowed to use. `Err` names what is missing.
+pub fn check_host(info: &str) -> Result<(), String> {
+    let mut missing = Vec::new();
+    for line in info.lines() {
+        let Some((key, value)) = line.split_once('=') else { continue };
+        match key {
+            "simd" => {
+                let level = crate::wide::SimdLevel::parse(value)
+                    .ok_or_else(|| format!("unknown SIMD level `{value}`"))?;
+                if level.clamp_to_cpu() != level {
+                    missing.push(format!("simd {value}"));
+                }
+            }
+            "isa" => {
+                for flag in value.split(',').filter(|f| !f.is_empty()) {
+                    match has_feature(flag) {
+                        Some(true) => {}
+                        Some(false) => missing.push(flag.to_string()),
+                        None => return Err(format!("unknown ISA flag `{flag}`")),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("this CPU lacks what the object was compiled for: {}", missing.join(", ")))
+    }
+}
+
+/// Whether the CPU has the extension of a Cranelift x86-64 ISA flag (`has_avx2`); `None`
+/// for a flag this runtime does not know.
+fn has_feature(flag: &str) -> Option<bool> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        let yes = match flag {
+            "has_sse3" => has!("sse3"),
+            "has_ssse3" => has!("ssse3"),
+            "has_cmpxchg16b" => has!("cmpxchg16b"),
+            "has_sse41" => has!("sse4.1"),
+            "has_sse42" => has!("sse4.2"),
+            "has_popcnt" => has!("popcnt"),
+            "has_avx" => has!("avx"),
+            "has_avx2" => has!("avx2"),
+            "has_fma" => has!("fma"),
+            "has_bmi1" => has!("bmi1"),
+            "has_bmi2" => has!("bmi2"),
+            "has_lzcnt" => has!("lzcnt"),
+            "has_avx_vnni" => has!("avxvnni"),
+            "has_avx512bitalg" => has!("avx512bitalg"),
+            "has_avx512dq" => has!("avx512dq"),
+            "has_avx512f" => has!("avx512f"),
+            "has_avx512vbmi" => has!("avx512vbmi"),
+            "has_avx512vl" => has!("avx512vl"),
+            "has_avx512vnni" => has!("avx512vnni"),
+            _ => return None,
+        };
+        Some(yes)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = flag;
+        None
+    }
+}
+
+/// What the object records of one function besides its graph: the C names and declared
+/// sizes of its parameters (`None`: a size fixed at the call), one line each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionMeta {
+    /// The function's name in the source.
+    pub name: String,
+    /// Per graph parameter: its name and, per axis, the declared size.
+    pub params: Vec<(String, Vec<Option<usize>>)>,
+}
+
+impl FunctionMeta {
+    /// The metadata lines of a blob (`fn NAME`, then `param NAME DIMS` with `?` for a size
+    /// fixed at the call), each ending in a newline.
+    pub fn to_text(&self) -> String {
+        let mut s = format!("fn {}\n", self.name);
+        for (name, dims) in &self.params {
+            let dims: Vec<String> =
+                dims.iter().map(|d| d.map_or("?".to_string(), |n| n.to_string())).collect();
+            s.push_str(&format!("param {name} [{}]\n", dims.join(",")));
+        }
+        s
+    }
+
+    /// Splits a blob into its metadata and its graph text.
+    pub fn parse_blob(blob: &str) -> Result<(FunctionMeta, &str), String> {
+        let (head, graph) = blob
+            .split_once("graph\n")
+            .ok_or_else(|| "no graph in the function blob".to_string())?;
+        let mut meta = FunctionMeta { name: String::new(), params: Vec::new() };
+        for line in head.lines() {
+            if let Some(name) = line.strip_prefix("fn ") {
+                meta.name = name.to_string();
+            } else if let Some(rest) = line.strip_prefix("param ") {
+                let (name, dims) =
+                    rest.split_once(' ').ok_or_else(|| format!("bad line `{line}`"))?;
+                let dims = dims
+                    .strip_prefix('[')
+                    .and_then(|d| d.strip_suffix(']'))
+                    .ok_or_else(|| format!("bad line `{line}`"))?;
+                let dims = dims
+                    .split(',')
+                    .filter(|d| !d.is_empty())
+                    .map(|d| match d {
+                        "?" => Ok(None),
+                        n => n.parse().map(Some).map_err(|_| format!("bad size in `{line}`")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                meta.params.push((name.to_string(), dims));
+            } else if !line.is_empty() {
+                return Err(format!("unknown line `{line}` in the function blob"));
+            }
+        }
+        Ok((meta, graph))
+    }
+}

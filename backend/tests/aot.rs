@@ -1,0 +1,108 @@
+//! AOT objects (`tfn_backend::aot`): an object of a planned function is a relocatable ELF file
+//! whose kernels are deduplicated as the JIT's; the runtime's schedule takes exactly the
+//! object's kernels, and a table whose fingerprints or count do not match the plans is an
+//! error, never a call; functions whose steps need the JIT are refused; the host check and the
+//! function metadata. (Linking and calling an object: the root crate's `tests/cli/aot.rs`.)
+
+use tfn_backend::aot::{check_host, AotError, FunctionMeta, ObjectBuilder};
+use tfn_backend::{CodegenError, CompileOptions, CompiledFunction, SimdLevel};
+use tfn_ir::text::parse_graph;
+use tfn_passes::fusion::fuse;
+
+const GELU: &str = "func gelu(x: f32[s0, s1]) -> (f32[s0, s1]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1)
+  %0 = param 0 : f32[s0, s1]
+  %1 = const 0.5 : f32[]
+  %2 = mul %0, %1 : f32[s0, s1]
+  %3 = tanh %0 : f32[s0, s1]
+  %4 = mul_add %2, %3, %2 : f32[s0, s1]
+  %5 = sum %4 {axes=[1], keepdim=true} : f32[s0, 1]
+  %6 = div %4, %5 : f32[s0, s1]
+  return %6
+}
+";
+
+const SCAN: &str = "func running(x: f32[s0]) -> (f32[s0]) {
+  sym s0 = input(param 0 axis 0)
+  %0 = param 0 : f32[s0]
+  %1 = cumsum %0 {axis=0, exclusive=false, reverse=false} : f32[s0]
+  return %1
+}
+";
+
+fn meta(name: &str) -> FunctionMeta {
+    FunctionMeta { name: name.into(), params: vec![("x".into(), vec![None, Some(7)])] }
+}
+
+#[test]
+fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
+    let graph = parse_graph(GELU).expect("graph parses");
+    let mut object = ObjectBuilder::new("t", SimdLevel::V128).expect("object module");
+    object.add_function(&meta("gelu"), &graph, fuse(&graph)).expect("gelu builds");
+    // The same function again: its kernels are the first one's (code-identity dedup).
+    object.add_function(&meta("gelu2"), &graph, fuse(&graph)).expect("gelu builds twice");
+    let fps = object.fingerprints(0);
+    assert!(!fps.is_empty());
+    assert_eq!(fps, object.fingerprints(1));
+    assert_eq!(object.kernel_count(), fps.len(), "identical kernels are defined once");
+    let bytes = object.finish().expect("object emitted");
+    assert_eq!(&bytes[..4], b"\x7fELF", "a relocatable ELF object");
+
+    // The runtime's side: the planned graph's text read back and fused again takes exactly
+    // these kernels (the addresses are never called here).
+    let again = parse_graph(&tfn_ir::text::print_graph(&graph)).expect("text reads back");
+    let dummy = 0x1000 as *const u8;
+    let table: Vec<(*const u8, u64)> = fps.iter().map(|&fp| (dummy, fp)).collect();
+    let options = CompileOptions::default();
+    // SAFETY (all calls below): nothing is run; only the schedule is assembled.
+    let ok = unsafe { CompiledFunction::from_object(&again, fuse(&again), &table, &options) };
+    assert!(ok.is_ok(), "matching table: {:?}", ok.err());
+    let mut wrong = table.clone();
+    wrong[0].1 ^= 1;
+    let e = unsafe { CompiledFunction::from_object(&again, fuse(&again), &wrong, &options) };
+    assert!(
+        matches!(&e, Err(CodegenError::Internal(m)) if m.contains("fingerprint")),
+        "{:?}",
+        e.err()
+    );
+    let short = &table[..table.len() - 1];
+    let e = unsafe { CompiledFunction::from_object(&again, fuse(&again), short, &options) };
+    assert!(matches!(e, Err(CodegenError::Internal(_))), "a table too short");
+    let mut long = table.clone();
+    long.push(table[0]);
+    let e = unsafe { CompiledFunction::from_object(&again, fuse(&again), &long, &options) };
+    assert!(matches!(e, Err(CodegenError::Internal(_))), "a table too long");
+    let null: Vec<(*const u8, u64)> = fps.iter().map(|&fp| (std::ptr::null(), fp)).collect();
+    let e = unsafe { CompiledFunction::from_object(&again, fuse(&again), &null, &options) };
+    assert!(matches!(e, Err(CodegenError::Internal(_))), "a null kernel");
+}
+
+#[test]
+fn functions_whose_steps_need_the_jit_are_refused() {
+    let graph = parse_graph(SCAN).expect("graph parses");
+    let mut object = ObjectBuilder::new("t", SimdLevel::V128).expect("object module");
+    match object.add_function(&meta("running"), &graph, fuse(&graph)) {
+        Err(AotError::Unsupported(why)) => assert!(why.contains("scan"), "{why}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // The runtime refuses such a schedule too (no kernel could be taken for it).
+    let e = unsafe {
+        CompiledFunction::from_object(&graph, fuse(&graph), &[], &CompileOptions::default())
+    };
+    assert!(matches!(e, Err(CodegenError::Unsupported(_))), "{:?}", e.err());
+}
+
+#[test]
+fn host_checks_and_function_metadata() {
+    assert!(check_host("simd=128\nfma=0\nisa=\n").is_ok());
+    assert!(check_host("isa=has_teleport\n").unwrap_err().contains("has_teleport"));
+    assert!(check_host("simd=avx9000\n").is_err());
+    let m = meta("gelu");
+    let blob = format!("{}graph\nfunc ...", m.to_text());
+    let (back, graph) = FunctionMeta::parse_blob(&blob).expect("blob parses");
+    assert_eq!(back, m);
+    assert_eq!(graph, "func ...");
+    assert!(FunctionMeta::parse_blob("fn f\n").is_err(), "no graph");
+    assert!(FunctionMeta::parse_blob("param x [?,q]\ngraph\n").is_err(), "bad size");
+}

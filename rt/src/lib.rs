@@ -1,0 +1,514 @@
+//! `libtfn_rt.a`: the runtime of the objects `tfnc build` writes, with a C ABI.
+//!
+//! An object's entry point `<prefix>_<fn>(inputs, outputs)` calls [`tfn_rt_call`] with the
+//! object's descriptor (layout in `tfn_backend::aot`). At the first call of a function (per
+//! thread count) the runtime parses the planned graph the object embeds, fuses it again and
+//! assembles the executor's steps with the object's kernels, each checked against its
+//! fingerprint; later calls find it in a cache. Nothing is compiled: the kernels are the
+//! object's machine code, GEMMs, copies and window ops are this library's Rust code, and the
+//! wide math routines kernels import are exported here under their symbol names.
+//!
+//! Errors are codes ([`TFN_OK`], ...) with a message per thread ([`tfn_rt_error_message`]);
+//! a panic never crosses the C boundary. `tfn_backend::aot::c_abi` defines the ABI (the C
+//! declarations every generated header starts with).
+
+use ndarray::ShapeBuilder;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use tfn_backend::aot::c_abi::{
+    dtype_code, dtype_of_code, TfnBuffer, MAX_RANK, TFN_ERR_ARGUMENT, TFN_ERR_INTERNAL,
+    TFN_ERR_MODULE, TFN_ERR_RUN, TFN_OK,
+};
+use tfn_backend::aot::{self, FunctionMeta};
+use tfn_backend::{CompileOptions, CompiledFunction, TensorView, TensorViewMut};
+use tfn_ir::DType;
+
+/// A failure: its status code and message.
+struct Failure(i32, String);
+
+impl Failure {
+    fn argument(message: impl Into<String>) -> Failure {
+        Failure(TFN_ERR_ARGUMENT, message.into())
+    }
+    fn module(message: impl Into<String>) -> Failure {
+        Failure(TFN_ERR_MODULE, message.into())
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Threads for functions loaded from now on (0: every core).
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// A function loaded from an object: its metadata and executor.
+struct Loaded {
+    meta: FunctionMeta,
+    compiled: CompiledFunction,
+}
+
+/// Loaded functions by (descriptor address, function, threads).
+type Cache = Mutex<HashMap<(usize, usize, usize), Arc<Loaded>>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(Cache::default)
+}
+
+/// Runs `f`, turning a failure or a panic into a status code and this thread's message.
+fn status(f: impl FnOnce() -> Result<(), Failure>) -> i32 {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(Failure(TFN_ERR_INTERNAL, "panic in the tfn runtime".into())));
+    match result {
+        Ok(()) => TFN_OK,
+        Err(Failure(code, message)) => {
+            let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+            LAST_ERROR.with(|e| *e.borrow_mut() = message);
+            code
+        }
+    }
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+#[no_mangle]
+pub extern "C" fn tfn_rt_error_message() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+#[no_mangle]
+pub extern "C" fn tfn_rt_set_threads(threads: i64) {
+    THREADS.store(usize::try_from(threads).unwrap_or(0), Ordering::Relaxed);
+}
+
+fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            // Every core, asked once (`available_parallelism` reads cgroup files).
+            static CORES: OnceLock<usize> = OnceLock::new();
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        }
+        n => n,
+    }
+}
+
+/// One function's entry of a descriptor.
+struct FunctionImage {
+    blob: &'static str,
+    kernels: Vec<(*const u8, u64)>,
+}
+
+/// Reads function `index` of the descriptor at `module`, checking the header and the host.
+///
+/// # Safety
+/// `module` is the descriptor of an object linked into this program (or null).
+unsafe fn read_function(module: *const c_void, index: usize) -> Result<FunctionImage, Failure> {
+    if module.is_null() {
+        return Err(Failure::argument("null module"));
+    }
+    let words = module as *const u64;
+    // SAFETY: the header words exist in every descriptor; the magic is checked first.
+    let word = |i: usize| unsafe { words.add(i).read() };
+    if word(0) != aot::MAGIC {
+        return Err(Failure::module("not a tfn module descriptor"));
+    }
+    if word(1) != aot::VERSION {
+        return Err(Failure::module(format!(
+            "the object has descriptor version {}, this runtime reads version {}",
+            word(1),
+            aot::VERSION
+        )));
+    }
+    let functions = word(2) as usize;
+    if index >= functions {
+        return Err(Failure::argument(format!(
+            "function {index} of a module of {functions} function(s)"
+        )));
+    }
+    // SAFETY: the descriptor's pointers and lengths were written by `tfnc build`.
+    let text = |ptr: u64, len: u64| -> Result<&'static str, Failure> {
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
+        std::str::from_utf8(bytes).map_err(|_| Failure::module("a descriptor text is not UTF-8"))
+    };
+    let info = text(word(3), word(4))?;
+    aot::check_host(info).map_err(Failure::module)?;
+    let base = aot::HEADER_WORDS + aot::FUNCTION_WORDS * index;
+    let blob = text(word(base), word(base + 1))?;
+    let n = word(base + 3) as usize;
+    let (table, fps) = (word(base + 2) as *const usize, word(base + 4) as *const u64);
+    let kernels = (0..n)
+        // SAFETY: both tables have `n` entries.
+        .map(|k| unsafe { (table.add(k).read() as *const u8, fps.add(k).read()) })
+        .collect();
+    Ok(FunctionImage { blob, kernels })
+}
+
+/// The loaded function `index` of `module` for the current thread count.
+///
+/// # Safety
+/// As [`read_function`].
+unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failure> {
+    let threads = threads();
+    let key = (module as usize, index, threads);
+    let poisoned = || Failure(TFN_ERR_INTERNAL, "poisoned runtime cache".into());
+    if let Some(hit) = cache().lock().map_err(|_| poisoned())?.get(&key) {
+        return Ok(hit.clone());
+    }
+    let started = std::time::Instant::now();
+    // SAFETY: the caller's contract.
+    let image = unsafe { read_function(module, index)? };
+    let read = started.elapsed();
+    let (meta, text) = FunctionMeta::parse_blob(image.blob).map_err(Failure::module)?;
+    let graph = tfn_ir::text::parse_graph(text)
+        .map_err(|e| Failure::module(format!("the embedded graph does not parse: {e}")))?;
+    let fused = tfn_passes::fusion::fuse(&graph);
+    // (The SIMD level is the object's: nothing is compiled here.)
+    let options = CompileOptions { threads, simd: tfn_backend::SimdLevel::V128 };
+    // SAFETY: the addresses are the object's kernels, each next to its own fingerprint.
+    let compiled =
+        unsafe { CompiledFunction::from_object(&graph, fused, &image.kernels, &options) }
+            .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;
+    if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
+        eprintln!(
+            "tfn-rt: loaded `{}` ({} kernel(s), {threads} thread(s)) in {:.1} µs (descriptor and \
+             CPU check {:.1} µs, then parse, fuse, assemble; nothing compiled)",
+            meta.name,
+            image.kernels.len(),
+            started.elapsed().as_secs_f64() * 1e6,
+            read.as_secs_f64() * 1e6
+        );
+    }
+    let loaded = Arc::new(Loaded { meta, compiled });
+    cache().lock().map_err(|_| poisoned())?.insert(key, loaded.clone());
+    Ok(loaded)
+}
+
+/// The sizes and strides of a buffer, checked.
+fn dims(b: &TfnBuffer, what: &str) -> Result<(DType, Vec<usize>, Vec<usize>), Failure> {
+    let dtype = dtype_of_code(b.dtype)
+        .ok_or_else(|| Failure::argument(format!("{what}: unknown dtype code {}", b.dtype)))?;
+    let rank = usize::try_from(b.rank)
+        .ok()
+        .filter(|r| *r <= MAX_RANK)
+        .ok_or_else(|| Failure::argument(format!("{what}: rank {} (at most 8)", b.rank)))?;
+    let nonneg = |v: &[i64], name: &str| {
+        v.iter()
+            .map(|&x| {
+                usize::try_from(x)
+                    .map_err(|_| Failure::argument(format!("{what}: negative {name} {x}")))
+            })
+            .collect::<Result<Vec<usize>, _>>()
+    };
+    let sizes = nonneg(&b.sizes[..rank], "size")?;
+    let strides = nonneg(&b.strides[..rank], "stride")?;
+    let elements = sizes.iter().try_fold(1usize, |n, &s| n.checked_mul(s));
+    if elements.is_none() {
+        return Err(Failure::argument(format!("{what}: the sizes overflow")));
+    }
+    if b.data.is_null() && elements != Some(0) {
+        return Err(Failure::argument(format!("{what}: null data")));
+    }
+    Ok((dtype, sizes, strides))
+}
+
+/// The buffers at `ptr` as a slice (`n` of them; none when `n` is 0).
+///
+/// # Safety
+/// `ptr` points at `n` buffers (or `n` is 0).
+unsafe fn buffers<'a>(
+    ptr: *const TfnBuffer,
+    n: i64,
+    what: &str,
+) -> Result<&'a [TfnBuffer], Failure> {
+    let n = usize::try_from(n).map_err(|_| Failure::argument(format!("{n} {what}")))?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Failure::argument(format!("null {what}")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, n) })
+}
+
+/// Checks input buffers against the function: count, declared sizes.
+fn check_inputs(loaded: &Loaded, inputs: &[TfnBuffer]) -> Result<Vec<Vec<usize>>, Failure> {
+    let params = &loaded.compiled.graph().params;
+    if inputs.len() != params.len() {
+        return Err(Failure::argument(format!(
+            "`{}` takes {} input(s), got {}",
+            loaded.meta.name,
+            params.len(),
+            inputs.len()
+        )));
+    }
+    let mut shapes = Vec::with_capacity(inputs.len());
+    for (i, (b, p)) in inputs.iter().zip(params).enumerate() {
+        let name = loaded.meta.params.get(i).map_or(p.name.as_str(), |(n, _)| n.as_str());
+        let (dtype, sizes, _) = dims(b, &format!("input `{name}`"))?;
+        if dtype != p.ty.dtype {
+            return Err(Failure::argument(format!(
+                "input `{name}` must be {}, got {dtype}",
+                p.ty.dtype
+            )));
+        }
+        if let Some((_, declared)) = loaded.meta.params.get(i) {
+            let fits = declared.len() == sizes.len()
+                && declared.iter().zip(&sizes).all(|(d, s)| d.is_none_or(|d| d == *s));
+            if !fits {
+                let want: Vec<String> =
+                    declared.iter().map(|d| d.map_or("?".into(), |n| n.to_string())).collect();
+                return Err(Failure::argument(format!(
+                    "input `{name}` must have sizes [{}], got {sizes:?}",
+                    want.join(", ")
+                )));
+            }
+        }
+        shapes.push(sizes);
+    }
+    Ok(shapes)
+}
+
+/// An input buffer as a tensor view.
+///
+/// # Safety
+/// The buffer describes live memory of its dtype.
+unsafe fn view<'a>(b: &TfnBuffer, what: &str) -> Result<TensorView<'a>, Failure> {
+    let (dtype, sizes, strides) = dims(b, what)?;
+    let shape = ndarray::IxDyn(&sizes).strides(ndarray::IxDyn(&strides));
+    macro_rules! view {
+        ($t:ty) => {{
+            let ptr = if b.data.is_null() {
+                std::ptr::NonNull::<$t>::dangling().as_ptr()
+            } else {
+                b.data as *const $t
+            };
+            // SAFETY: the caller's contract; sizes and strides are non-negative.
+            TensorView::from(unsafe { ndarray::ArrayViewD::<$t>::from_shape_ptr(shape, ptr) })
+        }};
+    }
+    Ok(match dtype {
+        DType::F32 => view!(f32),
+        DType::F64 => view!(f64),
+        DType::I32 => view!(i32),
+        DType::I64 => view!(i64),
+        DType::Bool => view!(bool),
+        DType::I8 => view!(i8),
+        DType::U8 => view!(u8),
+        DType::F16 | DType::BF16 => {
+            return Err(Failure::argument(format!("{what}: {dtype} buffers are not supported yet")))
+        }
+    })
+}
+
+/// An output buffer as a mutable tensor view.
+///
+/// # Safety
+/// The buffer describes live, writable memory of its dtype that nothing else aliases.
+unsafe fn view_mut<'a>(b: &TfnBuffer, what: &str) -> Result<TensorViewMut<'a>, Failure> {
+    let (dtype, sizes, strides) = dims(b, what)?;
+    if sizes.iter().zip(&strides).any(|(&n, &s)| n > 1 && s == 0) {
+        return Err(Failure::argument(format!("{what}: a zero stride in an output")));
+    }
+    let shape = ndarray::IxDyn(&sizes).strides(ndarray::IxDyn(&strides));
+    macro_rules! view {
+        ($t:ty) => {{
+            let ptr = if b.data.is_null() {
+                std::ptr::NonNull::<$t>::dangling().as_ptr()
+            } else {
+                b.data as *mut $t
+            };
+            // SAFETY: the caller's contract; sizes and strides are non-negative.
+            TensorViewMut::from(unsafe { ndarray::ArrayViewMutD::<$t>::from_shape_ptr(shape, ptr) })
+        }};
+    }
+    Ok(match dtype {
+        DType::F32 => view!(f32),
+        DType::F64 => view!(f64),
+        DType::I32 => view!(i32),
+        DType::I64 => view!(i64),
+        DType::Bool => view!(bool),
+        DType::I8 => view!(i8),
+        DType::U8 => view!(u8),
+        DType::F16 | DType::BF16 => {
+            return Err(Failure::argument(format!("{what}: {dtype} buffers are not supported yet")))
+        }
+    })
+}
+
+/// Runs function `fn_index` of the module at `module` (see
+/// `tfn_backend::aot::c_abi::C_DECLARATIONS`).
+///
+/// # Safety
+/// `module` is the descriptor of a linked object; `inputs` and `outputs` point at
+/// `n_inputs` and `n_outputs` buffers describing live memory (outputs writable, not aliased).
+#[no_mangle]
+pub unsafe extern "C" fn tfn_rt_call(
+    module: *const c_void,
+    fn_index: i64,
+    inputs: *const TfnBuffer,
+    n_inputs: i64,
+    outputs: *mut TfnBuffer,
+    n_outputs: i64,
+) -> i32 {
+    status(|| {
+        let index =
+            usize::try_from(fn_index).map_err(|_| Failure::argument("negative function index"))?;
+        // SAFETY: the caller's contract, for every block below.
+        let loaded = unsafe { load(module, index)? };
+        let ins = unsafe { buffers(inputs, n_inputs, "inputs")? };
+        let outs = unsafe { buffers(outputs, n_outputs, "outputs")? };
+        check_inputs(&loaded, ins)?;
+        let n_out = loaded.compiled.graph().outputs.len();
+        if outs.len() != n_out {
+            return Err(Failure::argument(format!(
+                "`{}` has {n_out} output(s), got {} buffer(s)",
+                loaded.meta.name,
+                outs.len()
+            )));
+        }
+        let views = ins
+            .iter()
+            .enumerate()
+            .map(|(i, b)| unsafe { view(b, &format!("input {i}")) })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out_views = outs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| unsafe { view_mut(b, &format!("output {i}")) })
+            .collect::<Result<Vec<_>, _>>()?;
+        loaded.compiled.run_into(&views, &mut out_views).map_err(|e| {
+            let code = match e {
+                tfn_backend::RunError::Internal(_) => TFN_ERR_INTERNAL,
+                tfn_backend::RunError::InputCount { .. }
+                | tfn_backend::RunError::OutputCount { .. }
+                | tfn_backend::RunError::InputDType { .. }
+                | tfn_backend::RunError::OutputType { .. }
+                | tfn_backend::RunError::Bind(_) => TFN_ERR_ARGUMENT,
+                _ => TFN_ERR_RUN,
+            };
+            Failure(code, format!("`{}`: {e}", loaded.meta.name))
+        })
+    })
+}
+
+extern "C" {
+    fn malloc(size: usize) -> *mut c_void;
+    fn free(ptr: *mut c_void);
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`: [`tfn_rt_output_shape`] for every output,
+/// `malloc`, then [`tfn_rt_call`].
+///
+/// # Safety
+/// As [`tfn_rt_call`]; the outputs' buffers need not be initialised.
+#[no_mangle]
+pub unsafe extern "C" fn tfn_rt_call_alloc(
+    module: *const c_void,
+    fn_index: i64,
+    inputs: *const TfnBuffer,
+    n_inputs: i64,
+    outputs: *mut TfnBuffer,
+    n_outputs: i64,
+) -> i32 {
+    let n = match usize::try_from(n_outputs) {
+        Ok(n) if n == 0 || !outputs.is_null() => n,
+        _ => return status(|| Err(Failure::argument("null or negative outputs"))),
+    };
+    let mut allocated: Vec<*mut c_void> = Vec::with_capacity(n);
+    let release = |allocated: &mut Vec<*mut c_void>, outputs: *mut TfnBuffer| {
+        for (k, p) in allocated.drain(..).enumerate() {
+            // SAFETY: `p` came from `malloc`; output `k` exists.
+            unsafe {
+                free(p);
+                (*outputs.add(k)).data = std::ptr::null_mut();
+            }
+        }
+    };
+    for k in 0..n {
+        // SAFETY: the caller's contract: `outputs` has `n` buffers.
+        let out = unsafe { outputs.add(k) };
+        let code =
+            unsafe { tfn_rt_output_shape(module, fn_index, inputs, n_inputs, k as i64, out) };
+        if code != TFN_OK {
+            release(&mut allocated, outputs);
+            return code;
+        }
+        // SAFETY: `out` was just filled in.
+        let b = unsafe { &mut *out };
+        let bytes = (0..b.rank.clamp(0, MAX_RANK as i64) as usize)
+            .try_fold(1usize, |n, a| n.checked_mul(b.sizes[a] as usize))
+            .zip(dtype_of_code(b.dtype).map(|d| d.size_bytes()))
+            .and_then(|(n, size)| n.checked_mul(size));
+        let Some(bytes) = bytes else {
+            release(&mut allocated, outputs);
+            return status(|| Err(Failure::argument(format!("output {k}: the size overflows"))));
+        };
+        // SAFETY: plain allocation (at least one byte, so a null result is a failure).
+        let data = unsafe { malloc(bytes.max(1)) };
+        if data.is_null() {
+            release(&mut allocated, outputs);
+            return status(|| Err(Failure(TFN_ERR_RUN, format!("output {k}: out of memory"))));
+        }
+        b.data = data;
+        allocated.push(data);
+    }
+    // SAFETY: the caller's contract; the outputs are allocated to their shapes.
+    let code = unsafe { tfn_rt_call(module, fn_index, inputs, n_inputs, outputs, n_outputs) };
+    if code != TFN_OK {
+        release(&mut allocated, outputs);
+    }
+    code
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+///
+/// # Safety
+/// As [`tfn_rt_call`]; `out` points at one buffer.
+#[no_mangle]
+pub unsafe extern "C" fn tfn_rt_output_shape(
+    module: *const c_void,
+    fn_index: i64,
+    inputs: *const TfnBuffer,
+    n_inputs: i64,
+    output: i64,
+    out: *mut TfnBuffer,
+) -> i32 {
+    status(|| {
+        let index =
+            usize::try_from(fn_index).map_err(|_| Failure::argument("negative function index"))?;
+        // SAFETY: the caller's contract.
+        let loaded = unsafe { load(module, index)? };
+        let ins = unsafe { buffers(inputs, n_inputs, "inputs")? };
+        let shapes = check_inputs(&loaded, ins)?;
+        let graph = loaded.compiled.graph();
+        let value = usize::try_from(output)
+            .ok()
+            .and_then(|o| graph.outputs.get(o))
+            .ok_or_else(|| Failure::argument(format!("no output {output}")))?;
+        let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        let none = tfn_ir::bind::Allocated::Only(&[]);
+        let sizes = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none)
+            .map_err(|e| Failure::argument(format!("`{}`: {e}", loaded.meta.name)))?;
+        let ty = graph.ty(*value);
+        let shape = tfn_ir::bind::concrete_shape(&ty.shape, &sizes);
+        if out.is_null() {
+            return Err(Failure::argument("null output buffer"));
+        }
+        // SAFETY: `out` points at one buffer.
+        let b = unsafe { &mut *out };
+        b.dtype = dtype_code(ty.dtype);
+        b.rank = shape.len() as i64;
+        let mut stride = 1i64;
+        for a in (0..shape.len().min(MAX_RANK)).rev() {
+            b.sizes[a] = shape[a] as i64;
+            b.strides[a] = stride;
+            stride = stride.saturating_mul(shape[a] as i64);
+        }
+        Ok(())
+    })
+}

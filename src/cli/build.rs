@@ -1,0 +1,405 @@
+//! `tfnc build FILE --fn NAME... --arg x=f32[?, 1024]... [--vjp] -o DIR [--prefix P]`: the
+//! functions' kernels (or, with `--vjp`, those of their vector-Jacobian products), compiled
+//! ahead of time, in a relocatable object `DIR/P.o` with a C header `DIR/P.h` and the runtime
+//! library `DIR/libtfn_rt.a` (see docs/aot.md).
+//!
+//! The function is instantiated for the signature `--arg` gives (`?`: a size fixed only at the
+//! call; a number: a size the call must have, where 1 specialises the graph as a call with a
+//! size-1 axis does), planned as a session plans it and compiled as the JIT compiles it
+//! (`tfn_backend::aot`). Every file is written to a temporary name in DIR first and renamed
+//! when all of them are complete: a failure leaves nothing behind.
+
+use super::{session_for, BackendArg, Outcome};
+use std::path::{Path, PathBuf};
+use tfn_backend::aot::{FunctionMeta, ObjectBuilder};
+use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
+use tfn_ir::DType;
+
+/// What `tfnc build` was asked for.
+pub struct BuildRequest {
+    pub file: PathBuf,
+    pub functions: Vec<String>,
+    pub args: Vec<(String, String)>,
+    pub output: PathBuf,
+    pub prefix: Option<String>,
+    /// Build the function's vector-Jacobian product instead.
+    pub vjp: bool,
+}
+
+/// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
+#[derive(Clone)]
+enum BuildArg {
+    Tensor(DType, Vec<Option<usize>>),
+    Literal(tfn_ir::Attr),
+}
+
+/// Parses `dtype[d, ...]` with `?` or a number per axis, else a literal.
+fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
+    let usage = |m: String| Outcome::UsageError(format!("--arg {name}: {m}"));
+    let text = text.trim();
+    if let Some((dtype, rest)) = text.split_once('[') {
+        if let Ok(dtype) = dtype.trim().parse::<DType>() {
+            let inner = rest
+                .strip_suffix(']')
+                .ok_or_else(|| usage(format!("missing `]` in tensor type `{text}`")))?;
+            let mut dims = Vec::new();
+            if !inner.trim().is_empty() {
+                for d in inner.split(',').map(str::trim) {
+                    dims.push(match d {
+                        "?" => None,
+                        n => Some(n.parse::<usize>().map_err(|_| {
+                            usage(format!("`{d}` is not a size (a number or `?`) in `{text}`"))
+                        })?),
+                    });
+                }
+            }
+            return Ok(BuildArg::Tensor(dtype, dims));
+        }
+    }
+    match super::args::parse_value(text) {
+        Ok(super::args::ArgValue::Literal(a)) => Ok(BuildArg::Literal(a)),
+        Ok(_) => Err(usage(format!(
+            "expected a tensor type like f32[?, 1024] or a literal, got `{text}`"
+        ))),
+        Err(e) => Err(usage(e.to_string())),
+    }
+}
+
+/// Whether `s` is a C identifier.
+fn is_c_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Where the runtime library is: `TFN_RT_LIB`, else `libtfn_rt.a` beside `tfnc` (where
+/// `cargo build -p tfn-rt` puts it, with the same profile).
+fn runtime_library() -> Result<PathBuf, Outcome> {
+    let path = match std::env::var_os("TFN_RT_LIB") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|d| d.join("libtfn_rt.a")))
+            .unwrap_or_else(|| PathBuf::from("libtfn_rt.a")),
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Outcome::UserError(format!(
+            "error: the runtime library {} is missing: build it with `cargo build -p tfn-rt` \
+             (the profile of tfnc: `--release` for a release tfnc), or set TFN_RT_LIB",
+            path.display()
+        )))
+    }
+}
+
+pub(super) fn build(req: BuildRequest) -> Outcome {
+    match build_files(&req) {
+        Ok(()) => Outcome::Ok,
+        Err(o) => o,
+    }
+}
+
+fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
+    let first = req.functions.first().map(String::as_str).unwrap_or("module");
+    let prefix = req.prefix.clone().unwrap_or_else(|| first.replace('.', "_"));
+    if !is_c_ident(&prefix) {
+        return Err(Outcome::UsageError(format!(
+            "--prefix `{prefix}` is not a C identifier (letters, digits, `_`)"
+        )));
+    }
+    let mut args = Vec::new();
+    for (name, text) in &req.args {
+        args.push((name.clone(), parse_arg(name, text)?));
+    }
+    let session = session_for(&req.file, BackendArg::Interp, None, true, false)?;
+    let library = session.library();
+    // Each function takes the `--arg`s named as its parameters.
+    let params_of = |f: &str| -> Vec<String> {
+        let base = f.split_once('.').map_or(f, |(b, _)| b);
+        library
+            .overloads(base)
+            .iter()
+            .flat_map(|d| d.params.iter().map(|p| p.name.clone()))
+            .collect()
+    };
+    let all_params: Vec<String> = req.functions.iter().flat_map(|f| params_of(f)).collect();
+    if let Some((unused, _)) = args.iter().find(|(n, _)| !all_params.contains(n)) {
+        let known: Vec<&String> = req.functions.iter().collect();
+        if req.functions.iter().all(|f| !params_of(f).is_empty()) {
+            return Err(Outcome::UsageError(format!(
+                "--arg {unused}: no parameter of that name in {}",
+                known.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    let mut functions = Vec::new();
+    for f in &req.functions {
+        let params = params_of(f);
+        let mine: Vec<(String, BuildArg)> =
+            args.iter().filter(|(n, _)| params.is_empty() || params.contains(n)).cloned().collect();
+        let (meta, planned) = plan_function(&library, f, &mine, req.vjp)?;
+        if functions.iter().any(|(m, _): &(FunctionMeta, _)| m.name == meta.name) {
+            return Err(Outcome::UsageError(format!(
+                "--fn {f} twice: the symbol `{prefix}_{}` would clash",
+                meta.name
+            )));
+        }
+        functions.push((meta, planned));
+    }
+    let simd = tfn_backend::CompileOptions::default().simd;
+    let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
+    let mut object = ObjectBuilder::new(&prefix, simd).map_err(|e| internal(&e))?;
+    for (meta, planned) in &functions {
+        object.add_function(meta, &planned.graph, planned.fused.clone()).map_err(|e| match e {
+            tfn_backend::aot::AotError::Unsupported(why) => Outcome::UserError(format!(
+                "error: `{}` cannot be built ahead of time: {why}",
+                meta.name
+            )),
+            other => internal(&other),
+        })?;
+    }
+    let bytes = object.finish().map_err(|e| internal(&e))?;
+    let header = header(&prefix, &req.file, &functions);
+    let runtime = runtime_library()?;
+    let runtime = std::fs::read(&runtime)
+        .map_err(|e| Outcome::UserError(format!("error: reading {}: {e}", runtime.display())))?;
+    write_all(
+        &req.output,
+        &[
+            (format!("{prefix}.o"), bytes),
+            (format!("{prefix}.h"), header.into_bytes()),
+            ("libtfn_rt.a".to_string(), runtime),
+        ],
+    )
+}
+
+/// Instantiates `function` for `args` (or its vjp) and plans it as a session would: its
+/// metadata and planned graph, or why it cannot go into an object.
+fn plan_function(
+    library: &tfn_ir::Library,
+    function: &str,
+    args: &[(String, BuildArg)],
+    vjp: bool,
+) -> Result<(FunctionMeta, tfn_passes::pipeline::Planned), Outcome> {
+    let specs: Vec<(String, ArgSpec)> = args
+        .iter()
+        .map(|(name, a)| {
+            let spec = match a {
+                BuildArg::Tensor(dtype, dims) => ArgSpec::Tensor {
+                    dtype: *dtype,
+                    dims: dims
+                        .iter()
+                        .map(|d| if *d == Some(1) { DimSpec::One } else { DimSpec::Dyn })
+                        .collect(),
+                },
+                BuildArg::Literal(a) => ArgSpec::Attr(a.clone()),
+            };
+            (name.clone(), spec)
+        })
+        .collect();
+    let declared = |p: &ParamSource| -> Option<Vec<Option<usize>>> {
+        let ParamSource::Keyword(name) = p else { return None };
+        args.iter().find(|(n, _)| n == name).and_then(|(_, a)| match a {
+            BuildArg::Tensor(_, dims) => Some(dims.clone()),
+            BuildArg::Literal(_) => None,
+        })
+    };
+    // Fully fixed sizes are the call's sizes; with any `?`, none are known.
+    let sizes = |p: &ParamSource| -> Option<Vec<usize>> { declared(p)?.into_iter().collect() };
+    let instance = tfn_ir::lower::instantiate_for_sizes(library, function, &[], &specs, &sizes)
+        .map_err(|e| {
+            Outcome::UserError(tfn_ir::diagnostic::render_all(&e.diagnostics, &library.sources))
+        })?;
+    let name = function;
+    let refuse = |why: String| {
+        Outcome::UserError(format!("error: `{name}` cannot be built ahead of time: {why}"))
+    };
+    if instance.has_loops() {
+        return Err(refuse(
+            "it has loops (`for`/`while`), not supported by `tfnc build` yet".into(),
+        ));
+    }
+    if !instance.guards.is_empty() {
+        return Err(refuse(
+            "its graph depends on whether derived sizes are 1; give every size of the inputs"
+                .into(),
+        ));
+    }
+    // The graph that runs: the function's, or (`--vjp`) its vector-Jacobian product's, whose
+    // parameters are the function's, then one cotangent per result (as `Session::vjp`).
+    let graph = if vjp {
+        tfn_passes::autodiff::vjp(library, &instance)
+            .map_err(|e| {
+                Outcome::UserError(tfn_ir::diagnostic::render_all(
+                    &e.diagnostics(),
+                    &library.sources,
+                ))
+            })?
+            .graph
+    } else {
+        instance.graph.clone()
+    };
+    let mut params = Vec::new();
+    for (source, p) in instance.params.iter().zip(&graph.params) {
+        let ParamSource::Keyword(arg) = source else {
+            return Err(refuse(format!("parameter `{}` is not a plain tensor argument", p.name)));
+        };
+        if !is_c_ident(arg) {
+            return Err(refuse(format!("parameter `{arg}` is not a C identifier")));
+        }
+        let dims = declared(source).unwrap_or_default();
+        params.push((arg.clone(), dims));
+    }
+    for (k, p) in graph.params.iter().enumerate().skip(instance.params.len()) {
+        let name = format!("cotangent{}", k - instance.params.len());
+        params.push((name, vec![None; p.ty.shape.rank()]));
+    }
+    let planned = crate::pipeline::plan(library, &graph, true)
+        .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
+    if let Some(why) = &planned.optimizer_fallback {
+        return Err(refuse(format!("the optimiser failed: {why}")));
+    }
+    let exported = if vjp { format!("{function}_vjp") } else { function.replace('.', "_") };
+    if !is_c_ident(&exported) {
+        return Err(refuse(format!("`{exported}` is not a C identifier")));
+    }
+    Ok((FunctionMeta { name: exported, params }, planned))
+}
+
+/// Writes every file into `dir` (created if missing) under a temporary name, then renames them
+/// all; on any failure, removes what it wrote.
+fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
+    let fail = |what: String, e: std::io::Error| {
+        Outcome::UserError(format!("error: cannot write {what}: {e}"))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail(dir.display().to_string(), e))?;
+    let temp = |name: &str| dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let mut written: Vec<PathBuf> = Vec::new();
+    let cleanup = |written: &[PathBuf]| {
+        for p in written {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    for (name, bytes) in files {
+        let path = temp(name);
+        if let Err(e) = std::fs::write(&path, bytes) {
+            let _ = std::fs::remove_file(&path);
+            cleanup(&written);
+            return Err(fail(dir.join(name).display().to_string(), e));
+        }
+        written.push(path);
+    }
+    for (i, (name, _)) in files.iter().enumerate() {
+        if let Err(e) = std::fs::rename(temp(name), dir.join(name)) {
+            cleanup(&written[i..]);
+            for (done, _) in &files[..i] {
+                let _ = std::fs::remove_file(dir.join(done));
+            }
+            return Err(fail(dir.join(name).display().to_string(), e));
+        }
+    }
+    Ok(())
+}
+
+/// The C header of a module: the runtime's declarations, then per function (its index in the
+/// descriptor is its place here) its documented entry point and inline helpers.
+fn header(
+    prefix: &str,
+    file: &Path,
+    functions: &[(FunctionMeta, tfn_passes::pipeline::Planned)],
+) -> String {
+    let guard = format!("TFN_MODULE_{}_H", prefix.to_ascii_uppercase());
+    let dtype_name = |d: DType| {
+        tfn_backend::aot::c_abi::TFN_DTYPES.iter().find(|(_, t)| *t == d).map_or("?", |(n, _)| *n)
+    };
+    let mut h = format!(
+        "/* Generated by `tfnc build` from {} (tfn {}): module `{prefix}`.\n   \
+         Link {prefix}.o with libtfn_rt.a (and -lpthread -ldl -lm). See docs/aot.md. */\n\
+         #ifndef {guard}\n#define {guard}\n\n",
+        file.display(),
+        env!("CARGO_PKG_VERSION")
+    );
+    h.push_str(tfn_backend::aot::c_abi::C_DECLARATIONS);
+    h.push_str("\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    h.push_str(&format!(
+        "/* The module's descriptor (what the runtime reads at the first call). */\n\
+         extern const uint64_t {prefix}_module[];\n\n"
+    ));
+    for (index, (meta, planned)) in functions.iter().enumerate() {
+        h.push_str(&function_header(prefix, index, meta, &planned.graph, &dtype_name));
+    }
+    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    h
+}
+
+/// One function's part of the header.
+fn function_header(
+    prefix: &str,
+    index: usize,
+    meta: &FunctionMeta,
+    graph: &tfn_ir::Graph,
+    dtype_name: &dyn Fn(DType) -> &'static str,
+) -> String {
+    let n_in = graph.params.len();
+    let n_out = graph.outputs.len();
+    let mut h = String::new();
+    // The sizes, named as the IR names them.
+    let text = tfn_ir::text::print_graph_without_origins(graph);
+    let syms: Vec<&str> =
+        text.lines().filter(|l| l.trim_start().starts_with("sym ")).map(str::trim).collect();
+    h.push_str(&format!("/* {}(", meta.name));
+    let ps: Vec<String> = meta
+        .params
+        .iter()
+        .zip(&graph.params)
+        .map(|((name, dims), p)| {
+            let dims: Vec<String> =
+                dims.iter().map(|d| d.map_or("?".into(), |n| n.to_string())).collect();
+            format!("{name}: {}[{}]", p.ty.dtype, dims.join(", "))
+        })
+        .collect();
+    h.push_str(&ps.join(", "));
+    h.push_str(")\n");
+    for (i, ((name, _), p)) in meta.params.iter().zip(&graph.params).enumerate() {
+        h.push_str(&format!(
+            "   inputs[{i}]: `{name}`, dtype {}, rank {}, type {}\n",
+            dtype_name(p.ty.dtype),
+            p.ty.shape.rank(),
+            p.ty
+        ));
+    }
+    for (i, v) in graph.outputs.iter().enumerate() {
+        let ty = graph.ty(*v);
+        h.push_str(&format!(
+            "   outputs[{i}]: dtype {}, rank {}, type {}\n",
+            dtype_name(ty.dtype),
+            ty.shape.rank(),
+            ty
+        ));
+    }
+    if !syms.is_empty() {
+        h.push_str("   where (param P axis A) is inputs[P].sizes[A]:\n");
+        for s in &syms {
+            h.push_str(&format!("     {s}\n"));
+        }
+    }
+    h.push_str(&format!(
+        "   The caller allocates the outputs: {prefix}_{fname}_output_shape gives each one's\n   \
+         dtype, rank, sizes and row-major strides for given inputs. Returns TFN_OK or an error\n   \
+         code (message: tfn_rt_error_message()). */\n",
+        fname = meta.name
+    ));
+    h.push_str(&format!(
+        "int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
+         static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
+         int64_t output, tfn_buffer *out) {{\n    \
+         return tfn_rt_output_shape({prefix}_module, {index}, inputs, {n_in}, output, out);\n}}\n\n\
+         /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data). */\n\
+         static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
+         tfn_buffer outputs[{n_out}]) {{\n    \
+         return tfn_rt_call_alloc({prefix}_module, {index}, inputs, {n_in}, outputs, {n_out});\n}}\n\n",
+        f = meta.name
+    ));
+    h
+}

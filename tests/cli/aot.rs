@@ -1,0 +1,526 @@
+//! `tfnc build`: objects built ahead of time, linked by the system `cc` into the C client of
+//! `examples/aot_c/` with the runtime library, called on raw f32 files and compared bit for bit
+//! with `Session::call` on the same inputs, on 1 and 2 threads; three modules (different
+//! prefixes) in one program. And the refusals: unknown function, unwritable output directory,
+//! unsupported kernels and signatures, each with its exit code and no file left behind.
+
+use super::{scratch, stderr};
+use ndarray::{ArrayD, IxDyn};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use tfn::{Session, SessionOptions, Tensor, Value};
+use tfn_test_utils::Rng;
+
+/// The C client's functions, and two that `tfnc build` refuses.
+const NN: &str = concat!(
+    include_str!("../../examples/aot_c/nn.tfn"),
+    r#"
+fn running(Tensor x) -> Tensor {
+    return cumsum(x, dim=0)
+}
+fn repeat(Tensor x) -> Tensor {
+    var acc = x
+    for _i in 0..size(x, 0) {
+        acc = acc * 0.5 + x
+    }
+    return acc
+}
+"#
+);
+
+/// Whether the system C compiler runs.
+fn have_cc() -> bool {
+    Command::new("cc").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+fn write_f32(path: &Path, a: &ArrayD<f32>) {
+    let bytes: Vec<u8> = a.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(path, bytes).expect("write input");
+}
+
+fn read_f32(path: &Path) -> Vec<u32> {
+    let bytes = std::fs::read(path).expect("read output");
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn session_bits(threads: usize, name: &str, args: &[Value]) -> Vec<u32> {
+    let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+    s.load_str("nn.tfn", NN).expect("nn loads");
+    let out = s.call(name, args).expect("session call");
+    match out[0].clone().into_tensor() {
+        Some(Tensor::F32(a)) => a.iter().map(|x| x.to_bits()).collect(),
+        other => panic!("unexpected output {other:?}"),
+    }
+}
+
+/// The runtime library, built as users build it (`cargo build -p tfn-rt`: no Cranelift, no
+/// egg) into the target directory of this test's `tfnc`; cargo makes it a no-op when it is
+/// up to date.
+fn runtime_library() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let tfnc = Path::new(env!("CARGO_BIN_EXE_tfnc"));
+            let profile_dir = tfnc.parent().expect("tfnc's directory");
+            let target_dir = profile_dir.parent().expect("the target directory");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.current_dir(env!("CARGO_MANIFEST_DIR")).args(["build", "-q", "-p", "tfn-rt"]);
+            build.arg("--target-dir").arg(target_dir);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let o = build.output().expect("run cargo");
+            assert!(o.status.success(), "cargo build -p tfn-rt: {}", stderr(&o));
+            let lib = profile_dir.join("libtfn_rt.a");
+            assert!(lib.is_file(), "{} built", lib.display());
+            lib
+        })
+        .clone()
+}
+
+/// `tfnc ARGS` with the runtime library of [`runtime_library`].
+fn tfnc_build(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(args)
+        .current_dir(dir)
+        .env("TFN_RT_LIB", runtime_library())
+        .output()
+        .expect("run tfnc")
+}
+
+fn build(dir: &Path, function: &str, prefix: &str, args: &[&str]) {
+    let mut argv = vec!["build", "nn.tfn", "--fn", function, "-o", "build", "--prefix", prefix];
+    for a in args {
+        argv.extend(["--arg", a]);
+    }
+    let o = tfnc_build(dir, &argv);
+    assert!(o.status.success(), "tfnc build {function}: {}", stderr(&o));
+}
+
+#[test]
+fn built_modules_linked_from_c_give_the_sessions_bits() {
+    let dir = scratch("aot-c");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    build(&dir, "gelu", "g", &["x=f32[?, ?]"]);
+    build(&dir, "softmax_rows", "s", &["x=f32[?, ?]"]);
+    build(&dir, "linear", "m", &["x=f32[?, ?]", "w=f32[?, ?]", "b=f32[?]"]);
+    for f in ["g.o", "g.h", "s.o", "s.h", "m.o", "m.h", "libtfn_rt.a"] {
+        assert!(dir.join("build").join(f).is_file(), "{f} written");
+    }
+    let header = std::fs::read_to_string(dir.join("build/g.h")).unwrap();
+    assert!(header.contains("int g_gelu(const tfn_buffer inputs[1], tfn_buffer outputs[1]);"));
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/aot_c/main.c");
+    let cc = Command::new("cc")
+        .current_dir(&dir)
+        .args(["-O1", "-Ibuild"])
+        .arg(&driver)
+        .args(["build/g.o", "build/s.o", "build/m.o", "build/libtfn_rt.a"])
+        .args(["-lpthread", "-ldl", "-lm", "-o", "aot_demo"])
+        .output()
+        .expect("run cc");
+    assert!(cc.status.success(), "cc: {}", stderr(&cc));
+
+    let mut rng = Rng::new(0x5eed_a07c);
+    let mut f32s = |shape: &[usize], scale: f64| -> ArrayD<f32> {
+        rng.array(shape, -scale, scale).mapv(|v| v as f32).into_dimensionality::<IxDyn>().unwrap()
+    };
+    // Odd sizes above the parallel thresholds (so 2 threads split the work).
+    let x = f32s(&[263, 1031], 4.0);
+    let (xm, w, b) = (f32s(&[129, 300], 1.0), f32s(&[300, 197], 0.2), f32s(&[197], 1.0));
+    for (name, a) in [("x", &x), ("xm", &xm), ("w", &w), ("b", &b)] {
+        write_f32(&dir.join(format!("{name}.bin")), a);
+    }
+    let cases: [(&str, Vec<&str>, Vec<Value>); 3] = [
+        ("gelu", vec!["x.bin", "263x1031"], vec![x.clone().into()]),
+        ("softmax_rows", vec!["x.bin", "263x1031"], vec![x.clone().into()]),
+        (
+            "linear",
+            vec!["xm.bin", "129x300", "w.bin", "300x197", "b.bin", "197"],
+            vec![xm.clone().into(), w.clone().into(), b.clone().into()],
+        ),
+    ];
+    for (name, files, args) in &cases {
+        let want = session_bits(1, name, args);
+        assert_eq!(want, session_bits(2, name, args), "{name}: the session on 2 threads");
+        for threads in ["1", "2"] {
+            let out = format!("{name}-{threads}.out");
+            let run = Command::new(dir.join("aot_demo"))
+                .current_dir(&dir)
+                .args([threads, "2", name, &out])
+                .args(files)
+                .output()
+                .expect("run the C client");
+            assert!(run.status.success(), "{name} on {threads} thread(s): {}", stderr(&run));
+            let got = read_f32(&dir.join(&out));
+            assert_eq!(got.len(), want.len(), "{name}: output size");
+            let differ = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+            assert_eq!(differ, 0, "{name} on {threads} thread(s): {differ} elements differ");
+        }
+    }
+    // A wrong argument is an error code and a message, not a crash.
+    let run = Command::new(dir.join("aot_demo"))
+        .current_dir(&dir)
+        .args(["1", "1", "linear", "bad.out", "xm.bin", "129x300", "w.bin", "301x1", "b.bin", "1"])
+        .output()
+        .expect("run the C client");
+    assert!(!run.status.success());
+    assert!(
+        stderr(&run).contains("cannot read") || stderr(&run).contains("linear"),
+        "{}",
+        stderr(&run)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The files of a directory (none when it does not exist).
+fn files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn build_refusals_name_the_problem_and_leave_no_files() {
+    let dir = scratch("aot-refusals");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    std::fs::write(dir.join("a-file"), "not a directory").unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--fn", "nope", "--arg", "x=f32[?]", "-o", "out"], 1, "unknown function `nope`"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file/out"], 1, "cannot write"),
+        (
+            &["--fn", "running", "--arg", "x=f32[?, ?]", "-o", "out"],
+            1,
+            "cannot be built ahead of time",
+        ),
+        (&["--fn", "repeat", "--arg", "x=f32[?]", "-o", "out"], 1, "loops"),
+        (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "9x"],
+            2,
+            "not a C identifier",
+        ),
+        (&["--fn", "linear", "--arg", "x=f32[?, ?]", "-o", "out"], 1, "error"),
+        (&["--fn", "gelu", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"], 2, "would clash"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "--arg", "y=f32[?]", "-o", "out"], 2, "--arg y"),
+    ];
+    for (args, code, message) in cases {
+        let mut argv = vec!["build", "nn.tfn"];
+        argv.extend_from_slice(args);
+        let o = tfnc_build(&dir, &argv);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{args:?}: expected `{message}` in {}", stderr(&o));
+        assert!(files(&dir.join("out")).is_empty(), "{args:?} left {:?}", files(&dir.join("out")));
+    }
+    // Without the runtime library, nothing is written either.
+    let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(["build", "nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"])
+        .current_dir(&dir)
+        .env("TFN_RT_LIB", dir.join("no-such-lib.a"))
+        .output()
+        .expect("run tfnc");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-lib.a is missing"), "{}", stderr(&o));
+    assert!(files(&dir.join("out")).is_empty());
+    let mut names = files(&dir);
+    names.sort();
+    assert_eq!(names, ["a-file", "nn.tfn"], "nothing else written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Functions of every step kind an object holds (loop kernels with reductions and broadcasts,
+/// GEMMs with and without epilogues, copies, reshapes, window ops; several outputs; f64, i32
+/// and bool tensors), each built into a module of its own and called from one C program.
+const MORE: &str = r#"
+fn moves(Tensor x) -> Tensor {
+    let t = transpose(x, [1, 0])
+    return concat([t, slice(t, dim=0, start=1, step=2)], dim=0)
+}
+fn conv_relu(Tensor x, Tensor w) -> Tensor {
+    return maximum(conv2d(x, w, padding=[1, 1]), 0.0)
+}
+fn pool(Tensor x) -> Tensor {
+    return max_pool2d(x, kernel=[2, 2])
+}
+fn two(Tensor x) -> (Tensor, Tensor) {
+    return (exp(x), sum(x * x, dims=[1]))
+}
+fn flat(Tensor x) -> Tensor {
+    return reshape(x, [-1]) * 2.0
+}
+fn mask(Tensor x) -> Tensor {
+    return x > 0.25
+}
+fn ints(Tensor a, Tensor b) -> Tensor {
+    return a * b + a
+}
+"#;
+
+/// A C program that calls any of `modules` (`(prefix, function, outputs)`) on raw input files
+/// (`FILE DTYPE SIZES` each) and writes output `k` to `OUT.k`: the harness of
+/// [`every_step_kind_gives_the_sessions_bits`].
+fn harness(modules: &[(String, String, usize)]) -> String {
+    let mut c = String::from("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n");
+    for prefix in prefixes(modules) {
+        c.push_str(&format!("#include \"{prefix}.h\"\n"));
+    }
+    c.push_str(
+        "typedef int (*entry_fn)(const tfn_buffer *, tfn_buffer *);\n\
+         typedef int (*shape_fn)(const tfn_buffer *, int64_t, tfn_buffer *);\n\
+         struct fn { const char *name; entry_fn entry, alloc; shape_fn shape; int outputs; };\n\
+         static const struct fn FNS[] = {\n",
+    );
+    for (prefix, f, n) in modules {
+        c.push_str(&format!(
+            "    {{\"{prefix}_{f}\", {prefix}_{f}, {prefix}_{f}_alloc, {prefix}_{f}_output_shape, {n}}},\n"
+        ));
+    }
+    c.push_str(
+        r#"};
+static size_t dsize(int64_t d) {
+    return d == TFN_F64 || d == TFN_I64 ? 8 : d == TFN_F32 || d == TFN_I32 ? 4 : 1;
+}
+static int64_t count(const tfn_buffer *b) {
+    int64_t n = 1;
+    for (int64_t a = 0; a < b->rank; a++) n *= b->sizes[a];
+    return n;
+}
+int main(int argc, char **argv) {
+    tfn_rt_set_threads(atoll(argv[1]));
+    const struct fn *f = 0;
+    for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)
+        if (!strcmp(FNS[i].name, argv[2])) f = &FNS[i];
+    if (!f) return fprintf(stderr, "no function %s\n", argv[2]), 1;
+    tfn_buffer in[8], out[8];
+    int n = 0;
+    for (int a = 4; a + 2 < argc + 0 && n < 8; a += 3, n++) {
+        tfn_buffer *b = &in[n];
+        memset(b, 0, sizeof *b);
+        b->dtype = atoll(argv[a + 1]);
+        for (char *p = argv[a + 2]; *p;) {
+            char *end;
+            b->sizes[b->rank++] = strtoll(p, &end, 10);
+            p = *end == 'x' ? end + 1 : end;
+        }
+        tfn_buffer_row_major(b);
+        size_t bytes = (size_t)count(b) * dsize(b->dtype);
+        b->data = malloc(bytes + 1);
+        FILE *file = fopen(argv[a], "rb");
+        if (!file || fread(b->data, 1, bytes, file) != bytes) return fprintf(stderr, "read %s\n", argv[a]), 1;
+        fclose(file);
+    }
+    /* THREADS ending in `a`: the allocating variant. */
+    if (strchr(argv[1], 'a')) {
+        if (f->alloc(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+    } else {
+        for (int k = 0; k < f->outputs; k++) {
+            if (f->shape(in, k, &out[k]) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+            out[k].data = malloc((size_t)count(&out[k]) * dsize(out[k].dtype) + 1);
+        }
+        if (f->entry(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+    }
+    for (int k = 0; k < f->outputs; k++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s.%d", argv[3], k);
+        FILE *file = fopen(name, "wb");
+        size_t bytes = (size_t)count(&out[k]) * dsize(out[k].dtype);
+        if (!file || fwrite(out[k].data, 1, bytes, file) != bytes) return fprintf(stderr, "write %s\n", name), 1;
+        fclose(file);
+    }
+    return 0;
+}
+"#,
+    );
+    c
+}
+
+/// The modules' prefixes, each once, in order.
+fn prefixes(modules: &[(String, String, usize)]) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for (prefix, _, _) in modules {
+        if !seen.contains(&prefix.as_str()) {
+            seen.push(prefix);
+        }
+    }
+    seen
+}
+
+/// A tensor's elements in row-major order as bytes (bool as one byte).
+fn tensor_bytes(t: &Tensor) -> Vec<u8> {
+    match t {
+        Tensor::F32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::F64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::I32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::I64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::Bool(a) => a.iter().map(|&x| u8::from(x)).collect(),
+        other => panic!("unexpected dtype {}", other.dtype()),
+    }
+}
+
+/// The C dtype code of `t` (as `tfn_backend::aot::c_abi::dtype_code`).
+fn dtype_code(t: &Tensor) -> i64 {
+    tfn_backend::aot::c_abi::dtype_code(t.dtype())
+}
+
+/// A function, its arguments by name, and cotangents (empty: the function itself, else its
+/// vjp).
+type Call<'a> = (&'a str, Vec<(&'a str, Tensor)>, Vec<Tensor>);
+
+/// What a session returns for `name` on `args` (with cotangents: its vjp), on `threads`.
+fn session_results(
+    threads: usize,
+    source: &str,
+    name: &str,
+    args: &[(&str, Tensor)],
+    cotangents: &[Tensor],
+) -> Vec<Tensor> {
+    let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+    s.load_str("nn.tfn", source).unwrap();
+    let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
+    let out = if cotangents.is_empty() {
+        s.call(name, &values)
+    } else {
+        let cts: Vec<Value> = cotangents.iter().map(|t| Value::from(t.clone())).collect();
+        s.vjp(name, &values, &cts)
+    };
+    let out = out.unwrap_or_else(|e| panic!("{name}: {e}"));
+    out.into_iter().map(|v| v.into_tensor().expect("a tensor result")).collect()
+}
+
+#[test]
+fn every_step_kind_gives_the_sessions_bits() {
+    let dir = scratch("aot-kinds");
+    let source = format!("{}{MORE}", include_str!("../../benches/workloads.tfn"));
+    std::fs::write(dir.join("nn.tfn"), &source).unwrap();
+    let mut rng = Rng::new(0xa07_c0de);
+    let mut f = |shape: &[usize]| rng.tensor(tfn::DType::F32, shape, (-2.0, 2.0));
+    let x = f(&[263, 1031]);
+    let cases: Vec<(&str, Vec<(&str, Tensor)>)> = vec![
+        ("saxpy", vec![("x", f(&[70_001])), ("z", f(&[70_001]))]),
+        ("bias_relu", vec![("x", x.clone()), ("bias", f(&[1031]))]),
+        ("layernorm", vec![("x", x.clone())]),
+        ("total", vec![("x", x.clone())]),
+        ("softmax", vec![("x", f(&[7, 1, 333]))]),
+        (
+            "mlp",
+            vec![
+                ("x", f(&[129, 65])),
+                ("w1", f(&[65, 255])),
+                ("b1", f(&[255])),
+                ("w2", f(&[255, 33])),
+                ("b2", f(&[33])),
+            ],
+        ),
+        ("moves", vec![("x", f(&[301, 257]))]),
+        ("conv_relu", vec![("x", f(&[2, 3, 17, 19])), ("w", f(&[8, 3, 3, 3]))]),
+        ("pool", vec![("x", f(&[2, 3, 18, 20]))]),
+        ("two", vec![("x", x.clone())]),
+        ("flat", vec![("x", f(&[30, 70]))]),
+        ("mask", vec![("x", x.clone())]),
+        ("gelu", vec![("x", rng.tensor(tfn::DType::F64, &[513, 129], (-3.0, 3.0)))]),
+        (
+            "ints",
+            vec![
+                ("a", rng.tensor(tfn::DType::I32, &[300, 40], (-100.0, 100.0))),
+                ("b", rng.tensor(tfn::DType::I32, &[300, 40], (-100.0, 100.0))),
+            ],
+        ),
+    ];
+    // Gradients (`--vjp`): the arguments, then one cotangent per result.
+    let mut cot = |shape: &[usize]| rng.tensor(tfn::DType::F32, shape, (-1.0, 1.0));
+    let vjps: Vec<(&str, Vec<Tensor>)> = vec![
+        ("layernorm", vec![cot(&[263, 1031])]),
+        ("mlp", vec![cot(&[129, 33])]),
+        ("two", vec![cot(&[263, 1031]), cot(&[263])]),
+    ];
+    let mut calls: Vec<Call> =
+        cases.iter().map(|(name, args)| (*name, args.clone(), Vec::new())).collect();
+    for (name, cts) in vjps {
+        let args = cases.iter().find(|(n, _)| *n == name).map(|(_, a)| a.clone()).unwrap();
+        calls.push((name, args, cts));
+    }
+    let mut modules = Vec::new();
+    for (i, (name, args, cts)) in calls.iter().enumerate() {
+        let prefix = format!("p{i}");
+        let mut argv = vec!["build".to_string(), "nn.tfn".into(), "--fn".into(), name.to_string()];
+        for (param, t) in args {
+            // The signature: `?` per axis, with the dtype and size-1 axes of the argument.
+            let dims: Vec<String> = t
+                .shape()
+                .iter()
+                .map(|&d| if d == 1 { "1".to_string() } else { "?".to_string() })
+                .collect();
+            argv.extend(["--arg".into(), format!("{param}={}[{}]", t.dtype(), dims.join(", "))]);
+        }
+        argv.extend(["-o".into(), "build".into(), "--prefix".into(), prefix.clone()]);
+        let exported = if cts.is_empty() {
+            name.to_string()
+        } else {
+            argv.push("--vjp".into());
+            format!("{name}_vjp")
+        };
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = tfnc_build(&dir, &argv);
+        assert!(o.status.success(), "tfnc build {exported}: {}", stderr(&o));
+        let outputs = session_results(1, &source, name, args, cts).len();
+        modules.push((prefix, exported, outputs));
+    }
+    // Two functions in one module: each takes the `--arg`s of its parameters.
+    let argv = ["build", "nn.tfn", "--fn", "layernorm", "--fn", "total", "--arg", "x=f32[?, ?]"];
+    let o = tfnc_build(&dir, &[&argv[..], &["-o", "build", "--prefix", "q"]].concat());
+    assert!(o.status.success(), "tfnc build layernorm + total: {}", stderr(&o));
+    for name in ["layernorm", "total"] {
+        let args = cases.iter().find(|(n, _)| *n == name).map(|(_, a)| a.clone()).unwrap();
+        calls.push((name, args, Vec::new()));
+        modules.push(("q".to_string(), name.to_string(), 1));
+    }
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    std::fs::write(dir.join("harness.c"), harness(&modules)).unwrap();
+    let mut cc = Command::new("cc");
+    cc.current_dir(&dir).args(["-O1", "-Ibuild", "harness.c"]);
+    for prefix in prefixes(&modules) {
+        cc.arg(format!("build/{prefix}.o"));
+    }
+    let o = cc.args(["build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "harness"]).output();
+    let o = o.expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
+    for ((name, args, cts), (prefix, exported, _)) in calls.iter().zip(&modules) {
+        let exported = &format!("{prefix}_{exported}");
+        let mut inputs = Vec::new();
+        let tensors = args.iter().map(|(_, t)| t).chain(cts);
+        for (k, t) in tensors.enumerate() {
+            let file = format!("{exported}.in{k}");
+            std::fs::write(dir.join(&file), tensor_bytes(t)).unwrap();
+            let dims: Vec<String> = t.shape().iter().map(usize::to_string).collect();
+            inputs.extend([file, dtype_code(t).to_string(), dims.join("x")]);
+        }
+        // Caller-allocated outputs, then the allocating variant (`a`).
+        for (threads, variant) in [(1usize, ""), (2, ""), (1, "a"), (2, "a")] {
+            let want = session_results(threads, &source, name, args, cts);
+            let out = format!("{exported}-{threads}{variant}");
+            let run = Command::new(dir.join("harness"))
+                .current_dir(&dir)
+                .args([format!("{threads}{variant}"), exported.clone(), out.clone()])
+                .args(&inputs)
+                .output()
+                .expect("run the harness");
+            assert!(run.status.success(), "{exported} on {threads} thread(s): {}", stderr(&run));
+            for (k, w) in want.iter().enumerate() {
+                let got = std::fs::read(dir.join(format!("{out}.{k}"))).expect("output written");
+                assert!(
+                    got == tensor_bytes(w),
+                    "{exported} output {k} on {threads} thread(s) differs"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
