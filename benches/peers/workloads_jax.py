@@ -8,12 +8,8 @@ block_until_ready after every call. Prints one JSON object per workload and size
 Used by benches/vs_peers.sh, which runs tfn, jax and torch side by side, cell by cell.
 """
 import argparse
-import gc
 import json
 import os
-import statistics
-import sys
-import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=1)
@@ -29,9 +25,7 @@ else:
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-K = 1024
+from timing import bench, inputs  # noqa: E402
 G0, G1 = 0.7978845608, 0.044715
 EPS = 1e-5
 
@@ -67,51 +61,11 @@ FNS = dict(saxpy=saxpy, gelu=gelu, bias_relu=bias_relu, softmax=softmax, layerno
            total=total)
 
 
-def bench(fn, sample_s=1e-3):
-    t_end = time.perf_counter() + 0.05
-    k = 0
-    while k < 3 or time.perf_counter() < t_end:
-        fn()
-        k += 1
-    t0 = time.perf_counter()
-    for _ in range(3):
-        fn()
-    one = (time.perf_counter() - t0) / 3
-    inner = max(1, int(sample_s / max(one, 1e-9)))
-    samples = []
-    gc.disable()
-    w0 = time.perf_counter()
-    while True:
-        s = time.perf_counter_ns()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter_ns() - s) / inner / 1e3)
-        if len(samples) >= ARGS.min_samples and time.perf_counter() - w0 >= ARGS.budget:
-            break
-        if len(samples) >= 5000:
-            break
-    gc.enable()
-    return statistics.median(samples), min(samples)
-
-
 def main():
     n, w = ARGS.elements, ARGS.workload
-    rng = np.random.default_rng(0)
-    rows = max(1, n // K)
-    if w in ("saxpy",):
-        args = [rng.standard_normal(n, dtype=np.float32) for _ in range(2)]
-    elif w in ("gelu", "total"):
-        args = [rng.standard_normal(n, dtype=np.float32)]
-    elif w == "bias_relu":
-        args = [rng.standard_normal((rows, K), dtype=np.float32),
-                rng.standard_normal(K, dtype=np.float32)]
-    elif w in ("softmax", "layernorm"):
-        args = [rng.standard_normal((rows, K), dtype=np.float32)]
-    else:
-        sys.exit(f"unknown workload {w}")
-    dargs = [jax.device_put(a) for a in args]
+    dargs = [jax.device_put(a) for a in inputs(w, n)]
     f = jax.jit(FNS[w])
-    median, best = bench(lambda: f(*dargs).block_until_ready())
+    median, best = bench(lambda: f(*dargs).block_until_ready(), ARGS.budget, ARGS.min_samples)
     print(json.dumps(dict(workload=w, elements=n, threads=ARGS.threads, median_us=median,
                           min_us=best, jax=jax.__version__)))
 

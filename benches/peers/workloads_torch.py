@@ -10,10 +10,7 @@ torch is several GB: `bash benches/peers/setup.sh --torch` installs it (never CI
 benches/vs_peers.sh, which runs tfn, jax and torch side by side, cell by cell.
 """
 import argparse
-import gc
 import json
-import statistics
-import sys
 import time
 
 ap = argparse.ArgumentParser()
@@ -25,11 +22,10 @@ ap.add_argument("workload")
 ap.add_argument("elements", type=int)
 ARGS = ap.parse_args()
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from timing import bench, inputs  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
-K = 1024
 G0, G1 = 0.7978845608, 0.044715
 EPS = 1e-5
 
@@ -65,59 +61,20 @@ FNS = dict(saxpy=saxpy, gelu=gelu, bias_relu=bias_relu, softmax=softmax, layerno
            total=total)
 
 
-def bench(fn, sample_s=1e-3):
-    t_end = time.perf_counter() + 0.05
-    k = 0
-    while k < 3 or time.perf_counter() < t_end:
-        fn()
-        k += 1
-    t0 = time.perf_counter()
-    for _ in range(3):
-        fn()
-    one = (time.perf_counter() - t0) / 3
-    inner = max(1, int(sample_s / max(one, 1e-9)))
-    samples = []
-    gc.disable()
-    w0 = time.perf_counter()
-    while True:
-        s = time.perf_counter_ns()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter_ns() - s) / inner / 1e3)
-        if len(samples) >= ARGS.min_samples and time.perf_counter() - w0 >= ARGS.budget:
-            break
-        if len(samples) >= 5000:
-            break
-    gc.enable()
-    return statistics.median(samples)
-
-
 def main():
     n, w = ARGS.elements, ARGS.workload
-    rng = np.random.default_rng(0)
-    rows = max(1, n // K)
-    if w == "saxpy":
-        args = [rng.standard_normal(n, dtype=np.float32) for _ in range(2)]
-    elif w in ("gelu", "total"):
-        args = [rng.standard_normal(n, dtype=np.float32)]
-    elif w == "bias_relu":
-        args = [rng.standard_normal((rows, K), dtype=np.float32),
-                rng.standard_normal(K, dtype=np.float32)]
-    elif w in ("softmax", "layernorm"):
-        args = [rng.standard_normal((rows, K), dtype=np.float32)]
-    else:
-        sys.exit(f"unknown workload {w}")
-    targs = [torch.from_numpy(a) for a in args]
+    targs = [torch.from_numpy(a) for a in inputs(w, n)]
     fn = FNS[w]
+    median = lambda f: bench(f, ARGS.budget, ARGS.min_samples)[0]  # noqa: E731
     result = dict(workload=w, elements=n, threads=ARGS.threads, torch=torch.__version__)
     with torch.inference_mode():
-        result["eager_us"] = bench(lambda: fn(*targs))
+        result["eager_us"] = median(lambda: fn(*targs))
         if not ARGS.no_compile:
             compiled = torch.compile(fn, dynamic=False)
             t0 = time.perf_counter()
             compiled(*targs)
             result["compile_first_ms"] = (time.perf_counter() - t0) * 1e3
-            result["compile_us"] = bench(lambda: compiled(*targs))
+            result["compile_us"] = median(lambda: compiled(*targs))
     print(json.dumps(result))
 
 
