@@ -15,15 +15,8 @@ sizes=${SIZES:-"262144 16777216"}
 millis=${MILLIS:-1500}
 threads=${THREADS:-1}
 
-args_for() { # workload size -> --arg list
-  local n=$2 rows=$(( $2 / 1024 ))
-  case $1 in
-    saxpy) echo "--arg x=f32[$n] --arg z=f32[$n]" ;;
-    gelu|total) echo "--arg x=f32[$n]" ;;
-    bias_relu) echo "--arg x=f32[$rows,1024] --arg bias=f32[1024]" ;;
-    softmax|layernorm) echo "--arg x=f32[$rows,1024]" ;;
-  esac
-}
+# shellcheck source=benches/workload_args.sh
+source benches/workload_args.sh
 
 echo "| workload | elements | JIT µs | JIT GB/s | interpreter µs | JIT speed-up | first call ms |"
 echo "|---|---|---|---|---|---|---|"

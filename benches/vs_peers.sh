@@ -27,15 +27,8 @@ with_jax=no; with_torch=no
 case " $peers " in *" jax "*) has jax && with_jax=yes ;; esac
 case " $peers " in *" torch "*) has torch && with_torch=yes ;; esac
 
-args_for() { # workload size -> --arg list
-  local n=$2 rows=$(( $2 / 1024 ))
-  case $1 in
-    saxpy) echo "--arg x=f32[$n] --arg z=f32[$n]" ;;
-    gelu|total) echo "--arg x=f32[$n]" ;;
-    bias_relu) echo "--arg x=f32[$rows,1024] --arg bias=f32[1024]" ;;
-    softmax|layernorm) echo "--arg x=f32[$rows,1024]" ;;
-  esac
-}
+# shellcheck source=benches/workload_args.sh
+source benches/workload_args.sh
 
 echo "| workload | elements | tfn µs | tfn GB/s | jax.jit µs | torch eager µs | torch.compile µs | tfn speed-up over the fastest peer |"
 echo "|---|---|---|---|---|---|---|---|"
