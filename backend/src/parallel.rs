@@ -5,7 +5,9 @@
 //! boundaries on the inner (vectorised) axis fall on multiples of [`Split::align`] elements, so
 //! vector blocks and scalar tails cover the same elements as on one thread: results are the
 //! same bits for any thread count. Reductions are split only along kept axes (a row or column
-//! is always reduced by one chunk), so their summation order never depends on the split.
+//! is always reduced by one chunk), so their summation order never depends on the split; a
+//! long reduction with few rows is instead cut into chunks of a fixed size along its reduced
+//! axis (`executor/chunked.rs`), whatever the thread count.
 
 use crate::abi::KernelFn;
 use crate::error::RunError;

@@ -3,7 +3,7 @@
 //! runs on 1, 2, 3 and 4 threads at sizes above the parallel thresholds — odd sizes, so chunk
 //! boundaries, vector tails and GEMM edge tiles all occur — and every output must be the same
 //! bits as on one thread. The split is a function of the sizes and the thread count only, and
-//! nothing sums across chunks, so this holds by construction; this test keeps it so.
+//! chunks that are summed (a long reduction's) have a fixed size, so this holds by construction; this test keeps it so.
 
 use crate::common;
 
@@ -75,4 +75,83 @@ fn every_case_is_bit_identical_on_1_to_4_threads_near_the_threshold() {
 #[test]
 fn every_case_is_bit_identical_on_1_to_4_threads_at_300k_elements() {
     check_all(300_000);
+}
+
+/// Long reductions with few rows (a full `sum`) run as fixed-size chunks of the reduced axis
+/// split across threads, combined in chunk order: right (against the interpreter) for every
+/// reduction and dtype the chunking takes, NaN kept, and the same bits on 1 to 4 threads.
+#[test]
+fn long_reductions_are_chunked_and_identical_on_1_to_4_threads() {
+    use tfn_test_utils::Tolerance;
+    let cases = [
+        (
+            "func f(x: f32[s0, s1]) -> (f32[s0], f32[s0], f32[s0], f32[s0], f32[]) {\n\
+             sym s0 = input(param 0 axis 0)\n sym s1 = input(param 0 axis 1)\n\
+             %0 = param 0 : f32[s0, s1]\n\
+             %1 = sum %0 {axes=[1], keepdim=false} : f32[s0]\n\
+             %2 = mean %0 {axes=[1], keepdim=false} : f32[s0]\n\
+             %3 = max %0 {axes=[1], keepdim=false} : f32[s0]\n\
+             %4 = min %0 {axes=[1], keepdim=false} : f32[s0]\n\
+             %5 = mul %0, %0 : f32[s0, s1]\n\
+             %6 = sum %5 {axes=[0, 1], keepdim=false} : f32[]\n\
+             return %1, %2, %3, %4, %6\n}",
+            Tolerance::uniform("f32 sums", 1e-4, 1e-3),
+        ),
+        (
+            "func g(x: f64[s0, s1]) -> (f64[s0], f64[]) {\n\
+             sym s0 = input(param 0 axis 0)\n sym s1 = input(param 0 axis 1)\n\
+             %0 = param 0 : f64[s0, s1]\n\
+             %1 = sum %0 {axes=[1], keepdim=false} : f64[s0]\n\
+             %2 = mean %0 {axes=[0, 1], keepdim=false} : f64[]\n\
+             return %1, %2\n}",
+            Tolerance::uniform("f64 sums", 1e-12, 1e-10),
+        ),
+        (
+            "func h(x: i32[s0, s1]) -> (i32[s0], i32[s0]) {\n\
+             sym s0 = input(param 0 axis 0)\n sym s1 = input(param 0 axis 1)\n\
+             %0 = param 0 : i32[s0, s1]\n\
+             %1 = sum %0 {axes=[1], keepdim=false} : i32[s0]\n\
+             %2 = max %0 {axes=[1], keepdim=false} : i32[s0]\n\
+             return %1, %2\n}",
+            Tolerance::EXACT,
+        ),
+    ];
+    for (src, tol) in cases {
+        let graph = tfn_ir::text::parse_graph(src).unwrap();
+        for (rows, len) in [(1, 65_536), (3, 200_003), (1, 1 << 20)] {
+            let dtype = graph.params[0].ty.dtype;
+            let x =
+                tfn_test_utils::random_tensor(&mut Rng::new(3), dtype, &[rows, len], (-2.0, 2.0));
+            let mut inputs = vec![x];
+            if let Tensor::F32(a) = &mut inputs[0] {
+                // A NaN in the last chunk of row 0: max, min, sum and mean all keep it.
+                a[[0, len - 5]] = f32::NAN;
+            }
+            let f = common::check_against_interp(&graph, &inputs, tol, 2)
+                .unwrap_or_else(|e| panic!("{} {rows}x{len}: {e}", graph.name));
+            assert!(!f.chunked_reductions().is_empty(), "{}: no chunked kernel", graph.name);
+            let run = |threads| {
+                let f = CompiledFunction::compile(
+                    &graph,
+                    &CompileOptions { threads, ..Default::default() },
+                )
+                .unwrap();
+                f.run(&views(&inputs)).unwrap()
+            };
+            let one = run(1);
+            for threads in 2..=4 {
+                for (a, b) in one.iter().zip(&run(threads)) {
+                    assert_eq!(bits(a), bits(b), "{} {rows}x{len} on {threads}", graph.name);
+                }
+            }
+        }
+    }
+    // A softmax row (its max read by the exp) is never chunked.
+    let softmax = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/softmax.tir"),
+    )
+    .unwrap();
+    let graph = tfn_ir::text::parse_graph(&softmax).unwrap();
+    let f = CompiledFunction::compile(&graph, &CompileOptions::default()).unwrap();
+    assert!(f.chunked_reductions().is_empty());
 }

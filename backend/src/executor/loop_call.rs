@@ -21,6 +21,8 @@ pub(super) struct LoopCall {
     pub(super) align: usize,
     /// The kernel's error record (see `crate::codegen`'s indexed reads), when it has one.
     pub(super) record: Option<ErrorRecord>,
+    /// A long reduction run as chunks of its reduced axis instead of one call.
+    pub(super) chunked: Option<super::chunked::ChunkedReduce>,
 }
 
 /// A kernel's error record (`[i64; 4]`: status, source slot, index value, axis size; see
@@ -105,6 +107,10 @@ impl LoopCall {
         func: KernelFn,
         threads: usize,
     ) -> Result<(), RunError> {
+        if let Some(chunked) = &self.chunked {
+            // SAFETY: guaranteed by the caller.
+            return unsafe { chunked.run(func, &self.args, threads) };
+        }
         let range = self.sizes.get(self.split).copied().unwrap_or(1);
         let record = self.record.as_ref().map(|r| r.slot);
         let split = parallel::Split { range, work: self.total, align: self.align };

@@ -24,6 +24,7 @@ use crate::pool::BufferPool;
 use crate::scatter;
 use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
+use chunked::ChunkedReduce;
 #[cfg(feature = "jit")]
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
@@ -37,6 +38,7 @@ use tfn_ir::{GraphParam, Node, Shape, TensorType};
 use tfn_passes::fusion::fuse;
 use tfn_passes::fusion::{FusedGraph, Kernel};
 
+mod chunked;
 mod liveness;
 mod loop_call;
 mod profile;
@@ -251,6 +253,19 @@ impl CompiledFunction {
     /// pack from any strides) rather than copied to row-major first.
     pub fn reads_in_place(&self, param: usize) -> bool {
         self.in_place.get(param).copied().unwrap_or(false)
+    }
+
+    /// The kernels (by step) whose long reductions run as fixed-size chunks of the reduced
+    /// axis, split across threads, when a call has few rows and long ones (see
+    /// `executor/chunked.rs`).
+    pub fn chunked_reductions(&self) -> Vec<usize> {
+        let steps = self.steps.iter().enumerate();
+        steps
+            .filter_map(|(i, s)| match s {
+                Step::Loop { plan, .. } if ChunkedReduce::eligible(plan) => Some(i),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Fallbacks: kernels the code generator should have compiled but rejected, which run
@@ -866,7 +881,8 @@ impl CompiledFunction {
         // Splitting the inner axis keeps whole unrolled vector blocks per chunk (and output
         // cache lines apart), so every element is computed by the same code on any split.
         let align = if split + 1 == rank { 64 } else { 1 };
-        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align, record }))
+        let chunked = ChunkedReduce::of(plan, &sizes);
+        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align, record, chunked }))
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.
