@@ -3,7 +3,8 @@
 //! runs on 1, 2, 3 and 4 threads at sizes above the parallel thresholds — odd sizes, so chunk
 //! boundaries, vector tails and GEMM edge tiles all occur — and every output must be the same
 //! bits as on one thread. The split is a function of the sizes and the thread count only, and
-//! chunks that are summed (a long reduction's) have a fixed size, so this holds by construction; this test keeps it so.
+//! chunks that are summed (a long reduction's) have a fixed size, so this holds by
+//! construction; this test keeps it so.
 
 use crate::common;
 
