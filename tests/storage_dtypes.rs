@@ -53,6 +53,11 @@ fn gelu(Tensor x) -> Tensor {
 fn rowsum(Tensor x) -> Tensor {
     return sum(x, dims=[1])
 }
+fn bias_rows(Tensor x, Tensor b) -> (Tensor, Tensor) {
+    let y = maximum(x + b, 0.0)
+    let e = exp(y - max(y, dims=[1], keepdim=true))
+    return (y, e / sum(e, dims=[1], keepdim=true))
+}
 fn mm(Tensor a, Tensor b) -> Tensor {
     return matmul(a, b)
 }
@@ -452,6 +457,97 @@ fn half_gradients_match_the_f32_gradients_on_both_backends() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Large 16-bit kernels run as f32 blocks converted by the CPU's F16C or vectorised code
+/// (`backend/src/executor/widened.rs`), at sizes spanning many blocks and threads, on 1 and
+/// 3 threads: flat elementwise against the interpreter; rows with a broadcast bias and a
+/// softmax, and a row sum (whose `exp` and summation order are the JIT's own), against the
+/// JIT on the same values as f32, rounded once (what computing in f32 and rounding at the
+/// store means).
+#[test]
+fn large_half_kernels_run_widened_with_the_same_bits() {
+    let (rows, cols) = (333, 1031);
+    let data = |n: usize, k: f32| -> Vec<f32> {
+        (0..n).map(|i| ((i as f32) * k).sin() * 6.0 + (i % 7) as f32 * 1e-3).collect()
+    };
+    let jit = |threads: usize, f: &str, args: &[Value]| -> Vec<Tensor> {
+        let s = Session::with_options(tfn::SessionOptions {
+            backend: Backend::Jit,
+            threads,
+            ..Default::default()
+        });
+        s.load_str("storage.tfn", SOURCE).unwrap();
+        let out = s.call(f, args).unwrap_or_else(|e| panic!("{f}: {e}"));
+        out.into_iter().filter_map(Value::into_tensor).collect()
+    };
+    let check = |f: &str, args: &[Value], want: Vec<Tensor>| {
+        let want: Vec<_> = want.iter().map(bit_patterns).collect();
+        for threads in [1, 3] {
+            let got: Vec<_> = jit(threads, f, args).iter().map(bit_patterns).collect();
+            assert!(got == want, "`{f}` on {threads} threads differs");
+        }
+    };
+    let interp = |f: &str, args: &[Value]| -> Vec<Tensor> {
+        let out = session(Backend::Interp).call(f, args).unwrap();
+        out.into_iter().filter_map(Value::into_tensor).collect()
+    };
+    let flat = 300_001;
+    let (xs, ys) = (data(flat, 0.377), data(flat, 0.911));
+    let x = [
+        vec1(xs.iter().map(|&v| f16::from_f32(v)).collect()),
+        vec1(ys.iter().map(|&v| f16::from_f32(v)).collect()),
+    ];
+    let args = x.map(Value::from);
+    check("fma", &args, interp("fma", &args));
+    let x = [
+        vec1(xs.iter().map(|&v| bf16::from_f32(v)).collect()),
+        vec1(ys.iter().map(|&v| bf16::from_f32(v)).collect()),
+    ];
+    let args = x.map(Value::from);
+    check("fma", &args, interp("fma", &args));
+    // The reference: the f32 function on the 16-bit values, each output rounded once.
+    let m = data(rows * cols, 0.131);
+    let b = data(cols, 0.7);
+    for half in [false, true] {
+        let round = |v: f32| {
+            if half {
+                bits::f16_to_f32(bits::f32_to_f16(v))
+            } else {
+                bits::bf16_to_f32(bits::f32_to_bf16(v))
+            }
+        };
+        let xm =
+            ArrayD::from_shape_vec(IxDyn(&[rows, cols]), m.iter().map(|&v| round(v)).collect())
+                .unwrap();
+        let bm = vec1(b.iter().map(|&v| round(v)).collect::<Vec<f32>>());
+        let as16 = |a: &ArrayD<f32>| -> Value {
+            if half {
+                Value::from(a.mapv(f16::from_f32))
+            } else {
+                Value::from(a.mapv(bf16::from_f32))
+            }
+        };
+        let narrow = |t: Tensor| -> Tensor {
+            let Tensor::F32(a) = t else { panic!("f32 reference") };
+            if half {
+                Tensor::F16(a.mapv(f16::from_f32))
+            } else {
+                Tensor::BF16(a.mapv(bf16::from_f32))
+            }
+        };
+        for (f, args16, args32) in [
+            (
+                "bias_rows",
+                vec![as16(&xm), as16(&bm)],
+                vec![Value::from(xm.clone()), Value::from(bm.clone())],
+            ),
+            ("rowsum", vec![as16(&xm)], vec![Value::from(xm.clone())]),
+        ] {
+            let want = jit(1, f, &args32).into_iter().map(narrow).collect();
+            check(f, &args16, want);
         }
     }
 }

@@ -37,6 +37,7 @@ pub mod cache;
 mod codegen;
 #[cfg(feature = "jit")]
 pub mod compiler;
+mod convert16;
 mod copy;
 pub mod error;
 pub mod executor;

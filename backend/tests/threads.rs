@@ -156,3 +156,38 @@ fn long_reductions_are_chunked_and_identical_on_1_to_4_threads() {
     let f = CompiledFunction::compile(&graph, &CompileOptions::default()).unwrap();
     assert!(f.chunked_reductions().is_empty());
 }
+
+/// Kernels over f16/bf16 run as f32 blocks (`executor/widened.rs`): a flat chain, rows with
+/// a broadcast 16-bit bias and a row sum are widened, give the interpreter's bits (which
+/// computes in f32 and rounds once, like the kernels) and the same bits on 1 to 4 threads.
+#[test]
+fn half_kernels_are_widened_and_identical_on_1_to_4_threads() {
+    for d in ["f16", "bf16"] {
+        let src = format!(
+            "func h(x: {d}[s0, s1], b: {d}[s1]) -> ({d}[s0, s1], {d}[s0]) {{\n\
+             sym s0 = input(param 0 axis 0)\n sym s1 = input(param 0 axis 1)\n\
+             %0 = param 0 : {d}[s0, s1]\n %1 = param 1 : {d}[s1]\n\
+             %2 = cast %0 {{to=f32}} : f32[s0, s1]\n %3 = cast %1 {{to=f32}} : f32[s1]\n\
+             %4 = mul %2, %3 : f32[s0, s1]\n %5 = add %4, %2 : f32[s0, s1]\n\
+             %6 = cast %5 {{to={d}}} : {d}[s0, s1]\n\
+             %7 = sum %2 {{axes=[1], keepdim=false}} : f32[s0]\n\
+             %8 = cast %7 {{to={d}}} : {d}[s0]\n\
+             return %6, %8\n}}"
+        );
+        let graph = tfn_ir::text::parse_graph(&src).unwrap_or_else(|e| panic!("{d}: {e}"));
+        let x = random_inputs(&mut Rng::new(5), &graph, &[517], (-3.0, 3.0));
+        let want = tfn_ir::interp::run(&graph, &x).unwrap();
+        for threads in 1..=4 {
+            let f = CompiledFunction::compile(
+                &graph,
+                &CompileOptions { threads, ..Default::default() },
+            )
+            .unwrap();
+            assert!(!f.widened_kernels().is_empty(), "{d}: not widened");
+            let got = f.run(&views(&x)).unwrap();
+            for (o, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(bits(g), bits(w), "{d} output {o} on {threads} threads");
+            }
+        }
+    }
+}

@@ -23,6 +23,8 @@ pub(super) struct LoopCall {
     pub(super) record: Option<ErrorRecord>,
     /// A long reduction run as chunks of its reduced axis instead of one call.
     pub(super) chunked: Option<super::chunked::ChunkedReduce>,
+    /// A kernel over 16-bit floats run on f32 blocks.
+    pub(super) widened: Option<super::widened::WidenedCall>,
 }
 
 /// A kernel's error record (`[i64; 4]`: status, source slot, index value, axis size; see
@@ -107,6 +109,10 @@ impl LoopCall {
         func: KernelFn,
         threads: usize,
     ) -> Result<(), RunError> {
+        if let Some(widened) = &self.widened {
+            // SAFETY: guaranteed by the caller.
+            return unsafe { widened.run(func, &self.args, threads) };
+        }
         if let Some(chunked) = &self.chunked {
             // SAFETY: guaranteed by the caller.
             return unsafe { chunked.run(func, &self.args, threads) };

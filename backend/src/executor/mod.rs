@@ -37,6 +37,7 @@ use tfn_ir::{GraphParam, Node, Shape, TensorType};
 #[cfg(feature = "jit")]
 use tfn_passes::fusion::fuse;
 use tfn_passes::fusion::{FusedGraph, Kernel};
+use widened::Widened;
 
 mod chunked;
 mod liveness;
@@ -44,6 +45,7 @@ mod loop_call;
 mod profile;
 mod state;
 mod steps;
+mod widened;
 
 use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
@@ -268,6 +270,18 @@ impl CompiledFunction {
             .collect()
     }
 
+    /// The kernels (by step) over 16-bit floats that run on f32 blocks, converted by the
+    /// CPU's F16C or vector code (see `executor/widened.rs`).
+    pub fn widened_kernels(&self) -> Vec<usize> {
+        let steps = self.steps.iter().enumerate();
+        steps
+            .filter_map(|(i, s)| match s {
+                Step::Loop { widened: Some(_), .. } => Some(i),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Fallbacks: kernels the code generator should have compiled but rejected, which run
     /// through the interpreter instead, with the reason. Empty unless tfn has a bug.
     pub fn interpreted_kernels(&self) -> Vec<(usize, String)> {
@@ -482,9 +496,9 @@ impl CompiledFunction {
         externs: &dyn ExternKernels,
     ) -> Result<(), RunError> {
         match step {
-            Step::Loop { plan, func, checks_empty } => {
+            Step::Loop { plan, func, checks_empty, widened } => {
                 let domain = st.shape(&kernel.domain)?;
-                self.run_loop(st, plan, *func, &domain, *checks_empty)
+                self.run_loop(st, plan, *func, &domain, *checks_empty, widened.as_ref())
             }
             Step::MatMul { node, transposed_from, epilogue } => {
                 let n = self.graph.node(*node);
@@ -676,7 +690,7 @@ impl CompiledFunction {
         let call = match epilogue {
             Some((plan, func)) => {
                 let domain = st.shape(&kernel.domain)?;
-                self.prepare_loop(st, plan, &domain, false)?.map(|c| (c, plan, *func))
+                self.prepare_loop(st, plan, &domain, false, None)?.map(|c| (c, plan, *func))
             }
             None => None,
         };
@@ -706,8 +720,9 @@ impl CompiledFunction {
         func: KernelFn,
         domain: &[usize],
         checks_empty: bool,
+        widened: Option<&Widened>,
     ) -> Result<(), RunError> {
-        if let Some(mut call) = self.prepare_loop(st, plan, domain, checks_empty)? {
+        if let Some(mut call) = self.prepare_loop(st, plan, domain, checks_empty, widened)? {
             // SAFETY: see `prepare_loop`.
             unsafe { call.call_all(func, self.threads)? };
             call.recorded_error(plan)?;
@@ -723,6 +738,7 @@ impl CompiledFunction {
         plan: &LoopPlan,
         domain: &[usize],
         checks_empty: bool,
+        widened: Option<&Widened>,
     ) -> Result<Option<LoopCall>, RunError> {
         let sizes = plan.sizes(domain);
         // Indices may be computed in 32-bit lanes (`codegen::narrow_index`).
@@ -817,7 +833,9 @@ impl CompiledFunction {
                 Some(buf) => buf,
                 None => {
                     let shape = st.shape(&self.graph.ty(op.value).shape)?;
-                    st.alloc(op.value, op.dtype, &shape)
+                    // The value's own dtype: a widened kernel's 16-bit output is an f32
+                    // operand of its plan (`widened.rs`).
+                    st.alloc(op.value, self.graph.ty(op.value).dtype, &shape)
                 }
             };
             args[abi.ptr(plan.inputs.len() + i)] = buf.ptr as i64;
@@ -881,8 +899,19 @@ impl CompiledFunction {
         // Splitting the inner axis keeps whole unrolled vector blocks per chunk (and output
         // cache lines apart), so every element is computed by the same code on any split.
         let align = if split + 1 == rank { 64 } else { 1 };
-        let chunked = ChunkedReduce::of(plan, &sizes);
-        Ok(Some(LoopCall { args, begin_slot, sizes, split, total, align, record, chunked }))
+        let widened = widened.map(|w| w.call(plan, &sizes));
+        let chunked = if widened.is_none() { ChunkedReduce::of(plan, &sizes) } else { None };
+        Ok(Some(LoopCall {
+            args,
+            begin_slot,
+            sizes,
+            split,
+            total,
+            align,
+            record,
+            chunked,
+            widened,
+        }))
     }
 
     /// Runs one kernel's nodes with the interpreter, on a copy of the graph with concrete shapes.

@@ -13,6 +13,8 @@ pub(super) enum Step {
         plan: LoopPlan,
         func: KernelFn,
         checks_empty: bool,
+        /// Its 16-bit float operands run as f32 blocks (`widened.rs`).
+        widened: Option<super::widened::Widened>,
     },
     MatMul {
         node: ValueId,
@@ -118,8 +120,9 @@ pub(super) fn compile_kernel(
                 .nodes
                 .iter()
                 .any(|n| matches!(n.op, Op::Reduce { op: ReduceOp::Max | ReduceOp::Min, .. }));
+            let (plan, widened) = super::widened::Widened::plan(plan);
             let func = jit.loop_kernel(&plan)?;
-            Ok(Step::Loop { plan, func, checks_empty })
+            Ok(Step::Loop { plan, func, checks_empty, widened })
         }
         KernelKind::MatMul => {
             let Some(&node) =

@@ -1,0 +1,194 @@
+//! Blocks of 16-bit floats (`f16`, `bf16`) widened to `f32` and narrowed back, for the
+//! executor's widened kernels (`executor/widened.rs`).
+//!
+//! The conversions are `tfn_ir::storage::bits`' — round to nearest even, NaNs quieted with
+//! their leading payload kept — run by the fastest code the CPU has: F16C's `vcvtph2ps` /
+//! `vcvtps2ph` for `f16` (which compute exactly those bits), and for `bf16` the same
+//! branch-free integer steps compiled for AVX2 when the CPU has it (the compiler vectorises
+//! them). Without those features the scalar functions of `bits` run. Every path gives the same
+//! bits; the tests compare them over every `f16` pattern and a sweep of `f32` ones.
+
+use tfn_ir::storage::bits;
+use tfn_ir::DType;
+
+/// Whether this CPU has F16C (and AVX, which its 256-bit forms need).
+fn has_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `dst[i] = src[i]` as `f32`, for `n` elements of the 16-bit float `dtype`.
+pub(crate) fn widen(dtype: DType, src: &[u16], dst: &mut [f32]) {
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    match dtype {
+        DType::F16 => {
+            #[cfg(target_arch = "x86_64")]
+            if has_f16c() {
+                // SAFETY: the CPU has F16C and AVX.
+                return unsafe { f16c::widen(src, dst) };
+            }
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = bits::f16_to_f32(s);
+            }
+        }
+        _ => {
+            // bf16: the high half of an f32 (the compiler vectorises this at any level).
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = bits::bf16_to_f32(s);
+            }
+        }
+    }
+}
+
+/// `dst[i] = src[i]` rounded to the 16-bit float `dtype`.
+pub(crate) fn narrow(dtype: DType, src: &[f32], dst: &mut [u16]) {
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    match dtype {
+        DType::F16 => {
+            #[cfg(target_arch = "x86_64")]
+            if has_f16c() {
+                // SAFETY: the CPU has F16C and AVX.
+                return unsafe { f16c::narrow(src, dst) };
+            }
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = bits::f32_to_f16(s);
+            }
+        }
+        _ => {
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2() {
+                // SAFETY: the CPU has AVX2.
+                return unsafe { narrow_bf16_avx2(src, dst) };
+            }
+            narrow_bf16(src, dst);
+        }
+    }
+}
+
+/// `bits::f32_to_bf16` written without branches, so that it vectorises.
+#[inline(always)]
+fn narrow_bf16(src: &[f32], dst: &mut [u16]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        let b = s.to_bits();
+        let nan = (b >> 16) | 0x0040;
+        let rounded = b.wrapping_add(0x7fff).wrapping_add((b >> 16) & 1) >> 16;
+        *d = if b & 0x7fff_ffff > 0x7f80_0000 { nan } else { rounded } as u16;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn narrow_bf16_avx2(src: &[f32], dst: &mut [u16]) {
+    narrow_bf16(src, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod f16c {
+    use std::arch::x86_64::{
+        __m128i, _mm256_cvtph_ps, _mm256_cvtps_ph, _mm256_loadu_ps, _mm256_storeu_ps,
+        _mm_loadu_si128, _mm_storeu_si128, _MM_FROUND_TO_NEAREST_INT,
+    };
+    use tfn_ir::storage::bits;
+
+    /// # Safety
+    /// The CPU must have F16C and AVX.
+    #[target_feature(enable = "f16c,avx")]
+    pub(super) unsafe fn widen(src: &[u16], dst: &mut [f32]) {
+        let n = src.len().min(dst.len());
+        let body = n / 8 * 8;
+        for i in (0..body).step_by(8) {
+            // SAFETY: `i + 8 <= n`, inside both slices.
+            unsafe {
+                let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+                _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+            }
+        }
+        for i in body..n {
+            dst[i] = bits::f16_to_f32(src[i]);
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have F16C and AVX.
+    #[target_feature(enable = "f16c,avx")]
+    pub(super) unsafe fn narrow(src: &[f32], dst: &mut [u16]) {
+        let n = src.len().min(dst.len());
+        let body = n / 8 * 8;
+        for i in (0..body).step_by(8) {
+            // SAFETY: `i + 8 <= n`, inside both slices.
+            unsafe {
+                let x = _mm256_loadu_ps(src.as_ptr().add(i));
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                _mm_storeu_si128(dst.as_mut_ptr().add(i) as *mut __m128i, h);
+            }
+        }
+        for i in body..n {
+            dst[i] = bits::f32_to_f16(src[i]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `f16` and `bf16` pattern widens to `bits`' `f32`, bit for bit.
+    #[test]
+    fn widening_every_pattern_matches_bits() {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        let mut got = vec![0f32; all.len()];
+        widen(DType::F16, &all, &mut got);
+        for (&h, g) in all.iter().zip(&got) {
+            assert_eq!(g.to_bits(), bits::f16_to_f32(h).to_bits(), "f16 {h:#06x}");
+        }
+        widen(DType::BF16, &all, &mut got);
+        for (&h, g) in all.iter().zip(&got) {
+            assert_eq!(g.to_bits(), bits::bf16_to_f32(h).to_bits(), "bf16 {h:#06x}");
+        }
+    }
+
+    /// A sweep of `f32` patterns (every 251st, so every exponent, both signs, NaNs, the
+    /// subnormal and overflow boundaries) plus every value just around each `f16`/`bf16`
+    /// boundary narrows to `bits`' result, bit for bit.
+    #[test]
+    fn narrowing_matches_bits() {
+        let mut xs: Vec<f32> = (0..=u32::MAX).step_by(251).map(f32::from_bits).collect();
+        for h in 0..=u16::MAX {
+            let f = bits::f16_to_f32(h).to_bits();
+            let b = u32::from(h) << 16;
+            for d in [0u32, 1, 0xfff, 0x1000, 0x1001, 0x7fff, 0x8000, 0x8001] {
+                xs.extend(
+                    [f.wrapping_add(d), f.wrapping_sub(d), b.wrapping_add(d)].map(f32::from_bits),
+                );
+            }
+        }
+        let mut got = vec![0u16; xs.len()];
+        narrow(DType::F16, &xs, &mut got);
+        for (x, &g) in xs.iter().zip(&got) {
+            assert_eq!(g, bits::f32_to_f16(*x), "f16 of {:#010x}", x.to_bits());
+        }
+        narrow(DType::BF16, &xs, &mut got);
+        for (x, &g) in xs.iter().zip(&got) {
+            assert_eq!(g, bits::f32_to_bf16(*x), "bf16 of {:#010x}", x.to_bits());
+        }
+    }
+}
