@@ -114,3 +114,33 @@ output_from!(i32, I32);
 output_from!(i64, I64);
 output_from!(f32, F32);
 output_from!(f64, F64);
+
+impl<'a> TensorValue<'a> {
+    /// A borrowed view of an owned tensor.
+    pub fn of(t: &'a Tensor) -> TensorValue<'a> {
+        crate::each_dtype!(t, Tensor, a => TensorValue::from(a.view()))
+    }
+
+    /// Row `i` along the first axis: a view, never a copy (`None` for a scalar or a row out of
+    /// range).
+    pub fn row(&self, i: usize) -> Option<TensorValue<'_>> {
+        let rows = *self.shape().first()?;
+        if i >= rows {
+            return None;
+        }
+        Some(with_tensor!(self, a => TensorValue::from(a.index_axis(ndarray::Axis(0), i))))
+    }
+
+    /// An `i64[]` scalar (a `for` loop's trip index).
+    pub fn index(i: i64) -> TensorValue<'a> {
+        TensorValue::I64(ndarray::ArrayD::from_elem(IxDyn(&[]), i).into())
+    }
+
+    /// The value of a `bool[]` tensor (`None` for any other).
+    pub fn truth(&self) -> Option<bool> {
+        match self {
+            TensorValue::Bool(a) if a.ndim() == 0 => a.iter().next().copied(),
+            _ => None,
+        }
+    }
+}
