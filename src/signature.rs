@@ -310,8 +310,8 @@ impl Prepared {
         }
         let compiler =
             crate::program::Compiler { library, rules, options, jit, key: &key, gradients };
-        let compiled = crate::program::CompiledProgram::compile(&program, &compiler)?;
-        let fallbacks = compiled.fallbacks();
+        let compiled = crate::program::compile(&program, &compiler)?;
+        let fallbacks = crate::program::fallbacks(&compiled);
         if options.strict && (!fallbacks.kernels.is_empty() || fallbacks.optimizer.is_some()) {
             return Err(Error::Internal(format!(
                 "compiling {key}: a step of the loop program degraded (strict mode)"
@@ -353,13 +353,15 @@ impl Prepared {
                 let views: Vec<TensorView> = inputs.iter().map(backend_view).collect();
                 f.run_with_externs(&views, externs).map_err(run_error)
             }
-            Executor::Program { program, kind: CallKind::Call, .. } => program.run(inputs, externs),
+            Executor::Program { program, kind: CallKind::Call, .. } => {
+                crate::program::run(program, inputs, externs)
+            }
             Executor::Program { program, kind, checkpoint } => {
                 let n = program.inputs().min(inputs.len());
                 let (args, cots) = inputs.split_at(n);
                 let with_values = *kind == CallKind::ValueAndVjp;
                 let (mut out, grads) =
-                    program.vjp(args, cots, externs, with_values, *checkpoint)?;
+                    crate::program::vjp(program, args, cots, externs, with_values, *checkpoint)?;
                 // One gradient per float parameter, in order (zeros where none reaches it).
                 for ((a, p), g) in args.iter().zip(&self.graph.params).zip(grads) {
                     if p.ty.dtype.is_float() {
@@ -475,7 +477,8 @@ fn run_error(e: RunError) -> Error {
         RunError::InputDType { .. } | RunError::ZeroSizeReduction { .. } | RunError::Shape { .. } => {
             Error::Shape(e.to_string())
         }
-        RunError::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),
+        RunError::IndexOutOfRange { .. } | RunError::LoopRun(_) => Error::Runtime(e.to_string()),
+        RunError::LoopShape(m) => Error::Shape(m),
         RunError::InputCount { .. } | RunError::Internal(_) => Error::Internal(e.to_string()),
     }
 }

@@ -57,4 +57,34 @@ pub enum RunError {
     /// The function is inconsistent with itself. This always represents a bug in the backend.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A loop of a program cannot run with these shapes (a stacked input with too few rows,
+    /// a carried value changing shape).
+    #[error("{0}")]
+    LoopShape(String),
+    /// A loop of a program failed on the values (a `while` past its `at most`).
+    #[error("{0}")]
+    LoopRun(String),
+}
+
+/// A program's loops fail with these (`tfn_ir::program::run`).
+impl tfn_ir::program::run::RunFailure for RunError {
+    fn shape(message: String) -> Self {
+        RunError::LoopShape(message)
+    }
+    fn runtime(message: String) -> Self {
+        RunError::LoopRun(message)
+    }
+    fn internal(message: String) -> Self {
+        RunError::Internal(message)
+    }
+    fn bind(e: BindError) -> Self {
+        RunError::Bind(e)
+    }
+    fn in_trip(self, at: &str) -> Self {
+        match self {
+            RunError::LoopShape(m) => RunError::LoopShape(m + at),
+            RunError::LoopRun(m) => RunError::LoopRun(m + at),
+            other => other,
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayViewD, ArrayViewMut, ArrayViewMutD, Dimension};
 use tfn_ir::half;
-use tfn_ir::{DType, Tensor};
+use tfn_ir::{DType, Tensor, TensorValue};
 
 /// A borrowed input tensor of any dtype and strides.
 #[derive(Clone, Debug)]
@@ -117,5 +117,36 @@ impl TensorViewMut<'_> {
     /// A shorter-lived view of the same elements (to pass on without giving this one up).
     pub fn reborrow(&mut self) -> TensorViewMut<'_> {
         each!(self, TensorViewMut, a => a.view_mut().into())
+    }
+}
+
+impl<'a> From<&'a TensorValue<'_>> for TensorView<'a> {
+    fn from(t: &'a TensorValue<'_>) -> Self {
+        each!(t, TensorValue, a => a.view().into())
+    }
+}
+
+impl<'a> From<TensorView<'a>> for TensorValue<'a> {
+    fn from(t: TensorView<'a>) -> Self {
+        each!(t, TensorView, a => a.into())
+    }
+}
+
+impl TensorViewMut<'_> {
+    /// Copies `t` into this buffer; `false` (nothing written) when the dtype or the shape
+    /// differ.
+    pub fn assign(&mut self, t: &Tensor) -> bool {
+        macro_rules! assign {
+            ($($v:ident),*) => {
+                match (self, t) {
+                    $((TensorViewMut::$v(o), Tensor::$v(a)) if o.shape() == a.shape() => {
+                        o.assign(a);
+                        true
+                    })*
+                    _ => false,
+                }
+            };
+        }
+        assign!(Bool, I8, U8, I32, I64, F16, BF16, F32, F64)
     }
 }

@@ -102,7 +102,13 @@ fn host_checks_and_function_metadata() {
     let blob = format!("{}graph\nfunc ...", m.to_text());
     let (back, graph) = FunctionMeta::parse_blob(&blob).expect("blob parses");
     assert_eq!(back, m);
-    assert_eq!(graph, "func ...");
+    assert_eq!(graph, tfn_backend::aot::BlobBody::Graph("func ..."));
+    // A function named `graph` is not its body's start; a program's body is.
+    let m = meta("graph");
+    let blob = format!("{}program\nprogram inputs=1", m.to_text());
+    let (back, body) = FunctionMeta::parse_blob(&blob).expect("blob parses");
+    assert_eq!(back, m);
+    assert_eq!(body, tfn_backend::aot::BlobBody::Program("program inputs=1"));
     assert!(FunctionMeta::parse_blob("fn f\n").is_err(), "no graph");
     assert!(FunctionMeta::parse_blob("param x [?,q]\ngraph\n").is_err(), "bad size");
 }

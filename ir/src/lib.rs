@@ -36,6 +36,7 @@ pub mod shape;
 pub mod span;
 pub mod storage;
 pub mod tensor;
+pub mod tensor_value;
 pub mod text;
 pub mod verify;
 
@@ -55,5 +56,6 @@ pub use op_window::{WindowAttrs, WindowKind};
 pub use shape::{Dim, DimExpr, Shape, Sym, SymDef};
 pub use span::{FileId, SourceMap, Span};
 pub use tensor::Tensor;
+pub use tensor_value::TensorValue;
 pub use text::{parse_graph, print_graph, ParseError};
 pub use verify::{verify, VerifyError};

@@ -326,3 +326,91 @@ proptest! {
         let _ = parse_graph(&damaged);
     }
 }
+
+/// A plan with a stage, a nested `for` (a stacked input, a symbolic bound) and a `while`.
+fn loop_plan() -> tfn_ir::program::run::Plan<String> {
+    use tfn_ir::program::run::{LoopHead, Plan, PlanStep};
+    use tfn_ir::program::LoopKind;
+    let signature = parse_graph(
+        "func f(x: f32[s0, s1], w: f32[s2, s1]) -> () {\n  sym s0 = input(param 0 axis 0)\n  sym s1 = input(param 0 axis 1, param 1 axis 1)\n  sym s2 = input(param 1 axis 0)\n  return\n}\n",
+    )
+    .unwrap();
+    let v = ValueId;
+    let head = |label: &str, kind| LoopHead {
+        label: label.into(),
+        kind,
+        carried_names: vec!["h".into()],
+        carried: vec![v(2)],
+        invariants: vec![v(0)],
+        sliced: vec![v(1)],
+        sliced_names: vec!["w_row\nwith a newline".into()],
+        results: vec![v(3)],
+    };
+    let inner = Plan {
+        signature: signature.clone(),
+        param_values: vec![v(0), v(1)],
+        steps: vec![PlanStep::Stage { stage: "inner\n".into(), reads: vec![], writes: vec![v(2)] }],
+        outputs: vec![v(2)],
+        values: 3,
+    };
+    let body = Plan {
+        signature: signature.clone(),
+        param_values: vec![v(0), v(1)],
+        steps: vec![PlanStep::Loop {
+            head: head(
+                "for j in 0..4",
+                LoopKind::For { start: Dim::Const(0), end: Dim::Const(4), checkpoint: false },
+            ),
+            body: Box::new(inner),
+            number: 1,
+        }],
+        outputs: vec![v(3)],
+        values: 4,
+    };
+    let kind = LoopKind::For { start: Dim::Const(1), end: Dim::Sym(Sym(2)), checkpoint: true };
+    let wkind = LoopKind::While { cond: v(4), max_trips: 7 };
+    Plan {
+        signature,
+        param_values: vec![v(0), v(1)],
+        steps: vec![
+            PlanStep::Stage { stage: "a graph".into(), reads: vec![], writes: vec![v(2), v(4)] },
+            PlanStep::Loop {
+                head: head("for l in 1..size(w, 0)", kind),
+                body: Box::new(body.clone()),
+                number: 0,
+            },
+            PlanStep::Loop {
+                head: head("while go, at most 7", wkind),
+                body: Box::new(body),
+                number: 2,
+            },
+        ],
+        outputs: vec![v(3)],
+        values: 5,
+    }
+}
+
+#[test]
+fn loop_plans_read_back_as_printed() {
+    use tfn_ir::program::text::{parse_plan, print_plan};
+    let plan = loop_plan();
+    let results = vec![TensorType { dtype: DType::F32, shape: Shape(vec![Dim::Sym(Sym(0))]) }];
+    let text = print_plan(&plan, &results, &mut |s: &String| s.clone());
+    let (back, types) = parse_plan(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back, plan, "{text}");
+    assert_eq!(types, results);
+    // Damaged texts are errors, never panics: every truncation, and a few edits.
+    for cut in 0..text.len() {
+        if text.is_char_boundary(cut) {
+            assert!(parse_plan(&text[..cut]).is_err(), "truncated at {cut}");
+        }
+    }
+    for (from, to) in [
+        ("values=5", "values=3"),
+        ("while 4 7", "while"),
+        ("for 1 s2 1", "for 1 s9x 1"),
+        ("payload 7", "payload 99999"),
+    ] {
+        assert!(parse_plan(&text.replacen(from, to, 1)).is_err(), "{from} -> {to}");
+    }
+}

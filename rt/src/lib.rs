@@ -4,7 +4,9 @@
 //! object's descriptor (layout in `tfn_backend::aot`). At the first call of a function (per
 //! thread count) the runtime parses the planned graph the object embeds, fuses it again and
 //! assembles the executor's steps with the object's kernels, each checked against its
-//! fingerprint; later calls find it in a cache. Nothing is compiled: the kernels are the
+//! fingerprint; later calls find it in a cache. A function with loops embeds its plan: every
+//! stage is loaded so, and the loops run through the session's own forward runner
+//! (`tfn_ir::program::run`). Nothing is compiled: the kernels are the
 //! object's machine code, GEMMs, copies and window ops are this library's Rust code, and the
 //! wide math routines kernels import are exported here under their symbol names.
 //!
@@ -22,9 +24,10 @@ use tfn_backend::aot::c_abi::{
     dtype_code, dtype_of_code, TfnBuffer, MAX_RANK, TFN_ERR_ARGUMENT, TFN_ERR_INTERNAL,
     TFN_ERR_MODULE, TFN_ERR_RUN, TFN_OK,
 };
-use tfn_backend::aot::{self, FunctionMeta};
-use tfn_backend::{CompileOptions, CompiledFunction, TensorView, TensorViewMut};
-use tfn_ir::DType;
+use tfn_backend::aot::{self, BlobBody, FunctionMeta};
+use tfn_backend::{CompileOptions, CompiledFunction, RunError, TensorView, TensorViewMut};
+use tfn_ir::program::run::Plan;
+use tfn_ir::{DType, Graph, TensorType, TensorValue};
 
 /// A failure: its status code and message.
 struct Failure(i32, String);
@@ -48,7 +51,40 @@ static THREADS: AtomicUsize = AtomicUsize::new(0);
 /// A function loaded from an object: its metadata and executor.
 struct Loaded {
     meta: FunctionMeta,
-    compiled: CompiledFunction,
+    exec: Exec,
+}
+
+/// What runs a loaded function.
+enum Exec {
+    /// A straight-line function: one executor.
+    Graph(CompiledFunction),
+    /// A function with loops: its plan of executors, and its result types.
+    Program { plan: Plan<CompiledFunction>, results: Vec<TensorType> },
+}
+
+impl Loaded {
+    /// The parameters and symbols: binding them gives every size.
+    fn signature(&self) -> &Graph {
+        match &self.exec {
+            Exec::Graph(f) => f.graph(),
+            Exec::Program { plan, .. } => &plan.signature,
+        }
+    }
+
+    /// The type of output `k`.
+    fn output_type(&self, k: usize) -> Option<&TensorType> {
+        match &self.exec {
+            Exec::Graph(f) => f.graph().outputs.get(k).map(|v| f.graph().ty(*v)),
+            Exec::Program { results, .. } => results.get(k),
+        }
+    }
+
+    fn outputs(&self) -> usize {
+        match &self.exec {
+            Exec::Graph(f) => f.graph().outputs.len(),
+            Exec::Program { results, .. } => results.len(),
+        }
+    }
 }
 
 /// Loaded functions by (descriptor address, function, threads).
@@ -162,16 +198,20 @@ unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failu
     // SAFETY: the caller's contract.
     let image = unsafe { read_function(module, index)? };
     let read = started.elapsed();
-    let (meta, text) = FunctionMeta::parse_blob(image.blob).map_err(Failure::module)?;
-    let graph = tfn_ir::text::parse_graph(text)
-        .map_err(|e| Failure::module(format!("the embedded graph does not parse: {e}")))?;
-    let fused = tfn_passes::fusion::fuse(&graph);
+    let (meta, body) = FunctionMeta::parse_blob(image.blob).map_err(Failure::module)?;
     // (The SIMD level is the object's: nothing is compiled here.)
     let options = CompileOptions { threads, simd: tfn_backend::SimdLevel::V128 };
     // SAFETY: the addresses are the object's kernels, each next to its own fingerprint.
-    let compiled =
-        unsafe { CompiledFunction::from_object(&graph, fused, &image.kernels, &options) }
-            .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;
+    let exec = unsafe {
+        match body {
+            BlobBody::Graph(text) => {
+                aot::load_graph(text, &image.kernels, &options).map(Exec::Graph)
+            }
+            BlobBody::Program(text) => aot::load_program(text, &image.kernels, &options)
+                .map(|(plan, results)| Exec::Program { plan, results }),
+        }
+    }
+    .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;
     if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
         eprintln!(
             "tfn-rt: loaded `{}` ({} kernel(s), {threads} thread(s)) in {:.1} µs (descriptor and \
@@ -182,7 +222,7 @@ unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failu
             read.as_secs_f64() * 1e6
         );
     }
-    let loaded = Arc::new(Loaded { meta, compiled });
+    let loaded = Arc::new(Loaded { meta, exec });
     cache().lock().map_err(|_| poisoned())?.insert(key, loaded.clone());
     Ok(loaded)
 }
@@ -237,7 +277,7 @@ unsafe fn buffers<'a>(
 
 /// Checks input buffers against the function: count, declared sizes.
 fn check_inputs(loaded: &Loaded, inputs: &[TfnBuffer]) -> Result<Vec<Vec<usize>>, Failure> {
-    let params = &loaded.compiled.graph().params;
+    let params = &loaded.signature().params;
     if inputs.len() != params.len() {
         return Err(Failure::argument(format!(
             "`{}` takes {} input(s), got {}",
@@ -363,7 +403,7 @@ pub unsafe extern "C" fn tfn_rt_call(
         let ins = unsafe { buffers(inputs, n_inputs, "inputs")? };
         let outs = unsafe { buffers(outputs, n_outputs, "outputs")? };
         check_inputs(&loaded, ins)?;
-        let n_out = loaded.compiled.graph().outputs.len();
+        let n_out = loaded.outputs();
         if outs.len() != n_out {
             return Err(Failure::argument(format!(
                 "`{}` has {n_out} output(s), got {} buffer(s)",
@@ -381,18 +421,39 @@ pub unsafe extern "C" fn tfn_rt_call(
             .enumerate()
             .map(|(i, b)| unsafe { view_mut(b, &format!("output {i}")) })
             .collect::<Result<Vec<_>, _>>()?;
-        loaded.compiled.run_into(&views, &mut out_views).map_err(|e| {
+        let failure = |e: RunError| {
             let code = match e {
-                tfn_backend::RunError::Internal(_) => TFN_ERR_INTERNAL,
-                tfn_backend::RunError::InputCount { .. }
-                | tfn_backend::RunError::OutputCount { .. }
-                | tfn_backend::RunError::InputDType { .. }
-                | tfn_backend::RunError::OutputType { .. }
-                | tfn_backend::RunError::Bind(_) => TFN_ERR_ARGUMENT,
+                RunError::Internal(_) => TFN_ERR_INTERNAL,
+                RunError::InputCount { .. }
+                | RunError::OutputCount { .. }
+                | RunError::InputDType { .. }
+                | RunError::OutputType { .. }
+                | RunError::LoopShape(_)
+                | RunError::Bind(_) => TFN_ERR_ARGUMENT,
                 _ => TFN_ERR_RUN,
             };
             Failure(code, format!("`{}`: {e}", loaded.meta.name))
-        })
+        };
+        match &loaded.exec {
+            Exec::Graph(f) => f.run_into(&views, &mut out_views).map_err(failure),
+            Exec::Program { plan, .. } => {
+                let values: Vec<TensorValue> = views.into_iter().map(TensorValue::from).collect();
+                let results = plan.run(&values, &mut aot::ObjectStages).map_err(failure)?;
+                for (k, (r, out)) in results.iter().zip(out_views.iter_mut()).enumerate() {
+                    if !out.assign(r) {
+                        return Err(Failure::argument(format!(
+                            "`{}`: output {k} must be {}{:?}, got {}{:?}",
+                            loaded.meta.name,
+                            r.dtype(),
+                            r.shape(),
+                            out.dtype(),
+                            out.shape()
+                        )));
+                    }
+                }
+                Ok(())
+            }
+        }
     })
 }
 
@@ -485,16 +546,15 @@ pub unsafe extern "C" fn tfn_rt_output_shape(
         let loaded = unsafe { load(module, index)? };
         let ins = unsafe { buffers(inputs, n_inputs, "inputs")? };
         let shapes = check_inputs(&loaded, ins)?;
-        let graph = loaded.compiled.graph();
-        let value = usize::try_from(output)
+        let graph = loaded.signature();
+        let ty = usize::try_from(output)
             .ok()
-            .and_then(|o| graph.outputs.get(o))
+            .and_then(|o| loaded.output_type(o))
             .ok_or_else(|| Failure::argument(format!("no output {output}")))?;
         let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
         let none = tfn_ir::bind::Allocated::Only(&[]);
         let sizes = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none)
             .map_err(|e| Failure::argument(format!("`{}`: {e}", loaded.meta.name)))?;
-        let ty = graph.ty(*value);
         let shape = tfn_ir::bind::concrete_shape(&ty.shape, &sizes);
         if out.is_null() {
             return Err(Failure::argument("null output buffer"));

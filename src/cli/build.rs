@@ -13,7 +13,33 @@ use super::{session_for, BackendArg, Outcome};
 use std::path::{Path, PathBuf};
 use tfn_backend::aot::{FunctionMeta, ObjectBuilder};
 use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
-use tfn_ir::DType;
+use tfn_ir::program::run::Plan;
+use tfn_ir::{DType, Graph, TensorType};
+use tfn_passes::fusion::FusedGraph;
+
+/// What goes into the object for one function: its planned graph, or (a function with loops)
+/// its plan of planned stage graphs and its result types.
+enum Built {
+    Graph(tfn_passes::pipeline::Planned),
+    Program(Plan<(Graph, FusedGraph)>, Vec<TensorType>),
+}
+
+impl Built {
+    /// The parameters and symbols of the function.
+    fn signature(&self) -> &Graph {
+        match self {
+            Built::Graph(p) => &p.graph,
+            Built::Program(plan, _) => &plan.signature,
+        }
+    }
+
+    fn results(&self) -> Vec<TensorType> {
+        match self {
+            Built::Graph(p) => p.graph.outputs.iter().map(|v| p.graph.ty(*v).clone()).collect(),
+            Built::Program(_, results) => results.clone(),
+        }
+    }
+}
 
 /// What `tfnc build` was asked for.
 pub struct BuildRequest {
@@ -150,8 +176,14 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
     let simd = tfn_backend::CompileOptions::default().simd;
     let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
     let mut object = ObjectBuilder::new(&prefix, simd).map_err(|e| internal(&e))?;
-    for (meta, planned) in &functions {
-        object.add_function(meta, &planned.graph, planned.fused.clone()).map_err(|e| match e {
+    for (meta, built) in &functions {
+        let added = match built {
+            Built::Graph(planned) => {
+                object.add_function(meta, &planned.graph, planned.fused.clone())
+            }
+            Built::Program(plan, results) => object.add_program(meta, plan, results),
+        };
+        added.map_err(|e| match e {
             tfn_backend::aot::AotError::Unsupported(why) => Outcome::UserError(format!(
                 "error: `{}` cannot be built ahead of time: {why}",
                 meta.name
@@ -181,7 +213,7 @@ fn plan_function(
     function: &str,
     args: &[(String, BuildArg)],
     vjp: bool,
-) -> Result<(FunctionMeta, tfn_passes::pipeline::Planned), Outcome> {
+) -> Result<(FunctionMeta, Built), Outcome> {
     let specs: Vec<(String, ArgSpec)> = args
         .iter()
         .map(|(name, a)| {
@@ -215,9 +247,10 @@ fn plan_function(
     let refuse = |why: String| {
         Outcome::UserError(format!("error: `{name}` cannot be built ahead of time: {why}"))
     };
-    if instance.has_loops() {
+    if instance.has_loops() && vjp {
         return Err(refuse(
-            "it has loops (`for`/`while`), not supported by `tfnc build` yet".into(),
+            "`--vjp` of a function with loops (`for`/`while`) is not supported by `tfnc build` yet"
+                .into(),
         ));
     }
     if !instance.guards.is_empty() {
@@ -228,7 +261,25 @@ fn plan_function(
     }
     // The graph that runs: the function's, or (`--vjp`) its vector-Jacobian product's, whose
     // parameters are the function's, then one cotangent per result (as `Session::vjp`).
-    let graph = if vjp {
+    let program = if instance.has_loops() {
+        let program = instance.program().map_err(|e| refuse(e.to_string()))?;
+        // Every stage and loop body planned as a session prepares it.
+        let plan = Plan::compile(&program, &mut |graph: &Graph, _| {
+            let planned = crate::pipeline::plan(library, graph, true)
+                .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
+            if let Some(why) = &planned.optimizer_fallback {
+                return Err(refuse(format!("the optimiser failed: {why}")));
+            }
+            Ok((planned.graph, planned.fused))
+        })?;
+        let results = program.outputs.iter().map(|o| instance.graph.ty(*o).clone()).collect();
+        Some((plan, results))
+    } else {
+        None
+    };
+    let graph = if let Some((plan, _)) = &program {
+        plan.signature.clone()
+    } else if vjp {
         tfn_passes::autodiff::vjp(library, &instance)
             .map_err(|e| {
                 Outcome::UserError(tfn_ir::diagnostic::render_all(
@@ -255,16 +306,22 @@ fn plan_function(
         let name = format!("cotangent{}", k - instance.params.len());
         params.push((name, vec![None; p.ty.shape.rank()]));
     }
-    let planned = crate::pipeline::plan(library, &graph, true)
-        .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
-    if let Some(why) = &planned.optimizer_fallback {
-        return Err(refuse(format!("the optimiser failed: {why}")));
-    }
+    let built = match program {
+        Some((plan, results)) => Built::Program(plan, results),
+        None => {
+            let planned = crate::pipeline::plan(library, &graph, true)
+                .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
+            if let Some(why) = &planned.optimizer_fallback {
+                return Err(refuse(format!("the optimiser failed: {why}")));
+            }
+            Built::Graph(planned)
+        }
+    };
     let exported = if vjp { format!("{function}_vjp") } else { function.replace('.', "_") };
     if !is_c_ident(&exported) {
         return Err(refuse(format!("`{exported}` is not a C identifier")));
     }
-    Ok((FunctionMeta { name: exported, params }, planned))
+    Ok((FunctionMeta { name: exported, params }, built))
 }
 
 /// Writes every file into `dir` (created if missing) under a temporary name, then renames them
@@ -304,11 +361,7 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
 
 /// The C header of a module: the runtime's declarations, then per function (its index in the
 /// descriptor is its place here) its documented entry point and inline helpers.
-fn header(
-    prefix: &str,
-    file: &Path,
-    functions: &[(FunctionMeta, tfn_passes::pipeline::Planned)],
-) -> String {
+fn header(prefix: &str, file: &Path, functions: &[(FunctionMeta, Built)]) -> String {
     let guard = format!("TFN_MODULE_{}_H", prefix.to_ascii_uppercase());
     let dtype_name = |d: DType| {
         tfn_backend::aot::c_abi::TFN_DTYPES.iter().find(|(_, t)| *t == d).map_or("?", |(n, _)| *n)
@@ -326,8 +379,9 @@ fn header(
         "/* The module's descriptor (what the runtime reads at the first call). */\n\
          extern const uint64_t {prefix}_module[];\n\n"
     ));
-    for (index, (meta, planned)) in functions.iter().enumerate() {
-        h.push_str(&function_header(prefix, index, meta, &planned.graph, &dtype_name));
+    for (index, (meta, built)) in functions.iter().enumerate() {
+        let results = built.results();
+        h.push_str(&function_header(prefix, index, meta, built.signature(), &results, &dtype_name));
     }
     h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     h
@@ -338,11 +392,12 @@ fn function_header(
     prefix: &str,
     index: usize,
     meta: &FunctionMeta,
-    graph: &tfn_ir::Graph,
+    graph: &Graph,
+    results: &[TensorType],
     dtype_name: &dyn Fn(DType) -> &'static str,
 ) -> String {
     let n_in = graph.params.len();
-    let n_out = graph.outputs.len();
+    let n_out = results.len();
     let mut h = String::new();
     // The sizes, named as the IR names them.
     let text = tfn_ir::text::print_graph_without_origins(graph);
@@ -369,8 +424,7 @@ fn function_header(
             p.ty
         ));
     }
-    for (i, v) in graph.outputs.iter().enumerate() {
-        let ty = graph.ty(*v);
+    for (i, ty) in results.iter().enumerate() {
         h.push_str(&format!(
             "   outputs[{i}]: dtype {}, rank {}, type {}\n",
             dtype_name(ty.dtype),

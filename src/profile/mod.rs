@@ -287,7 +287,7 @@ impl Session {
     ) -> Result<Profile, Error> {
         let program =
             prepared.program().ok_or_else(|| Error::Internal("not a loop program".into()))?;
-        let (stages, loops) = program.layout();
+        let (stages, loops) = crate::program::layout(program);
         if stages.iter().any(|s| s.prepared.compiled().is_none()) {
             return Err(no_kernels());
         }
@@ -300,8 +300,7 @@ impl Session {
             let start = Instant::now();
             let again = self.prepare_again(prepared, name, args, kwargs)?;
             let inputs = gather_inputs(&again, args, kwargs, &[])?;
-            program
-                .run_profiled(&inputs, self.externs(), &mut times)
+            crate::program::run_profiled(program, &inputs, self.externs(), &mut times)
                 .and_then(|results| copy_into(results, outputs))
                 .map_err(|e| self.explain(e, name, args, kwargs))?;
             row.push(nanos(start.elapsed()));

@@ -7,7 +7,7 @@
 //! program order over the whole function, bodies included (their *slots*, given when the
 //! program is compiled). An unprofiled run passes no sink: it reads no clock.
 
-use super::{CompiledProgram, CompiledStep};
+use super::{CompiledProgram, CompiledStep, Stage};
 use crate::error::Error;
 use crate::signature::Prepared;
 use crate::value::{OutputMut, TensorValue};
@@ -49,7 +49,7 @@ pub(crate) struct LoopInfo<'a> {
 impl ProgramTimes {
     /// Zero times for every stage and loop of `program`.
     pub(crate) fn new(program: &CompiledProgram) -> ProgramTimes {
-        let (stages, loops) = program.layout();
+        let (stages, loops) = layout(program);
         ProgramTimes {
             stages: stages
                 .iter()
@@ -118,38 +118,35 @@ impl ProgramTimes {
     }
 }
 
-impl CompiledProgram {
-    /// Every stage and every loop of the program, bodies included, in slot order.
-    pub(crate) fn layout(&self) -> (Vec<StageInfo<'_>>, Vec<LoopInfo<'_>>) {
-        let mut stages = Vec::new();
-        let mut loops = Vec::new();
-        self.collect(&[], &mut stages, &mut loops);
-        stages.sort_by_key(|(slot, _)| *slot);
-        loops.sort_by_key(|(slot, _)| *slot);
-        (stages.into_iter().map(|(_, s)| s).collect(), loops.into_iter().map(|(_, l)| l).collect())
-    }
+/// Every stage and every loop of the program, bodies included, in slot order.
+pub(crate) fn layout(program: &CompiledProgram) -> (Vec<StageInfo<'_>>, Vec<LoopInfo<'_>>) {
+    let mut stages = Vec::new();
+    let mut loops = Vec::new();
+    collect(program, &[], &mut stages, &mut loops);
+    stages.sort_by_key(|(slot, _)| *slot);
+    loops.sort_by_key(|(slot, _)| *slot);
+    (stages.into_iter().map(|(_, s)| s).collect(), loops.into_iter().map(|(_, l)| l).collect())
+}
 
-    fn collect<'a>(
-        &'a self,
-        around: &[usize],
-        stages: &mut Vec<(usize, StageInfo<'a>)>,
-        loops: &mut Vec<(usize, LoopInfo<'a>)>,
-    ) {
-        let alone = self.steps.len() == 1;
-        let mut number = 0;
-        for step in &self.steps {
-            match step {
-                CompiledStep::Graph { forward, slot, .. } => {
-                    let info =
-                        StageInfo { prepared: forward, loops: around.to_vec(), number, alone };
-                    stages.push((*slot, info));
-                    number += 1;
-                }
-                CompiledStep::Loop { spec, body, slot } => {
-                    loops.push((*slot, LoopInfo { label: &spec.label, loops: around.to_vec() }));
-                    let inner: Vec<usize> = around.iter().copied().chain([*slot]).collect();
-                    body.collect(&inner, stages, loops);
-                }
+fn collect<'a>(
+    program: &'a CompiledProgram,
+    around: &[usize],
+    stages: &mut Vec<(usize, StageInfo<'a>)>,
+    loops: &mut Vec<(usize, LoopInfo<'a>)>,
+) {
+    let alone = program.steps.len() == 1;
+    let mut number = 0;
+    for step in &program.steps {
+        match step {
+            CompiledStep::Stage { stage: Stage { forward, slot, .. }, .. } => {
+                let info = StageInfo { prepared: forward, loops: around.to_vec(), number, alone };
+                stages.push((*slot, info));
+                number += 1;
+            }
+            CompiledStep::Loop { head, body, number: slot } => {
+                loops.push((*slot, LoopInfo { label: &head.label, loops: around.to_vec() }));
+                let inner: Vec<usize> = around.iter().copied().chain([*slot]).collect();
+                collect(body, &inner, stages, loops);
             }
         }
     }

@@ -198,7 +198,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             1,
             "cannot be built ahead of time",
         ),
-        (&["--fn", "repeat", "--arg", "x=f32[?]", "-o", "out"], 1, "loops"),
+        (&["--fn", "repeat", "--arg", "x=f32[?]", "--vjp", "-o", "out"], 1, "loops"),
         (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
         (
             &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "9x"],
@@ -259,6 +259,46 @@ fn mask(Tensor x) -> Tensor {
 fn ints(Tensor a, Tensor b) -> Tensor {
     return a * b + a
 }
+fn stacked(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) {
+        h = tanh(matmul(h, w[l]))
+        for _j in 0..3 {
+            h = h * 0.5 + sum(h, dims=[1], keepdim=true) * 0.01
+        }
+    }
+    return h
+}
+fn from_one(Tensor x, Tensor w) -> (Tensor, Tensor) {
+    var h = x
+    var n = sum(x, dims=[1])
+    for l in 1..size(w, 0), checkpoint {
+        h = h + w[l]
+        n = n * 0.5
+    }
+    return (h * 2.0, n)
+}
+fn newton_sqrt(Tensor a) -> Tensor {
+    var x = a
+    while max(abs(x * x - a)) > 1e-6, at most 50 {
+        x = 0.5 * (x + a / x)
+    }
+    return x
+}
+fn spin(Tensor a) -> Tensor {
+    var x = a
+    while max(x) > 0.0, at most 5 {
+        x = x + 1.0
+    }
+    return x
+}
+fn short(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    for l in 0..size(x, 0) {
+        h = h + w[l]
+    }
+    return h
+}
 "#;
 
 /// A C program that calls any of `modules` (`(prefix, function, outputs)`) on raw input files
@@ -316,13 +356,15 @@ int main(int argc, char **argv) {
     }
     /* THREADS ending in `a`: the allocating variant. */
     if (strchr(argv[1], 'a')) {
-        if (f->alloc(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+        int rc = f->alloc(in, out);
+        if (rc != TFN_OK) return fprintf(stderr, "status %d: %s\n", rc, tfn_rt_error_message()), 1;
     } else {
         for (int k = 0; k < f->outputs; k++) {
             if (f->shape(in, k, &out[k]) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
             out[k].data = malloc((size_t)count(&out[k]) * dsize(out[k].dtype) + 1);
         }
-        if (f->entry(in, out) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+        int rc = f->entry(in, out);
+        if (rc != TFN_OK) return fprintf(stderr, "status %d: %s\n", rc, tfn_rt_error_message()), 1;
     }
     for (int k = 0; k < f->outputs; k++) {
         char name[256];
@@ -398,6 +440,7 @@ fn every_step_kind_gives_the_sessions_bits() {
     let source = format!("{}{MORE}", include_str!("../../benches/workloads.tfn"));
     std::fs::write(dir.join("nn.tfn"), &source).unwrap();
     let mut rng = Rng::new(0xa07_c0de);
+    let g = |rng: &mut Rng, shape: &[usize]| rng.tensor(tfn::DType::F32, shape, (-2.0, 2.0));
     let mut f = |shape: &[usize]| rng.tensor(tfn::DType::F32, shape, (-2.0, 2.0));
     let x = f(&[263, 1031]);
     let cases: Vec<(&str, Vec<(&str, Tensor)>)> = vec![
@@ -423,6 +466,11 @@ fn every_step_kind_gives_the_sessions_bits() {
         ("flat", vec![("x", f(&[30, 70]))]),
         ("mask", vec![("x", x.clone())]),
         ("gelu", vec![("x", rng.tensor(tfn::DType::F64, &[513, 129], (-3.0, 3.0)))]),
+        ("stacked", vec![("x", g(&mut rng, &[67, 129])), ("w", g(&mut rng, &[3, 129, 129]))]),
+        ("from_one", vec![("x", g(&mut rng, &[67, 33])), ("w", g(&mut rng, &[4, 33]))]),
+        // `1..1`: no trip.
+        ("from_one", vec![("x", g(&mut rng, &[5, 33])), ("w", g(&mut rng, &[1, 33]))]),
+        ("newton_sqrt", vec![("a", rng.tensor(tfn::DType::F32, &[50, 77], (0.5, 4.0)))]),
         (
             "ints",
             vec![
@@ -522,5 +570,73 @@ fn every_step_kind_gives_the_sessions_bits() {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Failures inside a function with loops come back through the C ABI as status codes with the
+/// session's messages: a `while` past its `at most` (`TFN_ERR_RUN`), a stacked input with
+/// fewer rows than the loop has trips (`TFN_ERR_ARGUMENT`).
+#[test]
+fn loop_failures_in_objects_are_status_codes_with_messages() {
+    let dir = scratch("aot-loop-errors");
+    std::fs::write(dir.join("nn.tfn"), MORE).unwrap();
+    let modules: Vec<(String, String, usize)> =
+        vec![("e0".into(), "spin".into(), 1), ("e1".into(), "short".into(), 1)];
+    build(&dir, "spin", "e0", &["a=f32[?, ?]"]);
+    build(&dir, "short", "e1", &["x=f32[?, ?]", "w=f32[?, ?]"]);
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    std::fs::write(dir.join("harness.c"), harness(&modules)).unwrap();
+    let o = Command::new("cc")
+        .current_dir(&dir)
+        .args(["-O1", "-Ibuild", "harness.c", "build/e0.o", "build/e1.o", "build/libtfn_rt.a"])
+        .args(["-lpthread", "-ldl", "-lm", "-o", "harness"])
+        .output()
+        .expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
+    let a = ArrayD::from_elem(IxDyn(&[2, 3]), 0.5f32);
+    write_f32(&dir.join("a.bin"), &a);
+    write_f32(&dir.join("w.bin"), &ArrayD::from_elem(IxDyn(&[1, 3]), 1.0f32));
+    let f32_code = tfn_backend::aot::c_abi::dtype_code(tfn::DType::F32).to_string();
+    let cases: [(&str, Vec<&str>, String); 2] = [
+        (
+            "e0_spin",
+            vec!["a.bin", &f32_code, "2x3"],
+            format!(
+                "status {}: `spin`: the loop `while max(x) > 0.0, at most 5` did not finish within its 5 trip(s)",
+                tfn_backend::aot::c_abi::TFN_ERR_RUN
+            ),
+        ),
+        (
+            "e1_short",
+            vec!["a.bin", &f32_code, "2x3", "w.bin", &f32_code, "1x3"],
+            format!(
+                "status {}: `short`: `w",
+                tfn_backend::aot::c_abi::TFN_ERR_ARGUMENT
+            ),
+        ),
+    ];
+    for (threads, variant) in [(1, ""), (2, "a")] {
+        for (name, inputs, message) in &cases {
+            let run = Command::new(dir.join("harness"))
+                .current_dir(&dir)
+                .args([format!("{threads}{variant}"), name.to_string(), "out".into()])
+                .args(inputs)
+                .output()
+                .expect("run the harness");
+            assert!(!run.status.success(), "{name} succeeded");
+            assert!(stderr(&run).starts_with(message.as_str()), "{name}: {}", stderr(&run));
+        }
+    }
+    // The session says the same.
+    let s = Session::new();
+    s.load_str("nn.tfn", MORE).unwrap();
+    let e = s.call("spin", &[Value::from(a.clone())]).expect_err("spin fails").to_string();
+    assert!(e.contains("did not finish within its 5 trip(s)"), "{e}");
+    let w = ArrayD::from_elem(IxDyn(&[1, 3]), 1.0f32);
+    let e = s.call("short", &[Value::from(a), Value::from(w)]).expect_err("short fails");
+    assert!(e.to_string().contains("row(s) along its first axis"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

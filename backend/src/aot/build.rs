@@ -18,7 +18,9 @@ use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module};
 use cranelift_object::{ObjectModule, ObjectProduct};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use tfn_ir::Graph;
+use tfn_ir::program::run::Plan;
+use tfn_ir::program::text::print_plan;
+use tfn_ir::{Graph, TensorType};
 use tfn_passes::fusion::FusedGraph;
 
 /// Why a function cannot go into an object.
@@ -117,6 +119,80 @@ impl ObjectBuilder {
         graph: &Graph,
         fused: FusedGraph,
     ) -> Result<(), AotError> {
+        let (kernels, text) = self.compile_graph(graph, fused)?;
+        let mut blob = meta.to_text();
+        blob.push_str("graph\n");
+        blob.push_str(&text);
+        self.functions.push(Entry {
+            name: meta.name.clone(),
+            blob: blob.into_bytes(),
+            kernels,
+            inputs: graph.params.len(),
+            outputs: graph.outputs.len(),
+        });
+        Ok(())
+    }
+
+    /// Compiles the kernels of a function with loops — its plan's stages (planned graphs with
+    /// `fuse(graph)`), in program order — into the object as the function `meta.name`, and
+    /// embeds the plan as text (`tfn_ir::program::text`) with each stage's kernel count and
+    /// IR text. `results`: the function's result types (what sizes its outputs).
+    pub fn add_program(
+        &mut self,
+        meta: &FunctionMeta,
+        plan: &Plan<(Graph, FusedGraph)>,
+        results: &[TensorType],
+    ) -> Result<(), AotError> {
+        let mut kernels = Vec::new();
+        let mut failed: Option<AotError> = None;
+        let text = print_plan(plan, results, &mut |(graph, fused): &(Graph, FusedGraph)| {
+            if failed.is_some() {
+                return String::new();
+            }
+            match self.compile_graph(graph, fused.clone()) {
+                Ok((mine, text)) => {
+                    let count = mine.len();
+                    kernels.extend(mine);
+                    format!("kernels {count}\n{text}")
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    String::new()
+                }
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // The runtime reads the plan back: it must read back as this one.
+        match tfn_ir::program::text::parse_plan(&text) {
+            Ok((back, types)) if types == results && back.steps.len() == plan.steps.len() => {}
+            _ => {
+                return Err(AotError::Codegen(CodegenError::Internal(
+                    "the program does not survive a print/parse round trip".into(),
+                )))
+            }
+        }
+        let mut blob = meta.to_text();
+        blob.push_str("program\n");
+        blob.push_str(&text);
+        self.functions.push(Entry {
+            name: meta.name.clone(),
+            blob: blob.into_bytes(),
+            kernels,
+            inputs: plan.signature.params.len(),
+            outputs: plan.outputs.len(),
+        });
+        Ok(())
+    }
+
+    /// One planned graph's kernels compiled into the object (in step order, with their
+    /// fingerprints) and its IR text; refused when a step needs the JIT or the interpreter.
+    fn compile_graph(
+        &mut self,
+        graph: &Graph,
+        fused: FusedGraph,
+    ) -> Result<(Vec<(FuncId, u64)>, String), AotError> {
         // The runtime rebuilds the schedule from the text: it must read back as this graph.
         let text = tfn_ir::text::print_graph(graph);
         match tfn_ir::text::parse_graph(&text) {
@@ -141,18 +217,7 @@ impl ObjectBuilder {
             refused.sort();
             return Err(AotError::Unsupported(refused.join("; ")));
         }
-        let kernels = src.kernels.into_inner();
-        let mut blob = meta.to_text();
-        blob.push_str("graph\n");
-        blob.push_str(&text);
-        self.functions.push(Entry {
-            name: meta.name.clone(),
-            blob: blob.into_bytes(),
-            kernels,
-            inputs: graph.params.len(),
-            outputs: graph.outputs.len(),
-        });
-        Ok(())
+        Ok((src.kernels.into_inner(), text))
     }
 
     /// The fingerprints of the kernels of function `index` (in the order they were added), in

@@ -17,7 +17,12 @@
 //! `magic, version, functions, info pointer, info length`, then per function `blob pointer,
 //! blob length, kernel table pointer, kernels, fingerprint table pointer, 0`. The info is text
 //! (`simd=…`, `fma=…`, `isa=…`: what the code needs of the CPU, [`check_host`]); a function's
-//! blob is its metadata lines ([`FunctionMeta`]) then `graph`, a newline and the IR text.
+//! blob is its metadata lines ([`FunctionMeta`]) then either `graph`, a newline and the IR
+//! text, or — a function with loops — `program`, a newline and its plan as text
+//! (`tfn_ir::program::text`: the loops, and per stage its kernel count and planned graph).
+//! A program's stages take their kernels from the function's one table in program order, each
+//! stage its own run of it ([`load_program`]); its loops run through the same forward runner
+//! as a session's (`tfn_ir::program::run`, with [`ObjectStages`]).
 
 #[cfg(feature = "jit")]
 mod build;
@@ -27,10 +32,13 @@ pub use build::{AotError, ObjectBuilder};
 
 use crate::abi::KernelFn;
 use crate::error::CodegenError;
+use crate::error::RunError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::plan::LoopPlan;
+use crate::tensors::{TensorView, TensorViewMut};
 use std::cell::Cell;
-use tfn_ir::Graph;
+use tfn_ir::program::run::{Plan, StageRunner};
+use tfn_ir::{Graph, Tensor, TensorType, TensorValue};
 use tfn_passes::fusion::FusedGraph;
 
 /// The descriptor's first word: `TFNAOT01`.
@@ -135,6 +143,88 @@ impl CompiledFunction {
     }
 }
 
+/// One planned graph of an object (its IR text) with its kernels (address and fingerprint, in
+/// step order): parsed, fused again and assembled.
+///
+/// # Safety
+/// As [`CompiledFunction::from_object`].
+pub unsafe fn load_graph(
+    text: &str,
+    kernels: &[(*const u8, u64)],
+    options: &CompileOptions,
+) -> Result<CompiledFunction, String> {
+    let graph = tfn_ir::text::parse_graph(text)
+        .map_err(|e| format!("the embedded graph does not parse: {e}"))?;
+    let fused = tfn_passes::fusion::fuse(&graph);
+    // SAFETY: the caller's contract.
+    unsafe { CompiledFunction::from_object(&graph, fused, kernels, options) }
+        .map_err(|e| e.to_string())
+}
+
+/// A function with loops of an object (its plan's text, `tfn_ir::program::text`) with the
+/// function's kernels: every stage loaded by [`load_graph`] with its own run of the table, in
+/// program order. Returns the plan and the function's result types.
+///
+/// # Safety
+/// As [`CompiledFunction::from_object`].
+pub unsafe fn load_program(
+    text: &str,
+    kernels: &[(*const u8, u64)],
+    options: &CompileOptions,
+) -> Result<(Plan<CompiledFunction>, Vec<TensorType>), String> {
+    let (plan, results) = tfn_ir::program::text::parse_plan(text).map_err(|e| e.to_string())?;
+    let mut next = 0usize;
+    let plan = plan.try_map(&mut |payload: &String| {
+        let (count, graph) = payload
+            .split_once('\n')
+            .and_then(|(head, graph)| Some((head.strip_prefix("kernels ")?, graph)))
+            .ok_or_else(|| "a stage without its kernel count".to_string())?;
+        let count: usize = count.parse().map_err(|_| format!("bad kernel count `{count}`"))?;
+        let mine =
+            next.checked_add(count).and_then(|end| kernels.get(next..end)).ok_or_else(|| {
+                format!("the stages use more than the object's {} kernels", kernels.len())
+            })?;
+        next += count;
+        // SAFETY: the caller's contract; each stage gets its own run of the table.
+        unsafe { load_graph(graph, mine, options) }
+    })?;
+    if next != kernels.len() {
+        return Err(format!("the stages use {next} of the object's {} kernels", kernels.len()));
+    }
+    Ok((plan, results))
+}
+
+/// The stages of a program loaded from an object: each an executor of object kernels.
+pub struct ObjectStages;
+
+impl StageRunner<CompiledFunction> for ObjectStages {
+    type Error = RunError;
+
+    fn run(
+        &mut self,
+        stage: &CompiledFunction,
+        args: &[TensorValue<'_>],
+    ) -> Result<Vec<Tensor>, RunError> {
+        let views: Vec<TensorView> = args.iter().map(TensorView::from).collect();
+        stage.run(&views)
+    }
+
+    fn run_into(
+        &mut self,
+        stage: &CompiledFunction,
+        args: &[TensorValue<'_>],
+        outs: &mut [Tensor],
+    ) -> Result<bool, RunError> {
+        let views: Vec<TensorView> = args.iter().map(TensorView::from).collect();
+        let mut outs: Vec<TensorViewMut> = outs.iter_mut().map(TensorViewMut::from).collect();
+        match stage.run_into(&views, &mut outs) {
+            Ok(()) => Ok(true),
+            Err(RunError::OutputType { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// Whether this CPU runs code built for `info` (the descriptor's info text): the wide routine
 /// level and every ISA extension Cranelift was allowed to use. `Err` names what is missing.
 pub fn check_host(info: &str) -> Result<(), String> {
@@ -228,14 +318,19 @@ impl FunctionMeta {
         s
     }
 
-    /// Splits a blob into its metadata and its graph text.
-    pub fn parse_blob(blob: &str) -> Result<(FunctionMeta, &str), String> {
-        let (head, graph) = blob
-            .split_once("graph\n")
-            .ok_or_else(|| "no graph in the function blob".to_string())?;
+    /// Splits a blob into its metadata and its body (after the line `graph` or `program`).
+    pub fn parse_blob(blob: &str) -> Result<(FunctionMeta, BlobBody<'_>), String> {
         let mut meta = FunctionMeta { name: String::new(), params: Vec::new() };
-        for line in head.lines() {
-            if let Some(name) = line.strip_prefix("fn ") {
+        let mut rest = blob;
+        loop {
+            let (line, after) =
+                rest.split_once('\n').ok_or_else(|| "no graph in the function blob".to_string())?;
+            rest = after;
+            if line == "graph" {
+                return Ok((meta, BlobBody::Graph(rest)));
+            } else if line == "program" {
+                return Ok((meta, BlobBody::Program(rest)));
+            } else if let Some(name) = line.strip_prefix("fn ") {
                 meta.name = name.to_string();
             } else if let Some(rest) = line.strip_prefix("param ") {
                 let (name, dims) =
@@ -257,6 +352,12 @@ impl FunctionMeta {
                 return Err(format!("unknown line `{line}` in the function blob"));
             }
         }
-        Ok((meta, graph))
     }
+}
+
+/// What runs of a function: one planned graph's IR text, or a program's plan as text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobBody<'a> {
+    Graph(&'a str),
+    Program(&'a str),
 }

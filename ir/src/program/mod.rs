@@ -15,6 +15,9 @@
 //! table, so each size means the same in every stage and is bound from the call's arguments;
 //! values a stage takes from an earlier step are parameters after them.
 
+pub mod run;
+pub mod text;
+
 use crate::graph::{Graph, GraphParam, Node, Origin, ValueId};
 use crate::lower::CallRegion;
 use crate::op::Op;
