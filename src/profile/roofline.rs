@@ -6,7 +6,8 @@
 //! bandwidth has nothing left to win but moving fewer bytes; a GEMM is judged by its share of
 //! the FMA peak.
 //!
-//! Cache: `roofline-<threads>t.txt` in `$TFN_CACHE_DIR`, else `$XDG_CACHE_HOME/tfn`, else
+//! Cache: `roofline-<threads>t.txt` (`roofline-<threads>t-debug.txt` for a debug build, whose
+//! unoptimised probes measure far less) in `$TFN_CACHE_DIR`, else `$XDG_CACHE_HOME/tfn`, else
 //! `~/.cache/tfn`: lines `cpu=…`, `bandwidth_gbps=…`, `fma_gflops=…`; a file for another CPU
 //! (or unreadable) is measured again and rewritten (atomically). `TFN_ROOFLINE="bandwidth=GB/s,
 //! fma=GFLOP/s"` sets the limits instead (tests, or figures measured elsewhere).
@@ -32,7 +33,10 @@ impl Roofline {
             return r;
         }
         let cpu = cpu_name();
-        let path = cache_dir().map(|d| d.join(format!("roofline-{threads}t.txt")));
+        // A debug build's probes run unoptimised code: its figures (a tenth of a release
+        // build's) are cached apart, never read by a release build.
+        let build = if cfg!(debug_assertions) { "-debug" } else { "" };
+        let path = cache_dir().map(|d| d.join(format!("roofline-{threads}t{build}.txt")));
         if let Some(r) = path.as_ref().and_then(|p| Roofline::read(p, &cpu)) {
             return r;
         }
