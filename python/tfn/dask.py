@@ -73,8 +73,8 @@ def _default_drop(ndim_in, ndim_out, drop_axis):
 
 def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
     """Raises `ChunkError` unless `fn` is blockwise along every axis the chunks of the dask
-    arrays among `args` split; returns the probe's result for the first block's shape (its
-    dtype and how its axes relate to the input's)."""
+    arrays among `args` split; returns the result of a probe shaped like the first block (5
+    along the split axes), the dropped axes, the probe's shape and the split axes."""
     rng = np.random.default_rng(seed)
     darrs = [a for a in args if _is_dask(a)]
     if not darrs:
@@ -89,9 +89,12 @@ def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
             _probe_value(a, shape_of(a), rng) if _is_dask(a) else a for a in args
         ]
 
-    # The first block's shape: how the output's shape follows the input's.
-    base = probe(lambda a: [c[0] for c in a.chunks])
-    out = _call(fn, base, kwargs)
+    # How the output's shape follows the input's: the first block's shape, but 5 along the
+    # split axes (checked below to map blockwise), so the probe stays small.
+    def base_shape(a):
+        return [5 if ax in split else a.chunks[ax][0] for ax in range(a.ndim)]
+
+    out = _call(fn, probe(base_shape), kwargs)
     drop = _default_drop(ndim, out.ndim, drop_axis)
     name = getattr(fn, "__name__", repr(fn))
     for axis in split:
@@ -139,7 +142,8 @@ def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
                 f"{first.chunks[axis]} split: {why}. Chunking that axis would give a different "
                 f"answer than one call; keep it in one chunk, e.g. x.rechunk({{{axis}: -1}})"
             )
-    return out, drop, block
+    block = [5 if ax in split else b for ax, b in enumerate(block)]
+    return out, drop, block, split
 
 
 def map_blocks(fn, *args, drop_axis=None, **kwargs):
@@ -152,13 +156,13 @@ def map_blocks(fn, *args, drop_axis=None, **kwargs):
     `dim=`)."""
     import dask.array as da
 
-    out, drop, block = check_blockwise(fn, *args, drop_axis=drop_axis, **kwargs)
+    out, drop, block, split = check_blockwise(fn, *args, drop_axis=drop_axis, **kwargs)
     first = next(a for a in args if _is_dask(a))
     ndim = first.ndim
     kept = [ax for ax in range(ndim) if ax not in [d % ndim for d in drop]]
     chunks = []
     for oax, iax in enumerate(kept):
-        if out.shape[oax] == block[iax]:
+        if iax in split or out.shape[oax] == block[iax]:
             chunks.append(first.chunks[iax])
         elif len(first.chunks[iax]) == 1:
             chunks.append((out.shape[oax],))
