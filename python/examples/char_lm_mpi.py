@@ -48,6 +48,7 @@ def parse(argv=None):
     p.add_argument("--save", default=None, help="write the final parameters to this .npz (rank 0)")
     p.add_argument("--log-every", type=int, default=50)
     p.add_argument("--timing", action="store_true", help="print the mean step time (steps 3..)")
+    p.add_argument("--allreduce-bench", action="store_true", help="time Allreduce alone and exit")
     p.add_argument("--fail-rank", type=int, default=None, help="(testing) this rank fails ...")
     p.add_argument("--fail-step", type=int, default=None, help="(testing) ... at this step")
     p.add_argument("--fail-how", choices=["raise", "kill"], default="raise")
@@ -83,6 +84,21 @@ def layout(vocab, a):
     ]
 
 
+def allreduce_bench(comm, MPI):
+    """Median time of an in-place float32 Allreduce from 4 bytes to 16 MB (docs/distributed.md
+    fits its latency and bandwidth)."""
+    for n in [1, 256, 16384, 131072, 409600, 1048576, 4194304]:
+        buf = np.ones(n, np.float32)
+        runs = []
+        for _ in range(30 if n < 1 << 20 else 10):
+            comm.Barrier()
+            t = time.perf_counter()
+            comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+            runs.append(time.perf_counter() - t)
+        if comm.Get_rank() == 0:
+            print(f"allreduce {4 * n:>9} bytes on {comm.Get_size()} ranks: {np.median(runs) * 1e6:9.1f} us")
+
+
 def main(argv=None):
     from mpi4py import MPI
 
@@ -92,6 +108,8 @@ def main(argv=None):
     abort_on_exception(comm)
     if a.batch % size:
         raise SystemExit(f"--batch {a.batch} must be a multiple of the {size} ranks")
+    if a.allreduce_bench:
+        return allreduce_bench(comm, MPI)
     local = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
     threads = a.threads or max(1, (os.cpu_count() or 1) // local)
 
@@ -154,7 +172,9 @@ def main(argv=None):
         loss, grads = lib.value_and_vjp("loss", (tokens, targets, key, *params), seed_ct, **attrs)
         for g, lo, hi in zip(grads, offsets[:-1], offsets[1:]):
             grad_buf[lo:hi] = g.reshape(-1)
+        t1 = time.perf_counter()
         comm.Allreduce(MPI.IN_PLACE, grad_buf, op=MPI.SUM)
+        t2 = time.perf_counter()
         grad_buf /= size
         lr = a.lr * min(1.0, step / 10)
         lr_t = np.array(lr, dtype)
@@ -167,16 +187,20 @@ def main(argv=None):
                 params[i], g, m, v, lr_t, bc1, bc2, beta1=beta1, beta2=beta2, decay=decay
             )
             moments[i] = (m2, v2)
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0, t1 - t0, t2 - t1))
         if step % a.log_every == 0 or step == a.steps:
             mean = comm.allreduce(float(loss), op=MPI.SUM) / size  # every rank, same steps
             if rank == 0:
                 print(f"step {step}: loss {mean:.4f}", flush=True)
     if a.timing and rank == 0:
-        steady = times[2:] or times
-        ms = 1e3 * float(np.mean(steady))
+        steady = np.array(times[2:] or times) * 1e3
+        ms, grad_ms, allreduce_ms = np.median(steady, axis=0)
         tokens = a.batch * a.block / (ms / 1e3)
-        print(f"timing: {size} ranks x {threads} threads: {ms:.2f} ms/step, {tokens:.0f} tokens/s")
+        print(
+            f"timing: {size} ranks x {threads} threads: {ms:.2f} ms/step (median; gradients "
+            f"{grad_ms:.2f} ms, allreduce {allreduce_ms:.3f} ms of {grad_buf.nbytes / 1e6:.2f} MB, "
+            f"update {ms - grad_ms - allreduce_ms:.2f} ms), {tokens:.0f} tokens/s"
+        )
     if a.save and rank == 0:
         np.savez(a.save, **{name: p for (name, _, _), p in zip(specs, params)})
     comm.Barrier()

@@ -100,3 +100,16 @@ def test_a_worker_that_cannot_compile_reports_the_diagnostic(client, lib):
         lib.ints(np.arange(20, dtype=np.int32).reshape(2, 10))
     assert str(e.value) == str(here.value)
     assert "blocks.tfn" in str(e.value)
+
+
+def test_the_streaming_example_stays_within_its_memory(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "examples" / "stream_npy.py"
+    args = ["--size-mb", "192", "--memory-mb", "160", "--block-mb", "8", "--dir", str(tmp_path)]
+    out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "identical to one in-process call" in out.stdout
+    assert "100% Completed" in out.stdout
