@@ -456,76 +456,97 @@ fn process_cpu_seconds() -> f64 {
     ticks / 100.0
 }
 
-/// Runs `work(thread)` on `threads` threads for `seconds` each; returns the process CPU time
-/// per wall-clock second over the run (about `threads` when they run in parallel on idle
-/// cores), and each thread's call intervals.
+/// Runs `work()` on `threads` threads for `seconds` each; returns the process CPU time per
+/// wall-clock second over the run (about `threads` when they run in parallel on idle cores).
 #[cfg(target_os = "linux")]
-fn busy_ratio(
-    threads: usize,
-    seconds: f64,
-    work: &(dyn Fn(usize) + Sync),
-) -> (f64, Vec<Vec<(std::time::Instant, std::time::Instant)>>) {
+fn busy_ratio(threads: usize, seconds: f64, work: &(dyn Fn() + Sync)) -> f64 {
     use std::time::{Duration, Instant};
     let (cpu0, wall0) = (process_cpu_seconds(), Instant::now());
-    let spans = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                scope.spawn(move || {
-                    let mut spans = Vec::new();
-                    while wall0.elapsed() < Duration::from_secs_f64(seconds) {
-                        let start = Instant::now();
-                        work(t);
-                        spans.push((start, Instant::now()));
-                    }
-                    spans
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("worker thread")).collect()
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(move || {
+                while wall0.elapsed() < Duration::from_secs_f64(seconds) {
+                    work();
+                }
+            });
+        }
     });
-    ((process_cpu_seconds() - cpu0) / wall0.elapsed().as_secs_f64(), spans)
+    (process_cpu_seconds() - cpu0) / wall0.elapsed().as_secs_f64()
 }
 
-/// Two threads calling one session (of one kernel thread) run at the same time: a call of
-/// one thread starts and finishes while the other thread's call runs, and, when the machine
-/// gives this process two cores (a plain Rust spin loop on two threads measures it), the
-/// process keeps both busy. A lock around calls (or the kernels) would fail both.
+/// Starts `long` on a thread and, once it has run for 50 ms, calls `short` here; whether the
+/// short call finished first. Nothing else runs meanwhile, so the long call holds any lock it
+/// takes from its start: a lock shared by the two calls makes the short one wait for its end.
+fn finishes_inside(long: &(dyn Fn() + Sync), short: &dyn Fn()) -> bool {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    let started = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(|| {
+            started.store(true, std::sync::atomic::Ordering::SeqCst);
+            long();
+            Instant::now()
+        });
+        while !started.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        short();
+        let short_end = Instant::now();
+        short_end < handle.join().expect("long call")
+    })
+}
+
+#[test]
+fn the_overlap_check_sees_a_lock() {
+    let lock = std::sync::Mutex::new(());
+    let hold = |ms: u64| {
+        let _g = lock.lock().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    };
+    assert!(!finishes_inside(&|| hold(400), &|| hold(1)));
+    let sleep = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
+    assert!(finishes_inside(&|| sleep(400), &|| sleep(1)));
+}
+
+/// Two threads calling one session (of one kernel thread) run at the same time: a short call
+/// finishes while a long call runs, and, when the machine gives this process two cores (a
+/// plain Rust spin loop on two threads measures it), the process keeps both busy. A lock
+/// around calls (or the kernels) would fail both.
 #[cfg(target_os = "linux")]
 #[test]
 fn calls_from_two_threads_run_in_parallel() {
     let s = Session::with_options(tfn::SessionOptions { threads: 1, ..Default::default() });
     s.load_str("busy.tfn", "fn busy(Tensor x) -> Tensor { return exp(sin(x) * 0.5) + tanh(x) }")
         .expect("load");
-    let big = array(&[1 << 20], 0.25);
-    let small = array(&[64], 0.5);
-    s.call("busy", &[Value::from(big.view())]).expect("warm-up");
-    let call = |t: usize| {
-        let x = if t == 0 { &big } else { &small };
+    let call = |x: &ArrayD<f32>| {
         s.call("busy", &[Value::from(x.view())]).expect("busy");
     };
-    // Thread 1's small calls inside one of thread 0's big calls: a lock around calls would let
-    // at most one in (the one that takes it as thread 0 releases it, before its clock read).
-    let (_, spans) = busy_ratio(2, 0.5, &call);
-    let inside = spans[0]
-        .iter()
-        .map(|(a0, a1)| spans[1].iter().filter(|(b0, b1)| a0 < b0 && b1 < a1).count())
-        .max()
-        .unwrap_or(0);
-    assert!(inside >= 3, "{inside} calls of thread 1 ran during a call of thread 0: serialised");
+    // An input on which a call takes at least 0.3 s alone (debug and release builds differ).
+    let mut n = 1 << 20;
+    let big = loop {
+        let x = array(&[n], 0.25);
+        let t = std::time::Instant::now();
+        call(&x);
+        if t.elapsed().as_secs_f64() >= 0.3 || n >= 1 << 26 {
+            break x;
+        }
+        n *= 4;
+    };
+    let small = array(&[64], 0.5);
+    assert!(finishes_inside(&|| call(&big), &|| call(&small)), "calls are serialised");
 
-    let spin = |_: usize| {
+    let spin = || {
         let mut v = 1u64;
         for i in 0..200_000u64 {
             v = std::hint::black_box(v.wrapping_mul(6364136223846793005).wrapping_add(i));
         }
     };
-    let both_big = |_: usize| {
-        s.call("busy", &[Value::from(big.view())]).expect("busy");
-    };
+    let medium = array(&[1 << 20], 0.25);
     let mut seen = Vec::new();
-    for _attempt in 0..3 {
-        let (available, _) = busy_ratio(2, 0.4, &spin);
-        let (tfn_ratio, _) = busy_ratio(2, 1.0, &both_big);
+    for _attempt in 0..2 {
+        let available = busy_ratio(2, 0.4, &spin);
+        let tfn_ratio = busy_ratio(2, 1.0, &|| call(&medium));
         seen.push((available, tfn_ratio));
         if available < 1.6 {
             continue; // the machine is busy: this measures nothing; try again
@@ -536,5 +557,8 @@ fn calls_from_two_threads_run_in_parallel() {
         );
         return;
     }
-    eprintln!("calls_from_two_threads_run_in_parallel: never had two idle cores ({seen:?}); only the overlap was checked");
+    eprintln!(
+        "calls_from_two_threads_run_in_parallel: never had two idle cores ({seen:?}); only the \
+         overlap was checked"
+    );
 }

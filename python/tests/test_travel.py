@@ -117,44 +117,68 @@ def spans_of(threads, seconds, work):
     return (time.process_time() - c0) / (time.perf_counter() - w0), spans
 
 
-def overlapping(spans):
-    """The most calls of thread 1 that started and finished inside one call of thread 0. A
-    lock around calls lets at most one in (the call that takes the lock as thread 0's call
-    releases it, before thread 0 reads the clock)."""
-    return max(sum(a0 < b0 and b1 < a1 for b0, b1 in spans[1]) for a0, a1 in spans[0])
+def finishes_inside(long_call, short_call):
+    """Starts `long_call` on a thread and, once it has run for 0.1 s, makes `short_call` here;
+    whether the short call finished before the long one. Nothing else runs meanwhile, so the
+    long call holds whatever lock it takes from its start: a lock shared by the two calls
+    (the GIL included) makes the short one wait for the long one to end."""
+    started, ended = threading.Event(), []
+
+    def run():
+        started.set()
+        long_call()
+        ended.append(time.perf_counter())
+
+    t = threading.Thread(target=run)
+    t.start()
+    started.wait()
+    time.sleep(0.1)
+    short_call()
+    short_end = time.perf_counter()
+    t.join()
+    return short_end < ended[0]
 
 
 def test_the_overlap_check_sees_a_lock():
-    # The check below on a deliberately serialised callable: it must report no overlap.
     lock = threading.Lock()
 
-    def serial(t):
+    def locked(seconds):
         with lock:
-            time.sleep(0.02 if t == 0 else 0.001)
+            time.sleep(seconds)
 
-    _, spans = spans_of(2, 0.3, serial)
-    assert overlapping(spans) <= 1
+    assert not finishes_inside(lambda: locked(0.5), lambda: locked(0.001))
+    assert finishes_inside(lambda: time.sleep(0.5), lambda: time.sleep(0.001))
+
+
+def long_input(f, seconds=0.4):
+    """An input on which one call of `f` takes at least `seconds` (alone)."""
+    n = 1 << 20
+    while True:
+        x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+        t = time.perf_counter()
+        f(x)
+        if time.perf_counter() - t >= seconds or n >= 1 << 26:
+            return x
+        n *= 4
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_two_python_threads_call_in_parallel(threads):
     lib = tfn.Session(threads=threads).loads(SOURCE, name="par.tfn")
-    big = np.random.default_rng(1).standard_normal(1 << 22).astype(np.float32)
+    big = long_input(lib.f)
     small = big[:64].copy()
-    lib.f(big[:10])
 
-    # Thread 1's short calls start and finish while thread 0's long call runs: neither the
-    # GIL nor a lock of tfn's is held while a kernel runs.
-    _, spans = spans_of(2, 0.5, lambda t: lib.f(big if t == 0 else small))
-    assert overlapping(spans) >= 3, "calls from two threads are serialised"
+    # A short call finishes while a long call runs: neither the GIL nor a lock of tfn's is
+    # held while a kernel runs.
+    assert finishes_inside(lambda: lib.f(big), lambda: lib.f(small)), "calls are serialised"
 
     # CPU time: with two free cores, two threads calling keep both busy. A machine shared with
     # other work gives fewer; a GIL-free NumPy loop measures what it gives, and a serialised
     # tfn would keep half of it busy.
     seen = []
     for _attempt in range(2):  # a retry when the machine was busy
-        available, _ = spans_of(2, 0.4, lambda t: np.sin(big))
-        ratio, _ = spans_of(2, 1.0, lambda t: lib.f(big))
+        available, _ = spans_of(2, 0.4, lambda t: np.sin(big[: 1 << 22]))
+        ratio, _ = spans_of(2, 1.0, lambda t: lib.f(big[: 1 << 22]))
         seen.append((round(available, 2), round(ratio, 2)))
         if available < 1.6:
             continue
