@@ -84,6 +84,20 @@ def test_splitting_an_axis_the_function_is_not_blockwise_along_is_an_error(lib, 
     assert f"rechunk({{{axis}: -1}})" in str(e.value)
 
 
+def test_attributes_and_whole_operands_go_to_every_block(client, lib, data):
+    x, y = data
+    w = y[0].copy()  # a NumPy operand: every block gets it whole
+    dx = da.from_array(x, chunks=(-1, 50))
+    out = tfn.dask.map_blocks(lib.softmax, dx, dim=0).compute()
+    np.testing.assert_array_equal(out, lib.softmax(x, dim=0))
+    with pytest.raises(tfn.dask.ChunkError, match="axis 1"):
+        tfn.dask.map_blocks(lib.softmax, dx, dim=1)
+    rows = da.from_array(x, chunks=(100, -1))
+    np.testing.assert_array_equal(tfn.dask.map_blocks(lib.fused, rows, w).compute(), lib.fused(x, w))
+    with pytest.raises(TypeError, match="same number of axes"):
+        tfn.dask.map_blocks(lib.fused, rows, da.from_array(w))
+
+
 def test_the_other_axes_may_be_split(client, lib, data):
     x, _ = data
     out = tfn.dask.map_blocks(lib.cols, da.from_array(x, chunks=(-1, 50))).compute()

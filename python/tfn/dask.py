@@ -81,6 +81,11 @@ def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
         raise TypeError("tfn.dask.map_blocks: no dask array among the arguments")
     first = darrs[0]
     ndim = first.ndim
+    if any(a.ndim != ndim for a in darrs):
+        raise TypeError(
+            "tfn.dask.map_blocks: the dask arrays must have the same number of axes (pass "
+            "lower-rank operands, such as weights, as NumPy arrays: every block gets them whole)"
+        )
     block = [c[0] for c in first.chunks]
     split = [ax for ax in range(ndim) if len(first.chunks[ax]) > 1]
 
