@@ -194,12 +194,13 @@ def main(argv=None):
                 print(f"step {step}: loss {mean:.4f}", flush=True)
     if a.timing and rank == 0:
         steady = np.array(times[2:] or times) * 1e3
-        ms, grad_ms, allreduce_ms = np.median(steady, axis=0)
+        steady = np.column_stack([steady, steady[:, 0] - steady[:, 1] - steady[:, 2]])
+        ms, grad_ms, allreduce_ms, update_ms = np.median(steady, axis=0)
         tokens = a.batch * a.block / (ms / 1e3)
         print(
-            f"timing: {size} ranks x {threads} threads: {ms:.2f} ms/step (median; gradients "
+            f"timing: {size} ranks x {threads} threads: {ms:.2f} ms/step (medians; gradients "
             f"{grad_ms:.2f} ms, allreduce {allreduce_ms:.3f} ms of {grad_buf.nbytes / 1e6:.2f} MB, "
-            f"update {ms - grad_ms - allreduce_ms:.2f} ms), {tokens:.0f} tokens/s"
+            f"update {update_ms:.2f} ms), {tokens:.0f} tokens/s"
         )
     if a.save and rank == 0:
         np.savez(a.save, **{name: p for (name, _, _), p in zip(specs, params)})
