@@ -2,10 +2,11 @@
 
 A `tfn.Library` (and a `tfn.Function` taken from it, and a `tfn.Session`) pickles as the
 arguments of its session and the sources of every load of that session up to its own:
-never as machine code. Unpickling looks the pair up in a per-process cache first, so a
-process makes one session per (arguments, sources), however many times the library
-arrives (every Dask task unpickles its function), and that session compiles each call
-signature once. A session made without `threads` uses the receiving process's default
+never as machine code. Unpickling a library or function looks the pair up in a per-process
+cache first, so a process makes one session per (arguments, sources), however many times
+the library arrives (every Dask task unpickles its function), and that session compiles
+each call signature once. An unpickled `Session` is a fresh one with the same loads (the
+receiver may load more into it). A session made without `threads` uses the receiving process's default
 (`TFN_THREADS`, else every core), so a pickle made on a 64-core client runs with the
 worker's own thread count.
 """
@@ -27,24 +28,30 @@ def _key(made, loads):
     return h.hexdigest()
 
 
-def _restore(made, loads):
+def _make(made, loads):
     from tfn._tfn import Session
 
+    backend, threads, strict, optimize = made
+    session = Session(backend, threads, strict=strict, optimize=optimize)
+    library = None
+    for main, files in loads:
+        library = session.load_sources(main, files)
+    return session, library
+
+
+def _restore(made, loads):
     key = _key(made, loads)
     with _lock:
         hit = _sessions.get(key)
         if hit is None:
-            backend, threads, strict, optimize = made
-            session = Session(backend, threads, strict=strict, optimize=optimize)
-            library = None
-            for main, files in loads:
-                library = session.load_sources(main, files)
-            hit = _sessions[key] = (session, library)
+            hit = _sessions[key] = _make(made, loads)
     return hit
 
 
 def restore_session(made, loads):
-    return _restore(made, loads)[0]
+    # A session is a container the receiver may load more into: a fresh one each time, not
+    # the cached session that libraries and functions share.
+    return _make(made, loads)[0]
 
 
 def restore_library(made, loads):
