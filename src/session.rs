@@ -12,7 +12,7 @@ use crate::signature::{CallKey, CallKind, Prepared};
 use crate::value::{OutputMut, TensorValue, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tfn_backend::{CompileOptions, JitCompiler};
 use tfn_frontend::{FsLoader, SourceLoader};
@@ -122,7 +122,9 @@ impl ExternKernels for ExternTable {
 
 /// A compiler session: loaded definitions plus a cache of compiled functions.
 ///
-/// `Session` is `Send + Sync`; concurrent calls share the cache.
+/// `Session` is `Send + Sync`; concurrent calls share the cache and run in parallel (no lock
+/// is held while a function runs; a cache miss compiles under one lock, so each signature is
+/// compiled once).
 pub struct Session {
     library: RwLock<Arc<Library>>,
     /// The optimiser's rules: built-in plus the library's checked `rewrite` rules.
@@ -136,6 +138,10 @@ pub struct Session {
     /// few signatures in practice, so a short scan beats hashing the whole key, and looking
     /// up by `&str` allocates nothing.
     cache: RwLock<HashMap<String, Vec<Arc<Prepared>>>>,
+    /// Held while a cache miss compiles: threads that miss on the same signature at once
+    /// (the first blocks of a Dask graph on a multi-threaded worker) compile it once, the
+    /// others find it in the cache when they get the lock. Calls that hit never take it.
+    compiling: Mutex<()>,
     compiles: AtomicU64,
     cache_hits: AtomicU64,
     compile_nanos: AtomicU64,
@@ -181,6 +187,7 @@ impl Session {
             jit,
             options,
             cache: RwLock::new(HashMap::new()),
+            compiling: Mutex::new(()),
             compiles: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
@@ -485,6 +492,13 @@ impl Session {
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(p);
         }
+        // One compile at a time, so a signature is compiled once however many threads miss
+        // on it together (the code generator serialises on the JIT module anyway).
+        let _compiling = self.compiling.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = self.cached(kind, name, args, kwargs) {
+            self.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(p);
+        }
         let key = CallKey::new(kind, name, args, kwargs);
         let start = Instant::now();
         let library = self.library();
@@ -562,7 +576,7 @@ impl Session {
         self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if let Ok(mut cache) = self.cache.write() {
             let entries = cache.entry(prepared.key.name().to_string()).or_default();
-            // Another thread may have compiled the same signature meanwhile: keep one.
+            // (Cannot have been compiled meanwhile: `compiling` is held. Kept as a guard.)
             if !entries.iter().any(|e| e.key == prepared.key && e.guards == prepared.guards) {
                 entries.push(prepared.clone());
             }

@@ -18,13 +18,62 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tfn::Value;
 
 /// A compiler session: loaded definitions and the cache of compiled functions.
 #[pyclass(module = "tfn", frozen)]
 struct Session {
     inner: Arc<tfn::Session>,
+    /// The constructor's arguments, as a pickle re-creates the session.
+    made: Made,
+    /// Every successful load, in order: what a pickle of one of its libraries replays.
+    loads: Mutex<Vec<Arc<Load>>>,
+}
+
+/// A session's constructor arguments (`threads: None`: the receiving process's default).
+#[derive(Clone, Debug)]
+struct Made {
+    backend: &'static str,
+    threads: Option<usize>,
+    strict: Option<bool>,
+    optimize: bool,
+}
+
+/// One load: the main file's name and the text of every file it added (itself and the files
+/// it `use`s, by the names `use` resolves them to).
+#[derive(Debug)]
+struct Load {
+    main: String,
+    files: Vec<(String, String)>,
+}
+
+/// What a library or function pickles as: the session's arguments and the loads up to and
+/// including the library's own (the receiving process replays them from memory, no files).
+#[derive(Debug)]
+struct Origin {
+    made: Made,
+    loads: Vec<Arc<Load>>,
+}
+
+impl Origin {
+    /// `(made, loads)` as Python values: `(backend, threads, strict, optimize)` and a list of
+    /// `(main, [(name, text), ...])`.
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyList>)> {
+        let m = &self.made;
+        let made = (m.backend, m.threads, m.strict, m.optimize).into_pyobject(py)?;
+        let loads = PyList::empty(py);
+        for load in &self.loads {
+            let files = PyList::new(py, load.files.iter().map(|(n, t)| (n.as_str(), t.as_str())))?;
+            loads.append((load.main.as_str(), files))?;
+        }
+        Ok((made, loads))
+    }
+}
+
+/// `tfn.<name>`, a function of the Python half of the package (`tfn/_pickle.py`).
+fn restorer<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("tfn._pickle")?.getattr(name)
 }
 
 #[pymethods]
@@ -51,17 +100,49 @@ impl Session {
                 )))
             }
         };
+        let made = Made {
+            backend: if backend == tfn::Backend::Jit { "jit" } else { "interp" },
+            threads,
+            strict,
+            optimize,
+        };
         let mut options = tfn::SessionOptions { backend, optimize, ..Default::default() };
-        if let Some(t) = threads {
-            if t == 0 {
-                return Err(PyValueError::new_err("threads must be at least 1"));
+        match threads {
+            Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
+            Some(t) => options.threads = t,
+            None => {
+                if let Some(t) = threads_from_env()? {
+                    options.threads = t;
+                }
             }
-            options.threads = t;
         }
         if let Some(s) = strict {
             options.strict = s;
         }
-        Ok(Session { inner: Arc::new(tfn::Session::with_options(options)) })
+        let inner = Arc::new(tfn::Session::with_options(options));
+        Ok(Session { inner, made, loads: Mutex::new(Vec::new()) })
+    }
+
+    /// A session pickles as its constructor's arguments and its loads (the sources, from
+    /// memory); unpickling makes (once per process) a session that loaded the same.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>)> {
+        let py = slf.py();
+        let origin = slf.get().origin();
+        let (made, loads) = origin.to_py(py)?;
+        let args = PyTuple::new(py, [made.into_any(), loads.into_any()])?;
+        Ok((restorer(py, "restore_session")?, args.into_any().unbind()))
+    }
+
+    /// Loads in-memory files (`[(name, text), ...]`, `use` paths resolved among them and
+    /// `std:`): what unpickling a library does.
+    fn load_sources(
+        slf: &Bound<'_, Self>,
+        main: &str,
+        files: Vec<(String, String)>,
+    ) -> PyResult<Py<Library>> {
+        let refs: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+        let lib = Session::record_load(slf, main, |s| s.load_sources(main, &refs))?;
+        populate(slf.py(), lib)
     }
 
     /// Loads a `.tfn` file (and the files it `use`s); returns its functions as a
@@ -105,7 +186,57 @@ impl Session {
     }
 }
 
+/// `TFN_THREADS`, the default thread count of sessions made without `threads` (a Dask worker,
+/// an MPI rank: so that processes × threads stays within the cores).
+fn threads_from_env() -> PyResult<Option<usize>> {
+    match std::env::var("TFN_THREADS") {
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(PyValueError::new_err(format!(
+                "TFN_THREADS={v:?}: expected a whole number of threads, at least 1"
+            ))),
+        },
+        _ => Ok(None),
+    }
+}
+
 impl Session {
+    /// The session's arguments and every load so far.
+    fn origin(&self) -> Origin {
+        let loads = self.loads.lock().map(|l| l.clone()).unwrap_or_default();
+        Origin { made: self.made.clone(), loads }
+    }
+
+    /// Runs a load and records it (its main file and the files it added) for pickling.
+    fn record_load(
+        slf: &Bound<'_, Self>,
+        main: &str,
+        load: impl FnOnce(&tfn::Session) -> Result<Vec<tfn::Diagnostic>, tfn::Error> + Send,
+    ) -> PyResult<Library> {
+        let me = slf.get();
+        let before = me.inner.library().sources.files().count();
+        let names = load_into(slf, load)?;
+        let library = me.inner.library();
+        let files: Vec<(String, String)> = library
+            .sources
+            .files()
+            .skip(before)
+            .map(|(_, f)| (f.name.clone(), f.text.clone()))
+            .collect();
+        let origin = {
+            let mut loads = me.loads.lock().unwrap_or_else(|p| p.into_inner());
+            loads.push(Arc::new(Load { main: main.to_string(), files }));
+            Origin { made: me.made.clone(), loads: loads.clone() }
+        };
+        Ok(Library {
+            session: slf.clone().unbind(),
+            inner: me.inner.clone(),
+            file: main.to_string(),
+            names,
+            origin: Arc::new(origin),
+        })
+    }
+
     fn load_file_lib(slf: &Bound<'_, Self>, path: std::path::PathBuf) -> PyResult<Library> {
         let shown = path.display().to_string();
         if !path.exists() {
@@ -113,23 +244,11 @@ impl Session {
                 "cannot read `{shown}`: no such file"
             )));
         }
-        let inner = slf.get().inner.clone();
-        load_into(slf, move |s| s.load_file(&path)).map(|names| Library {
-            session: slf.clone().unbind(),
-            inner,
-            file: shown,
-            names,
-        })
+        Session::record_load(slf, &shown.clone(), move |s| s.load_file(&path))
     }
 
     fn load_str_lib(slf: &Bound<'_, Self>, source: &str, name: &str) -> PyResult<Library> {
-        let inner = slf.get().inner.clone();
-        load_into(slf, |s| s.load_str(name, source)).map(|names| Library {
-            session: slf.clone().unbind(),
-            inner,
-            file: name.to_string(),
-            names,
-        })
+        Session::record_load(slf, name, |s| s.load_str(name, source))
     }
 }
 
@@ -231,6 +350,7 @@ struct Library {
     inner: Arc<tfn::Session>,
     file: String,
     names: Vec<String>,
+    origin: Arc<Origin>,
 }
 
 /// Names a `Library` has as methods: a function of the same name is `lib["name"]`.
@@ -245,7 +365,7 @@ impl Library {
         }
         let library = self.inner.library();
         if !library.overloads(name).is_empty() {
-            return make_function(py, &self.inner, name);
+            return make_function(py, &self.inner, &self.origin, name);
         }
         Err(unknown(py, &self.inner, name))
     }
@@ -256,7 +376,7 @@ impl Library {
             let e = unknown(py, &self.inner, name);
             return Err(PyKeyError::new_err(e.value(py).to_string()));
         }
-        make_function(py, &self.inner, name)
+        make_function(py, &self.inner, &self.origin, name)
     }
 
     fn __contains__(&self, name: &str) -> bool {
@@ -339,6 +459,15 @@ impl Library {
 
     fn __repr__(&self) -> String {
         format!("<tfn.Library {:?}: {}>", self.file, self.names.join(", "))
+    }
+
+    /// A library pickles as its session's arguments and the sources of every load up to its
+    /// own; unpickling compiles nothing and makes the session once per process (per sources
+    /// and arguments), so its compiled functions are shared by every library unpickled there.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>)> {
+        let (made, loads) = self.origin.to_py(py)?;
+        let args = PyTuple::new(py, [made.into_any(), loads.into_any()])?;
+        Ok((restorer(py, "restore_library")?, args.into_any().unbind()))
     }
 }
 
@@ -525,6 +654,7 @@ fn results(py: Python<'_>, values: Vec<Value<'static>>) -> PyResult<Py<PyAny>> {
 struct Function {
     session: Arc<tfn::Session>,
     name: String,
+    origin: Arc<Origin>,
 }
 
 #[pymethods]
@@ -623,6 +753,14 @@ impl Function {
     fn __repr__(&self) -> String {
         format!("<tfn function {}>", self.name)
     }
+
+    /// A function pickles as its library (see `Library.__reduce__`) and its name.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>)> {
+        let (made, loads) = self.origin.to_py(py)?;
+        let name = self.name.as_str().into_pyobject(py)?;
+        let args = PyTuple::new(py, [made.into_any(), loads.into_any(), name.into_any()])?;
+        Ok((restorer(py, "restore_function")?, args.into_any().unbind()))
+    }
 }
 
 /// Each array an input reads, with the argument's position or keyword (for messages).
@@ -643,9 +781,12 @@ fn inputs_of<'a, 'py>(
 fn make_function(
     py: Python<'_>,
     session: &Arc<tfn::Session>,
+    origin: &Arc<Origin>,
     name: &str,
 ) -> PyResult<Py<Function>> {
-    let f = Py::new(py, Function { session: session.clone(), name: name.to_string() })?;
+    let function =
+        Function { session: session.clone(), name: name.to_string(), origin: origin.clone() };
+    let f = Py::new(py, function)?;
     let doc = doc::docstring(&session.library(), name);
     f.bind(py).setattr("__doc__", doc)?;
     Ok(f)
@@ -665,6 +806,7 @@ fn default_session(py: Python<'_>) -> PyResult<Py<Session>> {
 /// plain attribute lookup; names that are `Library` attributes stay `lib["name"]`.
 fn populate(py: Python<'_>, lib: Library) -> PyResult<Py<Library>> {
     let session = lib.inner.clone();
+    let origin = lib.origin.clone();
     let names = lib.names.clone();
     let obj = Py::new(py, lib)?;
     let bound = obj.bind(py);
@@ -672,7 +814,7 @@ fn populate(py: Python<'_>, lib: Library) -> PyResult<Py<Library>> {
         if LIBRARY_ATTRS.contains(&name.as_str()) {
             continue;
         }
-        let f = make_function(py, &session, &name)?;
+        let f = make_function(py, &session, &origin, &name)?;
         bound.setattr(name.as_str(), f)?;
     }
     Ok(obj)
