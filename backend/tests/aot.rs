@@ -4,7 +4,7 @@
 //! error, never a call; functions whose steps need the JIT are refused; the host check and the
 //! function metadata. (Linking and calling an object: the root crate's `tests/cli/aot.rs`.)
 
-use tfn_backend::aot::{check_host, AotError, FunctionMeta, ObjectBuilder};
+use tfn_backend::aot::{choose_tier, AotError, CpuChoice, FunctionMeta, ObjectBuilder};
 use tfn_backend::{CodegenError, CompileOptions, CompiledFunction, SimdLevel};
 use tfn_ir::text::parse_graph;
 use tfn_passes::fusion::fuse;
@@ -38,7 +38,8 @@ fn meta(name: &str) -> FunctionMeta {
 #[test]
 fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
     let graph = parse_graph(GELU).expect("graph parses");
-    let mut object = ObjectBuilder::new("t", SimdLevel::V128).expect("object module");
+    let mut object =
+        ObjectBuilder::new("t", &CpuChoice::Host(SimdLevel::V128)).expect("object module");
     object.add_function(&meta("gelu"), &graph, fuse(&graph)).expect("gelu builds");
     // The same function again: its kernels are the first one's (code-identity dedup).
     object.add_function(&meta("gelu2"), &graph, fuse(&graph)).expect("gelu builds twice");
@@ -81,7 +82,8 @@ fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
 #[test]
 fn functions_whose_steps_need_the_jit_are_refused() {
     let graph = parse_graph(SCAN).expect("graph parses");
-    let mut object = ObjectBuilder::new("t", SimdLevel::V128).expect("object module");
+    let mut object =
+        ObjectBuilder::new("t", &CpuChoice::Host(SimdLevel::V128)).expect("object module");
     match object.add_function(&meta("running"), &graph, fuse(&graph)) {
         Err(AotError::Unsupported(why)) => assert!(why.contains("scan"), "{why}"),
         other => panic!("expected a refusal, got {other:?}"),
@@ -94,10 +96,26 @@ fn functions_whose_steps_need_the_jit_are_refused() {
 }
 
 #[test]
-fn host_checks_and_function_metadata() {
-    assert!(check_host("simd=128\nfma=0\nisa=\n").is_ok());
-    assert!(check_host("isa=has_teleport\n").unwrap_err().contains("has_teleport"));
-    assert!(check_host("simd=avx9000\n").is_err());
+fn tier_choice_and_function_metadata() {
+    let info = "tier a simd=128 isa=\ntier b simd=128 isa=has_teleport\ntier c simd=avx9000\n";
+    // The widest tier this CPU runs (tiers are written narrowest first).
+    assert_eq!(choose_tier(info, None), Ok((0, "a".to_string())));
+    assert_eq!(choose_tier("tier a simd=128 isa=\ntier b isa=\n", None), Ok((1, "b".into())));
+    // `TFN_RT_TIER`: that tier or an error naming what is missing.
+    assert!(choose_tier(info, Some("b")).unwrap_err().contains("has_teleport"));
+    assert!(choose_tier(info, Some("c")).unwrap_err().contains("avx9000"));
+    assert!(choose_tier(info, Some("d")).unwrap_err().contains("no such tier"));
+    assert!(choose_tier("", None).is_err());
+    // Every x86-64 machine that runs these tests has the baseline tier.
+    let v2 = tfn_backend::aot::TIERS[0];
+    let line = tfn_backend::aot::tier_line(
+        v2.name,
+        v2.simd,
+        &v2.flags.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(choose_tier(&line, None), Ok((0, "x86-64-v2".to_string())));
+    }
     let m = meta("gelu");
     let blob = format!("{}graph\nfunc ...", m.to_text());
     let (back, graph) = FunctionMeta::parse_blob(&blob).expect("blob parses");

@@ -96,10 +96,11 @@ fn threads() -> usize {
     }
 }
 
-/// One function's entry of a descriptor.
+/// One function's entry of a descriptor, with the kernels of the tier this CPU runs.
 struct FunctionImage {
     blob: &'static str,
     kernels: Vec<(*const u8, u64)>,
+    tier: String,
 }
 
 /// Reads function `index` of the descriptor at `module`, checking the header and the host.
@@ -135,16 +136,21 @@ unsafe fn read_function(module: *const c_void, index: usize) -> Result<FunctionI
         std::str::from_utf8(bytes).map_err(|_| Failure::module("a descriptor text is not UTF-8"))
     };
     let info = text(word(3), word(4))?;
-    aot::check_host(info).map_err(Failure::module)?;
-    let base = aot::HEADER_WORDS + aot::FUNCTION_WORDS * index;
+    let tiers = word(5) as usize;
+    let requested = std::env::var("TFN_RT_TIER").ok();
+    let (tier, name) = aot::choose_tier(info, requested.as_deref()).map_err(Failure::module)?;
+    if tier >= tiers {
+        return Err(Failure::module(format!("tier {tier} of an object of {tiers} tier(s)")));
+    }
+    let base = aot::HEADER_WORDS + aot::function_words(tiers) * index;
     let blob = text(word(base), word(base + 1))?;
     let n = word(base + 3) as usize;
-    let (table, fps) = (word(base + 2) as *const usize, word(base + 4) as *const u64);
+    let (fps, table) = (word(base + 2) as *const u64, word(base + 4 + tier) as *const usize);
     let kernels = (0..n)
         // SAFETY: both tables have `n` entries.
         .map(|k| unsafe { (table.add(k).read() as *const u8, fps.add(k).read()) })
         .collect();
-    Ok(FunctionImage { blob, kernels })
+    Ok(FunctionImage { blob, kernels, tier: name })
 }
 
 /// The loaded function `index` of `module` for the current thread count.
@@ -174,10 +180,11 @@ unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failu
             .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;
     if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
         eprintln!(
-            "tfn-rt: loaded `{}` ({} kernel(s), {threads} thread(s)) in {:.1} µs (descriptor and \
-             CPU check {:.1} µs, then parse, fuse, assemble; nothing compiled)",
+            "tfn-rt: loaded `{}` ({} kernel(s) of tier {}, {threads} thread(s)) in {:.1} µs \
+             (descriptor and CPU check {:.1} µs, then parse, fuse, assemble; nothing compiled)",
             meta.name,
             image.kernels.len(),
+            image.tier,
             started.elapsed().as_secs_f64() * 1e6,
             read.as_secs_f64() * 1e6
         );

@@ -254,6 +254,12 @@ pub fn routine_f32(level: SimdLevel, f: MathFn) -> Option<Routine> {
         .map(|&(_, symbol, routine)| Routine { symbol, addr: routine as *const u8 })
 }
 
+/// The symbol of the routine for unary `f` on `f32` at `level` (as [`routine_f32`], whether
+/// or not this CPU runs it): what the kernels of an AOT object's tier of that level import.
+pub fn symbol_f32(level: SimdLevel, f: MathFn) -> Option<&'static str> {
+    table(level).iter().find(|row| row.0 == f).map(|&(_, symbol, _)| symbol)
+}
+
 /// Every routine's `(symbol, address)` at every level, for `JITBuilder::symbol` (registering a
 /// routine the CPU cannot run is harmless: [`routine_f32`] never hands it to a kernel).
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
