@@ -85,6 +85,52 @@ pub extern "C" fn tfn_rt_set_threads(threads: i64) {
     THREADS.store(usize::try_from(threads).unwrap_or(0), Ordering::Relaxed);
 }
 
+/// A task of the host's parallel-for: `task(task_data, index)`.
+pub type TfnTaskFn = unsafe extern "C" fn(task_data: *mut c_void, index: i64);
+/// The host's parallel-for: see `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+pub type TfnParallelForFn = unsafe extern "C" fn(
+    user: *mut c_void,
+    count: i64,
+    max_threads: i64,
+    task: TfnTaskFn,
+    task_data: *mut c_void,
+);
+
+/// Calls the task `task_data` points at (a `&(dyn Fn(usize) + Sync)`) for `index`; a task
+/// never unwinds (the pool's chunks catch their panics).
+unsafe extern "C" fn run_task(task_data: *mut c_void, index: i64) {
+    if task_data.is_null() {
+        return;
+    }
+    // SAFETY: `task_data` is the `&&dyn Fn` `set_parallel_for`'s hook passed, alive until the
+    // host's parallel-for returns (the contract of `tfn_rt_set_parallel_for`).
+    let task = unsafe { &*(task_data as *const &(dyn Fn(usize) + Sync)) };
+    if let Ok(index) = usize::try_from(index) {
+        task(index);
+    }
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+#[no_mangle]
+pub extern "C" fn tfn_rt_set_parallel_for(
+    parallel_for: Option<TfnParallelForFn>,
+    user: *mut c_void,
+) {
+    let Some(parallel_for) = parallel_for else {
+        tfn_backend::workers::set_parallel_for(None);
+        return;
+    };
+    let user = user as usize;
+    tfn_backend::workers::set_parallel_for(Some(Box::new(
+        move |chunks: usize, threads: usize, task: &(dyn Fn(usize) + Sync)| {
+            let data = &task as *const &(dyn Fn(usize) + Sync) as *mut c_void;
+            let (count, threads) = (chunks as i64, threads as i64);
+            // SAFETY: the host's function, called as documented; `data` outlives the call.
+            unsafe { parallel_for(user as *mut c_void, count, threads, run_task, data) };
+        },
+    )));
+}
+
 fn threads() -> usize {
     match THREADS.load(Ordering::Relaxed) {
         0 => {
