@@ -184,8 +184,9 @@ pub enum Command {
         #[arg(long)]
         vjp: bool,
         /// The CPUs the code is for: `portable` (every x86-64 CPU with SSE4.2: the
-        /// x86-64-v2, -v3 and -v4 tiers, the runtime runs the widest the CPU has), one tier
-        /// (`x86-64-v2`, `x86-64-v3`, `x86-64-v4`), or `host` (this machine's CPU only)
+        /// x86-64-v2 and -v3 tiers, the runtime runs the widest the CPU has and picks the
+        /// AVX-512 or AVX2 math routines), one tier (`x86-64-v2`, `x86-64-v3`), or `host`
+        /// (this machine's CPU only)
         #[arg(long, default_value = "portable")]
         cpu: String,
     },

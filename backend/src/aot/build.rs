@@ -150,9 +150,17 @@ impl ObjectBuilder {
         .map_err(|e| cranelift(&e))?;
         let mut module = ObjectModule::new(builder);
         let mut tiers = Vec::new();
+        let host = matches!(cpu, CpuChoice::Host(_));
         for (_, isa, simd, features) in specs {
-            // Symbols of every level (the runtime runs a tier only on a CPU that has it).
-            let wide = declare_wide_with(&mut module, simd, features, wide::symbol_f32)?;
+            // The host's level, else the routines the runtime dispatches by CPU feature (a
+            // tier runs only on a CPU with its level).
+            let wide = if host {
+                declare_wide_with(&mut module, simd, features, wide::symbol_f32)?
+            } else {
+                declare_wide_with(&mut module, simd, features, |_, f| {
+                    wide::dispatched_symbol_f32(f)
+                })?
+            };
             tiers.push(TierCode { isa, features, wide });
         }
         let ctx = module.make_context();

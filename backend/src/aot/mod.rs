@@ -13,9 +13,10 @@
 //! builds the steps with a [`KernelSource`] that takes the next address from the table after
 //! checking its fingerprint, so the steps, the plans and the executor are the JIT's own code.
 //!
-//! **CPU tiers.** An object holds every kernel once per *tier* ([`TIERS`]: x86-64-v2, -v3,
-//! -v4, each an ISA extension set and the level of the wide routines its kernels call), and
-//! the runtime runs the widest tier the CPU has ([`choose_tier`]). Every tier computes the
+//! **CPU tiers.** An object holds every kernel once per *tier* ([`TIERS`]: x86-64-v2 and -v3,
+//! each an ISA extension set and the least level of the wide routines its kernels call), and
+//! the runtime runs the widest tier the CPU has ([`choose_tier`]); the x86-64-v3 kernels call
+//! wide routines the runtime picks by CPU feature (AVX-512 or AVX2). Every tier computes the
 //! same bits: the math is generated with `fma` on every tier (one rounding, as the JIT on a
 //! CPU with FMA), which Cranelift lowers to a `fmaf`/`fma` libcall where the tier has no FMA
 //! instruction (x86-64-v2), and the wide routines are bit-identical to the inline code.
@@ -67,9 +68,12 @@ pub struct Tier {
 }
 
 /// The tiers of a portable x86-64 object, narrowest first: x86-64-v2 (SSE4.2 and POPCNT, what
-/// Cranelift's 128-bit SIMD needs; `fma` by a libcall), x86-64-v3 (AVX2, FMA, BMI1/2, LZCNT;
-/// AVX2 wide routines) and x86-64-v4 (AVX-512 F/DQ/VL; AVX-512 wide routines).
-pub const TIERS: [Tier; 3] = [
+/// Cranelift's 128-bit SIMD needs; `fma` by a libcall, no wide routines) and x86-64-v3 (AVX2,
+/// FMA, BMI1/2, LZCNT), whose kernels call the wide routines the runtime dispatches to the
+/// widest level the CPU has, AVX-512 or AVX2 (`wide::dispatched_symbol_f32`). An x86-64-v4
+/// tier would be the same machine code as x86-64-v3 (Cranelift emits 128-bit vectors; only
+/// the routines' level differed), so there is none.
+pub const TIERS: [Tier; 2] = [
     Tier {
         name: "x86-64-v2",
         flags: &["has_sse3", "has_ssse3", "has_cmpxchg16b", "has_sse41", "has_sse42", "has_popcnt"],
@@ -92,27 +96,6 @@ pub const TIERS: [Tier; 3] = [
             "has_lzcnt",
         ],
         simd: SimdLevel::Avx2,
-    },
-    Tier {
-        name: "x86-64-v4",
-        flags: &[
-            "has_sse3",
-            "has_ssse3",
-            "has_cmpxchg16b",
-            "has_sse41",
-            "has_sse42",
-            "has_popcnt",
-            "has_avx",
-            "has_avx2",
-            "has_fma",
-            "has_bmi1",
-            "has_bmi2",
-            "has_lzcnt",
-            "has_avx512f",
-            "has_avx512dq",
-            "has_avx512vl",
-        ],
-        simd: SimdLevel::Avx512,
     },
 ];
 
