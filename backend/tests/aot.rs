@@ -1,8 +1,9 @@
 //! AOT objects (`tfn_backend::aot`): an object of a planned function is a relocatable ELF file
-//! whose kernels are deduplicated as the JIT's; the runtime's schedule takes exactly the
-//! object's kernels, and a table whose fingerprints or count do not match the plans is an
-//! error, never a call; functions whose steps need the JIT are refused; the host check and the
-//! function metadata. (Linking and calling an object: the root crate's `tests/cli/aot.rs`.)
+//! whose kernels are deduplicated as the JIT's, once per CPU tier in a portable object; the
+//! runtime's schedule takes exactly the object's kernels, and a table whose fingerprints or
+//! count do not match the plans is an error, never a call; functions whose steps need the JIT
+//! are refused; the tier choice and the function metadata. (Linking and calling an object: the
+//! root crate's `tests/cli/aot.rs`.)
 
 use tfn_backend::aot::{choose_tier, AotError, CpuChoice, FunctionMeta, ObjectBuilder};
 use tfn_backend::{CodegenError, CompileOptions, CompiledFunction, SimdLevel};
@@ -49,6 +50,14 @@ fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
     assert_eq!(object.kernel_count(), fps.len(), "identical kernels are defined once");
     let bytes = object.finish().expect("object emitted");
     assert_eq!(&bytes[..4], b"\x7fELF", "a relocatable ELF object");
+    // A portable object: every kernel once per tier, the same plans (fingerprints).
+    let mut portable = ObjectBuilder::new("p", &CpuChoice::Portable).expect("object module");
+    portable.add_function(&meta("gelu"), &graph, fuse(&graph)).expect("gelu builds");
+    assert_eq!(portable.fingerprints(0), fps);
+    assert_eq!(portable.kernel_count(), fps.len() * tfn_backend::aot::TIERS.len());
+    assert!(portable.finish().is_ok());
+    assert_eq!(CpuChoice::parse("x86-64-v3"), Some(CpuChoice::Tier(tfn_backend::aot::TIERS[1])));
+    assert_eq!(CpuChoice::parse("x86-64-v4"), None);
 
     // The runtime's side: the planned graph's text read back and fused again takes exactly
     // these kernels (the addresses are never called here).
