@@ -17,6 +17,9 @@ pub enum IsaError {
     /// Cranelift cannot generate code for this host architecture.
     #[error("unsupported host: {0}")]
     UnsupportedHost(&'static str),
+    /// Cranelift (as built) cannot generate code for this target.
+    #[error("unsupported target `{0}`")]
+    UnsupportedTarget(String),
     /// A flag name or value was rejected (a bug in this file).
     #[error("invalid code generator setting `{name}`: {source}")]
     Setting {
@@ -53,6 +56,19 @@ pub fn native_isa() -> Result<OwnedTargetIsa, IsaError> {
 pub fn native_isa_with_pic(pic: bool) -> Result<OwnedTargetIsa, IsaError> {
     let builder = cranelift_native::builder().map_err(IsaError::UnsupportedHost)?;
     Ok(builder.finish(shared_flags(pic)?)?)
+}
+
+/// The ISA of `triple` (`x86_64-unknown-linux-gnu`, `aarch64-unknown-linux-gnu`) with exactly
+/// the extensions `flags` (Cranelift's names: `has_avx2`, …), position-independent: the code
+/// of one CPU tier of an AOT object, or of a cross-compiled one. `triple` must be a triple
+/// Cranelift parses (callers pass their own constants).
+pub fn target_isa(triple: &str, flags: &[&'static str]) -> Result<OwnedTargetIsa, IsaError> {
+    let mut builder = cranelift::codegen::isa::lookup_by_name(triple)
+        .map_err(|e| IsaError::UnsupportedTarget(format!("{triple}: {e}")))?;
+    for &name in flags {
+        builder.enable(name).map_err(|source| IsaError::Setting { name, source })?;
+    }
+    Ok(builder.finish(shared_flags(true)?)?)
 }
 
 /// A fresh JIT module for `isa`. Dropping a `JITModule` leaks its code on purpose: keep one per

@@ -199,6 +199,19 @@ pub(crate) fn declare_wide<M: Module>(
     level: SimdLevel,
     features: MathFeatures,
 ) -> Result<codegen::WideFns, CodegenError> {
+    declare_wide_with(module, level, features, |level, f| {
+        wide::routine_f32(level, f).map(|r| r.symbol)
+    })
+}
+
+/// [`declare_wide`] with the routines' symbols from `symbol` (AOT objects name routines of
+/// levels the building CPU may lack: the runtime runs their code only on a CPU that has them).
+pub(crate) fn declare_wide_with<M: Module>(
+    module: &mut M,
+    level: SimdLevel,
+    features: MathFeatures,
+    symbol: impl Fn(SimdLevel, crate::math::MathFn) -> Option<&'static str>,
+) -> Result<codegen::WideFns, CodegenError> {
     let mut fns = codegen::WideFns::default();
     if !features.fma {
         return Ok(fns);
@@ -209,9 +222,9 @@ pub(crate) fn declare_wide<M: Module>(
         sig.params.push(cranelift::codegen::ir::AbiParam::new(ty));
     }
     for &f in crate::math::MathFn::ALL {
-        let Some(routine) = wide::routine_f32(level, f) else { continue };
+        let Some(symbol) = symbol(level, f) else { continue };
         let id = module
-            .declare_function(routine.symbol, Linkage::Import, &sig)
+            .declare_function(symbol, Linkage::Import, &sig)
             .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
         fns.f32.insert(f, id.as_u32());
     }

@@ -17,6 +17,10 @@
 //!   [`WorkerPanic`] after *all* chunks have finished (borrowed data is never used after
 //!   [`run`] returns), never as an abort.
 //!
+//! - **host pools**: a program may run every split on its own parallel-for instead
+//!   ([`set_parallel_for`]: the AOT runtime's `tfn_rt_set_parallel_for`, as Halide's
+//!   `do_par_for`); the chunks are the same, so are the results.
+//!
 //! **Cost.** A worker that finished a job spins (`spin_loop`) for [`SPIN`] before it parks, so
 //! the kernels of one call, and back-to-back calls, hand work to awake threads: an empty
 //! 2-chunk run costs about a microsecond then, a few when the worker has to be unparked
@@ -28,9 +32,10 @@
 //! `backend/benches/workers.rs` and ARCHITECTURE.md → "Threads").
 
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -63,12 +68,87 @@ impl WorkerPanic {
     }
 }
 
+/// A host program's parallel-for ([`set_parallel_for`]): `hook(chunks, threads, task)` calls
+/// `task(c)` once for every `c` in `0..chunks`, on threads of its choosing (`threads` is how
+/// many the caller would use), and returns when every call has returned.
+pub type ParallelFor = Box<dyn Fn(usize, usize, &(dyn Fn(usize) + Sync)) + Send + Sync>;
+
+/// Whether a hook is installed (the fast path of [`run`] reads only this).
+static HOOKED: AtomicBool = AtomicBool::new(false);
+static HOOK: RwLock<Option<Arc<ParallelFor>>> = RwLock::new(None);
+
+thread_local! {
+    /// This thread is running a task of the host's parallel-for.
+    static IN_HOOK_TASK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs every split [`run`] makes on `hook` (the AOT runtime's `tfn_rt_set_parallel_for`)
+/// instead of this pool; `None`: this pool again. A split inside a task of the hook runs on
+/// the task's thread (the hook is never re-entered). Results are the same bits: the chunks
+/// are the same whoever runs them.
+pub fn set_parallel_for(hook: Option<ParallelFor>) {
+    let mut slot = HOOK.write().unwrap_or_else(|p| p.into_inner());
+    HOOKED.store(hook.is_some(), Ordering::SeqCst);
+    *slot = hook.map(Arc::new);
+}
+
+/// The installed hook, if any.
+fn hook() -> Option<Arc<ParallelFor>> {
+    if !HOOKED.load(Ordering::Relaxed) {
+        return None;
+    }
+    HOOK.read().ok().and_then(|h| h.clone())
+}
+
+/// [`run`] on the host's parallel-for: every chunk under `catch_unwind`, counted, so a hook
+/// that skipped one is an error rather than a missing part of a result.
+fn run_hooked(
+    hook: &ParallelFor,
+    chunks: usize,
+    threads: usize,
+    f: &(dyn Fn(usize) + Sync),
+) -> Result<(), WorkerPanic> {
+    let first: Mutex<Option<WorkerPanic>> = Mutex::new(None);
+    let ran = AtomicUsize::new(0);
+    let task = |c: usize| {
+        if c >= chunks {
+            return;
+        }
+        let outer = IN_HOOK_TASK.with(|t| t.replace(true));
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(c))) {
+            if let Ok(mut slot) = first.lock() {
+                slot.get_or_insert_with(|| WorkerPanic::from_payload(&*p));
+            }
+        }
+        IN_HOOK_TASK.with(|t| t.set(outer));
+        ran.fetch_add(1, Ordering::SeqCst);
+    };
+    if catch_unwind(AssertUnwindSafe(|| hook(chunks, threads, &task))).is_err() {
+        return Err(WorkerPanic { message: "the host's parallel-for panicked".into() });
+    }
+    if let Some(p) = first.lock().ok().and_then(|mut p| p.take()) {
+        return Err(p);
+    }
+    match ran.load(Ordering::SeqCst) {
+        n if n == chunks => Ok(()),
+        n => Err(WorkerPanic {
+            message: format!("the host's parallel-for ran {n} of {chunks} tasks"),
+        }),
+    }
+}
+
 /// Runs `f(c)` for every `c` in `0..chunks` on the calling thread and up to `threads - 1`
 /// pool workers; returns when every chunk has finished. See the module doc for the model.
 pub fn run(chunks: usize, threads: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), WorkerPanic> {
     let helpers = threads.min(chunks).saturating_sub(1).min(MAX_WORKERS);
     if helpers == 0 {
         return run_inline(chunks, f);
+    }
+    if let Some(hook) = hook() {
+        if IN_HOOK_TASK.with(Cell::get) {
+            return run_inline(chunks, f);
+        }
+        return run_hooked(&hook, chunks, threads, f);
     }
     // SAFETY: `f` is only called (in `Job::work`) for claimed chunks `c < chunks`, and this
     // function returns only after every such call has finished (`wait`), so the erased

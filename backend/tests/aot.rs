@@ -1,10 +1,11 @@
 //! AOT objects (`tfn_backend::aot`): an object of a planned function is a relocatable ELF file
-//! whose kernels are deduplicated as the JIT's; the runtime's schedule takes exactly the
-//! object's kernels, and a table whose fingerprints or count do not match the plans is an
-//! error, never a call; functions whose steps need the JIT are refused; the host check and the
-//! function metadata. (Linking and calling an object: the root crate's `tests/cli/aot.rs`.)
+//! whose kernels are deduplicated as the JIT's, once per CPU tier in a portable object; the
+//! runtime's schedule takes exactly the object's kernels, and a table whose fingerprints or
+//! count do not match the plans is an error, never a call; functions whose steps need the JIT
+//! are refused; the tier choice and the function metadata. (Linking and calling an object: the
+//! root crate's `tests/cli/aot.rs`.)
 
-use tfn_backend::aot::{check_host, AotError, FunctionMeta, ObjectBuilder};
+use tfn_backend::aot::{choose_tier, AotError, CpuChoice, FunctionMeta, ObjectBuilder};
 use tfn_backend::{CodegenError, CompileOptions, CompiledFunction, SimdLevel};
 use tfn_ir::text::parse_graph;
 use tfn_passes::fusion::fuse;
@@ -38,7 +39,8 @@ fn meta(name: &str) -> FunctionMeta {
 #[test]
 fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
     let graph = parse_graph(GELU).expect("graph parses");
-    let mut object = ObjectBuilder::new("t", SimdLevel::V128).expect("object module");
+    let mut object =
+        ObjectBuilder::new("t", &CpuChoice::Host(SimdLevel::V128)).expect("object module");
     object.add_function(&meta("gelu"), &graph, fuse(&graph)).expect("gelu builds");
     // The same function again: its kernels are the first one's (code-identity dedup).
     object.add_function(&meta("gelu2"), &graph, fuse(&graph)).expect("gelu builds twice");
@@ -48,6 +50,14 @@ fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
     assert_eq!(object.kernel_count(), fps.len(), "identical kernels are defined once");
     let bytes = object.finish().expect("object emitted");
     assert_eq!(&bytes[..4], b"\x7fELF", "a relocatable ELF object");
+    // A portable object: every kernel once per tier, the same plans (fingerprints).
+    let mut portable = ObjectBuilder::new("p", &CpuChoice::Portable).expect("object module");
+    portable.add_function(&meta("gelu"), &graph, fuse(&graph)).expect("gelu builds");
+    assert_eq!(portable.fingerprints(0), fps);
+    assert_eq!(portable.kernel_count(), fps.len() * tfn_backend::aot::TIERS.len());
+    assert!(portable.finish().is_ok());
+    assert_eq!(CpuChoice::parse("x86-64-v3"), Some(CpuChoice::Tier(tfn_backend::aot::TIERS[1])));
+    assert_eq!(CpuChoice::parse("x86-64-v4"), None);
 
     // The runtime's side: the planned graph's text read back and fused again takes exactly
     // these kernels (the addresses are never called here).
@@ -81,7 +91,8 @@ fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
 #[test]
 fn functions_whose_steps_need_the_jit_are_refused() {
     let graph = parse_graph(SCAN).expect("graph parses");
-    let mut object = ObjectBuilder::new("t", SimdLevel::V128).expect("object module");
+    let mut object =
+        ObjectBuilder::new("t", &CpuChoice::Host(SimdLevel::V128)).expect("object module");
     match object.add_function(&meta("running"), &graph, fuse(&graph)) {
         Err(AotError::Unsupported(why)) => assert!(why.contains("scan"), "{why}"),
         other => panic!("expected a refusal, got {other:?}"),
@@ -94,10 +105,26 @@ fn functions_whose_steps_need_the_jit_are_refused() {
 }
 
 #[test]
-fn host_checks_and_function_metadata() {
-    assert!(check_host("simd=128\nfma=0\nisa=\n").is_ok());
-    assert!(check_host("isa=has_teleport\n").unwrap_err().contains("has_teleport"));
-    assert!(check_host("simd=avx9000\n").is_err());
+fn tier_choice_and_function_metadata() {
+    let info = "tier a simd=128 isa=\ntier b simd=128 isa=has_teleport\ntier c simd=avx9000\n";
+    // The widest tier this CPU runs (tiers are written narrowest first).
+    assert_eq!(choose_tier(info, None), Ok((0, "a".to_string())));
+    assert_eq!(choose_tier("tier a simd=128 isa=\ntier b isa=\n", None), Ok((1, "b".into())));
+    // `TFN_RT_TIER`: that tier or an error naming what is missing.
+    assert!(choose_tier(info, Some("b")).unwrap_err().contains("has_teleport"));
+    assert!(choose_tier(info, Some("c")).unwrap_err().contains("avx9000"));
+    assert!(choose_tier(info, Some("d")).unwrap_err().contains("no such tier"));
+    assert!(choose_tier("", None).is_err());
+    // Every x86-64 machine that runs these tests has the baseline tier.
+    let v2 = tfn_backend::aot::TIERS[0];
+    let line = tfn_backend::aot::tier_line(
+        v2.name,
+        v2.simd,
+        &v2.flags.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(choose_tier(&line, None), Ok((0, "x86-64-v2".to_string())));
+    }
     let m = meta("gelu");
     let blob = format!("{}graph\nfunc ...", m.to_text());
     let (back, graph) = FunctionMeta::parse_blob(&blob).expect("blob parses");

@@ -121,6 +121,52 @@ pub extern "C" fn tfn_rt_set_threads(threads: i64) {
     THREADS.store(usize::try_from(threads).unwrap_or(0), Ordering::Relaxed);
 }
 
+/// A task of the host's parallel-for: `task(task_data, index)`.
+pub type TfnTaskFn = unsafe extern "C" fn(task_data: *mut c_void, index: i64);
+/// The host's parallel-for: see `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+pub type TfnParallelForFn = unsafe extern "C" fn(
+    user: *mut c_void,
+    count: i64,
+    max_threads: i64,
+    task: TfnTaskFn,
+    task_data: *mut c_void,
+);
+
+/// Calls the task `task_data` points at (a `&(dyn Fn(usize) + Sync)`) for `index`; a task
+/// never unwinds (the pool's chunks catch their panics).
+unsafe extern "C" fn run_task(task_data: *mut c_void, index: i64) {
+    if task_data.is_null() {
+        return;
+    }
+    // SAFETY: `task_data` is the `&&dyn Fn` `set_parallel_for`'s hook passed, alive until the
+    // host's parallel-for returns (the contract of `tfn_rt_set_parallel_for`).
+    let task = unsafe { &*(task_data as *const &(dyn Fn(usize) + Sync)) };
+    if let Ok(index) = usize::try_from(index) {
+        task(index);
+    }
+}
+
+/// See `tfn_backend::aot::c_abi::C_DECLARATIONS`.
+#[no_mangle]
+pub extern "C" fn tfn_rt_set_parallel_for(
+    parallel_for: Option<TfnParallelForFn>,
+    user: *mut c_void,
+) {
+    let Some(parallel_for) = parallel_for else {
+        tfn_backend::workers::set_parallel_for(None);
+        return;
+    };
+    let user = user as usize;
+    tfn_backend::workers::set_parallel_for(Some(Box::new(
+        move |chunks: usize, threads: usize, task: &(dyn Fn(usize) + Sync)| {
+            let data = &task as *const &(dyn Fn(usize) + Sync) as *mut c_void;
+            let (count, threads) = (chunks as i64, threads as i64);
+            // SAFETY: the host's function, called as documented; `data` outlives the call.
+            unsafe { parallel_for(user as *mut c_void, count, threads, run_task, data) };
+        },
+    )));
+}
+
 fn threads() -> usize {
     match THREADS.load(Ordering::Relaxed) {
         0 => {
@@ -132,10 +178,11 @@ fn threads() -> usize {
     }
 }
 
-/// One function's entry of a descriptor.
+/// One function's entry of a descriptor, with the kernels of the tier this CPU runs.
 struct FunctionImage {
     blob: &'static str,
     kernels: Vec<(*const u8, u64)>,
+    tier: String,
 }
 
 /// Reads function `index` of the descriptor at `module`, checking the header and the host.
@@ -171,16 +218,21 @@ unsafe fn read_function(module: *const c_void, index: usize) -> Result<FunctionI
         std::str::from_utf8(bytes).map_err(|_| Failure::module("a descriptor text is not UTF-8"))
     };
     let info = text(word(3), word(4))?;
-    aot::check_host(info).map_err(Failure::module)?;
-    let base = aot::HEADER_WORDS + aot::FUNCTION_WORDS * index;
+    let tiers = word(5) as usize;
+    let requested = std::env::var("TFN_RT_TIER").ok();
+    let (tier, name) = aot::choose_tier(info, requested.as_deref()).map_err(Failure::module)?;
+    if tier >= tiers {
+        return Err(Failure::module(format!("tier {tier} of an object of {tiers} tier(s)")));
+    }
+    let base = aot::HEADER_WORDS + aot::function_words(tiers) * index;
     let blob = text(word(base), word(base + 1))?;
     let n = word(base + 3) as usize;
-    let (table, fps) = (word(base + 2) as *const usize, word(base + 4) as *const u64);
+    let (fps, table) = (word(base + 2) as *const u64, word(base + 4 + tier) as *const usize);
     let kernels = (0..n)
         // SAFETY: both tables have `n` entries.
         .map(|k| unsafe { (table.add(k).read() as *const u8, fps.add(k).read()) })
         .collect();
-    Ok(FunctionImage { blob, kernels })
+    Ok(FunctionImage { blob, kernels, tier: name })
 }
 
 /// The loaded function `index` of `module` for the current thread count.
@@ -214,10 +266,11 @@ unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failu
     .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;
     if std::env::var_os("TFN_LOG_COMPILES").is_some_and(|v| v != "0") {
         eprintln!(
-            "tfn-rt: loaded `{}` ({} kernel(s), {threads} thread(s)) in {:.1} µs (descriptor and \
-             CPU check {:.1} µs, then parse, fuse, assemble; nothing compiled)",
+            "tfn-rt: loaded `{}` ({} kernel(s) of tier {}, {threads} thread(s)) in {:.1} µs \
+             (descriptor and CPU check {:.1} µs, then parse, fuse, assemble; nothing compiled)",
             meta.name,
             image.kernels.len(),
+            image.tier,
             started.elapsed().as_secs_f64() * 1e6,
             read.as_secs_f64() * 1e6
         );

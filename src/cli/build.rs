@@ -11,7 +11,7 @@
 
 use super::{session_for, BackendArg, Outcome};
 use std::path::{Path, PathBuf};
-use tfn_backend::aot::{FunctionMeta, ObjectBuilder};
+use tfn_backend::aot::{CpuChoice, FunctionMeta, ObjectBuilder};
 use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
 use tfn_ir::program::run::Plan;
 use tfn_ir::{DType, Graph, TensorType};
@@ -50,6 +50,8 @@ pub struct BuildRequest {
     pub prefix: Option<String>,
     /// Build the function's vector-Jacobian product instead.
     pub vjp: bool,
+    /// `--cpu`: `portable`, `host` or a tier's name.
+    pub cpu: String,
 }
 
 /// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
@@ -134,6 +136,14 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
             "--prefix `{prefix}` is not a C identifier (letters, digits, `_`)"
         )));
     }
+    let cpu = CpuChoice::parse(&req.cpu).ok_or_else(|| {
+        let tiers: Vec<&str> = tfn_backend::aot::TIERS.iter().map(|t| t.name).collect();
+        Outcome::UsageError(format!(
+            "--cpu {}: expected portable, host or a tier ({})",
+            req.cpu,
+            tiers.join(", ")
+        ))
+    })?;
     let mut args = Vec::new();
     for (name, text) in &req.args {
         args.push((name.clone(), parse_arg(name, text)?));
@@ -173,9 +183,8 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
         }
         functions.push((meta, planned));
     }
-    let simd = tfn_backend::CompileOptions::default().simd;
     let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
-    let mut object = ObjectBuilder::new(&prefix, simd).map_err(|e| internal(&e))?;
+    let mut object = ObjectBuilder::new(&prefix, &cpu).map_err(|e| internal(&e))?;
     for (meta, built) in &functions {
         let added = match built {
             Built::Graph(planned) => {

@@ -183,6 +183,12 @@ pub enum Command {
         /// tensor arguments), as `tfnc run --vjp` computes it
         #[arg(long)]
         vjp: bool,
+        /// The CPUs the code is for: `portable` (every x86-64 CPU with SSE4.2: the
+        /// x86-64-v2 and -v3 tiers, the runtime runs the widest the CPU has and picks the
+        /// AVX-512 or AVX2 math routines), one tier (`x86-64-v2`, `x86-64-v3`), or `host`
+        /// (this machine's CPU only)
+        #[arg(long, default_value = "portable")]
+        cpu: String,
     },
     /// Draw the fused graph as Graphviz DOT (stdout), or write it with -o (.dot, .gv, .svg)
     Graph {
@@ -255,8 +261,8 @@ pub fn run(cli: Cli) -> Outcome {
                 profile,
             })
         }
-        Command::Build { file, functions, args, output, prefix, vjp } => {
-            build::build(build::BuildRequest { file, functions, args, output, prefix, vjp })
+        Command::Build { file, functions, args, output, prefix, vjp, cpu } => {
+            build::build(build::BuildRequest { file, functions, args, output, prefix, vjp, cpu })
         }
         Command::Graph { file, function, args, output, no_optimize } => {
             graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)

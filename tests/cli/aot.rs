@@ -54,6 +54,13 @@ fn session_bits(threads: usize, name: &str, args: &[Value]) -> Vec<u32> {
     }
 }
 
+/// Whether this CPU runs the code of `tier`.
+fn runs_tier(tier: &tfn_backend::aot::Tier) -> bool {
+    let flags: Vec<String> = tier.flags.iter().map(|f| f.to_string()).collect();
+    let line = tfn_backend::aot::tier_line(tier.name, tier.simd, &flags);
+    tfn_backend::aot::choose_tier(&line, None).is_ok()
+}
+
 /// The runtime library, built as users build it (`cargo build -p tfn-rt`: no Cranelift, no
 /// egg) into the target directory of this test's `tfnc`; cargo makes it a no-op when it is
 /// up to date.
@@ -145,24 +152,66 @@ fn built_modules_linked_from_c_give_the_sessions_bits() {
             vec![xm.clone().into(), w.clone().into(), b.clone().into()],
         ),
     ];
+    // The objects are portable (every tier): the runtime's choice, then each tier this CPU
+    // runs (`TFN_RT_TIER`), all the session's bits.
+    // On x86-64-v3, `TFN_SIMD=avx2` makes the runtime pick the AVX2 math routines where it
+    // would pick AVX-512 ones.
+    let mut tiers: Vec<(Option<&str>, Option<&str>)> = vec![(None, None)];
+    for tier in tfn_backend::aot::TIERS {
+        if runs_tier(&tier) {
+            tiers.push((Some(tier.name), None));
+        } else {
+            println!("SKIPPED tier {}: this CPU lacks it", tier.name);
+        }
+    }
+    if tiers.len() == 3 {
+        tiers.push((Some("x86-64-v3"), Some("avx2")));
+    }
     for (name, files, args) in &cases {
         let want = session_bits(1, name, args);
         assert_eq!(want, session_bits(2, name, args), "{name}: the session on 2 threads");
-        for threads in ["1", "2"] {
-            let out = format!("{name}-{threads}.out");
-            let run = Command::new(dir.join("aot_demo"))
-                .current_dir(&dir)
-                .args([threads, "2", name, &out])
-                .args(files)
-                .output()
-                .expect("run the C client");
-            assert!(run.status.success(), "{name} on {threads} thread(s): {}", stderr(&run));
+        for (threads, &(tier, simd)) in
+            ["1", "2"].into_iter().flat_map(|t| tiers.iter().map(move |c| (t, c)))
+        {
+            let out = format!("{name}-{threads}-{}-{}.out", tier.unwrap_or(""), simd.unwrap_or(""));
+            let mut run = Command::new(dir.join("aot_demo"));
+            run.current_dir(&dir).args([threads, "2", name, &out]).args(files);
+            run.env("TFN_LOG_COMPILES", "1").env_remove("TFN_SIMD");
+            if let Some(tier) = tier {
+                run.env("TFN_RT_TIER", tier);
+            }
+            if let Some(simd) = simd {
+                run.env("TFN_SIMD", simd);
+            }
+            let run = run.output().expect("run the C client");
+            let what = format!("{name} on {threads} thread(s), tier {tier:?}, simd {simd:?}");
+            assert!(run.status.success(), "{what}: {}", stderr(&run));
+            if let Some(tier) = tier {
+                assert!(
+                    stderr(&run).contains(&format!("of tier {tier}")),
+                    "{what}: {}",
+                    stderr(&run)
+                );
+            }
             let got = read_f32(&dir.join(&out));
             assert_eq!(got.len(), want.len(), "{name}: output size");
             let differ = got.iter().zip(&want).filter(|(a, b)| a != b).count();
-            assert_eq!(differ, 0, "{name} on {threads} thread(s): {differ} elements differ");
+            assert_eq!(differ, 0, "{what}: {differ} elements differ");
         }
     }
+    // A tier the object does not have is an error naming the ones it has.
+    let run = Command::new(dir.join("aot_demo"))
+        .current_dir(&dir)
+        .args(["1", "1", "gelu", "t.out", "x.bin", "263x1031"])
+        .env("TFN_RT_TIER", "x86-64-v9")
+        .output()
+        .expect("run the C client");
+    assert!(!run.status.success());
+    assert!(
+        stderr(&run).contains("no such tier (it has x86-64-v2, x86-64-v3)"),
+        "{}",
+        stderr(&run)
+    );
     // A wrong argument is an error code and a message, not a crash.
     let run = Command::new(dir.join("aot_demo"))
         .current_dir(&dir)
@@ -200,6 +249,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         ),
         (&["--fn", "repeat", "--arg", "x=f32[?]", "--vjp", "-o", "out"], 1, "loops"),
         (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--cpu", "486"], 2, "--cpu 486"),
         (
             &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "9x"],
             2,
@@ -322,6 +372,30 @@ fn harness(modules: &[(String, String, usize)]) -> String {
     }
     c.push_str(
         r#"};
+#include <pthread.h>
+/* THREADS ending in `p`: the kernels run on this pthread-based parallel-for (the host
+   program's pool, as tfn_rt_set_parallel_for documents), which counts what it ran. */
+struct pf_job { tfn_task_fn task; void *data; int64_t count; int64_t next; };
+static int64_t pf_tasks;
+static void *pf_worker(void *p) {
+    struct pf_job *j = p;
+    for (int64_t i; (i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->count;) {
+        j->task(j->data, i);
+        __atomic_fetch_add(&pf_tasks, 1, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+static void pf(void *user, int64_t count, int64_t max_threads, tfn_task_fn task, void *data) {
+    __atomic_fetch_add((int64_t *)user, 1, __ATOMIC_RELAXED);
+    struct pf_job j = {task, data, count, 0};
+    pthread_t t[4];
+    int64_t n = max_threads < 4 ? max_threads : 4;
+    if (n > count) n = count;
+    for (int64_t k = 1; k < n; k++) pthread_create(&t[k], 0, pf_worker, &j);
+    pf_worker(&j);
+    for (int64_t k = 1; k < n; k++) pthread_join(t[k], 0);
+}
+static int64_t pf_calls;
 static size_t dsize(int64_t d) {
     return d == TFN_F64 || d == TFN_I64 ? 8 : d == TFN_F32 || d == TFN_I32 ? 4 : 1;
 }
@@ -332,6 +406,7 @@ static int64_t count(const tfn_buffer *b) {
 }
 int main(int argc, char **argv) {
     tfn_rt_set_threads(atoll(argv[1]));
+    if (strchr(argv[1], 'p')) tfn_rt_set_parallel_for(pf, &pf_calls);
     const struct fn *f = 0;
     for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)
         if (!strcmp(FNS[i].name, argv[2])) f = &FNS[i];
@@ -374,6 +449,8 @@ int main(int argc, char **argv) {
         if (!file || fwrite(out[k].data, 1, bytes, file) != bytes) return fprintf(stderr, "write %s\n", name), 1;
         fclose(file);
     }
+    if (strchr(argv[1], 'p'))
+        fprintf(stderr, "parallel_for calls %lld tasks %lld\n", (long long)pf_calls, (long long)pf_tasks);
     return 0;
 }
 "#,
@@ -540,6 +617,7 @@ fn every_step_kind_gives_the_sessions_bits() {
     let o = cc.args(["build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "harness"]).output();
     let o = o.expect("run cc");
     assert!(o.status.success(), "cc: {}", stderr(&o));
+    let mut parallel_calls = 0;
     for ((name, args, cts), (prefix, exported, _)) in calls.iter().zip(&modules) {
         let exported = &format!("{prefix}_{exported}");
         let mut inputs = Vec::new();
@@ -551,25 +629,52 @@ fn every_step_kind_gives_the_sessions_bits() {
             inputs.extend([file, dtype_code(t).to_string(), dims.join("x")]);
         }
         // Caller-allocated outputs, then the allocating variant (`a`).
-        for (threads, variant) in [(1usize, ""), (2, ""), (1, "a"), (2, "a")] {
+        // And the baseline tier (x86-64-v2: `fma` by libcalls) on one thread.
+        // And on the host's parallel-for (`p`, two threads).
+        let runs: [(usize, &str, Option<&str>); 6] = [
+            (1, "", None),
+            (2, "", None),
+            (1, "a", None),
+            (2, "a", None),
+            (1, "", Some("x86-64-v2")),
+            (2, "p", None),
+        ];
+        for (threads, variant, tier) in runs {
             let want = session_results(threads, &source, name, args, cts);
-            let out = format!("{exported}-{threads}{variant}");
-            let run = Command::new(dir.join("harness"))
-                .current_dir(&dir)
+            let out = format!("{exported}-{threads}{variant}{}", tier.unwrap_or(""));
+            let mut run = Command::new(dir.join("harness"));
+            run.current_dir(&dir)
                 .args([format!("{threads}{variant}"), exported.clone(), out.clone()])
-                .args(&inputs)
-                .output()
-                .expect("run the harness");
+                .args(&inputs);
+            if let Some(tier) = tier {
+                run.env("TFN_RT_TIER", tier);
+            }
+            let run = run.output().expect("run the harness");
             assert!(run.status.success(), "{exported} on {threads} thread(s): {}", stderr(&run));
+            if variant == "p" {
+                let (calls, tasks) = parallel_for_counts(&stderr(&run));
+                // Elementwise kernels and row reductions on large inputs split: each split is
+                // one call of the host's parallel-for, which ran every chunk (none on the
+                // runtime's own pool); every split has at least 2.
+                assert!(tasks >= 2 * calls, "{exported}: {calls} calls, {tasks} tasks");
+                if ["saxpy", "bias_relu", "layernorm", "two", "mask"].contains(name) {
+                    assert!(
+                        calls > 0 && tasks >= 2 * calls,
+                        "{exported}: {calls} calls, {tasks} tasks"
+                    );
+                }
+                parallel_calls += calls;
+            }
             for (k, w) in want.iter().enumerate() {
                 let got = std::fs::read(dir.join(format!("{out}.{k}"))).expect("output written");
                 assert!(
                     got == tensor_bytes(w),
-                    "{exported} output {k} on {threads} thread(s) differs"
+                    "{exported} output {k} on {threads} thread(s), tier {tier:?} differs"
                 );
             }
         }
     }
+    assert!(parallel_calls > 0, "the host's parallel-for ran");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -639,4 +744,13 @@ fn loop_failures_in_objects_are_status_codes_with_messages() {
     let e = s.call("short", &[Value::from(a), Value::from(w)]).expect_err("short fails");
     assert!(e.to_string().contains("row(s) along its first axis"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `(calls, tasks)` of the harness's parallel-for, from its last stderr line.
+fn parallel_for_counts(stderr: &str) -> (u64, u64) {
+    let line = stderr.lines().find_map(|l| l.strip_prefix("parallel_for calls ")).unwrap_or("");
+    let mut words = line.split(' ');
+    let calls = words.next().and_then(|w| w.parse().ok()).expect("calls printed");
+    let tasks = words.nth(1).and_then(|w| w.parse().ok()).expect("tasks printed");
+    (calls, tasks)
 }

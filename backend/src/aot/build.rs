@@ -1,20 +1,24 @@
 //! [`ObjectBuilder`]: planned functions' kernels compiled into a relocatable object, with the
 //! descriptor and the exported entry points (layout in [`super`]).
 
-use super::{fingerprint, FunctionMeta, FUNCTION_WORDS, HEADER_WORDS, MAGIC, VERSION};
+use super::{
+    fingerprint, function_words, tier_line, FunctionMeta, Tier, HEADER_WORDS, MAGIC, TIERS, VERSION,
+};
 use crate::abi::KernelFn;
 use crate::codegen;
 use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::isa;
-use crate::jit::{compile_plan, declare_wide};
+use crate::jit::{compile_plan, declare_wide_with};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
-use crate::wide::SimdLevel;
+use crate::wide::{self, SimdLevel};
+use cranelift::codegen::control::ControlPlane;
 use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, UserFuncName};
+use cranelift::codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift::codegen::Context;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module};
+use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module, ModuleReloc};
 use cranelift_object::{ObjectModule, ObjectProduct};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -22,6 +26,9 @@ use tfn_ir::program::run::Plan;
 use tfn_ir::program::text::print_plan;
 use tfn_ir::{Graph, TensorType};
 use tfn_passes::fusion::FusedGraph;
+
+/// The triple of x86-64 objects.
+const X86_64: &str = "x86_64-unknown-linux-gnu";
 
 /// Why a function cannot go into an object.
 #[derive(Debug, thiserror::Error)]
@@ -35,24 +42,60 @@ pub enum AotError {
     Codegen(#[from] CodegenError),
 }
 
-/// One function of the object: its blob, kernels (by symbol) and entry point.
+/// Which CPUs an object's code is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuChoice {
+    /// Every tier of [`TIERS`] (`tfnc build`'s default): one object for every x86-64 CPU
+    /// with SSE4.2, the runtime running the widest tier the CPU has.
+    Portable,
+    /// One tier of [`TIERS`] only.
+    Tier(Tier),
+    /// The building machine's CPU with every extension it has (the JIT's code), calling the
+    /// wide routines of this level (clamped to the CPU).
+    Host(SimdLevel),
+}
+
+impl CpuChoice {
+    /// `portable`, `host`, or a tier's name (`x86-64-v3`); `None` for anything else.
+    pub fn parse(s: &str) -> Option<CpuChoice> {
+        match s {
+            "portable" => Some(CpuChoice::Portable),
+            "host" => Some(CpuChoice::Host(SimdLevel::from_env())),
+            name => TIERS.iter().find(|t| t.name == name).map(|t| CpuChoice::Tier(*t)),
+        }
+    }
+}
+
+/// One function of the object: its blob, kernels (by symbol, per tier, with the
+/// fingerprints) and entry point.
+/// Per tier, kernels in step order.
+type TierKernels = Vec<Vec<FuncId>>;
+
 struct Entry {
     name: String,
     blob: Vec<u8>,
-    kernels: Vec<(FuncId, u64)>,
+    /// Per tier, the kernels in step order.
+    kernels: Vec<Vec<FuncId>>,
+    fingerprints: Vec<u64>,
     inputs: usize,
     outputs: usize,
+}
+
+/// The code generator of one tier.
+struct TierCode {
+    isa: OwnedTargetIsa,
+    features: MathFeatures,
+    wide: codegen::WideFns,
 }
 
 /// The object being built.
 struct Inner {
     module: ObjectModule,
     ctx: Context,
-    features: MathFeatures,
-    wide: codegen::WideFns,
-    /// Kernels by their Cranelift text: identical functions share one symbol (as the JIT's
-    /// code cache shares one compile).
-    code: HashMap<String, FuncId>,
+    tiers: Vec<TierCode>,
+    /// Kernels by tier and Cranelift text: identical functions share one symbol (as the
+    /// JIT's code cache shares one compile).
+    code: HashMap<(usize, String), FuncId>,
     /// Distinct kernels defined.
     defined: usize,
     prefix: String,
@@ -67,40 +110,70 @@ pub struct ObjectBuilder {
 }
 
 impl ObjectBuilder {
-    /// An object for the host CPU whose symbols start with `prefix` (a C identifier), calling
-    /// the wide routines of `simd` (clamped to this CPU) as the JIT with that level would.
-    pub fn new(prefix: &str, simd: SimdLevel) -> Result<ObjectBuilder, CodegenError> {
+    /// An object for `cpu` whose symbols start with `prefix` (a C identifier).
+    pub fn new(prefix: &str, cpu: &CpuChoice) -> Result<ObjectBuilder, CodegenError> {
         let cranelift = |e: &dyn std::fmt::Display| CodegenError::Cranelift(e.to_string());
-        let isa = isa::native_isa_with_pic(true).map_err(|e| cranelift(&e))?;
-        let features = MathFeatures::of_isa(&*isa);
-        let flags: Vec<String> = isa
-            .isa_flags()
-            .iter()
-            .filter(|f| f.as_bool() == Some(true))
-            .map(|f| f.name.to_string())
-            .collect();
-        let simd = simd.clamp_to_cpu();
-        let info = format!(
-            "simd={}\nfma={}\nisa={}\n",
-            simd.name(),
-            u8::from(features.fma),
-            flags.join(",")
-        );
+        // (name, ISA, wide routine level, math features) per tier.
+        let mut specs = Vec::new();
+        match cpu {
+            CpuChoice::Host(simd) => {
+                let isa = isa::native_isa_with_pic(true).map_err(|e| cranelift(&e))?;
+                let features = MathFeatures::of_isa(&*isa);
+                specs.push(("host", isa, simd.clamp_to_cpu(), features));
+            }
+            CpuChoice::Portable | CpuChoice::Tier(_) => {
+                let tiers = match cpu {
+                    CpuChoice::Tier(t) => vec![*t],
+                    _ => TIERS.to_vec(),
+                };
+                for t in tiers {
+                    let isa = isa::target_isa(X86_64, t.flags).map_err(|e| cranelift(&e))?;
+                    // `fma` on every tier (a libcall where the ISA has no FMA instruction), so
+                    // every tier computes the bits of the JIT on a CPU with FMA.
+                    specs.push((t.name, isa, t.simd, MathFeatures { fma: true }));
+                }
+            }
+        }
+        let mut info = String::new();
+        for (name, isa, simd, _) in &specs {
+            let flags: Vec<String> = isa
+                .isa_flags()
+                .iter()
+                .filter(|f| f.as_bool() == Some(true))
+                .map(|f| f.name.to_string())
+                .collect();
+            info.push_str(&tier_line(name, *simd, &flags));
+        }
+        let Some((_, first, _, _)) = specs.first() else {
+            return Err(CodegenError::Internal("no tier".into()));
+        };
         let builder = cranelift_object::ObjectBuilder::new(
-            isa,
+            first.clone(),
             format!("{prefix}.o"),
             cranelift_module::default_libcall_names(),
         )
         .map_err(|e| cranelift(&e))?;
         let mut module = ObjectModule::new(builder);
-        let wide = declare_wide(&mut module, simd, features)?;
+        let mut tiers = Vec::new();
+        let host = matches!(cpu, CpuChoice::Host(_));
+        for (_, isa, simd, features) in specs {
+            // The host's level, else the routines the runtime dispatches by CPU feature (a
+            // tier runs only on a CPU with its level).
+            let wide = if host {
+                declare_wide_with(&mut module, simd, features, wide::symbol_f32)?
+            } else {
+                declare_wide_with(&mut module, simd, features, |_, f| {
+                    wide::dispatched_symbol_f32(f)
+                })?
+            };
+            tiers.push(TierCode { isa, features, wide });
+        }
         let ctx = module.make_context();
         Ok(ObjectBuilder {
             inner: Inner {
                 module,
                 ctx,
-                features,
-                wide,
+                tiers,
                 code: HashMap::new(),
                 defined: 0,
                 prefix: prefix.to_string(),
@@ -119,7 +192,7 @@ impl ObjectBuilder {
         graph: &Graph,
         fused: FusedGraph,
     ) -> Result<(), AotError> {
-        let (kernels, text) = self.compile_graph(graph, fused)?;
+        let (kernels, fingerprints, text) = self.compile_graph(graph, fused)?;
         let mut blob = meta.to_text();
         blob.push_str("graph\n");
         blob.push_str(&text);
@@ -127,6 +200,7 @@ impl ObjectBuilder {
             name: meta.name.clone(),
             blob: blob.into_bytes(),
             kernels,
+            fingerprints,
             inputs: graph.params.len(),
             outputs: graph.outputs.len(),
         });
@@ -143,16 +217,20 @@ impl ObjectBuilder {
         plan: &Plan<(Graph, FusedGraph)>,
         results: &[TensorType],
     ) -> Result<(), AotError> {
-        let mut kernels = Vec::new();
+        let mut kernels: TierKernels = vec![Vec::new(); self.inner.tiers.len()];
+        let mut fingerprints = Vec::new();
         let mut failed: Option<AotError> = None;
         let text = print_plan(plan, results, &mut |(graph, fused): &(Graph, FusedGraph)| {
             if failed.is_some() {
                 return String::new();
             }
             match self.compile_graph(graph, fused.clone()) {
-                Ok((mine, text)) => {
-                    let count = mine.len();
-                    kernels.extend(mine);
+                Ok((mine, prints, text)) => {
+                    let count = prints.len();
+                    for (all, tier) in kernels.iter_mut().zip(mine) {
+                        all.extend(tier);
+                    }
+                    fingerprints.extend(prints);
                     format!("kernels {count}\n{text}")
                 }
                 Err(e) => {
@@ -180,19 +258,20 @@ impl ObjectBuilder {
             name: meta.name.clone(),
             blob: blob.into_bytes(),
             kernels,
+            fingerprints,
             inputs: plan.signature.params.len(),
             outputs: plan.outputs.len(),
         });
         Ok(())
     }
 
-    /// One planned graph's kernels compiled into the object (in step order, with their
-    /// fingerprints) and its IR text; refused when a step needs the JIT or the interpreter.
+    /// One planned graph's kernels compiled into the object (per tier, in step order; and
+    /// their fingerprints) and its IR text; refused when a step needs the JIT or the interpreter.
     fn compile_graph(
         &mut self,
         graph: &Graph,
         fused: FusedGraph,
-    ) -> Result<(Vec<(FuncId, u64)>, String), AotError> {
+    ) -> Result<(TierKernels, Vec<u64>, String), AotError> {
         // The runtime rebuilds the schedule from the text: it must read back as this graph.
         let text = tfn_ir::text::print_graph(graph);
         match tfn_ir::text::parse_graph(&text) {
@@ -203,8 +282,12 @@ impl ObjectBuilder {
                 )))
             }
         }
-        let src =
-            ObjectSource { inner: RefCell::new(&mut self.inner), kernels: RefCell::default() };
+        let tiers = self.inner.tiers.len();
+        let src = ObjectSource {
+            inner: RefCell::new(&mut self.inner),
+            kernels: RefCell::new(vec![Vec::new(); tiers]),
+            fingerprints: RefCell::default(),
+        };
         let options = CompileOptions { threads: 1, simd: SimdLevel::V128 };
         let compiled = CompiledFunction::assemble(&src, None, graph, fused, &options)?;
         let mut refused: Vec<String> = compiled
@@ -217,18 +300,16 @@ impl ObjectBuilder {
             refused.sort();
             return Err(AotError::Unsupported(refused.join("; ")));
         }
-        Ok((src.kernels.into_inner(), text))
+        Ok((src.kernels.into_inner(), src.fingerprints.into_inner(), text))
     }
 
     /// The fingerprints of the kernels of function `index` (in the order they were added), in
     /// step order: what the runtime checks each plan against.
     pub fn fingerprints(&self, index: usize) -> Vec<u64> {
-        self.functions
-            .get(index)
-            .map_or_else(Vec::new, |f| f.kernels.iter().map(|(_, fp)| *fp).collect())
+        self.functions.get(index).map_or_else(Vec::new, |f| f.fingerprints.clone())
     }
 
-    /// Distinct kernels compiled so far (identical ones counted once).
+    /// Distinct kernels compiled so far, over all tiers (identical ones counted once).
     pub fn kernel_count(&self) -> usize {
         self.inner.defined
     }
@@ -237,6 +318,7 @@ impl ObjectBuilder {
     /// descriptor `<prefix>_module` and the entry points `<prefix>_<fn>` (exported).
     pub fn finish(self) -> Result<Vec<u8>, CodegenError> {
         let ObjectBuilder { inner, functions, info } = self;
+        let inner_tiers = inner.tiers.len();
         let Inner { mut module, prefix, .. } = inner;
         let err = |e: &dyn std::fmt::Display| CodegenError::Cranelift(e.to_string());
         let local_data = |module: &mut ObjectModule, name: String, bytes: Vec<u8>| {
@@ -253,32 +335,43 @@ impl ObjectBuilder {
             .map_err(|e| err(&e))?;
         let info_len = info.len();
         let info_id = local_data(&mut module, format!("{prefix}_info"), info.into_bytes())?;
-        let mut words = vec![0u64; HEADER_WORDS + FUNCTION_WORDS * functions.len()];
+        let tiers = inner_tiers;
+        let per = function_words(tiers);
+        let mut words = vec![0u64; HEADER_WORDS + per * functions.len()];
         words[0] = MAGIC;
         words[1] = VERSION;
         words[2] = functions.len() as u64;
         words[4] = info_len as u64;
+        words[5] = tiers as u64;
         // (offset in the descriptor, data) of every pointer word.
         let mut pointers: Vec<(usize, DataId)> = vec![(3, info_id)];
         for (i, f) in functions.iter().enumerate() {
-            let base = HEADER_WORDS + FUNCTION_WORDS * i;
+            let base = HEADER_WORDS + per * i;
             let blob = local_data(&mut module, format!("{prefix}_f{i}_blob"), f.blob.clone())?;
-            let fps: Vec<u8> = f.kernels.iter().flat_map(|(_, fp)| fp.to_le_bytes()).collect();
+            let fps: Vec<u8> = f.fingerprints.iter().flat_map(|fp| fp.to_le_bytes()).collect();
             let fps = local_data(&mut module, format!("{prefix}_f{i}_fingerprints"), fps)?;
-            let table = module
-                .declare_data(&format!("{prefix}_f{i}_kernels"), Linkage::Local, false, false)
-                .map_err(|e| err(&e))?;
-            let mut desc = DataDescription::new();
-            desc.set_align(8);
-            desc.define(vec![0u8; 8 * f.kernels.len().max(1)].into_boxed_slice());
-            for (k, (id, _)) in f.kernels.iter().enumerate() {
-                let r = module.declare_func_in_data(*id, &mut desc);
-                desc.write_function_addr((8 * k) as u32, r);
-            }
-            module.define_data(table, &desc).map_err(|e| err(&e))?;
             words[base + 1] = f.blob.len() as u64;
-            words[base + 3] = f.kernels.len() as u64;
-            pointers.extend([(base, blob), (base + 2, table), (base + 4, fps)]);
+            words[base + 3] = f.fingerprints.len() as u64;
+            pointers.extend([(base, blob), (base + 2, fps)]);
+            for (t, kernels) in f.kernels.iter().enumerate() {
+                let table = module
+                    .declare_data(
+                        &format!("{prefix}_f{i}_t{t}_kernels"),
+                        Linkage::Local,
+                        false,
+                        false,
+                    )
+                    .map_err(|e| err(&e))?;
+                let mut desc = DataDescription::new();
+                desc.set_align(8);
+                desc.define(vec![0u8; 8 * kernels.len().max(1)].into_boxed_slice());
+                for (k, id) in kernels.iter().enumerate() {
+                    let r = module.declare_func_in_data(*id, &mut desc);
+                    desc.write_function_addr((8 * k) as u32, r);
+                }
+                module.define_data(table, &desc).map_err(|e| err(&e))?;
+                pointers.push((base + 4 + t, table));
+            }
             define_entry(&mut module, &prefix, descriptor_id, i, f)?;
         }
         let mut desc = DataDescription::new();
@@ -349,7 +442,9 @@ fn define_entry(
 /// steps the schedule has).
 struct ObjectSource<'a> {
     inner: RefCell<&'a mut Inner>,
-    kernels: RefCell<Vec<(FuncId, u64)>>,
+    /// Per tier, the kernels in step order.
+    kernels: RefCell<Vec<Vec<FuncId>>>,
+    fingerprints: RefCell<Vec<u64>>,
 }
 
 /// The address handed out for kernels of an object under construction.
@@ -358,8 +453,11 @@ unsafe extern "C" fn not_callable(_: *const i64) {}
 impl KernelSource for ObjectSource<'_> {
     fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
         let mut inner = self.inner.borrow_mut();
-        let id = compile_plan(plan, |lane| inner.compile_with(plan, lane))?;
-        self.kernels.borrow_mut().push((id, fingerprint(plan)));
+        let mut kernels = self.kernels.borrow_mut();
+        for (tier, ids) in kernels.iter_mut().enumerate() {
+            ids.push(compile_plan(plan, |lane| inner.compile_with(tier, plan, lane))?);
+        }
+        self.fingerprints.borrow_mut().push(fingerprint(plan));
         Ok(not_callable)
     }
 
@@ -369,30 +467,34 @@ impl KernelSource for ObjectSource<'_> {
 }
 
 impl Inner {
-    /// As `JitInner::compile_with`, into the object.
+    /// As `JitInner::compile_with`, into the object, with the code generator of `tier`.
     fn compile_with(
         &mut self,
+        tier: usize,
         plan: &LoopPlan,
         lane: Option<tfn_ir::DType>,
     ) -> Result<FuncId, CodegenError> {
+        let Some(code) = self.tiers.get(tier) else {
+            return Err(CodegenError::Internal(format!("no tier {tier}")));
+        };
         self.module.clear_context(&mut self.ctx);
-        let frontend = self.module.target_config();
+        let frontend = code.isa.frontend_config();
         let mut fctx = FunctionBuilderContext::new();
         let built = codegen::build(
             plan,
             &mut self.ctx.func,
             &mut fctx,
             lane,
-            self.features,
-            &self.wide,
+            code.features,
+            &code.wide,
             frontend,
         );
         if let Err(e) = built {
             self.module.clear_context(&mut self.ctx);
             return Err(e);
         }
-        let text = self.ctx.func.display().to_string();
-        if let Some(&id) = self.code.get(&text) {
+        let key = (tier, self.ctx.func.display().to_string());
+        if let Some(&id) = self.code.get(&key) {
             self.module.clear_context(&mut self.ctx);
             return Ok(id);
         }
@@ -402,11 +504,37 @@ impl Inner {
             .module
             .declare_function(&name, Linkage::Local, &sig)
             .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        let defined = self.module.define_function(id, &mut self.ctx);
+        let defined = define_for(&mut self.module, &mut self.ctx, &*code.isa, id);
         self.module.clear_context(&mut self.ctx);
-        defined.map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
+        defined?;
         self.defined += 1;
-        self.code.insert(text, id);
+        self.code.insert(key, id);
         Ok(id)
     }
+}
+
+/// Compiles the function in `ctx` for `isa` (which may differ from the module's: another
+/// tier of the same architecture) and defines it as `id`, with its relocations.
+fn define_for(
+    module: &mut ObjectModule,
+    ctx: &mut Context,
+    isa: &dyn TargetIsa,
+    id: FuncId,
+) -> Result<(), CodegenError> {
+    ctx.compile(isa, &mut ControlPlane::default())
+        .map_err(|e| CodegenError::Cranelift(format!("{:?}", e.inner)))?;
+    let Some(compiled) = ctx.compiled_code() else {
+        return Err(CodegenError::Internal("no compiled code".into()));
+    };
+    let alignment = u64::from(compiled.buffer.alignment);
+    let bytes = compiled.buffer.data().to_vec();
+    let relocs: Vec<ModuleReloc> = compiled
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    module
+        .define_function_bytes(id, alignment, &bytes, &relocs)
+        .map_err(|e| CodegenError::Cranelift(format!("{e:?}")))
 }

@@ -104,6 +104,17 @@ typedef struct tfn_buffer {
 const char *tfn_rt_error_message(void);
 /* Threads the kernels may use from now on (0: every core, the default). */
 void tfn_rt_set_threads(int64_t threads);
+/* The kernels' splits on the host program's parallel-for instead of the runtime's own pool
+   (as Halide's do_par_for). parallel_for(user, count, max_threads, task, task_data) must call
+   task(task_data, i) exactly once for every i in [0, count), from any threads, concurrently
+   or not, and return when every call has returned; max_threads is how many threads the split
+   was made for (the tfn_rt_set_threads count; count >= 2). A task never calls parallel_for
+   again (a split inside a task runs on its thread) and never unwinds. Results are the same
+   bits as on the runtime's pool. NULL: the runtime's pool again. Set it before calls start. */
+typedef void (*tfn_task_fn)(void *task_data, int64_t index);
+typedef void (*tfn_parallel_for_fn)(void *user, int64_t count, int64_t max_threads,
+                                    tfn_task_fn task, void *task_data);
+void tfn_rt_set_parallel_for(tfn_parallel_for_fn parallel_for, void *user);
 /* Fills dtype, rank, sizes and row-major strides of output `output` of function `fn` of a
    module for these inputs (data is left alone). */
 int tfn_rt_output_shape(const void *module, int64_t fn, const tfn_buffer *inputs,

@@ -1,9 +1,9 @@
 //! Ahead-of-time compilation: the kernels of planned functions in a relocatable object file
 //! ([`ObjectBuilder`], `tfnc build`), and what the runtime needs to run them
-//! ([`CompiledFunction::from_object`], [`check_host`]).
+//! ([`CompiledFunction::from_object`], [`choose_tier`]).
 //!
 //! The JIT's code, split at the function-pointer boundary. At build time every kernel is
-//! compiled exactly as the JIT compiles it (the same `codegen::build`, flags and ISA, the same
+//! compiled exactly as the JIT compiles it (the same `codegen::build`, flags, the same
 //! vector-or-scalar choice, the same code-identity dedup) but defined as a local symbol of a
 //! `cranelift_object` module instead of a `JITModule`; wide math routines are imports by their
 //! symbol names. What the executor needs besides the code is *not* serialised: the object
@@ -13,22 +13,31 @@
 //! builds the steps with a [`KernelSource`] that takes the next address from the table after
 //! checking its fingerprint, so the steps, the plans and the executor are the JIT's own code.
 //!
+//! **CPU tiers.** An object holds every kernel once per *tier* ([`TIERS`]: x86-64-v2 and -v3,
+//! each an ISA extension set and the least level of the wide routines its kernels call), and
+//! the runtime runs the widest tier the CPU has ([`choose_tier`]); the x86-64-v3 kernels call
+//! wide routines the runtime picks by CPU feature (AVX-512 or AVX2). Every tier computes the
+//! same bits: the math is generated with `fma` on every tier (one rounding, as the JIT on a
+//! CPU with FMA), which Cranelift lowers to a `fmaf`/`fma` libcall where the tier has no FMA
+//! instruction (x86-64-v2), and the wide routines are bit-identical to the inline code.
+//!
 //! The descriptor (`<prefix>_module`, exported; every word a little-endian `u64`):
-//! `magic, version, functions, info pointer, info length`, then per function `blob pointer,
-//! blob length, kernel table pointer, kernels, fingerprint table pointer, 0`. The info is text
-//! (`simd=…`, `fma=…`, `isa=…`: what the code needs of the CPU, [`check_host`]); a function's
-//! blob is its metadata lines ([`FunctionMeta`]) then either `graph`, a newline and the IR
-//! text, or — a function with loops — `program`, a newline and its plan as text
-//! (`tfn_ir::program::text`: the loops, and per stage its kernel count and planned graph).
-//! A program's stages take their kernels from the function's one table in program order, each
-//! stage its own run of it ([`load_program`]); its loops run through the same forward runner
-//! as a session's (`tfn_ir::program::run`, with [`ObjectStages`]).
+//! `magic, version, functions, info pointer, info length, tiers`, then per function `blob
+//! pointer, blob length, fingerprint table pointer, kernels`, and one kernel table pointer per
+//! tier. The info is text, one line per tier in table order, narrowest first (`tier NAME
+//! simd=… isa=…`: what the tier's code needs of the CPU); a function's blob is its metadata
+//! lines ([`FunctionMeta`]) then either `graph`, a newline and the IR text, or — a function
+//! with loops — `program`, a newline and its plan as text (`tfn_ir::program::text`: the
+//! loops, and per stage its kernel count and planned graph). A program's stages take their
+//! kernels from the function's table (the chosen tier's) in program order, each stage its own
+//! run of it ([`load_program`]); its loops run through the same forward runner as a
+//! session's (`tfn_ir::program::run`, with [`ObjectStages`]).
 
 #[cfg(feature = "jit")]
 mod build;
 pub mod c_abi;
 #[cfg(feature = "jit")]
-pub use build::{AotError, ObjectBuilder};
+pub use build::{AotError, CpuChoice, ObjectBuilder};
 
 use crate::abi::KernelFn;
 use crate::error::CodegenError;
@@ -36,6 +45,7 @@ use crate::error::RunError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::plan::LoopPlan;
 use crate::tensors::{TensorView, TensorViewMut};
+use crate::wide::SimdLevel;
 use std::cell::Cell;
 use tfn_ir::program::run::{Plan, StageRunner};
 use tfn_ir::{Graph, Tensor, TensorType, TensorValue};
@@ -44,11 +54,63 @@ use tfn_passes::fusion::FusedGraph;
 /// The descriptor's first word: `TFNAOT01`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TFNAOT01");
 /// The descriptor layout's version; the runtime refuses any other.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 /// Words of the descriptor before the per-function entries.
-pub const HEADER_WORDS: usize = 5;
-/// Words of one function's entry.
-pub const FUNCTION_WORDS: usize = 6;
+pub const HEADER_WORDS: usize = 6;
+
+/// Words of one function's entry in an object of `tiers` tiers.
+pub const fn function_words(tiers: usize) -> usize {
+    4 + tiers
+}
+
+/// One CPU tier of an x86-64 object: its name, the Cranelift ISA flags its kernels may use,
+/// and the level of the wide routines they call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tier {
+    /// The tier's name (`--cpu`, `TFN_RT_TIER`): the x86-64 micro-architecture level.
+    pub name: &'static str,
+    /// Cranelift's flags (`has_avx2`, …) of the extensions the code may use.
+    pub flags: &'static [&'static str],
+    /// The wide routines the kernels call.
+    pub simd: SimdLevel,
+}
+
+/// The tiers of a portable x86-64 object, narrowest first: x86-64-v2 (SSE4.2 and POPCNT, what
+/// Cranelift's 128-bit SIMD needs; `fma` by a libcall, no wide routines) and x86-64-v3 (AVX2,
+/// FMA, BMI1/2, LZCNT), whose kernels call the wide routines the runtime dispatches to the
+/// widest level the CPU has, AVX-512 or AVX2 (`wide::dispatched_symbol_f32`). An x86-64-v4
+/// tier would be the same machine code as x86-64-v3 (Cranelift emits 128-bit vectors; only
+/// the routines' level differed), so there is none.
+pub const TIERS: [Tier; 2] = [
+    Tier {
+        name: "x86-64-v2",
+        flags: &["has_sse3", "has_ssse3", "has_cmpxchg16b", "has_sse41", "has_sse42", "has_popcnt"],
+        simd: SimdLevel::V128,
+    },
+    Tier {
+        name: "x86-64-v3",
+        flags: &[
+            "has_sse3",
+            "has_ssse3",
+            "has_cmpxchg16b",
+            "has_sse41",
+            "has_sse42",
+            "has_popcnt",
+            "has_avx",
+            "has_avx2",
+            "has_fma",
+            "has_bmi1",
+            "has_bmi2",
+            "has_lzcnt",
+        ],
+        simd: SimdLevel::Avx2,
+    },
+];
+
+/// The info line of a tier: `tier NAME simd=LEVEL isa=FLAG,...`.
+pub fn tier_line(name: &str, simd: SimdLevel, flags: &[String]) -> String {
+    format!("tier {name} simd={} isa={}\n", simd.name(), flags.join(","))
+}
 
 /// A loop plan's fingerprint: FNV-1a over its `Debug` text (every field the code generator
 /// reads: nodes, operands, axes, dtypes), so a runtime that would build a different plan from
@@ -225,15 +287,48 @@ impl StageRunner<CompiledFunction> for ObjectStages {
     }
 }
 
-/// Whether this CPU runs code built for `info` (the descriptor's info text): the wide routine
-/// level and every ISA extension Cranelift was allowed to use. `Err` names what is missing.
-pub fn check_host(info: &str) -> Result<(), String> {
+/// The tier of an object this CPU runs (index in the descriptor's tables, name): the widest
+/// of the info's tiers (written narrowest first) whose extensions the CPU has, or `requested`
+/// (`TFN_RT_TIER`) if given. `Err` says what is missing, or that no tier has that name.
+pub fn choose_tier(info: &str, requested: Option<&str>) -> Result<(usize, String), String> {
+    let mut best: Option<(usize, String)> = None;
+    let mut refusals = Vec::new();
+    let mut names = Vec::new();
+    for (index, line) in info.lines().filter_map(|l| l.strip_prefix("tier ")).enumerate() {
+        let mut words = line.split(' ');
+        let name = words.next().unwrap_or_default().to_string();
+        names.push(name.clone());
+        if requested.is_some_and(|r| r != name) {
+            continue;
+        }
+        match check_tier(words) {
+            Ok(()) => best = Some((index, name)),
+            Err(why) => refusals.push(format!("{name}: {why}")),
+        }
+    }
+    match (best, requested) {
+        (Some(best), _) => Ok(best),
+        (None, Some(r)) if !names.iter().any(|n| n == r) => Err(format!(
+            "TFN_RT_TIER={r}: the object has no such tier (it has {})",
+            names.join(", ")
+        )),
+        (None, _) if names.is_empty() => Err("the object has no code for this CPU".into()),
+        (None, _) => Err(format!(
+            "this CPU lacks what the object was compiled for ({})",
+            refusals.join("; ")
+        )),
+    }
+}
+
+/// Whether this CPU runs a tier given its `simd=…` and `isa=…` words: `Err` names what it
+/// lacks.
+fn check_tier<'a>(words: impl Iterator<Item = &'a str>) -> Result<(), String> {
     let mut missing = Vec::new();
-    for line in info.lines() {
-        let Some((key, value)) = line.split_once('=') else { continue };
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else { continue };
         match key {
             "simd" => {
-                let level = crate::wide::SimdLevel::parse(value)
+                let level = SimdLevel::parse(value)
                     .ok_or_else(|| format!("unknown SIMD level `{value}`"))?;
                 if level.clamp_to_cpu() != level {
                     missing.push(format!("simd {value}"));
@@ -254,7 +349,7 @@ pub fn check_host(info: &str) -> Result<(), String> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!("this CPU lacks what the object was compiled for: {}", missing.join(", ")))
+        Err(format!("no {}", missing.join(", ")))
     }
 }
 

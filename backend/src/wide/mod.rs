@@ -225,6 +225,64 @@ mod exports {
     }
     super::for_each_routine!(avx2_exports);
     super::for_each_routine!(avx512_exports);
+
+    /// `tfn_wide_<fn>_f32_best`: the widest level this CPU runs, chosen at the first call
+    /// (`SimdLevel::from_env`: `TFN_SIMD=avx2` keeps AVX2 on an AVX-512 CPU), what the
+    /// kernels of a portable object's x86-64-v3 tier call (the runtime runs that tier only
+    /// where AVX2 and FMA are).
+    macro_rules! best_exports {
+        ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
+            mod best {
+                use super::super::{SimdLevel, WideF32};
+                use std::sync::atomic::{AtomicUsize, Ordering};
+                $(
+                    /// The routine of this name at the widest level this CPU runs.
+                    #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_f32_best")]
+                    unsafe extern "C" fn $fn_name(src: *const f32, dst: *mut f32, n: usize) {
+                        static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+                        let mut chosen = CHOSEN.load(Ordering::Relaxed);
+                        if chosen == 0 {
+                            let f: WideF32 = match SimdLevel::from_env() {
+                                SimdLevel::Avx512 => super::super::avx512::$fn_name,
+                                _ => super::super::avx2::$fn_name,
+                            };
+                            chosen = f as usize;
+                            CHOSEN.store(chosen, Ordering::Relaxed);
+                        }
+                        // SAFETY: `chosen` is one of the routines above, of a level this CPU
+                        // runs (the caller's tier needs AVX2 and FMA); the caller keeps the
+                        // routine's contract.
+                        unsafe { std::mem::transmute::<usize, WideF32>(chosen)(src, dst, n) }
+                    }
+                )*
+            }
+        };
+    }
+    super::for_each_routine!(best_exports);
+}
+
+/// `(function, symbol)` of the run-time dispatched routines (`tfn_wide_<fn>_f32_best`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! best_rows {
+    ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
+        &[$((MathFn::$variant, concat!("tfn_wide_", stringify!($fn_name), "_f32_best"))),*]
+    };
+}
+
+/// The symbol of the routine for unary `f` on `f32` that the AOT runtime dispatches at run time
+/// to the widest level the CPU has (AVX-512 or AVX2): the imports of a portable object's
+/// x86-64-v3 tier. `None` where there is no routine (as [`routine_f32`]).
+pub fn dispatched_symbol_f32(f: MathFn) -> Option<&'static str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let rows: &[(MathFn, &str)] = for_each_routine!(best_rows);
+        rows.iter().find(|row| row.0 == f).map(|&(_, symbol)| symbol)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = f;
+        None
+    }
 }
 
 /// The routines of `level`, whether or not this CPU can run them.
@@ -252,6 +310,12 @@ pub fn routine_f32(level: SimdLevel, f: MathFn) -> Option<Routine> {
         .iter()
         .find(|row| row.0 == f)
         .map(|&(_, symbol, routine)| Routine { symbol, addr: routine as *const u8 })
+}
+
+/// The symbol of the routine for unary `f` on `f32` at `level` (as [`routine_f32`], whether
+/// or not this CPU runs it): what the kernels of an AOT object's tier of that level import.
+pub fn symbol_f32(level: SimdLevel, f: MathFn) -> Option<&'static str> {
+    table(level).iter().find(|row| row.0 == f).map(|&(_, symbol, _)| symbol)
 }
 
 /// Every routine's `(symbol, address)` at every level, for `JITBuilder::symbol` (registering a
