@@ -7,6 +7,8 @@
 //! `grad` file tests (`tests/cases/{run,grad}/spec_nn.tfn`) are reused as expected outputs.
 //! Nothing here depends on timing.
 
+use tfn_test_utils::Scratch;
+
 #[cfg(unix)]
 #[path = "cli/aot.rs"]
 mod aot;
@@ -48,11 +50,8 @@ grad softplus(x) {
 "#;
 
 /// A fresh scratch directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfn-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+fn scratch(test: &str) -> Scratch {
+    Scratch::new("cli", test)
 }
 
 fn tfnc(dir: &Path, args: &[&str]) -> Output {

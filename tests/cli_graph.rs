@@ -4,7 +4,9 @@
 //! private `PATH` (a fake `dot` that works, one that fails, none at all), so the outcome
 //! never depends on what the machine has installed. Nothing here depends on timing.
 
-use std::path::{Path, PathBuf};
+use tfn_test_utils::Scratch;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 const NN: &str = r#"
@@ -30,9 +32,8 @@ fn layers(Tensor x, Tensor w) -> Tensor {
 }
 "#;
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfn-cli-graph-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn scratch(test: &str) -> Scratch {
+    let dir = Scratch::new("cli-graph", test);
     std::fs::create_dir_all(dir.join("bin")).expect("create scratch dir");
     std::fs::write(dir.join("nn.tfn"), NN).expect("write source");
     dir

@@ -3,7 +3,9 @@
 //! malformed literals. Every case must exit 1 or 2 naming the culprit, never panic or abort,
 //! and leave existing files intact when it fails.
 
-use std::path::{Path, PathBuf};
+use tfn_test_utils::Scratch;
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use tfn::Tensor;
 
@@ -34,10 +36,8 @@ fn huge(Tensor x) -> Tensor {
 }
 "#;
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfn-clirob-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
+fn scratch(test: &str) -> Scratch {
+    let dir = Scratch::new("clirob", test);
     std::fs::write(dir.join("f.tfn"), SRC).expect("write source");
     dir
 }

@@ -9,8 +9,9 @@
 //! test runs in a child process of its own (the test binary re-running just that test); the
 //! CLI tests pass the variable to the child `tfnc` explicitly.
 
+use tfn_test_utils::Scratch;
+
 use ndarray::{ArrayD, IxDyn};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use tfn::{Backend, Session, SessionOptions, Tensor, Value};
 
@@ -87,16 +88,14 @@ fn fallbacks_are_counted_and_strict_mode_refuses_them() {
     assert_eq!((stats.optimizer_fallbacks, stats.interpreted_kernels), (0, 0));
 }
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfn-fallbacks-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
+fn scratch(test: &str) -> Scratch {
+    let dir = Scratch::new("fallbacks", test);
     std::fs::write(dir.join("gelu.tfn"), SRC).expect("write source");
     tfn::npy::write(&dir.join("x.npy"), &Tensor::F32(input())).expect("write x.npy");
     dir
 }
 
-fn tfnc(dir: &PathBuf, faults: &str, strict: &str, args: &[&str]) -> Output {
+fn tfnc(dir: &std::path::Path, faults: &str, strict: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tfnc"))
         .args(args)
         .current_dir(dir)

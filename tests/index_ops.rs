@@ -3,8 +3,10 @@
 //! names the op, the axis and the index, on both backends, alone or fused, for any thread
 //! count), strided and broadcast views as `x`, index and `src`, and `tfnc run`'s exit code.
 
+use tfn_test_utils::Scratch;
+
 use ndarray::{s, ArrayD, IxDyn};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use tfn::{Backend, Error, Session, SessionOptions, Tensor, Value};
 
@@ -265,11 +267,8 @@ fn strided_and_broadcast_operands_give_the_contiguous_result() {
     assert!(results.windows(2).all(|w| w[0] == w[1]), "broadcast tokens: {results:?}");
 }
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfn-index-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+fn scratch(test: &str) -> Scratch {
+    Scratch::new("index", test)
 }
 
 fn write(path: &Path, t: Tensor) {

@@ -4,8 +4,10 @@
 //! dtype round-trips; every malformed file is an error, never a panic; missing, mistyped and
 //! misshaped tensors name the tensor and the parameter.
 
+use tfn_test_utils::Scratch;
+
 use ndarray::{ArrayD, Axis, Dimension, IxDyn};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tfn::weights::{Mapping, NamedTensors, Params, Weights};
 use tfn::{Backend, Session, Tensor, TensorValue, Value};
 
@@ -40,11 +42,8 @@ fn session(backend: Backend) -> Session {
     s
 }
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfn-weights-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+fn scratch(test: &str) -> Scratch {
+    Scratch::new("weights", test)
 }
 
 /// A deterministic f32 array with distinct values.

@@ -13,7 +13,8 @@
 //! - [`compare`]/[`assert_close`] with a named [`Tolerance`]: the one documented policy for
 //!   how close a computed tensor must be to its reference (see [`tolerance`]).
 //! - [`zeros_like`] and [`bits`]: small tensor utilities the comparisons need; [`diff`]: the
-//!   line diff expectation (file) tests print.
+//!   line diff expectation (file) tests print; [`Scratch`]: a test's directory, removed when it
+//!   passes.
 //!
 //! Dependency direction: this crate depends on `tfn-ir` (for [`tfn_ir::DType`] and
 //! [`tfn_ir::Tensor`]); the library crates name it only as a dev-dependency.
@@ -21,12 +22,14 @@
 pub mod config;
 pub mod diff;
 pub mod random;
+pub mod scratch;
 pub mod tensors;
 pub mod tolerance;
 
 pub use config::{fuzz_cases, fuzz_seed, proptest_config};
 pub use diff::diff;
 pub use random::{random_array, random_inputs, random_tensor, Rng};
+pub use scratch::Scratch;
 pub use tensors::{bits, zeros_like};
 pub use tfn_ir::rng::SplitMix;
 pub use tolerance::{assert_close, compare, Bound, Tolerance};
