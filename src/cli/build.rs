@@ -28,13 +28,13 @@ pub struct BuildRequest {
 
 /// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
 #[derive(Clone)]
-enum BuildArg {
+pub(crate) enum BuildArg {
     Tensor(DType, Vec<Option<usize>>),
     Literal(tfn_ir::Attr),
 }
 
 /// Parses `dtype[d, ...]` with `?` or a number per axis, else a literal.
-fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
+pub(crate) fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
     let usage = |m: String| Outcome::UsageError(format!("--arg {name}: {m}"));
     let text = text.trim();
     if let Some((dtype, rest)) = text.split_once('[') {
@@ -66,7 +66,7 @@ fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
 }
 
 /// Whether `s` is a C identifier.
-fn is_c_ident(s: &str) -> bool {
+pub(crate) fn is_c_ident(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -176,7 +176,7 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
 
 /// Instantiates `function` for `args` (or its vjp) and plans it as a session would: its
 /// metadata and planned graph, or why it cannot go into an object.
-fn plan_function(
+pub(crate) fn plan_function(
     library: &tfn_ir::Library,
     function: &str,
     args: &[(String, BuildArg)],
@@ -304,7 +304,7 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
 
 /// The C header of a module: the runtime's declarations, then per function (its index in the
 /// descriptor is its place here) its documented entry point and inline helpers.
-fn header(
+pub(crate) fn header(
     prefix: &str,
     file: &Path,
     functions: &[(FunctionMeta, tfn_passes::pipeline::Planned)],
