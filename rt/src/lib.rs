@@ -12,6 +12,8 @@
 //! a panic never crosses the C boundary. `tfn_backend::aot::c_abi` defines the ABI (the C
 //! declarations every generated header starts with).
 
+pub mod api;
+
 use ndarray::ShapeBuilder;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -152,7 +154,19 @@ unsafe fn read_function(module: *const c_void, index: usize) -> Result<FunctionI
 /// # Safety
 /// As [`read_function`].
 unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failure> {
-    let threads = threads();
+    // SAFETY: the caller's contract.
+    unsafe { load_for(module, index, threads()) }
+}
+
+/// [`load`] for `threads` threads.
+///
+/// # Safety
+/// As [`read_function`].
+unsafe fn load_for(
+    module: *const c_void,
+    index: usize,
+    threads: usize,
+) -> Result<Arc<Loaded>, Failure> {
     let key = (module as usize, index, threads);
     let poisoned = || Failure(TFN_ERR_INTERNAL, "poisoned runtime cache".into());
     if let Some(hit) = cache().lock().map_err(|_| poisoned())?.get(&key) {
