@@ -13,6 +13,10 @@
 //! declarations every generated header starts with).
 
 pub mod api;
+pub use api::{
+    half, Attr, Element, Error, Module, Options, OutputMut, Param, Scalar, Signature, Tensor,
+    TensorValue, Value,
+};
 
 use ndarray::ShapeBuilder;
 use std::cell::RefCell;
@@ -26,7 +30,7 @@ use tfn_backend::aot::c_abi::{
 };
 use tfn_backend::aot::{self, FunctionMeta};
 use tfn_backend::{CompileOptions, CompiledFunction, TensorView, TensorViewMut};
-use tfn_ir::DType;
+pub use tfn_ir::DType;
 
 /// A failure: its status code and message.
 struct Failure(i32, String);

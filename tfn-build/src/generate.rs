@@ -132,6 +132,7 @@ fn methods(
     Ok((structs, methods))
 }
 
+#[cfg(feature = "aot")]
 /// What an AOT module is built from besides the library: the symbol prefix of its object and
 /// the Rust text of its signature table.
 pub struct Aot {
@@ -142,9 +143,11 @@ pub struct Aot {
     pub signatures: String,
 }
 
+#[cfg(feature = "aot")]
 /// Methods `Lib` of an AOT module has whatever the `.tfn` file defines.
 const RESERVED_AOT: &[&str] = &["new", "with_options", "module"];
 
+#[cfg(feature = "aot")]
 /// The module of an AOT build: the same methods as [`module`]'s for the built functions
 /// (`vjp_…` where a vjp was built), with `tfn_rt` for `tfn`, over a `tfn_rt::Module`.
 pub fn aot_module(input: &Input, aot: &Aot) -> Result<String, String> {
