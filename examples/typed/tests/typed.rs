@@ -190,6 +190,10 @@ mod aot {
         })
     }
 
+    fn v(a: &ArrayD<f32>) -> Value<'_> {
+        Value::from(a.view())
+    }
+
     #[test]
     fn aot_module_gives_the_sessions_bits_on_1_and_2_threads() {
         let x = input(67, 523, 0.0);
@@ -203,7 +207,6 @@ mod aot {
                 .unwrap();
             let s = jit.session();
             let aot = aot_nn::Lib::with_options(tfn_rt::Options { threads }).unwrap();
-            let v = |a: &ArrayD<f32>| Value::from(a.view());
             let what = |f: &str| format!("{f} on {threads} thread(s)");
 
             same(&what("gelu"), &[aot.gelu(x.view()).unwrap()], &by_name(s, "gelu", &[v(&x)], &[]));
