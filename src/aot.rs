@@ -152,8 +152,13 @@ impl ModuleBuilder {
                 BuildArg::Tensor(..) => None,
             })
             .collect();
-        let added =
-            Added { index: self.functions.len(), name: meta.name.clone(), inputs, literals, outputs };
+        let added = Added {
+            index: self.functions.len(),
+            name: meta.name.clone(),
+            inputs,
+            literals,
+            outputs,
+        };
         self.functions.push((meta, planned));
         Ok(added)
     }
@@ -164,15 +169,15 @@ impl ModuleBuilder {
         let internal = |e: &dyn std::fmt::Display| BuildError::Build(e.to_string());
         let mut object = ObjectBuilder::new(&self.prefix, simd).map_err(|e| internal(&e))?;
         for (meta, planned) in &self.functions {
-            object.add_function(meta, &planned.graph, planned.fused.clone()).map_err(|e| {
-                match e {
+            object.add_function(meta, &planned.graph, planned.fused.clone()).map_err(
+                |e| match e {
                     AotError::Unsupported(why) => BuildError::Build(format!(
                         "`{}` cannot be built ahead of time: {why}",
                         meta.name
                     )),
                     other => internal(&other),
-                }
-            })?;
+                },
+            )?;
         }
         let bytes = object.finish().map_err(|e| internal(&e))?;
         let header = header(&self.prefix, &self.file, &self.functions);

@@ -14,8 +14,8 @@ use crate::{load_for, threads, Failure};
 use ndarray::{ArrayD, ArrayView, ArrayViewMut, CowArray, Dimension, IxDyn};
 use std::ffi::c_void;
 use tfn_backend::aot::c_abi::{TFN_ERR_ARGUMENT, TFN_ERR_MODULE, TFN_ERR_RUN};
-use tfn_backend::{RunError, TensorView};
 pub use tfn_backend::TensorViewMut as OutputMut;
+use tfn_backend::{RunError, TensorView};
 pub use tfn_ir::{half, Attr, DType, Tensor};
 
 /// Why a call failed.
@@ -373,7 +373,8 @@ impl Signature {
                 }
             }
         }
-        if let Some((k, _)) = kwargs.iter().find(|(k, _)| !self.params.iter().any(|p| name(p) == *k))
+        if let Some((k, _)) =
+            kwargs.iter().find(|(k, _)| !self.params.iter().any(|p| name(p) == *k))
         {
             return Err(format!("no parameter `{k}`"));
         }

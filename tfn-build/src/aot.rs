@@ -116,8 +116,8 @@ impl Aot {
             )),
         };
         let aot = |m: String| Error::Aot(m);
-        let mut builder = tfn::aot::ModuleBuilder::new(&self.path, &prefix)
-            .map_err(|e| aot(e.to_string()))?;
+        let mut builder =
+            tfn::aot::ModuleBuilder::new(&self.path, &prefix).map_err(|e| aot(e.to_string()))?;
         let mut signatures = String::from("&[\n");
         let mut built = Vec::new();
         let mut names: Vec<String> = Vec::new();
@@ -143,7 +143,8 @@ impl Aot {
                 args.push((n.trim(), v.trim()));
             }
             // The exported name: the function's, then `_2`, `_3`, ... for more signatures.
-            let base = format!("{}{}", r.function.replace('.', "_"), if r.vjp { "_vjp" } else { "" });
+            let base =
+                format!("{}{}", r.function.replace('.', "_"), if r.vjp { "_vjp" } else { "" });
             let mut name = base.clone();
             let mut k = 1;
             while names.contains(&name) {
@@ -161,8 +162,9 @@ impl Aot {
         let module = builder.finish().map_err(|e| aot(e.to_string()))?;
 
         let input = checked.input();
-        let text = generate::aot_module(&input, &AotInput { prefix: prefix.clone(), built, signatures })
-            .map_err(Error::Names)?;
+        let text =
+            generate::aot_module(&input, &AotInput { prefix: prefix.clone(), built, signatures })
+                .map_err(Error::Names)?;
         let out_dir = out_dir(self.out_dir)?;
         let library = format!("tfn_aot_{prefix}");
         let archive = ar_archive(&format!("{prefix}.o"), &module.object, &module.symbols);
@@ -205,11 +207,10 @@ fn signature(f: &FunctionDef, r: &Request, added: &tfn::aot::Added) -> Result<St
     for p in &f.params {
         match &p.ty {
             ParamType::Tensor(_) => {
-                let input = added
-                    .inputs
-                    .iter()
-                    .find(|i| i.name == p.name)
-                    .ok_or_else(|| format!("the tensor parameter `{}` is not an input", p.name))?;
+                let input =
+                    added.inputs.iter().find(|i| i.name == p.name).ok_or_else(|| {
+                        format!("the tensor parameter `{}` is not an input", p.name)
+                    })?;
                 let dims: Vec<String> = input.dims.iter().map(|d| format!("{d:?}")).collect();
                 params.push(format!(
                     "tfn_rt::Param::Tensor {{ name: {:?}, dtype: tfn_rt::DType::{:?}, dims: &[{}] }}",

@@ -164,8 +164,13 @@ pub fn aot_module(input: &Input, aot: &Aot) -> Result<String, String> {
         input.main
     );
     let _ = writeln!(out, "//");
-    let _ = writeln!(out, "// The kernels are in the object `{}.o` (static library `tfn_aot_{}`),", aot.prefix, aot.prefix);
-    let _ = writeln!(out, "// compiled at build time; calls run them through the `tfn_rt` runtime.");
+    let _ = writeln!(
+        out,
+        "// The kernels are in the object `{}.o` (static library `tfn_aot_{}`),",
+        aot.prefix, aot.prefix
+    );
+    let _ =
+        writeln!(out, "// compiled at build time; calls run them through the `tfn_rt` runtime.");
     let _ = writeln!(out);
     let _ = writeln!(out, "/// The signatures the object was built for.");
     let _ = writeln!(out, "#[allow(dead_code)]");
@@ -183,9 +188,18 @@ pub fn aot_module(input: &Input, aot: &Aot) -> Result<String, String> {
     );
     let _ = writeln!(out, "/// [`tfn_rt::Module`]: no compiler at run time.");
     let _ = writeln!(out, "///");
-    let _ = writeln!(out, "/// Every method returns `Err` (never panics) for what the types cannot rule out:");
-    let _ = writeln!(out, "/// arguments of a signature the object was not built for (the error names the built");
-    let _ = writeln!(out, "/// ones), sizes that do not fit, an `_into` output of the wrong shape. `Lib` is");
+    let _ = writeln!(
+        out,
+        "/// Every method returns `Err` (never panics) for what the types cannot rule out:"
+    );
+    let _ = writeln!(
+        out,
+        "/// arguments of a signature the object was not built for (the error names the built"
+    );
+    let _ = writeln!(
+        out,
+        "/// ones), sizes that do not fit, an `_into` output of the wrong shape. `Lib` is"
+    );
     let _ = writeln!(out, "/// `Send + Sync`; concurrent calls share the loaded functions.");
     let _ = writeln!(out, "#[derive(Clone, Copy, Debug)]");
     let _ = writeln!(out, "pub struct Lib {{\n    module: tfn_rt::Module,\n}}\n");
@@ -200,8 +214,14 @@ pub fn aot_module(input: &Input, aot: &Aot) -> Result<String, String> {
         out,
         "    pub fn with_options(options: tfn_rt::Options) -> Result<Lib, tfn_rt::Error> {{"
     );
-    let _ = writeln!(out, "        // SAFETY: the descriptor of the object build.rs built from this very source");
-    let _ = writeln!(out, "        // and linked into this crate, and the signatures it was built for.");
+    let _ = writeln!(
+        out,
+        "        // SAFETY: the descriptor of the object build.rs built from this very source"
+    );
+    let _ = writeln!(
+        out,
+        "        // and linked into this crate, and the signatures it was built for."
+    );
     let _ = writeln!(out, "        let module = unsafe {{");
     let _ = writeln!(
         out,

@@ -203,8 +203,8 @@ mod aot {
         let ct = input(67, 523, 3.0);
         let f32s = |a: ArrayD<f32>| Tensor::F32(a);
         for threads in [1, 2] {
-            let jit = nn::Lib::with_options(SessionOptions { threads, ..Default::default() })
-                .unwrap();
+            let jit =
+                nn::Lib::with_options(SessionOptions { threads, ..Default::default() }).unwrap();
             let s = jit.session();
             let aot = aot_nn::Lib::with_options(tfn_rt::Options { threads }).unwrap();
             let what = |f: &str| format!("{f} on {threads} thread(s)");
@@ -227,7 +227,11 @@ mod aot {
             let jz = by_name(s, "axpy", &[v(&x), v(&y)], &[("a", 2i64.into())]);
             same(&what("axpy"), &[f32s(z)], &jz);
             let sc = aot.scale_scalar(x.view(), 0.5).unwrap();
-            same(&what("scale.scalar"), &[sc], &by_name(s, "scale.scalar", &[v(&x), 0.5.into()], &[]));
+            same(
+                &what("scale.scalar"),
+                &[sc],
+                &by_name(s, "scale.scalar", &[v(&x), 0.5.into()], &[]),
+            );
 
             // `_into` (a strided output) and `vjp_`.
             let mut out = ArrayD::<f32>::zeros(IxDyn(&[523, 67]));
