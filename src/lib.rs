@@ -16,6 +16,7 @@
 // (`weights/file.rs`, `map`), which `memmap2` can only offer as `unsafe`.
 #![deny(unsafe_code)]
 
+pub mod aot;
 pub mod cli;
 mod element;
 mod error;

@@ -103,6 +103,16 @@ macro_rules! output_from {
                 TensorValue::$v(a.into_dyn().into())
             }
         }
+        impl<'a> From<ndarray::CowArray<'a, $t, ndarray::IxDyn>> for TensorValue<'a> {
+            fn from(a: ndarray::CowArray<'a, $t, ndarray::IxDyn>) -> Self {
+                TensorValue::$v(a)
+            }
+        }
+        impl<'a, D: Dimension> From<ndarray::Array<$t, D>> for TensorValue<'a> {
+            fn from(a: ndarray::Array<$t, D>) -> Self {
+                TensorValue::$v(a.into_dyn().into())
+            }
+        }
     };
 }
 output_from!(bool, Bool);

@@ -14,6 +14,12 @@
 //! a panic never crosses the C boundary. `tfn_backend::aot::c_abi` defines the ABI (the C
 //! declarations every generated header starts with).
 
+pub mod api;
+pub use api::{
+    half, Attr, Element, Error, Module, Options, OutputMut, Param, Scalar, Signature, Tensor,
+    TensorValue, Value,
+};
+
 use ndarray::ShapeBuilder;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,7 +33,8 @@ use tfn_backend::aot::c_abi::{
 use tfn_backend::aot::{self, BlobBody, FunctionMeta};
 use tfn_backend::{CompileOptions, CompiledFunction, RunError, TensorView, TensorViewMut};
 use tfn_ir::program::run::Plan;
-use tfn_ir::{DType, Graph, TensorType, TensorValue};
+pub use tfn_ir::DType;
+use tfn_ir::{Graph, TensorType};
 
 /// A failure: its status code and message.
 struct Failure(i32, String);
@@ -63,6 +70,44 @@ enum Exec {
 }
 
 impl Loaded {
+    /// Runs the function on `inputs`; returns its results.
+    fn run(&self, inputs: &[TensorView<'_>]) -> Result<Vec<Tensor>, RunError> {
+        match &self.exec {
+            Exec::Graph(f) => f.run(inputs),
+            Exec::Program { plan, .. } => {
+                let values: Vec<TensorValue> =
+                    inputs.iter().cloned().map(TensorValue::from).collect();
+                plan.run(&values, &mut aot::ObjectStages)
+            }
+        }
+    }
+
+    /// Runs the function on `inputs` into the caller's `outputs`.
+    fn run_into(
+        &self,
+        inputs: Vec<TensorView<'_>>,
+        outputs: &mut [TensorViewMut<'_>],
+    ) -> Result<(), RunError> {
+        match &self.exec {
+            Exec::Graph(f) => f.run_into(&inputs, outputs),
+            Exec::Program { .. } => {
+                let results = self.run(&inputs)?;
+                for (index, (r, out)) in results.iter().zip(outputs.iter_mut()).enumerate() {
+                    if !out.assign(r) {
+                        return Err(RunError::OutputType {
+                            index,
+                            expected_dtype: r.dtype(),
+                            expected_shape: r.shape().to_vec(),
+                            got_dtype: out.dtype(),
+                            got_shape: out.shape().to_vec(),
+                        });
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// The parameters and symbols: binding them gives every size.
     fn signature(&self) -> &Graph {
         match &self.exec {
@@ -240,7 +285,19 @@ unsafe fn read_function(module: *const c_void, index: usize) -> Result<FunctionI
 /// # Safety
 /// As [`read_function`].
 unsafe fn load(module: *const c_void, index: usize) -> Result<Arc<Loaded>, Failure> {
-    let threads = threads();
+    // SAFETY: the caller's contract.
+    unsafe { load_for(module, index, threads()) }
+}
+
+/// [`load`] for `threads` threads.
+///
+/// # Safety
+/// As [`read_function`].
+unsafe fn load_for(
+    module: *const c_void,
+    index: usize,
+    threads: usize,
+) -> Result<Arc<Loaded>, Failure> {
     let key = (module as usize, index, threads);
     let poisoned = || Failure(TFN_ERR_INTERNAL, "poisoned runtime cache".into());
     if let Some(hit) = cache().lock().map_err(|_| poisoned())?.get(&key) {
@@ -487,26 +544,7 @@ pub unsafe extern "C" fn tfn_rt_call(
             };
             Failure(code, format!("`{}`: {e}", loaded.meta.name))
         };
-        match &loaded.exec {
-            Exec::Graph(f) => f.run_into(&views, &mut out_views).map_err(failure),
-            Exec::Program { plan, .. } => {
-                let values: Vec<TensorValue> = views.into_iter().map(TensorValue::from).collect();
-                let results = plan.run(&values, &mut aot::ObjectStages).map_err(failure)?;
-                for (k, (r, out)) in results.iter().zip(out_views.iter_mut()).enumerate() {
-                    if !out.assign(r) {
-                        return Err(Failure::argument(format!(
-                            "`{}`: output {k} must be {}{:?}, got {}{:?}",
-                            loaded.meta.name,
-                            r.dtype(),
-                            r.shape(),
-                            out.dtype(),
-                            out.shape()
-                        )));
-                    }
-                }
-                Ok(())
-            }
-        }
+        loaded.run_into(views, &mut out_views).map_err(failure)
     })
 }
 

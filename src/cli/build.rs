@@ -19,26 +19,59 @@ use tfn_passes::fusion::FusedGraph;
 
 /// What goes into the object for one function: its planned graph, or (a function with loops)
 /// its plan of planned stage graphs and its result types.
-enum Built {
+pub(crate) enum Built {
     Graph(tfn_passes::pipeline::Planned),
     Program(Plan<(Graph, FusedGraph)>, Vec<TensorType>),
 }
 
 impl Built {
     /// The parameters and symbols of the function.
-    fn signature(&self) -> &Graph {
+    pub(crate) fn signature(&self) -> &Graph {
         match self {
             Built::Graph(p) => &p.graph,
             Built::Program(plan, _) => &plan.signature,
         }
     }
 
-    fn results(&self) -> Vec<TensorType> {
+    pub(crate) fn results(&self) -> Vec<TensorType> {
         match self {
             Built::Graph(p) => p.graph.outputs.iter().map(|v| p.graph.ty(*v).clone()).collect(),
             Built::Program(_, results) => results.clone(),
         }
     }
+}
+
+/// Why [`build_object`] failed: a function an object cannot hold (its name and why), or a
+/// failure of the code generator or the object writer.
+pub(crate) enum ObjectError {
+    Unsupported(String, String),
+    Internal(String),
+}
+
+/// The object of planned `functions` (`tfnc build` and `tfn::aot::ModuleBuilder`): every
+/// function's kernels for `cpu`, its descriptor and entry points, prefixed by `prefix`.
+pub(crate) fn build_object(
+    prefix: &str,
+    cpu: &CpuChoice,
+    functions: &[(FunctionMeta, Built)],
+) -> Result<Vec<u8>, ObjectError> {
+    let internal = |e: &dyn std::fmt::Display| ObjectError::Internal(e.to_string());
+    let mut object = ObjectBuilder::new(prefix, cpu).map_err(|e| internal(&e))?;
+    for (meta, built) in functions {
+        let added = match built {
+            Built::Graph(planned) => {
+                object.add_function(meta, &planned.graph, planned.fused.clone())
+            }
+            Built::Program(plan, results) => object.add_program(meta, plan, results),
+        };
+        added.map_err(|e| match e {
+            tfn_backend::aot::AotError::Unsupported(why) => {
+                ObjectError::Unsupported(meta.name.clone(), why)
+            }
+            other => internal(&other),
+        })?;
+    }
+    object.finish().map_err(|e| internal(&e))
 }
 
 /// What `tfnc build` was asked for.
@@ -56,13 +89,13 @@ pub struct BuildRequest {
 
 /// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
 #[derive(Clone)]
-enum BuildArg {
+pub(crate) enum BuildArg {
     Tensor(DType, Vec<Option<usize>>),
     Literal(tfn_ir::Attr),
 }
 
 /// Parses `dtype[d, ...]` with `?` or a number per axis, else a literal.
-fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
+pub(crate) fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
     let usage = |m: String| Outcome::UsageError(format!("--arg {name}: {m}"));
     let text = text.trim();
     if let Some((dtype, rest)) = text.split_once('[') {
@@ -94,7 +127,7 @@ fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
 }
 
 /// Whether `s` is a C identifier.
-fn is_c_ident(s: &str) -> bool {
+pub(crate) fn is_c_ident(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -183,24 +216,12 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
         }
         functions.push((meta, planned));
     }
-    let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
-    let mut object = ObjectBuilder::new(&prefix, &cpu).map_err(|e| internal(&e))?;
-    for (meta, built) in &functions {
-        let added = match built {
-            Built::Graph(planned) => {
-                object.add_function(meta, &planned.graph, planned.fused.clone())
-            }
-            Built::Program(plan, results) => object.add_program(meta, plan, results),
-        };
-        added.map_err(|e| match e {
-            tfn_backend::aot::AotError::Unsupported(why) => Outcome::UserError(format!(
-                "error: `{}` cannot be built ahead of time: {why}",
-                meta.name
-            )),
-            other => internal(&other),
-        })?;
-    }
-    let bytes = object.finish().map_err(|e| internal(&e))?;
+    let bytes = build_object(&prefix, &cpu, &functions).map_err(|e| match e {
+        ObjectError::Unsupported(name, why) => {
+            Outcome::UserError(format!("error: `{name}` cannot be built ahead of time: {why}"))
+        }
+        ObjectError::Internal(e) => Outcome::UserError(format!("error: {e}")),
+    })?;
     let header = header(&prefix, &req.file, &functions);
     let runtime = runtime_library()?;
     let runtime = std::fs::read(&runtime)
@@ -217,7 +238,7 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
 
 /// Instantiates `function` for `args` (or its vjp) and plans it as a session would: its
 /// metadata and planned graph, or why it cannot go into an object.
-fn plan_function(
+pub(crate) fn plan_function(
     library: &tfn_ir::Library,
     function: &str,
     args: &[(String, BuildArg)],
@@ -370,7 +391,7 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
 
 /// The C header of a module: the runtime's declarations, then per function (its index in the
 /// descriptor is its place here) its documented entry point and inline helpers.
-fn header(prefix: &str, file: &Path, functions: &[(FunctionMeta, Built)]) -> String {
+pub(crate) fn header(prefix: &str, file: &Path, functions: &[(FunctionMeta, Built)]) -> String {
     let guard = format!("TFN_MODULE_{}_H", prefix.to_ascii_uppercase());
     let dtype_name = |d: DType| {
         tfn_backend::aot::c_abi::TFN_DTYPES.iter().find(|(_, t)| *t == d).map_or("?", |(n, _)| *n)

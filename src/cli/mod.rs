@@ -23,7 +23,7 @@ macro_rules! err {
 
 pub mod args;
 mod bench;
-mod build;
+pub(crate) mod build;
 mod check;
 mod gradcheck;
 mod graph;

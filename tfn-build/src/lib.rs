@@ -22,9 +22,14 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "aot")]
+mod aot;
 mod generate;
 mod names;
 mod types;
+
+#[cfg(feature = "aot")]
+pub use aot::Aot;
 
 use std::path::{Path, PathBuf};
 use tfn_frontend::FsLoader;
@@ -43,6 +48,9 @@ pub enum Error {
     Env(String),
     /// Two functions map to the same Rust name (e.g. `a_b` and the overload `a.b`).
     Names(String),
+    /// A signature cannot be built ahead of time ([`Aot`], feature `aot`): the message names
+    /// it and why.
+    Aot(String),
 }
 
 impl std::fmt::Display for Error {
@@ -50,7 +58,7 @@ impl std::fmt::Display for Error {
         match self {
             Error::Source { rendered, .. } => f.write_str(rendered),
             Error::Io { path, message } => write!(f, "cannot access `{path}`: {message}"),
-            Error::Env(m) | Error::Names(m) => f.write_str(m),
+            Error::Env(m) | Error::Names(m) | Error::Aot(m) => f.write_str(m),
         }
     }
 }
@@ -87,12 +95,16 @@ impl Checked {
 
     /// The generated Rust module.
     pub fn generate(&self) -> Result<String, Error> {
-        let input = generate::Input {
+        generate::module(&self.input()).map_err(Error::Names)
+    }
+
+    /// What the generators read.
+    fn input(&self) -> generate::Input<'_> {
+        generate::Input {
             library: &self.library,
             main: self.main.clone(),
             files: self.files.clone(),
-        };
-        generate::module(&input).map_err(Error::Names)
+        }
     }
 }
 
@@ -175,38 +187,9 @@ impl Builder {
         let mut say = |line: String| {
             let _ = writeln!(directives, "{line}");
         };
-        let shown = self.path.display().to_string();
-        say(format!("cargo:rerun-if-changed={shown}"));
-        let text = tfn_frontend::read_source_file(&self.path)
-            .map_err(|message| Error::Io { path: shown.clone(), message })?;
-        let checked = match check_source(&shown, &text, &FsLoader::default()) {
-            Ok(c) => c,
-            Err((e, files)) => {
-                for f in files.iter().filter(|f| **f != shown) {
-                    say(format!("cargo:rerun-if-changed={f}"));
-                }
-                return Err(e);
-            }
-        };
-        for f in checked.files().filter(|f| *f != shown) {
-            say(format!("cargo:rerun-if-changed={f}"));
-        }
-        for w in &checked.warnings {
-            for line in w.render(&checked.library.sources).lines() {
-                say(format!("cargo:warning={line}"));
-            }
-        }
+        let checked = load_checked(&self.path, &mut say)?;
         let module = checked.generate()?;
-        let out_dir = match self.out_dir {
-            Some(d) => d,
-            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
-                Error::Env(
-                    "OUT_DIR is not set: tfn_build::compile is meant to run in a build script \
-                     (or use Builder::out_dir)"
-                        .to_string(),
-                )
-            })?,
-        };
+        let out_dir = out_dir(self.out_dir)?;
         let name = self.out_name.unwrap_or_else(|| {
             let stem = self.path.file_stem().map_or("tfn".into(), |s| s.to_string_lossy());
             format!("{stem}.rs")
@@ -217,6 +200,47 @@ impl Builder {
     }
 }
 
+/// Reads and checks `path`, saying (`cargo:` directives) rerun-if-changed for every source
+/// file it reads and a warning per line of its warnings.
+fn load_checked(path: &Path, say: &mut dyn FnMut(String)) -> Result<Checked, Error> {
+    let shown = path.display().to_string();
+    say(format!("cargo:rerun-if-changed={shown}"));
+    let text = tfn_frontend::read_source_file(path)
+        .map_err(|message| Error::Io { path: shown.clone(), message })?;
+    let checked = match check_source(&shown, &text, &FsLoader::default()) {
+        Ok(c) => c,
+        Err((e, files)) => {
+            for f in files.iter().filter(|f| **f != shown) {
+                say(format!("cargo:rerun-if-changed={f}"));
+            }
+            return Err(e);
+        }
+    };
+    for f in checked.files().filter(|f| *f != shown) {
+        say(format!("cargo:rerun-if-changed={f}"));
+    }
+    for w in &checked.warnings {
+        for line in w.render(&checked.library.sources).lines() {
+            say(format!("cargo:warning={line}"));
+        }
+    }
+    Ok(checked)
+}
+
+/// `dir`, or `OUT_DIR`.
+fn out_dir(dir: Option<PathBuf>) -> Result<PathBuf, Error> {
+    match dir {
+        Some(d) => Ok(d),
+        None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
+            Error::Env(
+                "OUT_DIR is not set: tfn_build is meant to run in a build script \
+                 (or give an output directory: `out_dir`)"
+                    .to_string(),
+            )
+        }),
+    }
+}
+
 /// Checks `path` and writes its bindings to `OUT_DIR/<stem>.rs` (see the crate docs).
 pub fn compile(path: impl AsRef<Path>) -> Result<PathBuf, Error> {
     Builder::new(path).compile()
@@ -224,12 +248,13 @@ pub fn compile(path: impl AsRef<Path>) -> Result<PathBuf, Error> {
 
 /// Writes `text` to a temporary file beside `target` and renames it over `target`; leaves an
 /// unchanged file alone (so nothing that includes it rebuilds).
-fn write_atomically(target: &Path, text: &str) -> Result<(), Error> {
+fn write_atomically(target: &Path, text: impl AsRef<[u8]>) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Io {
         path: target.display().to_string(),
         message: e.to_string(),
     };
-    if std::fs::read_to_string(target).is_ok_and(|old| old == text) {
+    let text = text.as_ref();
+    if std::fs::read(target).is_ok_and(|old| old == text) {
         return Ok(());
     }
     let mut tmp = target.as_os_str().to_owned();

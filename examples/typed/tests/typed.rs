@@ -157,3 +157,117 @@ fn api_calls_equal_the_session_by_name() {
     // From the `use`d file.
     assert_eq!(lib.square(x.view()).unwrap(), (&x * &x).into_dyn());
 }
+
+/// `examples/typed_aot`: the same functions built ahead of time (kernels compiled in its
+/// `build.rs` by `tfn-build`'s AOT mode, run by `tfn-rt`) give the JIT session's bits for
+/// every built signature, on 1 and 2 threads; arguments of a signature the object was not
+/// built for are an error naming the built ones.
+mod aot {
+    use super::*;
+    use tfn_example_typed_aot::nn as aot_nn;
+
+    /// Dtype, shape and the bits of every element.
+    fn bits(t: &Tensor) -> (tfn::DType, Vec<usize>, Vec<u64>) {
+        let b: Vec<u64> = match t {
+            Tensor::F32(a) => a.iter().map(|v| u64::from(v.to_bits())).collect(),
+            Tensor::F64(a) => a.iter().map(|v| v.to_bits()).collect(),
+            other => panic!("unexpected dtype {}", other.dtype()),
+        };
+        (t.dtype(), t.shape().to_vec(), b)
+    }
+
+    fn same(what: &str, aot: &[Tensor], jit: &[Tensor]) {
+        assert_eq!(aot.len(), jit.len(), "{what}: result count");
+        for (k, (a, j)) in aot.iter().zip(jit).enumerate() {
+            assert!(bits(a) == bits(j), "{what}: result {k} differs from the JIT's");
+        }
+    }
+
+    /// Sizes that split across threads (rows of a few kernels' chunks), values of both signs.
+    fn input(rows: usize, cols: usize, seed: f32) -> ArrayD<f32> {
+        ArrayD::from_shape_fn(IxDyn(&[rows, cols]), |i| {
+            ((i[0] * cols + i[1]) as f32 * 0.37 + seed).sin() * 3.0
+        })
+    }
+
+    fn v(a: &ArrayD<f32>) -> Value<'_> {
+        Value::from(a.view())
+    }
+
+    #[test]
+    fn aot_module_gives_the_sessions_bits_on_1_and_2_threads() {
+        let x = input(67, 523, 0.0);
+        let y = input(67, 523, 1.0);
+        let w = input(523, 19, 2.0);
+        let b = ArrayD::from_shape_fn(IxDyn(&[19]), |i| i[0] as f32 * 0.1 - 1.0);
+        let ct = input(67, 523, 3.0);
+        let f32s = |a: ArrayD<f32>| Tensor::F32(a);
+        for threads in [1, 2] {
+            let jit =
+                nn::Lib::with_options(SessionOptions { threads, ..Default::default() }).unwrap();
+            let s = jit.session();
+            let aot = aot_nn::Lib::with_options(tfn_rt::Options { threads }).unwrap();
+            let what = |f: &str| format!("{f} on {threads} thread(s)");
+
+            same(&what("gelu"), &[aot.gelu(x.view()).unwrap()], &by_name(s, "gelu", &[v(&x)], &[]));
+            let p = aot.softmax(x.view(), aot_nn::SoftmaxArgs::default()).unwrap();
+            same(&what("softmax"), &[p], &by_name(s, "softmax", &[v(&x)], &[]));
+            let p = aot.softmax(x.view(), aot_nn::SoftmaxArgs { dim: 0 }).unwrap();
+            let jp = by_name(s, "softmax", &[v(&x)], &[("dim", 0i64.into())]);
+            same(&what("softmax(dim=0)"), &[p], &jp);
+            let h = aot
+                .linear(x.view(), w.view(), b.view(), aot_nn::LinearArgs { activate: true })
+                .unwrap();
+            let jh = by_name(s, "linear", &[v(&x), v(&w), v(&b)], &[("activate", true.into())]);
+            same(&what("linear"), &[f32s(h)], &jh);
+            let (m, var) = aot.moments(x.view(), &[-1]).unwrap();
+            let jm = by_name(s, "moments", &[v(&x)], &[("dims", vec![-1i64].into())]);
+            same(&what("moments"), &[m, var], &jm);
+            let z = aot.axpy(x.view(), y.view(), aot_nn::AxpyArgs { a: 2.into() }).unwrap();
+            let jz = by_name(s, "axpy", &[v(&x), v(&y)], &[("a", 2i64.into())]);
+            same(&what("axpy"), &[f32s(z)], &jz);
+            let sc = aot.scale_scalar(x.view(), 0.5).unwrap();
+            same(
+                &what("scale.scalar"),
+                &[sc],
+                &by_name(s, "scale.scalar", &[v(&x), 0.5.into()], &[]),
+            );
+
+            // `_into` (a strided output) and `vjp_`.
+            let mut out = ArrayD::<f32>::zeros(IxDyn(&[523, 67]));
+            let mut t = out.view_mut().reversed_axes();
+            aot.gelu_into(x.view(), t.view_mut()).unwrap();
+            same(&what("gelu_into"), &[f32s(t.to_owned())], &by_name(s, "gelu", &[v(&x)], &[]));
+            let dx = aot.vjp_gelu(x.view(), ct.view()).unwrap();
+            let jdx = s.vjp("gelu", &[v(&x)], &[v(&ct)]).unwrap();
+            let jdx: Vec<Tensor> = jdx.into_iter().map(|v| v.into_tensor().unwrap()).collect();
+            same(&what("vjp gelu"), &dx, &jdx);
+        }
+    }
+
+    #[test]
+    fn unbuilt_signatures_are_errors_naming_the_built_ones() {
+        let aot = aot_nn::Lib::new().unwrap();
+        let x = input(3, 4, 0.0);
+        let e = aot.gelu(x.mapv(f64::from).view()).unwrap_err();
+        assert!(matches!(e, tfn_rt::Error::Signature(_)), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("`x` is f64[3, 4]") && text.contains("gelu(x: f32[?, ?])"), "{text}");
+        // A keyword value the object holds no signature for.
+        let e = aot.softmax(x.view(), aot_nn::SoftmaxArgs { dim: 1 }).unwrap_err().to_string();
+        assert!(e.contains("`dim` is Int 1") && e.contains("dim: Int 0"), "{e}");
+        let e = aot.moments(x.view(), &[0]).unwrap_err().to_string();
+        assert!(e.contains("built for moments(x: f32[?, ?], dims: Int[] [-1])"), "{e}");
+        // A rank the signature does not have; sizes that do not fit each other.
+        let e = aot.gelu(x.index_axis(ndarray::Axis(0), 0)).unwrap_err().to_string();
+        assert!(e.contains("`x` is f32[4]"), "{e}");
+        let w = input(5, 2, 0.0);
+        let b = ArrayD::<f32>::zeros(IxDyn(&[2]));
+        let e = aot.linear(x.view(), w.view(), b.view(), aot_nn::LinearArgs { activate: true });
+        assert!(matches!(e, Err(tfn_rt::Error::Argument(_))), "{e:?}");
+        // An `_into` output of the wrong shape.
+        let mut out = ArrayD::<f32>::zeros(IxDyn(&[4, 3]));
+        let e = aot.gelu_into(x.view(), out.view_mut()).unwrap_err();
+        assert!(matches!(e, tfn_rt::Error::Argument(_)), "{e:?}");
+    }
+}
