@@ -336,9 +336,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)
         if (!strcmp(FNS[i].name, argv[2])) f = &FNS[i];
     if (!f) return fprintf(stderr, "no function %s\n", argv[2]), 1;
-    tfn_buffer in[8], out[8];
+    tfn_buffer in[32], out[8];
     int n = 0;
-    for (int a = 4; a + 2 < argc + 0 && n < 8; a += 3, n++) {
+    for (int a = 4; a + 2 < argc + 0 && n < 32; a += 3, n++) {
         tfn_buffer *b = &in[n];
         memset(b, 0, sizeof *b);
         b->dtype = atoll(argv[a + 1]);
@@ -638,5 +638,191 @@ fn loop_failures_in_objects_are_status_codes_with_messages() {
     let w = ArrayD::from_elem(IxDyn(&[1, 3]), 1.0f32);
     let e = s.call("short", &[Value::from(a), Value::from(w)]).expect_err("short fails");
     assert!(e.to_string().contains("row(s) along its first axis"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `name` of `source` called with `args` and keyword arguments `kwargs` by a session on
+/// `threads`: its first result.
+fn session_call_kw(
+    threads: usize,
+    source: &str,
+    name: &str,
+    args: &[Tensor],
+    kwargs: &[(&str, Value)],
+) -> Tensor {
+    let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+    s.load_str("model.tfn", source).unwrap();
+    let values: Vec<Value> = args.iter().map(|t| Value::from(t.clone())).collect();
+    let out = s.call_kw(name, &values, kwargs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    out.into_iter().next().and_then(|v| v.into_tensor()).expect("a tensor result")
+}
+
+/// The example models' forward functions from C, with small random weights, compared bit for
+/// bit with `Session::call_kw` on 1 and 2 threads: the char-LM's `gpt` (a `for` loop over
+/// stacked block weights) through its own client `examples/aot_c/char_lm.c`, built by
+/// `examples/aot_c/char_lm.sh` as docs/aot.md shows; MiniLM's encoder `embed` through the
+/// harness of [`every_step_kind_gives_the_sessions_bits`].
+#[test]
+fn example_models_forward_from_c_give_the_sessions_bits() {
+    let dir = scratch("aot-models");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tfnc = Path::new(env!("CARGO_BIN_EXE_tfnc"));
+    // The char-LM: B sequences of T tokens, C channels, H heads, V symbols, L blocks.
+    let (b, t, c, h, v, l) = (3usize, 17usize, 32usize, 4usize, 29usize, 2usize);
+    let scale = 1.0 / ((c / h) as f64).sqrt();
+    let out = dir.join("lm");
+    let script = Command::new("bash")
+        .current_dir(repo)
+        .arg("examples/aot_c/char_lm.sh")
+        .arg(&out)
+        .args([h.to_string(), scale.to_string()])
+        .env("TFNC", tfnc)
+        .env("TFN_RT_LIB", runtime_library())
+        .output()
+        .expect("run char_lm.sh");
+    if !have_cc() {
+        assert!(out.join("lm.o").is_file() && out.join("lm.h").is_file(), "{}", stderr(&script));
+        println!("SKIPPED: no cc");
+        return;
+    }
+    assert!(script.status.success(), "char_lm.sh: {}", stderr(&script));
+    let mut rng = Rng::new(0xc4a7_1a);
+    let mut w = |shape: &[usize], s: f64| rng.tensor(tfn::DType::F32, shape, (-s, s));
+    let weights: Vec<(&str, Tensor)> = vec![
+        ("wte", w(&[v, c], 1.0)),
+        ("wpe", w(&[t, c], 0.5)),
+        ("ln1_g", w(&[l, c], 1.5)),
+        ("ln1_b", w(&[l, c], 0.2)),
+        ("wq", w(&[l, c, c], 0.3)),
+        ("wk", w(&[l, c, c], 0.3)),
+        ("wv", w(&[l, c, c], 0.3)),
+        ("wo", w(&[l, c, c], 0.3)),
+        ("bo", w(&[l, c], 0.1)),
+        ("ln2_g", w(&[l, c], 1.5)),
+        ("ln2_b", w(&[l, c], 0.2)),
+        ("w1", w(&[l, c, 4 * c], 0.3)),
+        ("b1", w(&[l, 4 * c], 0.1)),
+        ("w2", w(&[l, 4 * c, c], 0.2)),
+        ("b2", w(&[l, c], 0.1)),
+        ("lnf_g", w(&[c], 1.5)),
+        ("lnf_b", w(&[c], 0.2)),
+    ];
+    let tokens = rng.tensor(tfn::DType::I64, &[b, t], (-0.49, v as f64 - 0.51));
+    std::fs::write(out.join("tokens.bin"), tensor_bytes(&tokens)).unwrap();
+    for (name, a) in &weights {
+        std::fs::write(out.join(format!("{name}.bin")), tensor_bytes(a)).unwrap();
+    }
+    let key = Tensor::I64(ArrayD::from_elem(IxDyn(&[2]), 0));
+    let mut args = vec![tokens, key];
+    args.extend(weights.iter().map(|(_, a)| a.clone()));
+    let model = std::fs::read_to_string(repo.join("examples/char_lm/model.tfn")).unwrap();
+    let kwargs =
+        [("heads", Value::from(h as i64)), ("scale", Value::from(scale)), ("p", Value::from(0.0))];
+    let want = session_call_kw(1, &model, "gpt", &args, &kwargs);
+    assert_eq!(want.shape(), [b, t, v]);
+    let two = session_call_kw(2, &model, "gpt", &args, &kwargs);
+    assert!(tensor_bytes(&two) == tensor_bytes(&want), "the session on 2 threads");
+    let sizes = [b, t, c, v, l].map(|n| n.to_string());
+    for threads in ["1", "2"] {
+        let run = Command::new(out.join("char_lm"))
+            .args([threads, "2"])
+            .arg(&out)
+            .args(&sizes)
+            .output()
+            .expect("run char_lm");
+        assert!(run.status.success(), "char_lm on {threads} thread(s): {}", stderr(&run));
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(stdout.starts_with(&format!("gpt: logits [{b}, {t}, {v}]")), "{stdout}");
+        let got = std::fs::read(out.join("logits.bin")).expect("logits written");
+        assert!(got == tensor_bytes(&want), "char-LM logits on {threads} thread(s) differ");
+    }
+    // A token out of range: a status code and the runtime's message, not a crash.
+    let mut bad = std::fs::read(out.join("tokens.bin")).unwrap();
+    bad[8..16].copy_from_slice(&(v as i64 + 5).to_le_bytes());
+    std::fs::write(out.join("tokens.bin"), bad).unwrap();
+    let run = Command::new(out.join("char_lm"))
+        .args(["1", "1"])
+        .arg(&out)
+        .args(&sizes)
+        .output()
+        .expect("run char_lm");
+    assert!(!run.status.success());
+    let code = tfn_backend::aot::c_abi::TFN_ERR_RUN;
+    assert!(stderr(&run).starts_with(&format!("gpt: error {code}: `gpt`: ")), "{}", stderr(&run));
+
+    // MiniLM's encoder (BERT layers in a loop, mean pooling, L2 normalisation), 2 heads.
+    let source = std::fs::read_to_string(repo.join("examples/minilm/model.tfn")).unwrap();
+    std::fs::write(dir.join("nn.tfn"), &source).unwrap();
+    let (c, ff, vocab) = (16usize, 48usize, 23usize);
+    let mut rng = Rng::new(0x3141_5926);
+    let mut w = |shape: &[usize], s: f64| rng.tensor(tfn::DType::F32, shape, (-s, s));
+    let mut params: Vec<(&str, Tensor)> = vec![
+        ("word", w(&[vocab, c], 1.0)),
+        ("pos", w(&[t, c], 0.5)),
+        ("typ", w(&[2, c], 0.5)),
+        ("emb_g", w(&[c], 1.5)),
+        ("emb_b", w(&[c], 0.2)),
+    ];
+    for name in ["wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "ln1_g", "ln1_b"] {
+        let shape: &[usize] = if name.starts_with('w') { &[l, c, c] } else { &[l, c] };
+        params.push((name, w(shape, 0.4)));
+    }
+    params.extend([
+        ("w1", w(&[l, c, ff], 0.4)),
+        ("b1", w(&[l, ff], 0.1)),
+        ("w2", w(&[l, ff, c], 0.3)),
+        ("b2", w(&[l, c], 0.1)),
+        ("ln2_g", w(&[l, c], 1.5)),
+        ("ln2_b", w(&[l, c], 0.2)),
+    ]);
+    let ids = rng.tensor(tfn::DType::I64, &[b, t], (-0.49, vocab as f64 - 0.51));
+    // Every sequence keeps its first tokens (mean pooling divides by their count).
+    let mask =
+        Tensor::I64(ArrayD::from_shape_fn(IxDyn(&[b, t]), |i| i64::from(i[1] < 5 + 4 * i[0])));
+    let types = rng.tensor(tfn::DType::I64, &[b, t], (-0.49, 1.49));
+    let mut inputs: Vec<(&str, Tensor)> = vec![("ids", ids), ("mask", mask), ("types", types)];
+    inputs.extend(params);
+    let mut argv: Vec<String> = ["build", "nn.tfn", "--fn", "embed"].map(String::from).into();
+    for (name, a) in &inputs {
+        let dims = vec!["?"; a.shape().len()].join(", ");
+        argv.extend(["--arg".into(), format!("{name}={}[{dims}]", a.dtype())]);
+    }
+    argv.extend(["--arg", "heads=2", "-o", "build", "--prefix", "mini"].map(String::from));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let o = tfnc_build(&dir, &argv);
+    assert!(o.status.success(), "tfnc build embed: {}", stderr(&o));
+    let modules = vec![("mini".to_string(), "embed".to_string(), 1)];
+    std::fs::write(dir.join("harness.c"), harness(&modules)).unwrap();
+    let o = Command::new("cc")
+        .current_dir(&dir)
+        .args(["-O1", "-Ibuild", "harness.c", "build/mini.o", "build/libtfn_rt.a"])
+        .args(["-lpthread", "-ldl", "-lm", "-o", "harness"])
+        .output()
+        .expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
+    let mut files = Vec::new();
+    for (k, (_, a)) in inputs.iter().enumerate() {
+        let file = format!("mini.in{k}");
+        std::fs::write(dir.join(&file), tensor_bytes(a)).unwrap();
+        let dims: Vec<String> = a.shape().iter().map(usize::to_string).collect();
+        files.extend([file, dtype_code(a).to_string(), dims.join("x")]);
+    }
+    let args: Vec<Tensor> = inputs.iter().map(|(_, a)| a.clone()).collect();
+    let kwargs = [("heads", Value::from(2i64))];
+    let want = session_call_kw(1, &source, "embed", &args, &kwargs);
+    assert_eq!(want.shape(), [b, c]);
+    let two = session_call_kw(2, &source, "embed", &args, &kwargs);
+    assert!(tensor_bytes(&two) == tensor_bytes(&want), "the session on 2 threads");
+    for threads in ["1", "2a"] {
+        let run = Command::new(dir.join("harness"))
+            .current_dir(&dir)
+            .args([threads, "mini_embed", "mini.out"])
+            .args(&files)
+            .output()
+            .expect("run the harness");
+        assert!(run.status.success(), "embed on {threads} thread(s): {}", stderr(&run));
+        let got = std::fs::read(dir.join("mini.out.0")).expect("output written");
+        assert!(got == tensor_bytes(&want), "MiniLM embeddings on {threads} thread(s) differ");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
