@@ -19,12 +19,12 @@ const NN: &str = concat!(
 fn running(Tensor x) -> Tensor {
     return cumsum(x, dim=0)
 }
-fn repeat(Tensor x) -> Tensor {
-    var acc = x
-    for _i in 0..size(x, 0) {
-        acc = acc * 0.5 + x
+fn spin(Tensor a) -> Tensor {
+    var x = a
+    while max(x) > 0.0, at most 5 {
+        x = x + 1.0
     }
-    return acc
+    return x
 }
 "#
 );
@@ -198,7 +198,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             1,
             "cannot be built ahead of time",
         ),
-        (&["--fn", "repeat", "--arg", "x=f32[?]", "--vjp", "-o", "out"], 1, "loops"),
+        (&["--fn", "spin", "--arg", "a=f32[?]", "--vjp", "-o", "out"], 1, "the `while` loop"),
         (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
         (
             &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "9x"],
@@ -336,7 +336,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)
         if (!strcmp(FNS[i].name, argv[2])) f = &FNS[i];
     if (!f) return fprintf(stderr, "no function %s\n", argv[2]), 1;
-    tfn_buffer in[32], out[8];
+    tfn_buffer in[32], out[32];
     int n = 0;
     for (int a = 4; a + 2 < argc + 0 && n < 32; a += 3, n++) {
         tfn_buffer *b = &in[n];
@@ -485,6 +485,9 @@ fn every_step_kind_gives_the_sessions_bits() {
         ("layernorm", vec![cot(&[263, 1031])]),
         ("mlp", vec![cot(&[129, 33])]),
         ("two", vec![cot(&[263, 1031]), cot(&[263])]),
+        // Functions with loops: nested loops over stacked weights, a checkpointed loop from 1.
+        ("stacked", vec![cot(&[67, 129])]),
+        ("from_one", vec![cot(&[67, 33]), cot(&[67])]),
     ];
     let mut calls: Vec<Call> =
         cases.iter().map(|(name, args)| (*name, args.clone(), Vec::new())).collect();
@@ -791,11 +794,42 @@ fn example_models_forward_from_c_give_the_sessions_bits() {
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let o = tfnc_build(&dir, &argv);
     assert!(o.status.success(), "tfnc build embed: {}", stderr(&o));
-    let modules = vec![("mini".to_string(), "embed".to_string(), 1)];
+    // The char-LM's loss and its gradient with respect to its 17 weights (`--vjp`: the loop's
+    // reverse pass), on the weights above.
+    std::fs::write(dir.join("lm.tfn"), &model).unwrap();
+    let targets = rng.tensor(tfn::DType::I64, &[b, t], (-0.49, v as f64 - 0.51));
+    let tokens = args[0].clone();
+    let mut lm_inputs: Vec<(&str, Tensor)> = vec![("tokens", tokens), ("targets", targets)];
+    lm_inputs.push(("key", Tensor::I64(ArrayD::from_elem(IxDyn(&[2]), 0))));
+    lm_inputs.extend(weights.iter().cloned());
+    let mut argv: Vec<String> =
+        ["build", "lm.tfn", "--fn", "loss", "--vjp"].map(String::from).into();
+    for (name, a) in &lm_inputs {
+        let dims = if *name == "key" { "2".into() } else { vec!["?"; a.shape().len()].join(", ") };
+        argv.extend(["--arg".into(), format!("{name}={}[{dims}]", a.dtype())]);
+    }
+    argv.extend(
+        [format!("heads={h}"), format!("scale={scale}"), "p=0.0".into()]
+            .into_iter()
+            .flat_map(|a| ["--arg".to_string(), a]),
+    );
+    argv.extend(["-o", "build", "--prefix", "lmv"].map(String::from));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let o = tfnc_build(&dir, &argv);
+    assert!(o.status.success(), "tfnc build loss --vjp: {}", stderr(&o));
+    let header = std::fs::read_to_string(dir.join("build/lmv.h")).unwrap();
+    assert!(
+        header.contains("int lmv_loss_vjp(const tfn_buffer inputs[21], tfn_buffer outputs[17]);"),
+        "{header}"
+    );
+    let modules = vec![
+        ("mini".to_string(), "embed".to_string(), 1),
+        ("lmv".to_string(), "loss_vjp".to_string(), 17),
+    ];
     std::fs::write(dir.join("harness.c"), harness(&modules)).unwrap();
     let o = Command::new("cc")
         .current_dir(&dir)
-        .args(["-O1", "-Ibuild", "harness.c", "build/mini.o", "build/libtfn_rt.a"])
+        .args(["-O1", "-Ibuild", "harness.c", "build/mini.o", "build/lmv.o", "build/libtfn_rt.a"])
         .args(["-lpthread", "-ldl", "-lm", "-o", "harness"])
         .output()
         .expect("run cc");
@@ -823,6 +857,40 @@ fn example_models_forward_from_c_give_the_sessions_bits() {
         assert!(run.status.success(), "embed on {threads} thread(s): {}", stderr(&run));
         let got = std::fs::read(dir.join("mini.out.0")).expect("output written");
         assert!(got == tensor_bytes(&want), "MiniLM embeddings on {threads} thread(s) differ");
+    }
+    let cotangent = Tensor::F32(ArrayD::from_elem(IxDyn(&[]), 0.75));
+    let mut files = Vec::new();
+    for (k, a) in lm_inputs.iter().map(|(_, a)| a).chain([&cotangent]).enumerate() {
+        let file = format!("lmv.in{k}");
+        std::fs::write(dir.join(&file), tensor_bytes(a)).unwrap();
+        let dims: Vec<String> = a.shape().iter().map(usize::to_string).collect();
+        files.extend([file, dtype_code(a).to_string(), dims.join("x")]);
+    }
+    let args: Vec<Value> = lm_inputs.iter().map(|(_, a)| Value::from(a.clone())).collect();
+    let kwargs =
+        [("heads", Value::from(h as i64)), ("scale", Value::from(scale)), ("p", Value::from(0.0))];
+    let session_grads = |threads: usize| -> Vec<Vec<u8>> {
+        let s = Session::with_options(SessionOptions { threads, ..Default::default() });
+        s.load_str("lm.tfn", &model).unwrap();
+        let cts = [Value::from(cotangent.clone())];
+        let out = s.vjp_kw("loss", &args, &kwargs, &cts).expect("the session's vjp");
+        out.into_iter().map(|v| tensor_bytes(&v.into_tensor().expect("a tensor"))).collect()
+    };
+    let want = session_grads(1);
+    assert_eq!(want.len(), 17);
+    assert!(want == session_grads(2), "the session's gradients on 2 threads");
+    for threads in ["1", "2a"] {
+        let run = Command::new(dir.join("harness"))
+            .current_dir(&dir)
+            .args([threads, "lmv_loss_vjp", "lmv.out"])
+            .args(&files)
+            .output()
+            .expect("run the harness");
+        assert!(run.status.success(), "loss_vjp on {threads} thread(s): {}", stderr(&run));
+        for (k, w) in want.iter().enumerate() {
+            let got = std::fs::read(dir.join(format!("lmv.out.{k}"))).expect("output written");
+            assert!(got == *w, "char-LM gradient {k} on {threads} thread(s) differs");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,7 +1,10 @@
 //! [`ObjectBuilder`]: planned functions' kernels compiled into a relocatable object, with the
 //! descriptor and the exported entry points (layout in [`super`]).
 
-use super::{fingerprint, FunctionMeta, FUNCTION_WORDS, HEADER_WORDS, MAGIC, VERSION};
+use super::{
+    fingerprint, gradient_payload, stage_payload, FunctionMeta, ProgramStage, FUNCTION_WORDS,
+    HEADER_WORDS, MAGIC, VERSION,
+};
 use crate::abi::KernelFn;
 use crate::codegen;
 use crate::error::CodegenError;
@@ -20,6 +23,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use tfn_ir::program::run::Plan;
 use tfn_ir::program::text::print_plan;
+use tfn_ir::program::vjp::vjp_signature;
 use tfn_ir::{Graph, TensorType};
 use tfn_passes::fusion::FusedGraph;
 
@@ -134,31 +138,47 @@ impl ObjectBuilder {
     }
 
     /// Compiles the kernels of a function with loops — its plan's stages (planned graphs with
-    /// `fuse(graph)`), in program order — into the object as the function `meta.name`, and
-    /// embeds the plan as text (`tfn_ir::program::text`) with each stage's kernel count and
-    /// IR text. `results`: the function's result types (what sizes its outputs).
+    /// `fuse(graph)`; in a vjp, each stage's gradient halves after it), in program order —
+    /// into the object as the function `meta.name`, and embeds the plan as text
+    /// (`tfn_ir::program::text`, each stage's payload as [`super::stage_payload`] and
+    /// [`super::gradient_payload`]). `results`: the function's result types (what sizes its
+    /// outputs, or in a vjp its cotangents). With `vjp`, the entry point takes the arguments
+    /// and one cotangent per result and returns the gradients of the float arguments
+    /// (`tfn_ir::program::vjp`).
     pub fn add_program(
         &mut self,
         meta: &FunctionMeta,
-        plan: &Plan<(Graph, FusedGraph)>,
+        plan: &Plan<ProgramStage<(Graph, FusedGraph)>>,
         results: &[TensorType],
+        vjp: bool,
     ) -> Result<(), AotError> {
         let mut kernels = Vec::new();
         let mut failed: Option<AotError> = None;
-        let text = print_plan(plan, results, &mut |(graph, fused): &(Graph, FusedGraph)| {
+        let mut one = |this: &mut Self, (graph, fused): &(Graph, FusedGraph)| -> String {
             if failed.is_some() {
                 return String::new();
             }
-            match self.compile_graph(graph, fused.clone()) {
+            match this.compile_graph(graph, fused.clone()) {
                 Ok((mine, text)) => {
                     let count = mine.len();
                     kernels.extend(mine);
-                    format!("kernels {count}\n{text}")
+                    stage_payload(&text, count)
                 }
                 Err(e) => {
                     failed = Some(e);
                     String::new()
                 }
+            }
+        };
+        let text = print_plan(plan, results, &mut |stage: &ProgramStage<(Graph, FusedGraph)>| {
+            let forward = one(self, &stage.forward);
+            match (&stage.gradient, vjp) {
+                (Some(g), true) => {
+                    let fw = one(self, &g.forward);
+                    let bw = one(self, &g.backward);
+                    gradient_payload(stage.results, &g.differentiated, [&forward, &fw, &bw])
+                }
+                _ => forward,
             }
         });
         if let Some(e) = failed {
@@ -174,14 +194,20 @@ impl ObjectBuilder {
             }
         }
         let mut blob = meta.to_text();
-        blob.push_str("program\n");
+        blob.push_str(if vjp { "program vjp\n" } else { "program\n" });
         blob.push_str(&text);
+        let (inputs, outputs) = if vjp {
+            let (signature, grads) = vjp_signature(&plan.signature, results);
+            (signature.params.len(), grads.len())
+        } else {
+            (plan.signature.params.len(), plan.outputs.len())
+        };
         self.functions.push(Entry {
             name: meta.name.clone(),
             blob: blob.into_bytes(),
             kernels,
-            inputs: plan.signature.params.len(),
-            outputs: plan.outputs.len(),
+            inputs,
+            outputs,
         });
         Ok(())
     }
