@@ -12,12 +12,13 @@ use std::sync::OnceLock;
 use tfn::{Session, SessionOptions, Tensor, Value};
 use tfn_test_utils::Rng;
 
-/// The C client's functions, and two that `tfnc build` refuses.
+/// The C client's functions, and two that `tfnc build` refuses (an integer GEMM, which the
+/// interpreter runs; the vjp of a `while`).
 const NN: &str = concat!(
     include_str!("../../examples/aot_c/nn.tfn"),
     r#"
-fn running(Tensor x) -> Tensor {
-    return cumsum(x, dim=0)
+fn imatmul(Tensor a, Tensor b) -> Tensor {
+    return matmul(a, b)
 }
 fn spin(Tensor a) -> Tensor {
     var x = a
@@ -194,7 +195,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (&["--fn", "nope", "--arg", "x=f32[?]", "-o", "out"], 1, "unknown function `nope`"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file/out"], 1, "cannot write"),
         (
-            &["--fn", "running", "--arg", "x=f32[?, ?]", "-o", "out"],
+            &["--fn", "imatmul", "--arg", "a=i32[?, ?]", "--arg", "b=i32[?, ?]", "-o", "out"],
             1,
             "cannot be built ahead of time",
         ),
@@ -291,6 +292,20 @@ fn spin(Tensor a) -> Tensor {
         x = x + 1.0
     }
     return x
+}
+fn running(Tensor x) -> (Tensor, Tensor, Tensor) {
+    return (cumsum(x, dim=1), cumprod(x * 0.1 + 1.0, dim=0, reverse=true),
+            cumsum(x, dim=0, exclusive=true))
+}
+fn int_running(Tensor a) -> Tensor {
+    return cumsum(a, dim=1) + cumprod(a, dim=0)
+}
+fn which(Tensor x) -> (Tensor, Tensor) {
+    return (argmax(x, dim=1), argmin(x * x, dim=0, keepdim=true))
+}
+// Dropout's arithmetic (std:nn's `dropout`) and normal noise: random kernels.
+fn drop(Tensor x, Tensor key) -> (Tensor, Tensor) {
+    return (where(rand_like(x, key) >= 0.25, x / 0.75, 0.0), x + randn_like(x, key + 1))
 }
 fn short(Tensor x, Tensor w) -> Tensor {
     var h = x
@@ -471,6 +486,17 @@ fn every_step_kind_gives_the_sessions_bits() {
         // `1..1`: no trip.
         ("from_one", vec![("x", g(&mut rng, &[5, 33])), ("w", g(&mut rng, &[1, 33]))]),
         ("newton_sqrt", vec![("a", rng.tensor(tfn::DType::F32, &[50, 77], (0.5, 4.0)))]),
+        ("running", vec![("x", g(&mut rng, &[129, 1031]))]),
+        ("int_running", vec![("a", rng.tensor(tfn::DType::I32, &[70, 301], (-3.0, 3.0)))]),
+        ("which", vec![("x", g(&mut rng, &[129, 1031]))]),
+        ("which", vec![("x", rng.tensor(tfn::DType::F64, &[33, 65], (-3.0, 3.0)))]),
+        (
+            "drop",
+            vec![
+                ("x", g(&mut rng, &[263, 1031])),
+                ("key", Tensor::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![7, 11]).unwrap())),
+            ],
+        ),
         (
             "ints",
             vec![
@@ -488,6 +514,8 @@ fn every_step_kind_gives_the_sessions_bits() {
         // Functions with loops: nested loops over stacked weights, a checkpointed loop from 1.
         ("stacked", vec![cot(&[67, 129])]),
         ("from_one", vec![cot(&[67, 33]), cot(&[67])]),
+        // Scans' gradients: reversed scans and `cumprod`'s gradient kernel.
+        ("running", vec![cot(&[129, 1031]), cot(&[129, 1031]), cot(&[129, 1031])]),
     ];
     let mut calls: Vec<Call> =
         cases.iter().map(|(name, args)| (*name, args.clone(), Vec::new())).collect();

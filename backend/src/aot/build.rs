@@ -2,17 +2,18 @@
 //! descriptor and the exported entry points (layout in [`super`]).
 
 use super::{
-    fingerprint, gradient_payload, stage_payload, FunctionMeta, ProgramStage, FUNCTION_WORDS,
-    HEADER_WORDS, MAGIC, VERSION,
+    axis_fingerprint, fingerprint, gradient_payload, stage_payload, FunctionMeta, ProgramStage,
+    FUNCTION_WORDS, HEADER_WORDS, MAGIC, VERSION,
 };
 use crate::abi::KernelFn;
 use crate::codegen;
 use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::isa;
-use crate::jit::{compile_plan, declare_wide};
+use crate::jit::{compile_plan, declare_wide, BuildFn};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
+use crate::scan::{build_axis, AxisSpec};
 use crate::wide::SimdLevel;
 use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, UserFuncName};
 use cranelift::codegen::Context;
@@ -389,8 +390,12 @@ impl KernelSource for ObjectSource<'_> {
         Ok(not_callable)
     }
 
-    fn jit(&self) -> Option<&crate::jit::Jit> {
-        None
+    fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError> {
+        let mut inner = self.inner.borrow_mut();
+        let spec = *spec;
+        let id = inner.define(&|func, fctx, frontend| build_axis(spec, func, fctx, frontend))?;
+        self.kernels.borrow_mut().push((id, axis_fingerprint(&spec)));
+        Ok(not_callable)
     }
 }
 
@@ -401,18 +406,19 @@ impl Inner {
         plan: &LoopPlan,
         lane: Option<tfn_ir::DType>,
     ) -> Result<FuncId, CodegenError> {
+        let (features, wide) = (self.features, self.wide.clone());
+        self.define(&|func, fctx, frontend| {
+            codegen::build(plan, func, fctx, lane, features, &wide, frontend)
+        })
+    }
+
+    /// As `JitInner::define`, into the object: the function `build` writes, defined as a local
+    /// symbol (identical functions share one).
+    fn define(&mut self, build: &BuildFn<'_>) -> Result<FuncId, CodegenError> {
         self.module.clear_context(&mut self.ctx);
         let frontend = self.module.target_config();
         let mut fctx = FunctionBuilderContext::new();
-        let built = codegen::build(
-            plan,
-            &mut self.ctx.func,
-            &mut fctx,
-            lane,
-            self.features,
-            &self.wide,
-            frontend,
-        );
+        let built = build(&mut self.ctx.func, &mut fctx, frontend);
         if let Err(e) = built {
             self.module.clear_context(&mut self.ctx);
             return Err(e);

@@ -35,6 +35,7 @@ use crate::error::CodegenError;
 use crate::error::RunError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::plan::LoopPlan;
+use crate::scan::AxisSpec;
 use crate::tensors::{TensorView, TensorViewMut};
 use std::cell::Cell;
 use tfn_ir::program::run::{Plan, StageRunner};
@@ -68,14 +69,20 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
+/// A scan's or arg-reduction's fingerprint (see [`fingerprint`]).
+pub(crate) fn axis_fingerprint(spec: &AxisSpec) -> u64 {
+    fnv1a(format!("{spec:?}").as_bytes())
+}
+
 /// Kernels taken from an object's table in step order, each after its fingerprint matched.
 struct TableSource<'a> {
     kernels: &'a [(*const u8, u64)],
     next: Cell<usize>,
 }
 
-impl KernelSource for TableSource<'_> {
-    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+impl TableSource<'_> {
+    /// The next kernel, whose plan (or axis spec) has the fingerprint `actual`.
+    fn take(&self, actual: u64) -> Result<KernelFn, CodegenError> {
         let i = self.next.get();
         let Some(&(addr, expected)) = self.kernels.get(i) else {
             return Err(CodegenError::Internal(format!(
@@ -83,7 +90,7 @@ impl KernelSource for TableSource<'_> {
                 self.kernels.len()
             )));
         };
-        if fingerprint(plan) != expected {
+        if actual != expected {
             return Err(CodegenError::Internal(format!(
                 "kernel {i}: the object's code was compiled from another plan (fingerprint \
                  mismatch): the object and the runtime library are from different tfn versions"
@@ -97,10 +104,15 @@ impl KernelSource for TableSource<'_> {
         // signature, from this very plan (the fingerprint matched).
         Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(addr) })
     }
+}
 
-    #[cfg(feature = "jit")]
-    fn jit(&self) -> Option<&crate::jit::Jit> {
-        None
+impl KernelSource for TableSource<'_> {
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        self.take(fingerprint(plan))
+    }
+
+    fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError> {
+        self.take(axis_fingerprint(spec))
     }
 }
 
