@@ -10,8 +10,8 @@
 //! `at most`. A `for` whose body is one stage computing exactly its carried values writes its
 //! trips into two sets of buffers in turn, so no trip allocates.
 //!
-//! A [`Recorder`] (the session's reverse mode) sees the top level's stages and `for` trips and
-//! may run them itself, keeping what the backward pass reads.
+//! A [`Recorder`] (the reverse mode, [`super::vjp`]) sees the top level's stages and `for`
+//! trips and may run them itself with the run's runner, keeping what the backward pass reads.
 
 use super::{LoopKind, LoopSpec, Program, Step};
 use crate::bind::BindError;
