@@ -318,13 +318,13 @@ impl Prepared {
             )));
         }
         // The signature: the real parameters, then (for a vjp) one cotangent per result.
-        let mut graph = program.signature.clone();
-        if gradients {
-            for (k, o) in program.outputs.iter().enumerate() {
-                let ty = instance.graph.ty(*o).clone();
-                graph.params.push(tfn_ir::GraphParam { name: format!("cotangent{k}"), ty });
-            }
-        }
+        let graph = if gradients {
+            let results: Vec<_> =
+                program.outputs.iter().map(|o| instance.graph.ty(*o).clone()).collect();
+            tfn_ir::program::vjp::vjp_signature(&program.signature, &results).0
+        } else {
+            program.signature.clone()
+        };
         Ok(Prepared {
             graph,
             params: instance.params.clone(),

@@ -87,4 +87,7 @@ impl tfn_ir::program::run::RunFailure for RunError {
             other => other,
         }
     }
+    fn config(message: String) -> Self {
+        RunError::LoopRun(message)
+    }
 }

@@ -101,8 +101,9 @@ impl crate::executor::KernelSource for Jit {
         self.compile(plan)
     }
 
-    fn jit(&self) -> Option<&Jit> {
-        Some(self)
+    fn axis_kernel(&self, spec: &crate::scan::AxisSpec) -> Result<KernelFn, CodegenError> {
+        let spec = *spec;
+        self.compile_fn(&|func, fctx, frontend| crate::scan::build_axis(spec, func, fctx, frontend))
     }
 }
 

@@ -8,14 +8,14 @@ use crate::abi::KernelFn;
 use crate::codegen::arg::build_arg;
 #[cfg(feature = "jit")]
 use crate::codegen::scan::{build_scan, ScanSpec};
-#[cfg(feature = "jit")]
 use crate::error::CodegenError;
 #[cfg(feature = "jit")]
-use crate::jit::Jit;
-use tfn_ir::ValueId;
+use cranelift::codegen::ir::Function;
 #[cfg(feature = "jit")]
-use tfn_ir::{Graph, Op};
+use cranelift::codegen::isa::TargetFrontendConfig;
 #[cfg(feature = "jit")]
+use cranelift::frontend::FunctionBuilderContext;
+use tfn_ir::{DType, Graph, Op, ScanOp, ValueId};
 use tfn_passes::fusion::Kernel;
 
 /// A compiled kernel along one axis: the node, its axis and its kernel.
@@ -25,25 +25,61 @@ pub(crate) struct AxisKernel {
     pub func: KernelFn,
 }
 
-/// Compiles the single scan node of `kernel`.
-#[cfg(feature = "jit")]
-pub(crate) fn compile_scan(
-    jit: &Jit,
+/// What a kernel along one axis computes: everything its code generator reads (so, in an AOT
+/// object, its fingerprint, as a loop plan is a loop kernel's).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum AxisSpec {
+    /// A scan: `Some(op)`, a `cumsum`/`cumprod`; `None`, the gradient of `cumprod`.
+    Scan { op: Option<ScanOp>, dtype: DType, exclusive: bool, reverse: bool },
+    /// An `argmax` (`max`) or `argmin` over `dtype` values.
+    Arg { max: bool, dtype: DType },
+}
+
+/// The spec, node and axis of the single scan (`scan`) or `argmax`/`argmin` node of `kernel`.
+pub(crate) fn axis_spec(
     graph: &Graph,
     kernel: &Kernel,
-) -> Result<AxisKernel, CodegenError> {
+    scan: bool,
+) -> Result<(AxisSpec, ValueId, usize), CodegenError> {
+    let what = if scan { "a scan kernel" } else { "an argmax/argmin kernel" };
     let [node] = kernel.nodes.as_slice() else {
-        return Err(CodegenError::Internal("a scan kernel of several nodes".into()));
+        return Err(CodegenError::Internal(format!("{what} of several nodes")));
     };
     let n = graph.node(*node);
-    let (op, axis, exclusive, reverse) = match n.op {
-        Op::Scan { op, axis, exclusive, reverse } => (Some(op), axis, exclusive, reverse),
-        Op::CumprodGrad { axis, exclusive, reverse } => (None, axis, exclusive, reverse),
-        _ => return Err(CodegenError::Internal(format!("`{}` in a scan kernel", n.op.name()))),
+    let (spec, axis) = match (&n.op, scan) {
+        (&Op::Scan { op, axis, exclusive, reverse }, true) => {
+            (AxisSpec::Scan { op: Some(op), dtype: n.ty.dtype, exclusive, reverse }, axis)
+        }
+        (&Op::CumprodGrad { axis, exclusive, reverse }, true) => {
+            (AxisSpec::Scan { op: None, dtype: n.ty.dtype, exclusive, reverse }, axis)
+        }
+        (&Op::ArgMax { axis, .. } | &Op::ArgMin { axis, .. }, false) => {
+            let Some(&x) = n.inputs.first() else {
+                return Err(CodegenError::Internal("argmax/argmin without input".into()));
+            };
+            let max = matches!(n.op, Op::ArgMax { .. });
+            (AxisSpec::Arg { max, dtype: graph.ty(x).dtype }, axis)
+        }
+        (op, _) => return Err(CodegenError::Internal(format!("`{}` in {what}", op.name()))),
     };
-    let spec = ScanSpec { op, dtype: n.ty.dtype, exclusive, reverse };
-    let func = jit.compile_fn(&|func, fctx, frontend| build_scan(spec, func, fctx, frontend))?;
-    Ok(AxisKernel { node: *node, axis: axis as usize, func })
+    Ok((spec, *node, axis as usize))
+}
+
+/// Builds the kernel of `spec` into `func` (`crate::codegen::scan`, `crate::codegen::arg`):
+/// the JIT and AOT objects compile axis kernels through here.
+#[cfg(feature = "jit")]
+pub(crate) fn build_axis(
+    spec: AxisSpec,
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+    frontend: TargetFrontendConfig,
+) -> Result<(), CodegenError> {
+    match spec {
+        AxisSpec::Scan { op, dtype, exclusive, reverse } => {
+            build_scan(ScanSpec { op, dtype, exclusive, reverse }, func, fctx, frontend)
+        }
+        AxisSpec::Arg { max, dtype } => build_arg(max, dtype, func, fctx, frontend),
+    }
 }
 
 /// The sizes `[outer, n, inner]` of `shape` around `axis`.
@@ -52,29 +88,4 @@ pub(crate) fn scan_sizes(shape: &[usize], axis: usize) -> [usize; 3] {
     let n = shape.get(axis).copied().unwrap_or(1);
     let inner = shape.iter().skip(axis + 1).product();
     [outer, n, inner]
-}
-
-/// Compiles the single `argmax`/`argmin` node of `kernel`.
-#[cfg(feature = "jit")]
-pub(crate) fn compile_arg(
-    jit: &Jit,
-    graph: &Graph,
-    kernel: &Kernel,
-) -> Result<AxisKernel, CodegenError> {
-    let [node] = kernel.nodes.as_slice() else {
-        return Err(CodegenError::Internal("an argmax/argmin kernel of several nodes".into()));
-    };
-    let n = graph.node(*node);
-    let (max, axis) = match n.op {
-        Op::ArgMax { axis, .. } => (true, axis),
-        Op::ArgMin { axis, .. } => (false, axis),
-        _ => return Err(CodegenError::Internal(format!("`{}` in an arg kernel", n.op.name()))),
-    };
-    let Some(&x) = n.inputs.first() else {
-        return Err(CodegenError::Internal("argmax/argmin without input".into()));
-    };
-    let dtype = graph.ty(x).dtype;
-    let func =
-        jit.compile_fn(&|func, fctx, frontend| build_arg(max, dtype, func, fctx, frontend))?;
-    Ok(AxisKernel { node: *node, axis: axis as usize, func })
 }

@@ -1,9 +1,9 @@
 //! AOT objects (`tfn_backend::aot`): an object of a planned function is a relocatable ELF file
 //! whose kernels are deduplicated as the JIT's, once per CPU tier in a portable object; the
 //! runtime's schedule takes exactly the object's kernels, and a table whose fingerprints or
-//! count do not match the plans is an error, never a call; functions whose steps need the JIT
-//! are refused; the tier choice and the function metadata. (Linking and calling an object: the
-//! root crate's `tests/cli/aot.rs`.)
+//! count do not match the plans is an error, never a call (loop kernels and scans alike);
+//! functions whose steps the interpreter runs are refused; the tier choice and the function
+//! metadata. (Linking and calling an object: the root crate's `tests/cli/aot.rs`.)
 
 use tfn_backend::aot::{choose_tier, AotError, CpuChoice, FunctionMeta, ObjectBuilder};
 use tfn_backend::{CodegenError, CompileOptions, CompiledFunction, SimdLevel};
@@ -88,19 +88,41 @@ fn an_object_holds_the_kernels_and_the_runtime_checks_every_one() {
     assert!(matches!(e, Err(CodegenError::Internal(_))), "a null kernel");
 }
 
+const INT_MATMUL: &str = "func imm(a: i32[s0, s1], b: i32[s1, s2]) -> (i32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : i32[s0, s1]
+  %1 = param 1 : i32[s1, s2]
+  %2 = matmul %0, %1 : i32[s0, s2]
+  return %2
+}
+";
+
 #[test]
-fn functions_whose_steps_need_the_jit_are_refused() {
+fn scans_are_object_kernels_and_interpreted_steps_are_refused() {
+    // A scan's kernel (its own code generator) is a kernel of the object, fingerprinted.
     let graph = parse_graph(SCAN).expect("graph parses");
     let mut object =
         ObjectBuilder::new("t", &CpuChoice::Host(SimdLevel::V128)).expect("object module");
-    match object.add_function(&meta("running"), &graph, fuse(&graph)) {
-        Err(AotError::Unsupported(why)) => assert!(why.contains("scan"), "{why}"),
+    object.add_function(&meta("running"), &graph, fuse(&graph)).expect("a scan builds");
+    let fps = object.fingerprints(0);
+    assert_eq!(fps.len(), 1);
+    let table = [(0x1000 as *const u8, fps[0])];
+    let options = CompileOptions::default();
+    // SAFETY (all calls below): nothing is run; only the schedule is assembled.
+    let ok = unsafe { CompiledFunction::from_object(&graph, fuse(&graph), &table, &options) };
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    let wrong = [(0x1000 as *const u8, fps[0] ^ 1)];
+    let e = unsafe { CompiledFunction::from_object(&graph, fuse(&graph), &wrong, &options) };
+    assert!(matches!(&e, Err(CodegenError::Internal(m)) if m.contains("fingerprint")));
+    // An integer GEMM runs in the interpreter: refused at build time and by the runtime.
+    let graph = parse_graph(INT_MATMUL).expect("graph parses");
+    match object.add_function(&meta("imm"), &graph, fuse(&graph)) {
+        Err(AotError::Unsupported(why)) => assert!(why.contains("kernel 0"), "{why}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
-    // The runtime refuses such a schedule too (no kernel could be taken for it).
-    let e = unsafe {
-        CompiledFunction::from_object(&graph, fuse(&graph), &[], &CompileOptions::default())
-    };
+    let e = unsafe { CompiledFunction::from_object(&graph, fuse(&graph), &[], &options) };
     assert!(matches!(e, Err(CodegenError::Unsupported(_))), "{:?}", e.err());
 }
 
@@ -136,6 +158,51 @@ fn tier_choice_and_function_metadata() {
     let (back, body) = FunctionMeta::parse_blob(&blob).expect("blob parses");
     assert_eq!(back, m);
     assert_eq!(body, tfn_backend::aot::BlobBody::Program("program inputs=1"));
+    let blob = format!("{}program vjp\nprogram inputs=1", m.to_text());
+    let (_, body) = FunctionMeta::parse_blob(&blob).expect("blob parses");
+    assert_eq!(body, tfn_backend::aot::BlobBody::ProgramVjp("program inputs=1"));
     assert!(FunctionMeta::parse_blob("fn f\n").is_err(), "no graph");
     assert!(FunctionMeta::parse_blob("param x [?,q]\ngraph\n").is_err(), "bad size");
+}
+
+/// A vjp's stage payloads (`gradient ...` and three parts) that do not read back are errors
+/// naming what is wrong, never a panic or a wrong call.
+#[test]
+fn damaged_gradient_payloads_are_errors() {
+    use tfn_ir::program::run::{Plan, PlanStep};
+    use tfn_ir::ValueId;
+    let signature = parse_graph(SCAN).expect("graph parses");
+    let result = signature.ty(signature.outputs[0]).clone();
+    let cases = [
+        ("gradient results x differentiated 0\n", "bad gradient stage"),
+        ("gradient results 1 differentiated z\n", "bad gradient stage"),
+        ("gradient results 1 differentiated 0\n", "without its parts"),
+        ("gradient results 1 differentiated 0\npart 99\nabc\n", "truncated"),
+        ("gradient results 1 differentiated 0\npart 3\nabc\n", "kernel count"),
+        ("gradient results 1 differentiated 0\npart 10\nkernels 5\n\n", "more than the object"),
+    ];
+    for (payload, message) in cases {
+        let plan = Plan {
+            signature: signature.clone(),
+            param_values: vec![ValueId(0)],
+            steps: vec![PlanStep::Stage {
+                stage: payload.to_string(),
+                reads: vec![],
+                writes: vec![ValueId(1)],
+            }],
+            outputs: vec![ValueId(1)],
+            values: 2,
+        };
+        let text =
+            tfn_ir::program::text::print_plan(&plan, std::slice::from_ref(&result), &mut |s| {
+                s.clone()
+            });
+        // SAFETY: the table is empty: nothing is called.
+        let loaded =
+            unsafe { tfn_backend::aot::load_program(&text, &[], &CompileOptions::default()) };
+        match loaded {
+            Err(e) => assert!(e.contains(message), "{payload:?}: {e}"),
+            Ok(_) => panic!("{payload:?} loaded"),
+        }
+    }
 }

@@ -30,9 +30,10 @@ use tfn_backend::aot::c_abi::{
     dtype_code, dtype_of_code, TfnBuffer, MAX_RANK, TFN_ERR_ARGUMENT, TFN_ERR_INTERNAL,
     TFN_ERR_MODULE, TFN_ERR_RUN, TFN_OK,
 };
-use tfn_backend::aot::{self, BlobBody, FunctionMeta};
+use tfn_backend::aot::{self, BlobBody, FunctionMeta, ProgramStage};
 use tfn_backend::{CompileOptions, CompiledFunction, RunError, TensorView, TensorViewMut};
 use tfn_ir::program::run::Plan;
+use tfn_ir::program::vjp::{self, vjp_signature};
 pub use tfn_ir::DType;
 use tfn_ir::{Graph, TensorType};
 
@@ -65,8 +66,14 @@ struct Loaded {
 enum Exec {
     /// A straight-line function: one executor.
     Graph(CompiledFunction),
-    /// A function with loops: its plan of executors, and its result types.
-    Program { plan: Plan<CompiledFunction>, results: Vec<TensorType> },
+    /// A function with loops: its plan of executors and the types of its outputs; for the
+    /// vjp of one (`vjp`), its signature (the arguments, then one cotangent per result) and
+    /// the gradients' types.
+    Program {
+        plan: Plan<ProgramStage<CompiledFunction>>,
+        results: Vec<TensorType>,
+        vjp: Option<Graph>,
+    },
 }
 
 impl Loaded {
@@ -74,10 +81,24 @@ impl Loaded {
     fn run(&self, inputs: &[TensorView<'_>]) -> Result<Vec<Tensor>, RunError> {
         match &self.exec {
             Exec::Graph(f) => f.run(inputs),
-            Exec::Program { plan, .. } => {
+            Exec::Program { plan, vjp, .. } => {
                 let values: Vec<TensorValue> =
                     inputs.iter().cloned().map(TensorValue::from).collect();
-                plan.run(&values, &mut aot::ObjectStages)
+                let Some(signature) = vjp else {
+                    return plan.run(&values, &mut aot::ObjectStages);
+                };
+                let (args, cots) = values.split_at(plan.inputs().min(values.len()));
+                let stages = &mut aot::ObjectStages;
+                let (_, grads) = vjp::vjp(plan, args, cots, stages, false, false)?;
+                // One gradient per float argument, in order (zeros where none reaches it), as
+                // `Session::vjp`.
+                let mut out = Vec::new();
+                for ((a, p), g) in args.iter().zip(&signature.params).zip(grads) {
+                    if p.ty.dtype.is_float() {
+                        out.push(g.unwrap_or_else(|| vjp::zeros(a.dtype(), a.shape())));
+                    }
+                }
+                Ok(out)
             }
         }
     }
@@ -112,6 +133,7 @@ impl Loaded {
     fn signature(&self) -> &Graph {
         match &self.exec {
             Exec::Graph(f) => f.graph(),
+            Exec::Program { vjp: Some(signature), .. } => signature,
             Exec::Program { plan, .. } => &plan.signature,
         }
     }
@@ -317,7 +339,13 @@ unsafe fn load_for(
                 aot::load_graph(text, &image.kernels, &options).map(Exec::Graph)
             }
             BlobBody::Program(text) => aot::load_program(text, &image.kernels, &options)
-                .map(|(plan, results)| Exec::Program { plan, results }),
+                .map(|(plan, results)| Exec::Program { plan, results, vjp: None }),
+            BlobBody::ProgramVjp(text) => {
+                aot::load_program(text, &image.kernels, &options).map(|(plan, results)| {
+                    let (signature, grads) = vjp_signature(&plan.signature, &results);
+                    Exec::Program { plan, results: grads, vjp: Some(signature) }
+                })
+            }
         }
     }
     .map_err(|e| Failure::module(format!("`{}`: {e}", meta.name)))?;

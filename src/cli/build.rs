@@ -11,17 +11,22 @@
 
 use super::{session_for, BackendArg, Outcome};
 use std::path::{Path, PathBuf};
-use tfn_backend::aot::{CpuChoice, FunctionMeta, ObjectBuilder};
+use tfn_backend::aot::{CpuChoice, FunctionMeta, ObjectBuilder, ProgramStage, StageGradient};
 use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
 use tfn_ir::program::run::Plan;
 use tfn_ir::{DType, Graph, TensorType};
 use tfn_passes::fusion::FusedGraph;
 
+/// A stage of a function with loops as `tfnc build` plans it: its planned graph and, for a
+/// vjp, its gradient's halves.
+type BuildStage = ProgramStage<(Graph, FusedGraph)>;
+
 /// What goes into the object for one function: its planned graph, or (a function with loops)
-/// its plan of planned stage graphs and its result types.
+/// its plan of planned stage graphs, its result types and, for its vjp, the vjp's signature
+/// and the gradients' types.
 pub(crate) enum Built {
     Graph(tfn_passes::pipeline::Planned),
-    Program(Plan<(Graph, FusedGraph)>, Vec<TensorType>),
+    Program(Plan<BuildStage>, Vec<TensorType>, Option<(Graph, Vec<TensorType>)>),
 }
 
 impl Built {
@@ -29,14 +34,16 @@ impl Built {
     pub(crate) fn signature(&self) -> &Graph {
         match self {
             Built::Graph(p) => &p.graph,
-            Built::Program(plan, _) => &plan.signature,
+            Built::Program(_, _, Some((signature, _))) => signature,
+            Built::Program(plan, _, None) => &plan.signature,
         }
     }
 
     pub(crate) fn results(&self) -> Vec<TensorType> {
         match self {
             Built::Graph(p) => p.graph.outputs.iter().map(|v| p.graph.ty(*v).clone()).collect(),
-            Built::Program(_, results) => results.clone(),
+            Built::Program(_, _, Some((_, grads))) => grads.clone(),
+            Built::Program(_, results, None) => results.clone(),
         }
     }
 }
@@ -62,7 +69,9 @@ pub(crate) fn build_object(
             Built::Graph(planned) => {
                 object.add_function(meta, &planned.graph, planned.fused.clone())
             }
-            Built::Program(plan, results) => object.add_program(meta, plan, results),
+            Built::Program(plan, results, vjp) => {
+                object.add_program(meta, plan, results, vjp.is_some())
+            }
         };
         added.map_err(|e| match e {
             tfn_backend::aot::AotError::Unsupported(why) => {
@@ -277,12 +286,6 @@ pub(crate) fn plan_function(
     let refuse = |why: String| {
         Outcome::UserError(format!("error: `{name}` cannot be built ahead of time: {why}"))
     };
-    if instance.has_loops() && vjp {
-        return Err(refuse(
-            "`--vjp` of a function with loops (`for`/`while`) is not supported by `tfnc build` yet"
-                .into(),
-        ));
-    }
     if !instance.guards.is_empty() {
         return Err(refuse(
             "its graph depends on whether derived sizes are 1; give every size of the inputs"
@@ -293,22 +296,49 @@ pub(crate) fn plan_function(
     // parameters are the function's, then one cotangent per result (as `Session::vjp`).
     let program = if instance.has_loops() {
         let program = instance.program().map_err(|e| refuse(e.to_string()))?;
-        // Every stage and loop body planned as a session prepares it.
-        let plan = Plan::compile(&program, &mut |graph: &Graph, _| {
+        if let Some(label) = tfn_ir::program::vjp::first_while(&program).filter(|_| vjp) {
+            return Err(refuse(format!(
+                "`--vjp`: it runs the `while` loop `{label}`, whose trip count depends on the values"
+            )));
+        }
+        let plan_graph = |graph: &Graph| -> Result<(Graph, FusedGraph), Outcome> {
             let planned = crate::pipeline::plan(library, graph, true)
                 .map_err(|e| Outcome::UserError(format!("error: {e}")))?;
             if let Some(why) = &planned.optimizer_fallback {
                 return Err(refuse(format!("the optimiser failed: {why}")));
             }
             Ok((planned.graph, planned.fused))
+        };
+        // Every stage and loop body planned as a session prepares it; for a vjp, with its
+        // gradient cut at its residuals (as `Session::vjp` prepares a function with loops).
+        let plan = Plan::compile(&program, &mut |graph: &Graph, regions| {
+            let forward = plan_graph(graph)?;
+            let gradient = if vjp && graph.params.iter().any(|p| p.ty.dtype.is_float()) {
+                let v = tfn_passes::autodiff::split_vjp(library, graph, regions).map_err(|e| {
+                    Outcome::UserError(tfn_ir::diagnostic::render_all(
+                        &e.diagnostics(),
+                        &library.sources,
+                    ))
+                })?;
+                Some(StageGradient {
+                    forward: plan_graph(&v.forward)?,
+                    backward: plan_graph(&v.backward)?,
+                    differentiated: v.differentiated,
+                })
+            } else {
+                None
+            };
+            Ok::<_, Outcome>(ProgramStage { forward, gradient, results: graph.outputs.len() })
         })?;
-        let results = program.outputs.iter().map(|o| instance.graph.ty(*o).clone()).collect();
-        Some((plan, results))
+        let results: Vec<TensorType> =
+            program.outputs.iter().map(|o| instance.graph.ty(*o).clone()).collect();
+        let signature = vjp.then(|| tfn_ir::program::vjp::vjp_signature(&plan.signature, &results));
+        Some((plan, results, signature))
     } else {
         None
     };
-    let graph = if let Some((plan, _)) = &program {
-        plan.signature.clone()
+    let graph = if let Some((plan, _, signature)) = &program {
+        signature.as_ref().map_or(&plan.signature, |(s, _)| s).clone()
     } else if vjp {
         tfn_passes::autodiff::vjp(library, &instance)
             .map_err(|e| {
@@ -337,7 +367,7 @@ pub(crate) fn plan_function(
         params.push((name, vec![None; p.ty.shape.rank()]));
     }
     let built = match program {
-        Some((plan, results)) => Built::Program(plan, results),
+        Some((plan, results, signature)) => Built::Program(plan, results, signature),
         None => {
             let planned = crate::pipeline::plan(library, &graph, true)
                 .map_err(|e| Outcome::UserError(format!("error: {e}")))?;

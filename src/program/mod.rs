@@ -13,14 +13,13 @@
 
 mod profile;
 mod run;
-mod tensors;
 mod vjp;
 
 pub(crate) use profile::{layout, ProgramTimes, StageInfo};
 pub(crate) use run::{run, run_profiled};
 pub(crate) use vjp::vjp;
 
-pub(crate) use tensors::zeros;
+pub(crate) use tfn_ir::program::vjp::zeros;
 pub(crate) use vjp::refuse_while;
 
 use crate::error::Error;
@@ -120,11 +119,6 @@ pub(crate) fn fallbacks(program: &CompiledProgram) -> Fallbacks {
         }
     }
     all
-}
-
-/// The gradient of a body that is one stage computing exactly its results.
-pub(super) fn single_backward(program: &CompiledProgram) -> Option<&Backward> {
-    program.single_stage().and_then(|s| s.backward.as_deref())
 }
 
 /// The steps of a compiled program, for the modules that walk them.

@@ -32,6 +32,9 @@ impl RunFailure for Error {
             other => other,
         }
     }
+    fn config(message: String) -> Self {
+        Error::Config(message)
+    }
 }
 
 /// The session's stages: run by their prepared executors (JIT or interpreter), timed into

@@ -2,16 +2,18 @@
 //! descriptor and the exported entry points (layout in [`super`]).
 
 use super::{
-    fingerprint, function_words, tier_line, FunctionMeta, Tier, HEADER_WORDS, MAGIC, TIERS, VERSION,
+    axis_fingerprint, fingerprint, function_words, gradient_payload, stage_payload, tier_line,
+    FunctionMeta, ProgramStage, Tier, HEADER_WORDS, MAGIC, TIERS, VERSION,
 };
 use crate::abi::KernelFn;
 use crate::codegen;
 use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::isa;
-use crate::jit::{compile_plan, declare_wide_with};
+use crate::jit::{compile_plan, declare_wide_with, BuildFn};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
+use crate::scan::{build_axis, AxisSpec};
 use crate::wide::{self, SimdLevel};
 use cranelift::codegen::control::ControlPlane;
 use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, UserFuncName};
@@ -24,6 +26,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use tfn_ir::program::run::Plan;
 use tfn_ir::program::text::print_plan;
+use tfn_ir::program::vjp::vjp_signature;
 use tfn_ir::{Graph, TensorType};
 use tfn_passes::fusion::FusedGraph;
 
@@ -208,35 +211,51 @@ impl ObjectBuilder {
     }
 
     /// Compiles the kernels of a function with loops — its plan's stages (planned graphs with
-    /// `fuse(graph)`), in program order — into the object as the function `meta.name`, and
-    /// embeds the plan as text (`tfn_ir::program::text`) with each stage's kernel count and
-    /// IR text. `results`: the function's result types (what sizes its outputs).
+    /// `fuse(graph)`; in a vjp, each stage's gradient halves after it), in program order —
+    /// into the object as the function `meta.name`, and embeds the plan as text
+    /// (`tfn_ir::program::text`, each stage's payload as [`super::stage_payload`] and
+    /// [`super::gradient_payload`]). `results`: the function's result types (what sizes its
+    /// outputs, or in a vjp its cotangents). With `vjp`, the entry point takes the arguments
+    /// and one cotangent per result and returns the gradients of the float arguments
+    /// (`tfn_ir::program::vjp`).
     pub fn add_program(
         &mut self,
         meta: &FunctionMeta,
-        plan: &Plan<(Graph, FusedGraph)>,
+        plan: &Plan<ProgramStage<(Graph, FusedGraph)>>,
         results: &[TensorType],
+        vjp: bool,
     ) -> Result<(), AotError> {
         let mut kernels: TierKernels = vec![Vec::new(); self.inner.tiers.len()];
         let mut fingerprints = Vec::new();
         let mut failed: Option<AotError> = None;
-        let text = print_plan(plan, results, &mut |(graph, fused): &(Graph, FusedGraph)| {
+        let mut one = |this: &mut Self, (graph, fused): &(Graph, FusedGraph)| -> String {
             if failed.is_some() {
                 return String::new();
             }
-            match self.compile_graph(graph, fused.clone()) {
+            match this.compile_graph(graph, fused.clone()) {
                 Ok((mine, prints, text)) => {
                     let count = prints.len();
                     for (all, tier) in kernels.iter_mut().zip(mine) {
                         all.extend(tier);
                     }
                     fingerprints.extend(prints);
-                    format!("kernels {count}\n{text}")
+                    stage_payload(&text, count)
                 }
                 Err(e) => {
                     failed = Some(e);
                     String::new()
                 }
+            }
+        };
+        let text = print_plan(plan, results, &mut |stage: &ProgramStage<(Graph, FusedGraph)>| {
+            let forward = one(self, &stage.forward);
+            match (&stage.gradient, vjp) {
+                (Some(g), true) => {
+                    let fw = one(self, &g.forward);
+                    let bw = one(self, &g.backward);
+                    gradient_payload(stage.results, &g.differentiated, [&forward, &fw, &bw])
+                }
+                _ => forward,
             }
         });
         if let Some(e) = failed {
@@ -252,15 +271,21 @@ impl ObjectBuilder {
             }
         }
         let mut blob = meta.to_text();
-        blob.push_str("program\n");
+        blob.push_str(if vjp { "program vjp\n" } else { "program\n" });
         blob.push_str(&text);
+        let (inputs, outputs) = if vjp {
+            let (signature, grads) = vjp_signature(&plan.signature, results);
+            (signature.params.len(), grads.len())
+        } else {
+            (plan.signature.params.len(), plan.outputs.len())
+        };
         self.functions.push(Entry {
             name: meta.name.clone(),
             blob: blob.into_bytes(),
             kernels,
             fingerprints,
-            inputs: plan.signature.params.len(),
-            outputs: plan.outputs.len(),
+            inputs,
+            outputs,
         });
         Ok(())
     }
@@ -461,8 +486,17 @@ impl KernelSource for ObjectSource<'_> {
         Ok(not_callable)
     }
 
-    fn jit(&self) -> Option<&crate::jit::Jit> {
-        None
+    fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError> {
+        let mut inner = self.inner.borrow_mut();
+        let mut kernels = self.kernels.borrow_mut();
+        let spec = *spec;
+        for (tier, ids) in kernels.iter_mut().enumerate() {
+            let build: &BuildFn<'_> =
+                &|func, fctx, frontend| build_axis(spec, func, fctx, frontend);
+            ids.push(inner.define(tier, build)?);
+        }
+        self.fingerprints.borrow_mut().push(axis_fingerprint(&spec));
+        Ok(not_callable)
     }
 }
 
@@ -477,18 +511,22 @@ impl Inner {
         let Some(code) = self.tiers.get(tier) else {
             return Err(CodegenError::Internal(format!("no tier {tier}")));
         };
+        let (features, wide) = (code.features, code.wide.clone());
+        self.define(tier, &|func, fctx, frontend| {
+            codegen::build(plan, func, fctx, lane, features, &wide, frontend)
+        })
+    }
+
+    /// As `JitInner::define`, into the object for `tier`'s ISA: the function `build` writes,
+    /// defined as a local symbol (identical functions of a tier share one).
+    fn define(&mut self, tier: usize, build: &BuildFn<'_>) -> Result<FuncId, CodegenError> {
+        let Some(code) = self.tiers.get(tier) else {
+            return Err(CodegenError::Internal(format!("no tier {tier}")));
+        };
         self.module.clear_context(&mut self.ctx);
         let frontend = code.isa.frontend_config();
         let mut fctx = FunctionBuilderContext::new();
-        let built = codegen::build(
-            plan,
-            &mut self.ctx.func,
-            &mut fctx,
-            lane,
-            code.features,
-            &code.wide,
-            frontend,
-        );
+        let built = build(&mut self.ctx.func, &mut fctx, frontend);
         if let Err(e) = built {
             self.module.clear_context(&mut self.ctx);
             return Err(e);
@@ -504,6 +542,7 @@ impl Inner {
             .module
             .declare_function(&name, Linkage::Local, &sig)
             .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let code = &self.tiers[tier];
         let defined = define_for(&mut self.module, &mut self.ctx, &*code.isa, id);
         self.module.clear_context(&mut self.ctx);
         defined?;

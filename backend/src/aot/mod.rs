@@ -44,10 +44,12 @@ use crate::error::CodegenError;
 use crate::error::RunError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::plan::LoopPlan;
+use crate::scan::AxisSpec;
 use crate::tensors::{TensorView, TensorViewMut};
 use crate::wide::SimdLevel;
 use std::cell::Cell;
 use tfn_ir::program::run::{Plan, StageRunner};
+use tfn_ir::program::vjp::{Differentiable, GradRunner, Gradient};
 use tfn_ir::{Graph, Tensor, TensorType, TensorValue};
 use tfn_passes::fusion::FusedGraph;
 
@@ -129,14 +131,20 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
+/// A scan's or arg-reduction's fingerprint (see [`fingerprint`]).
+pub(crate) fn axis_fingerprint(spec: &AxisSpec) -> u64 {
+    fnv1a(format!("{spec:?}").as_bytes())
+}
+
 /// Kernels taken from an object's table in step order, each after its fingerprint matched.
 struct TableSource<'a> {
     kernels: &'a [(*const u8, u64)],
     next: Cell<usize>,
 }
 
-impl KernelSource for TableSource<'_> {
-    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+impl TableSource<'_> {
+    /// The next kernel, whose plan (or axis spec) has the fingerprint `actual`.
+    fn take(&self, actual: u64) -> Result<KernelFn, CodegenError> {
         let i = self.next.get();
         let Some(&(addr, expected)) = self.kernels.get(i) else {
             return Err(CodegenError::Internal(format!(
@@ -144,7 +152,7 @@ impl KernelSource for TableSource<'_> {
                 self.kernels.len()
             )));
         };
-        if fingerprint(plan) != expected {
+        if actual != expected {
             return Err(CodegenError::Internal(format!(
                 "kernel {i}: the object's code was compiled from another plan (fingerprint \
                  mismatch): the object and the runtime library are from different tfn versions"
@@ -158,10 +166,15 @@ impl KernelSource for TableSource<'_> {
         // signature, from this very plan (the fingerprint matched).
         Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(addr) })
     }
+}
 
-    #[cfg(feature = "jit")]
-    fn jit(&self) -> Option<&crate::jit::Jit> {
-        None
+impl KernelSource for TableSource<'_> {
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        self.take(fingerprint(plan))
+    }
+
+    fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError> {
+        self.take(axis_fingerprint(spec))
     }
 }
 
@@ -223,20 +236,78 @@ pub unsafe fn load_graph(
         .map_err(|e| e.to_string())
 }
 
+/// A stage of a function with loops in an object: what runs it (at build time `G` is its
+/// planned graph with its fusion, at run time its executor) and, in a vjp, its gradient cut at
+/// its residuals (`tfn_passes::autodiff::split_vjp`), whose halves the reverse mode runs
+/// (`tfn_ir::program::vjp`).
+pub struct ProgramStage<G> {
+    pub forward: G,
+    pub gradient: Option<StageGradient<G>>,
+    /// How many results the stage has.
+    pub results: usize,
+}
+
+/// A stage's gradient in two halves (see `tfn_ir::program::vjp::Gradient`).
+pub struct StageGradient<G> {
+    pub forward: G,
+    pub backward: G,
+    pub differentiated: Vec<usize>,
+}
+
+impl<G> Differentiable for ProgramStage<G> {
+    type Half = G;
+
+    fn results(&self) -> usize {
+        self.results
+    }
+
+    fn gradient(&self) -> Option<Gradient<'_, G>> {
+        self.gradient.as_ref().map(|g| Gradient {
+            forward: &g.forward,
+            backward: &g.backward,
+            differentiated: &g.differentiated,
+        })
+    }
+}
+
+/// A stage's payload in an object's program text: its kernel count and planned graph
+/// (`kernels N`, a newline, the IR text) or, for a stage of a vjp, `gradient results R
+/// differentiated P...`, a newline and three parts (the stage, its forward half, its backward
+/// half), each `part LEN`, a newline, exactly `LEN` bytes of such a payload and a newline.
+pub fn stage_payload(graph: &str, kernels: usize) -> String {
+    format!("kernels {kernels}\n{graph}")
+}
+
+/// A gradient stage's payload (see [`stage_payload`]) from its three parts' payloads.
+pub fn gradient_payload(results: usize, differentiated: &[usize], parts: [&str; 3]) -> String {
+    let mut s = format!("gradient results {results} differentiated");
+    for p in differentiated {
+        s.push_str(&format!(" {p}"));
+    }
+    s.push('\n');
+    for part in parts {
+        s.push_str(&format!("part {}\n{part}\n", part.len()));
+    }
+    s
+}
+
 /// A function with loops of an object (its plan's text, `tfn_ir::program::text`) with the
-/// function's kernels: every stage loaded by [`load_graph`] with its own run of the table, in
-/// program order. Returns the plan and the function's result types.
+/// function's kernels: every stage (and, in a vjp, its gradient's halves) loaded by
+/// [`load_graph`] with its own run of the table, in program order. Returns the plan and the
+/// function's result types.
 ///
 /// # Safety
 /// As [`CompiledFunction::from_object`].
+#[allow(clippy::type_complexity)]
 pub unsafe fn load_program(
     text: &str,
     kernels: &[(*const u8, u64)],
     options: &CompileOptions,
-) -> Result<(Plan<CompiledFunction>, Vec<TensorType>), String> {
+) -> Result<(Plan<ProgramStage<CompiledFunction>>, Vec<TensorType>), String> {
     let (plan, results) = tfn_ir::program::text::parse_plan(text).map_err(|e| e.to_string())?;
     let mut next = 0usize;
-    let plan = plan.try_map(&mut |payload: &String| {
+    // One planned graph with the next `count` kernels.
+    let mut graph = |payload: &str| -> Result<CompiledFunction, String> {
         let (count, graph) = payload
             .split_once('\n')
             .and_then(|(head, graph)| Some((head.strip_prefix("kernels ")?, graph)))
@@ -247,8 +318,44 @@ pub unsafe fn load_program(
                 format!("the stages use more than the object's {} kernels", kernels.len())
             })?;
         next += count;
-        // SAFETY: the caller's contract; each stage gets its own run of the table.
+        // SAFETY: the caller's contract; each graph gets its own run of the table.
         unsafe { load_graph(graph, mine, options) }
+    };
+    let plan = plan.try_map(&mut |payload: &String| {
+        let Some((head, mut rest)) =
+            payload.strip_prefix("gradient ").and_then(|p| p.split_once('\n'))
+        else {
+            let forward = graph(payload)?;
+            let results = forward.graph().outputs.len();
+            return Ok(ProgramStage { forward, gradient: None, results });
+        };
+        let bad = || format!("bad gradient stage `{head}`");
+        let (results, differentiated) = head
+            .strip_prefix("results ")
+            .and_then(|h| h.split_once(" differentiated"))
+            .ok_or_else(bad)?;
+        let results: usize = results.parse().map_err(|_| bad())?;
+        let differentiated = differentiated
+            .split_whitespace()
+            .map(|p| p.parse::<usize>().map_err(|_| bad()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut parts = Vec::with_capacity(3);
+        for _ in 0..3 {
+            let (len, after) = rest
+                .strip_prefix("part ")
+                .and_then(|r| r.split_once('\n'))
+                .ok_or_else(|| "a gradient stage without its parts".to_string())?;
+            let len: usize = len.parse().map_err(|_| format!("bad part length `{len}`"))?;
+            let part = after.get(..len).ok_or_else(|| "a truncated gradient part".to_string())?;
+            rest = after.get(len..).and_then(|r| r.strip_prefix('\n')).unwrap_or("");
+            parts.push(graph(part)?);
+        }
+        let mut parts = parts.into_iter();
+        let (Some(forward), Some(fw), Some(bw)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err("a gradient stage without its parts".to_string());
+        };
+        let gradient = StageGradient { forward: fw, backward: bw, differentiated };
+        Ok(ProgramStage { forward, gradient: Some(gradient), results })
     })?;
     if next != kernels.len() {
         return Err(format!("the stages use {next} of the object's {} kernels", kernels.len()));
@@ -259,31 +366,46 @@ pub unsafe fn load_program(
 /// The stages of a program loaded from an object: each an executor of object kernels.
 pub struct ObjectStages;
 
-impl StageRunner<CompiledFunction> for ObjectStages {
+/// Runs one executor on a stage's arguments.
+fn run_function(f: &CompiledFunction, args: &[TensorValue<'_>]) -> Result<Vec<Tensor>, RunError> {
+    let views: Vec<TensorView> = args.iter().map(TensorView::from).collect();
+    f.run(&views)
+}
+
+impl StageRunner<ProgramStage<CompiledFunction>> for ObjectStages {
     type Error = RunError;
 
     fn run(
         &mut self,
-        stage: &CompiledFunction,
+        stage: &ProgramStage<CompiledFunction>,
         args: &[TensorValue<'_>],
     ) -> Result<Vec<Tensor>, RunError> {
-        let views: Vec<TensorView> = args.iter().map(TensorView::from).collect();
-        stage.run(&views)
+        run_function(&stage.forward, args)
     }
 
     fn run_into(
         &mut self,
-        stage: &CompiledFunction,
+        stage: &ProgramStage<CompiledFunction>,
         args: &[TensorValue<'_>],
         outs: &mut [Tensor],
     ) -> Result<bool, RunError> {
         let views: Vec<TensorView> = args.iter().map(TensorView::from).collect();
         let mut outs: Vec<TensorViewMut> = outs.iter_mut().map(TensorViewMut::from).collect();
-        match stage.run_into(&views, &mut outs) {
+        match stage.forward.run_into(&views, &mut outs) {
             Ok(()) => Ok(true),
             Err(RunError::OutputType { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+impl GradRunner<ProgramStage<CompiledFunction>> for ObjectStages {
+    fn run_half(
+        &mut self,
+        half: &CompiledFunction,
+        args: &[TensorValue<'_>],
+    ) -> Result<Vec<Tensor>, RunError> {
+        run_function(half, args)
     }
 }
 
@@ -425,6 +547,8 @@ impl FunctionMeta {
                 return Ok((meta, BlobBody::Graph(rest)));
             } else if line == "program" {
                 return Ok((meta, BlobBody::Program(rest)));
+            } else if line == "program vjp" {
+                return Ok((meta, BlobBody::ProgramVjp(rest)));
             } else if let Some(name) = line.strip_prefix("fn ") {
                 meta.name = name.to_string();
             } else if let Some(rest) = line.strip_prefix("param ") {
@@ -450,9 +574,12 @@ impl FunctionMeta {
     }
 }
 
-/// What runs of a function: one planned graph's IR text, or a program's plan as text.
+/// What runs of a function: one planned graph's IR text, or a program's plan as text (the
+/// function's, or — `program vjp` — that of its vector-Jacobian product, whose stages carry
+/// their gradients' halves).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlobBody<'a> {
     Graph(&'a str),
     Program(&'a str),
+    ProgramVjp(&'a str),
 }

@@ -2,9 +2,8 @@
 
 use crate::abi::KernelFn;
 use crate::error::CodegenError;
-#[cfg(feature = "jit")]
-use crate::jit::Jit;
 use crate::plan::LoopPlan;
+use crate::scan::{axis_spec, AxisKernel, AxisSpec};
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
 use tfn_passes::fusion::{matmul_operand_view, Kernel, KernelKind};
 
@@ -63,42 +62,22 @@ pub(crate) trait KernelSource {
     /// The kernel of a loop plan (elementwise/reduction kernels, GEMM and window epilogues),
     /// asked for in step order.
     fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError>;
-    /// The JIT, for kernels built by their own code generator (scans, arg-reductions);
-    /// `None` where there is none (they are then unsupported).
-    #[cfg(feature = "jit")]
-    fn jit(&self) -> Option<&Jit>;
-}
-
-/// The error for a kernel only the JIT compiles, where there is none.
-fn needs_jit(what: &str) -> CodegenError {
-    CodegenError::Unsupported(format!("{what}: compiled only by the JIT, not in AOT objects yet"))
+    /// The kernel of a scan or an `argmax`/`argmin` (built by their own code generators),
+    /// asked for in step order among the loop kernels.
+    fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError>;
 }
 
 /// The step of an `argmax`/`argmin` kernel (`scan: false`) or a scan kernel.
-#[cfg(feature = "jit")]
 fn axis_step(
     src: &dyn KernelSource,
     graph: &Graph,
     kernel: &Kernel,
     scan: bool,
 ) -> Result<Step, CodegenError> {
-    match (src.jit(), scan) {
-        (Some(jit), true) => Ok(Step::Scan(crate::scan::compile_scan(jit, graph, kernel)?)),
-        (Some(jit), false) => Ok(Step::Arg(crate::scan::compile_arg(jit, graph, kernel)?)),
-        (None, true) => Err(needs_jit("scan kernel")),
-        (None, false) => Err(needs_jit("argmax/argmin kernel")),
-    }
-}
-
-/// Without the JIT, kernels along an axis are unsupported.
-#[cfg(not(feature = "jit"))]
-fn axis_step(
-    _src: &dyn KernelSource,
-    _graph: &Graph,
-    _kernel: &Kernel,
-    scan: bool,
-) -> Result<Step, CodegenError> {
-    Err(needs_jit(if scan { "scan kernel" } else { "argmax/argmin kernel" }))
+    let (spec, node, axis) = axis_spec(graph, kernel, scan)?;
+    let func = src.axis_kernel(&spec)?;
+    let k = AxisKernel { node, axis, func };
+    Ok(if scan { Step::Scan(k) } else { Step::Arg(k) })
 }
 
 pub(super) fn compile_kernel(

@@ -17,6 +17,7 @@
 
 pub mod run;
 pub mod text;
+pub mod vjp;
 
 use crate::graph::{Graph, GraphParam, Node, Origin, ValueId};
 use crate::lower::CallRegion;

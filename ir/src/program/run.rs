@@ -10,8 +10,8 @@
 //! `at most`. A `for` whose body is one stage computing exactly its carried values writes its
 //! trips into two sets of buffers in turn, so no trip allocates.
 //!
-//! A [`Recorder`] (the session's reverse mode) sees the top level's stages and `for` trips and
-//! may run them itself, keeping what the backward pass reads.
+//! A [`Recorder`] (the reverse mode, [`super::vjp`]) sees the top level's stages and `for`
+//! trips and may run them itself with the run's runner, keeping what the backward pass reads.
 
 use super::{LoopKind, LoopSpec, Program, Step};
 use crate::bind::BindError;
@@ -209,6 +209,10 @@ pub trait RunFailure: Sized {
     /// The same failure, located in a trip of a loop (`at`: "\n  in trip 3 of `for ...`"):
     /// appended to shape and run-time messages.
     fn in_trip(self, at: &str) -> Self;
+    /// A configuration that cannot be read (`TFN_MAX_TENSOR_BYTES`).
+    fn config(message: String) -> Self {
+        Self::internal(message)
+    }
 }
 
 /// What runs the stages of a [`Plan<S>`].
@@ -230,16 +234,18 @@ pub trait StageRunner<S> {
     }
 }
 
-/// Hooks of a recording run (the reverse mode) into the top level of a program: each may run
-/// the step itself (`Some`) or leave it to the runner (`None`).
-pub trait Recorder<S, E> {
+/// Hooks of a recording run (the reverse mode, [`super::vjp`]) into the top level of a
+/// program: each may run the step itself with the run's `runner` (`Some`) or leave it to the
+/// runner (`None`).
+pub trait Recorder<S, R: StageRunner<S>> {
     /// Top-level step `step`, a stage.
     fn stage(
         &mut self,
         step: usize,
         stage: &S,
         args: &[TensorValue<'_>],
-    ) -> Option<Result<Vec<Tensor>, E>>;
+        runner: &mut R,
+    ) -> Option<Result<Vec<Tensor>, R::Error>>;
     /// Top-level step `step`, a `for` loop of `trips` trips from `start` starting from `init`.
     fn for_loop(
         &mut self,
@@ -248,7 +254,7 @@ pub trait Recorder<S, E> {
         init: &[TensorValue<'_>],
         start: i64,
         trips: usize,
-    ) -> Result<(), E>;
+    ) -> Result<(), R::Error>;
     /// Trip `trip` of the `for` loop at top-level step `step`, with the body's arguments
     /// (`carried`: the carried values it starts from).
     fn trip(
@@ -257,7 +263,8 @@ pub trait Recorder<S, E> {
         body: &Plan<S>,
         carried: &[TensorValue<'_>],
         args: &[TensorValue<'_>],
-    ) -> Option<Result<Vec<Tensor>, E>>;
+        runner: &mut R,
+    ) -> Option<Result<Vec<Tensor>, R::Error>>;
 }
 
 /// The value table of a run.
@@ -302,7 +309,7 @@ impl<S> Plan<S> {
         &self,
         inputs: &'a [TensorValue<'_>],
         runner: &mut R,
-        mut recorder: Option<&mut dyn Recorder<S, R::Error>>,
+        mut recorder: Option<&mut dyn Recorder<S, R>>,
     ) -> Result<Values<'a>, R::Error> {
         if inputs.len() != self.inputs() {
             return Err(R::Error::internal(format!(
@@ -326,7 +333,7 @@ impl<S> Plan<S> {
                         args.push(values.slot::<R::Error>(*r)?.view());
                     }
                     let recorded = match recorder.as_mut() {
-                        Some(r) => r.stage(k, stage, &args),
+                        Some(r) => r.stage(k, stage, &args, runner),
                         None => None,
                     };
                     let out = match recorded {
@@ -343,7 +350,7 @@ impl<S> Plan<S> {
                         sizes = Some(self.sizes(inputs).map_err(R::Error::bind)?);
                     }
                     let recorder =
-                        recorder.as_mut().map(|r| (k, &mut **r as &mut dyn Recorder<S, R::Error>));
+                        recorder.as_mut().map(|r| (k, &mut **r as &mut dyn Recorder<S, R>));
                     let ctx = LoopRun { values: &values, sizes: sizes.as_deref(), number: *number };
                     let results = run_loop(head, body, ctx, runner, recorder)?;
                     for (r, t) in head.results.iter().zip(results) {
@@ -464,7 +471,7 @@ fn run_loop<S, R: StageRunner<S>>(
     body: &Plan<S>,
     ctx: LoopRun<'_, '_>,
     runner: &mut R,
-    mut recorder: Option<(usize, &mut dyn Recorder<S, R::Error>)>,
+    mut recorder: Option<(usize, &mut dyn Recorder<S, R>)>,
 ) -> Result<Vec<Tensor>, R::Error> {
     let LoopRun { values, sizes, number } = ctx;
     let init: Vec<TensorValue> = head
@@ -495,7 +502,7 @@ fn run_loop<S, R: StageRunner<S>>(
                     let args =
                         trip_inputs::<R::Error>(head, values, Some(start + t as i64), &carried)?;
                     let recorded = match recorder.as_mut() {
-                        Some((step, r)) => r.trip(*step, body, &carried, &args),
+                        Some((step, r)) => r.trip(*step, body, &carried, &args, runner),
                         None => None,
                     };
                     match recorded {
