@@ -71,3 +71,20 @@ fn optimisation_time_of_gelu_and_a_200_op_graph() {
     assert!(big.nodes.len() >= 200, "the random graph has only {} nodes", big.nodes.len());
     assert_same_results(&big, &out.graph, 2);
 }
+
+/// egg runs on a mock clock (no TSC calibration at the first call: `optimize/clock.rs`) that
+/// follows real time: a time limit still stops a run, and reports itself as the reason.
+#[test]
+fn the_time_limit_still_stops_a_run() {
+    use tfn_passes::optimize::{optimize, Limits, RuleSet, StopReason};
+    let big = random_graph(2024, 260, 120, tfn_ir::DType::F32);
+    let limits = Limits { time: std::time::Duration::ZERO, ..Limits::default() };
+    let out = optimize(&big, &RuleSet::builtin(), &limits).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(out.report.stop_reason, StopReason::TimeLimit(s) if s > 0.0),
+        "stopped by {}",
+        out.report.stop_reason
+    );
+    assert_eq!(out.report.iterations, 1);
+    assert_same_results(&big, &out.graph, 2);
+}

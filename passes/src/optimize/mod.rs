@@ -17,6 +17,7 @@
 //! iteration and node limits decide in practice).
 
 pub mod analysis;
+mod clock;
 pub mod convert;
 pub mod cost;
 pub mod error;
@@ -165,6 +166,17 @@ pub fn optimize(
     rules: &RuleSet,
     limits: &Limits,
 ) -> Result<Optimized, OptimizeError> {
+    let clock = clock::EggClock::new();
+    clock.run(|| optimize_on(graph, rules, limits, &clock))
+}
+
+/// [`optimize`] with egg on `clock`.
+fn optimize_on(
+    graph: &Graph,
+    rules: &RuleSet,
+    limits: &Limits,
+    clock: &clock::EggClock,
+) -> Result<Optimized, OptimizeError> {
     let start = Instant::now();
     let mut egraph = TfnEGraph::default();
     let mut externs = convert::ExternTable::default();
@@ -186,6 +198,13 @@ pub fn optimize(
         .with_iter_limit(limits.iterations)
         .with_node_limit(limits.nodes)
         .with_time_limit(limits.time)
+        .with_hook({
+            let clock = clock.clone();
+            move |_| {
+                clock.sync();
+                Ok(())
+            }
+        })
         .run(rewrites);
 
     let conflicts = runner.egraph.analysis.type_conflicts;
