@@ -161,6 +161,7 @@ fn run(args: Args) -> Result<(), String> {
     let mut rng = SplitMix64(args.seed);
     let started = Instant::now();
     let mut last_valid = None;
+    let before = session.stats();
     for step in 1..=args.steps {
         let lr = schedule(&args, step);
         let t0 = Instant::now();
@@ -171,8 +172,8 @@ fn run(args: Args) -> Result<(), String> {
             let stats = session.stats();
             eprintln!(
                 "char_lm: first step {ms:.0} ms, of which compiling {:.0} ms ({} functions)",
-                stats.compile_time.as_secs_f64() * 1e3,
-                stats.compiles
+                (stats.compile_time - before.compile_time).as_secs_f64() * 1e3,
+                stats.compiles - before.compiles
             );
         }
         let valid = if step.is_multiple_of(args.eval_every.max(1)) || step == args.steps {

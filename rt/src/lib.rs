@@ -477,9 +477,8 @@ unsafe fn view<'a>(b: &TfnBuffer, what: &str) -> Result<TensorView<'a>, Failure>
         DType::Bool => view!(bool),
         DType::I8 => view!(i8),
         DType::U8 => view!(u8),
-        DType::F16 | DType::BF16 => {
-            return Err(Failure::argument(format!("{what}: {dtype} buffers are not supported yet")))
-        }
+        DType::F16 => view!(half::f16),
+        DType::BF16 => view!(half::bf16),
     })
 }
 
@@ -512,9 +511,8 @@ unsafe fn view_mut<'a>(b: &TfnBuffer, what: &str) -> Result<TensorViewMut<'a>, F
         DType::Bool => view!(bool),
         DType::I8 => view!(i8),
         DType::U8 => view!(u8),
-        DType::F16 | DType::BF16 => {
-            return Err(Failure::argument(format!("{what}: {dtype} buffers are not supported yet")))
-        }
+        DType::F16 => view!(half::f16),
+        DType::BF16 => view!(half::bf16),
     })
 }
 

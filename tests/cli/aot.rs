@@ -412,7 +412,8 @@ static void pf(void *user, int64_t count, int64_t max_threads, tfn_task_fn task,
 }
 static int64_t pf_calls;
 static size_t dsize(int64_t d) {
-    return d == TFN_F64 || d == TFN_I64 ? 8 : d == TFN_F32 || d == TFN_I32 ? 4 : 1;
+    return d == TFN_F64 || d == TFN_I64 ? 8 : d == TFN_F32 || d == TFN_I32 ? 4
+         : d == TFN_F16 || d == TFN_BF16 ? 2 : 1;
 }
 static int64_t count(const tfn_buffer *b) {
     int64_t n = 1;
@@ -492,7 +493,10 @@ fn tensor_bytes(t: &Tensor) -> Vec<u8> {
         Tensor::I32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Tensor::I64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Tensor::Bool(a) => a.iter().map(|&x| u8::from(x)).collect(),
-        other => panic!("unexpected dtype {}", other.dtype()),
+        Tensor::F16(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::BF16(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::I8(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Tensor::U8(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
     }
 }
 
@@ -572,6 +576,17 @@ fn every_step_kind_gives_the_sessions_bits() {
             vec![
                 ("x", g(&mut rng, &[263, 1031])),
                 ("key", Tensor::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![7, 11]).unwrap())),
+            ],
+        ),
+        // 16-bit floats: kernels run on f32 blocks (`executor/widened.rs`), a GEMM and a
+        // row kernel with a broadcast.
+        ("gelu", vec![("x", rng.tensor(tfn::DType::F16, &[263, 1031], (-3.0, 3.0)))]),
+        ("layernorm", vec![("x", rng.tensor(tfn::DType::BF16, &[263, 1031], (-3.0, 3.0)))]),
+        (
+            "bias_relu",
+            vec![
+                ("x", rng.tensor(tfn::DType::F16, &[70, 1031], (-2.0, 2.0))),
+                ("bias", rng.tensor(tfn::DType::F16, &[1031], (-2.0, 2.0))),
             ],
         ),
         (
