@@ -191,3 +191,52 @@ fn half_kernels_are_widened_and_identical_on_1_to_4_threads() {
         }
     }
 }
+
+/// A function with several kernels compiled for several threads is compiled ahead on that many
+/// threads (`Jit::warm`): the kernels are the ones a one-thread compile makes — the same
+/// number compiled and reused (identical kernels once), the same bits — and every warmed
+/// kernel is one the step-order compile then used.
+#[test]
+fn kernels_compiled_ahead_on_several_threads_are_the_step_order_ones() {
+    use tfn_backend::JitCompiler;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let mut paths: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.retain(|p| p.extension().is_some_and(|e| e == "tir"));
+    paths.sort();
+    let compilers: Vec<JitCompiler> = [1, 2]
+        .into_iter()
+        .map(|threads| {
+            let options = CompileOptions { threads, ..Default::default() };
+            JitCompiler::new(options).expect("host JIT")
+        })
+        .collect();
+    for path in &paths {
+        let src = std::fs::read_to_string(path).unwrap();
+        let graph = tfn_ir::text::parse_graph(&src).unwrap();
+        let rank = graph.params.iter().map(|p| p.ty.shape.rank()).max().unwrap_or(1);
+        let inputs =
+            random_inputs(&mut Rng::new(3), &graph, &[odd_size(rank, 70_000)], (-2.0, 2.0));
+        let results: Vec<Vec<Vec<u64>>> = compilers
+            .iter()
+            .map(|c| {
+                let f = c.compile(&graph).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let out =
+                    f.run(&views(&inputs)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                out.iter().map(bits).collect()
+            })
+            .collect();
+        assert_eq!(results[0], results[1], "{}", path.display());
+        assert_eq!(
+            compilers[0].code_stats(),
+            compilers[1].code_stats(),
+            "after {}",
+            path.display()
+        );
+    }
+    assert_eq!(compilers[0].warmed_kernels(), (0, 0));
+    let (compiled, _) = compilers[1].code_stats();
+    let (warmed, used) = compilers[1].warmed_kernels();
+    assert!(warmed > 20 && warmed <= compiled, "{warmed} warmed of {compiled}");
+    assert_eq!(used, warmed, "warmed kernels the step-order compile did not find");
+}
