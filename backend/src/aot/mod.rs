@@ -38,6 +38,10 @@ mod build;
 pub mod c_abi;
 #[cfg(feature = "jit")]
 pub use build::{AotError, CpuChoice, ObjectBuilder};
+#[cfg(feature = "jit")]
+mod standalone;
+#[cfg(feature = "jit")]
+pub use standalone::{StandaloneBuilder, AARCH64};
 
 use crate::abi::KernelFn;
 use crate::error::CodegenError;
