@@ -26,7 +26,7 @@ use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
 use chunked::ChunkedReduce;
 #[cfg(feature = "jit")]
-pub(crate) use chunked::{MAX_ROWS as CHUNKED_MAX_ROWS, MIN_LEN as CHUNKED_MIN_LEN};
+pub(crate) use chunked::{MAX_ROWS as CHUNKED_MAX_ROWS, MIN_LEN as CHUNKED_MIN_LEN, CHUNK};
 #[cfg(feature = "jit")]
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
