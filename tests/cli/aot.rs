@@ -1082,6 +1082,9 @@ fn c_ints(Tensor i, Tensor j) -> Tensor {
 fn c_axis(Tensor x) -> (Tensor, Tensor) {
     return (cumsum(x, dim=1), argmax(x, dim=1))
 }
+fn c_noise(Tensor x, Tensor key) -> (Tensor, Tensor) {
+    return (where(rand_like(x, key) >= 0.25, x / 0.75, 0.0), x + randn_like(x, key + 1))
+}
 fn c_matmul(Tensor x, Tensor w) -> Tensor {
     return matmul(x, w)
 }
@@ -1094,20 +1097,28 @@ fn c_loop(Tensor x) -> Tensor {
 }
 "#;
 
-/// The cross-compiling functions: name, arguments (name, dtype, shape as `r` rows `c` columns).
-const CROSS_FNS: &[(&str, &[(&str, tfn::DType, bool)])] = &[
-    ("c_gelu", &[("x", tfn::DType::F32, true)]),
-    ("c_gelu_erf", &[("x", tfn::DType::F32, true)]),
-    ("c_softmax", &[("x", tfn::DType::F32, true)]),
-    ("c_bias_relu", &[("x", tfn::DType::F32, true), ("b", tfn::DType::F32, false)]),
-    ("c_reduce", &[("x", tfn::DType::F32, true)]),
+/// The cross-compiling functions: name, and per argument its name, dtype and shape (`'m'`:
+/// `[rows, columns]`, `'v'`: `[columns]`, `'k'`: a random key, `[2]`).
+type CrossFn = (&'static str, &'static [(&'static str, tfn::DType, char)]);
+
+/// The functions of the module `x` (the functions), then those of `v` (their vjps).
+const CROSS_FNS: &[CrossFn] = &[
+    ("c_gelu", &[("x", tfn::DType::F32, 'm')]),
+    ("c_gelu_erf", &[("x", tfn::DType::F32, 'm')]),
+    ("c_softmax", &[("x", tfn::DType::F32, 'm')]),
+    ("c_bias_relu", &[("x", tfn::DType::F32, 'm'), ("b", tfn::DType::F32, 'v')]),
+    ("c_reduce", &[("x", tfn::DType::F32, 'm')]),
     (
         "c_layer_norm",
-        &[("x", tfn::DType::F32, true), ("g", tfn::DType::F32, false), ("beta", tfn::DType::F32, false)],
+        &[("x", tfn::DType::F32, 'm'), ("g", tfn::DType::F32, 'v'), ("beta", tfn::DType::F32, 'v')],
     ),
-    ("c_ints", &[("i", tfn::DType::I32, true), ("j", tfn::DType::I32, true)]),
-    ("c_axis", &[("x", tfn::DType::F32, true)]),
+    ("c_ints", &[("i", tfn::DType::I32, 'm'), ("j", tfn::DType::I32, 'm')]),
+    ("c_axis", &[("x", tfn::DType::F32, 'm')]),
+    ("c_noise", &[("x", tfn::DType::F32, 'm'), ("key", tfn::DType::I64, 'k')]),
 ];
+
+/// The functions whose vjps are the module `v`: each with one cotangent of `x`'s shape.
+const CROSS_VJPS: &[&str] = &["c_softmax", "c_layer_norm", "c_gelu_erf"];
 
 /// The C driver of the aarch64 module: reads lines `FN OUT (FILE DTYPE SIZES)...` from the
 /// file `argv[1]`, calls `x_FN_alloc` on the inputs, writes the outputs one after the other to
@@ -1116,12 +1127,16 @@ const CROSS_DRIVER: &str = r#"#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "x.h"
+#include "v.h"
 typedef int (*alloc_fn)(const tfn_buffer *, tfn_buffer *);
 static const struct { const char *name; alloc_fn f; int outputs; } FNS[] = {
     {"c_gelu", x_c_gelu_alloc, 1}, {"c_gelu_erf", x_c_gelu_erf_alloc, 1},
     {"c_softmax", x_c_softmax_alloc, 1}, {"c_bias_relu", x_c_bias_relu_alloc, 1},
     {"c_reduce", x_c_reduce_alloc, 3}, {"c_layer_norm", x_c_layer_norm_alloc, 1},
     {"c_ints", x_c_ints_alloc, 1}, {"c_axis", x_c_axis_alloc, 2},
+    {"c_noise", x_c_noise_alloc, 2}, {"c_softmax_vjp", v_c_softmax_vjp_alloc, 1},
+    {"c_layer_norm_vjp", v_c_layer_norm_vjp_alloc, 3},
+    {"c_gelu_erf_vjp", v_c_gelu_erf_vjp_alloc, 1},
 };
 static size_t dsize(int64_t d) { return d == TFN_F64 || d == TFN_I64 ? 8 : 4; }
 static size_t count(const tfn_buffer *b) {
@@ -1239,14 +1254,27 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
     for a in ["x=f32[?, ?]", "b=f32[?]", "g=f32[?]", "beta=f32[?]", "i=i32[?, ?]", "j=i32[?, ?]"] {
         argv.extend(["--arg", a]);
     }
+    argv.extend(["--arg", "key=i64[2]"]);
     let o = super::tfnc(&dir, &argv);
     assert!(o.status.success(), "tfnc build --target aarch64: {}", stderr(&o));
+    // The gradients: a second module (`--vjp`), linked into the same program.
+    let mut argv = vec!["build", "cross.tfn", "-o", "build", "--prefix", "v", "--vjp"];
+    argv.extend_from_slice(&target);
+    for f in CROSS_VJPS {
+        argv.extend(["--fn", f]);
+    }
+    for a in ["x=f32[?, ?]", "g=f32[?]", "beta=f32[?]"] {
+        argv.extend(["--arg", a]);
+    }
+    let o = super::tfnc(&dir, &argv);
+    assert!(o.status.success(), "tfnc build --target aarch64 --vjp: {}", stderr(&o));
     let mut names = files(&dir.join("build"));
     names.sort();
-    assert_eq!(names, ["x.h", "x.o"], "an object and a header, no runtime library");
+    assert_eq!(names, ["v.h", "v.o", "x.h", "x.o"], "objects and headers, no runtime library");
     std::fs::write(dir.join("driver.c"), CROSS_DRIVER).unwrap();
     let cc = Command::new("aarch64-linux-gnu-gcc")
-        .args(["-O1", "-static", "-Wall", "-Werror", "-Ibuild", "driver.c", "build/x.o", "-o", "driver"])
+        .args(["-O1", "-static", "-Wall", "-Werror", "-Ibuild", "driver.c", "build/x.o", "build/v.o"])
+        .args(["-o", "driver"])
         .current_dir(&dir)
         .output()
         .expect("run aarch64-linux-gnu-gcc");
@@ -1263,8 +1291,12 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
         for (f, params) in CROSS_FNS {
             let mut args: Vec<(&str, Tensor)> = Vec::new();
             let mut line = String::new();
-            for (p, dtype, matrix) in params.iter() {
-                let shape: Vec<usize> = if *matrix { vec![r, c] } else { vec![c] };
+            for (p, dtype, kind) in params.iter() {
+                let shape: Vec<usize> = match kind {
+                    'm' => vec![r, c],
+                    'v' => vec![c],
+                    _ => vec![2],
+                };
                 let range = if *dtype == tfn::DType::I32 { (-50.0, 50.0) } else { (-4.0, 4.0) };
                 let t = rng.tensor(*dtype, &shape, range);
                 let file = format!("{f}.{r}x{c}.{p}");
@@ -1279,6 +1311,18 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
             let results = session.call(f, &values).unwrap_or_else(|e| panic!("{f}: {e}"));
             let bytes = results.into_iter().flat_map(|v| tensor_bytes(&v.into_tensor().unwrap()));
             expected.push((out, bytes.collect()));
+            if CROSS_VJPS.contains(f) {
+                let ct = rng.tensor(tfn::DType::F32, &[r, c], (-1.0, 1.0));
+                let file = format!("{f}.{r}x{c}.ct");
+                std::fs::write(dir.join(&file), tensor_bytes(&ct)).unwrap();
+                let out = format!("{f}.{r}x{c}.vjp");
+                commands.push_str(&format!("{f}_vjp {out}{line} {file} 1 {r}x{c}\n"));
+                let grads = session
+                    .vjp(f, &values, &[Value::from(ct)])
+                    .unwrap_or_else(|e| panic!("{f} vjp: {e}"));
+                let bytes = grads.into_iter().flat_map(|v| tensor_bytes(&v.into_tensor().unwrap()));
+                expected.push((out, bytes.collect()));
+            }
         }
     }
     // A size mismatch: a status code and a message naming both parameters.
