@@ -1195,9 +1195,8 @@ int main(int argc, char **argv) {
 /// Whether the cross tools run; without them the test is skipped, unless
 /// `TFN_REQUIRE_CROSS=1` (scripts/test.sh installs them and sets it), where it fails.
 fn have_cross_tools() -> bool {
-    let runs = |tool: &str| {
-        Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
-    };
+    let runs =
+        |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
     let have = runs("aarch64-linux-gnu-gcc") && runs("qemu-aarch64");
     if !have {
         assert!(
@@ -1273,7 +1272,16 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
     assert_eq!(names, ["v.h", "v.o", "x.h", "x.o"], "objects and headers, no runtime library");
     std::fs::write(dir.join("driver.c"), CROSS_DRIVER).unwrap();
     let cc = Command::new("aarch64-linux-gnu-gcc")
-        .args(["-O1", "-static", "-Wall", "-Werror", "-Ibuild", "driver.c", "build/x.o", "build/v.o"])
+        .args([
+            "-O1",
+            "-static",
+            "-Wall",
+            "-Werror",
+            "-Ibuild",
+            "driver.c",
+            "build/x.o",
+            "build/v.o",
+        ])
         .args(["-o", "driver"])
         .current_dir(&dir)
         .output()
@@ -1338,9 +1346,7 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
     let printed = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "driver: {printed}{}", stderr(&run));
     assert!(
-        printed.contains(
-            "c_bias_relu status 1: size 0 of `b` must equal size 1 of `x`"
-        ),
+        printed.contains("c_bias_relu status 1: size 0 of `b` must equal size 1 of `x`"),
         "{printed}"
     );
     for (out, bytes) in &expected {

@@ -26,7 +26,7 @@ use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
 use chunked::ChunkedReduce;
 #[cfg(feature = "jit")]
-pub(crate) use chunked::{MAX_ROWS as CHUNKED_MAX_ROWS, MIN_LEN as CHUNKED_MIN_LEN, CHUNK};
+pub(crate) use chunked::{CHUNK, MAX_ROWS as CHUNKED_MAX_ROWS, MIN_LEN as CHUNKED_MIN_LEN};
 #[cfg(feature = "jit")]
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
@@ -316,9 +316,15 @@ impl CompiledFunction {
                     Step::View { input, output } => {
                         StandaloneStep::View { input: *input, output: *output }
                     }
-                    Step::Scan(k) => StandaloneStep::Axis { node: k.node, axis: k.axis, scan: true },
-                    Step::Arg(k) => StandaloneStep::Axis { node: k.node, axis: k.axis, scan: false },
-                    Step::MatMul { .. } => StandaloneStep::Runtime("a matrix product (GEMM)".into()),
+                    Step::Scan(k) => {
+                        StandaloneStep::Axis { node: k.node, axis: k.axis, scan: true }
+                    }
+                    Step::Arg(k) => {
+                        StandaloneStep::Axis { node: k.node, axis: k.axis, scan: false }
+                    }
+                    Step::MatMul { .. } => {
+                        StandaloneStep::Runtime("a matrix product (GEMM)".into())
+                    }
                     Step::Copy { node } => StandaloneStep::Runtime(format!(
                         "a strided copy (`{}`)",
                         self.graph.node(*node).op.name()

@@ -47,7 +47,12 @@ impl Emit<'_, '_> {
     }
 
     /// Leaves with `status` and `message` when `cond` is true.
-    pub(super) fn fail_if(&mut self, cond: Value, status: i32, message: &str) -> Result<(), CodegenError> {
+    pub(super) fn fail_if(
+        &mut self,
+        cond: Value,
+        status: i32,
+        message: &str,
+    ) -> Result<(), CodegenError> {
         let id = self.owner.message(message)?;
         let (fail, ok) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(cond, fail, &[], ok, &[]);
@@ -137,8 +142,7 @@ impl Emit<'_, '_> {
         self.b.seal_block(body_block);
         let next = body(self, i, carried)?;
         let i1 = self.b.ins().iadd_imm_s(i, 1);
-        let back: Vec<BlockArg> =
-            std::iter::once(i1).chain(next).map(BlockArg::from).collect();
+        let back: Vec<BlockArg> = std::iter::once(i1).chain(next).map(BlockArg::from).collect();
         self.b.ins().jump(header, &back);
         self.b.seal_block(header);
         self.b.switch_to_block(exit);
@@ -194,9 +198,10 @@ fn dims(e: &mut Emit, shape: &Shape, syms: &[Value]) -> Result<Vec<Value>, Codeg
         .iter()
         .map(|d| match *d {
             Dim::Const(c) => Ok(e.int(c as i64)),
-            Dim::Sym(s) => syms.get(s.0 as usize).copied().ok_or_else(|| {
-                CodegenError::Internal(format!("size `s{}` is not bound", s.0))
-            }),
+            Dim::Sym(s) => syms
+                .get(s.0 as usize)
+                .copied()
+                .ok_or_else(|| CodegenError::Internal(format!("size `s{}` is not bound", s.0))),
         })
         .collect()
 }
@@ -308,16 +313,7 @@ pub(super) fn define(
         let malloc = owner.module.declare_func_in_func(malloc, b.func);
         let free = owner.module.declare_func_in_func(free, b.func);
         let memcpy = owner.module.declare_func_in_func(memcpy, b.func);
-        let mut e = Emit {
-            owner,
-            b,
-            ptr,
-            error,
-            cleanup,
-            owned: owned_slot,
-            malloc,
-            memcpy,
-        };
+        let mut e = Emit { owner, b, ptr, error, cleanup, owned: owned_slot, malloc, memcpy };
         let zero = e.int(0);
         for i in 0..slots {
             e.b.ins().stack_store(ptr, zero, e.owned, 8 * i as i32);
@@ -415,7 +411,11 @@ fn body(
     for (left, right) in &graph.checks {
         let d = dims(e, &Shape(vec![*left, *right]), &syms)?;
         let bad = e.b.ins().icmp(IntCC::NotEqual, d[0], d[1]);
-        e.fail_if(bad, arg, &format!("the input sizes give {left} != {right}, which must be equal"))?;
+        e.fail_if(
+            bad,
+            arg,
+            &format!("the input sizes give {left} != {right}, which must be equal"),
+        )?;
     }
     // Outputs: their dtypes, ranks, sizes and strides.
     for (o, v) in graph.outputs.iter().enumerate() {
@@ -443,8 +443,18 @@ fn body(
                 }
                 for op in plan.inputs.iter().filter(|o| o.index) {
                     for (j, _) in op.full.iter().enumerate().filter(|(_, f)| **f) {
-                        let big = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, sizes[j], i64::from(i32::MAX));
-                        e.fail_if(big, TFN_ERR_RUN, &format!("step {i}: an index along an axis of more than 2^31-1 elements"))?;
+                        let big = e.b.ins().icmp_imm_s(
+                            IntCC::SignedGreaterThan,
+                            sizes[j],
+                            i64::from(i32::MAX),
+                        );
+                        e.fail_if(
+                            big,
+                            TFN_ERR_RUN,
+                            &format!(
+                                "step {i}: an index along an axis of more than 2^31-1 elements"
+                            ),
+                        )?;
                     }
                 }
                 if *checks_empty {
@@ -456,7 +466,11 @@ fn body(
                         .collect();
                     let reduced = e.product(&reduced);
                     let empty = e.b.ins().icmp_imm_s(IntCC::Equal, reduced, 0);
-                    e.fail_if(empty, TFN_ERR_RUN, &format!("step {i}: max or min of an empty axis"))?;
+                    e.fail_if(
+                        empty,
+                        TFN_ERR_RUN,
+                        &format!("step {i}: max or min of an empty axis"),
+                    )?;
                 }
             }
             StandaloneStep::Axis { node, axis, scan } => {
@@ -464,7 +478,10 @@ fn body(
                 let shape = if *scan {
                     n.ty.shape.clone()
                 } else {
-                    let x = n.inputs.first().ok_or_else(|| CodegenError::Internal("argmax without input".into()))?;
+                    let x = n
+                        .inputs
+                        .first()
+                        .ok_or_else(|| CodegenError::Internal("argmax without input".into()))?;
                     graph.ty(*x).shape.clone()
                 };
                 let d = dims(e, &shape, &syms)?;
@@ -473,7 +490,11 @@ fn body(
                 let inner = e.product(d.get(*axis + 1..).unwrap_or(&[]));
                 if !*scan {
                     let empty = e.b.ins().icmp_imm_s(IntCC::Equal, len, 0);
-                    e.fail_if(empty, TFN_ERR_RUN, &format!("step {i}: `{}` of an empty axis", n.op.name()))?;
+                    e.fail_if(
+                        empty,
+                        TFN_ERR_RUN,
+                        &format!("step {i}: `{}` of an empty axis", n.op.name()),
+                    )?;
                 }
                 sizes = vec![outer, len, inner];
             }
@@ -513,9 +534,7 @@ fn body(
         bufs.insert(*v, p);
     }
     let buf_of = |bufs: &HashMap<ValueId, Value>, v: ValueId| {
-        bufs.get(&v)
-            .copied()
-            .ok_or_else(|| CodegenError::Internal(format!("no buffer for {v}")))
+        bufs.get(&v).copied().ok_or_else(|| CodegenError::Internal(format!("no buffer for {v}")))
     };
     // The steps, in order, on one thread.
     let mut chunked_steps = 0;
@@ -585,8 +604,11 @@ fn body(
             StandaloneStep::Axis { node, scan, .. } => {
                 let kernel = kernel.ok_or_else(|| CodegenError::Internal("no kernel".into()))?;
                 let n = graph.node(*node);
-                let ins: Vec<ValueId> =
-                    if *scan { n.inputs.clone() } else { n.inputs.iter().take(1).copied().collect() };
+                let ins: Vec<ValueId> = if *scan {
+                    n.inputs.clone()
+                } else {
+                    n.inputs.iter().take(1).copied().collect()
+                };
                 let abi = AxisAbi { operands: ins.len() + 1 };
                 let zero = e.int(0);
                 let mut args = vec![zero; abi.len()];

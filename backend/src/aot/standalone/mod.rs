@@ -88,13 +88,17 @@ impl StandaloneBuilder {
         let mut module = ObjectModule::new(builder);
         let ptr = module.target_config().pointer_type();
         let mut libc = Vec::new();
-        for (name, params, returns) in
-            [("malloc", vec![ptr], vec![ptr]), ("free", vec![ptr], vec![]), ("memcpy", vec![ptr; 3], vec![ptr])]
-        {
+        for (name, params, returns) in [
+            ("malloc", vec![ptr], vec![ptr]),
+            ("free", vec![ptr], vec![]),
+            ("memcpy", vec![ptr; 3], vec![ptr]),
+        ] {
             let mut sig = module.make_signature();
             sig.params.extend(params.into_iter().map(AbiParam::new));
             sig.returns.extend(returns.into_iter().map(AbiParam::new));
-            libc.push(module.declare_function(name, Linkage::Import, &sig).map_err(|e| cranelift(&e))?);
+            libc.push(
+                module.declare_function(name, Linkage::Import, &sig).map_err(|e| cranelift(&e))?,
+            );
         }
         let error = module
             .declare_data(&format!("{prefix}_error"), Linkage::Local, true, false)
@@ -167,7 +171,9 @@ impl StandaloneBuilder {
             let kernel_id = match step {
                 StandaloneStep::Loop { .. } | StandaloneStep::Axis { .. } => {
                     let id = kernels.get(next).copied().ok_or_else(|| {
-                        AotError::Codegen(CodegenError::Internal("a step without its kernel".into()))
+                        AotError::Codegen(CodegenError::Internal(
+                            "a step without its kernel".into(),
+                        ))
                     })?;
                     next += 1;
                     Some(id)
@@ -226,7 +232,8 @@ impl StandaloneBuilder {
         }
         let err = |e: &dyn std::fmt::Display| CodegenError::Cranelift(e.to_string());
         let name = format!("{}_m{}", self.prefix, self.messages.len());
-        let id = self.module.declare_data(&name, Linkage::Local, false, false).map_err(|e| err(&e))?;
+        let id =
+            self.module.declare_data(&name, Linkage::Local, false, false).map_err(|e| err(&e))?;
         let mut desc = DataDescription::new();
         let mut bytes = text.as_bytes().to_vec();
         bytes.push(0);
@@ -271,7 +278,9 @@ impl StandaloneBuilder {
         let mut relocs = Vec::new();
         for r in compiled.buffer.relocs() {
             let callee = match &r.target {
-                FinalizedRelocTarget::ExternalName(ExternalName::LibCall(l)) => Some(format!("{l}")),
+                FinalizedRelocTarget::ExternalName(ExternalName::LibCall(l)) => {
+                    Some(format!("{l}"))
+                }
                 FinalizedRelocTarget::ExternalName(ExternalName::User(_)) => {
                     Some("an external routine".to_string())
                 }
