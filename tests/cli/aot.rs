@@ -249,6 +249,23 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             "cannot be built ahead of time",
         ),
         (&["--fn", "spin", "--arg", "a=f32[?]", "--vjp", "-o", "out"], 1, "the `while` loop"),
+        // The default target named: the x86-64 path and its message.
+        (
+            &[
+                "--fn",
+                "imatmul",
+                "--arg",
+                "a=i32[?, ?]",
+                "--arg",
+                "b=i32[?, ?]",
+                "-o",
+                "out",
+                "--target",
+                "x86_64-unknown-linux-gnu",
+            ],
+            1,
+            "cannot be built ahead of time: kernel 0: integer matmul",
+        ),
         (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--cpu", "486"], 2, "--cpu 486"),
         (
@@ -1220,7 +1237,7 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
         (
             &["--fn", "c_matmul", "--arg", "x=f32[?, ?]", "--arg", "w=f32[?, ?]"],
             1,
-            "step 0 (a matrix product (GEMM))",
+            "step 0 is a matrix product (GEMM)",
         ),
         (&["--fn", "c_loop", "--arg", "x=f32[?]"], 1, "a `for` or `while` loop"),
         (&["--fn", "c_gelu", "--arg", "x=f32[?]", "--cpu", "host"], 2, "--cpu host"),

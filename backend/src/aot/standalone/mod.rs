@@ -152,7 +152,7 @@ impl StandaloneBuilder {
         let mut next = 0;
         let mut plan = Vec::new();
         for (i, (kernel, step)) in steps.into_iter().enumerate() {
-            let what = |s: &str| format!("step {i} ({s})");
+            let what = |s: &str| format!("step {i} is {s}");
             match &step {
                 StandaloneStep::Runtime(why) => return refuse(what(why)),
                 StandaloneStep::Loop { plan, widened, .. } => {
