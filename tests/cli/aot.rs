@@ -2,7 +2,9 @@
 //! `examples/aot_c/` with the runtime library, called on raw f32 files and compared bit for bit
 //! with `Session::call` on the same inputs, on 1 and 2 threads; three modules (different
 //! prefixes) in one program. And the refusals: unknown function, unwritable output directory,
-//! unsupported kernels and signatures, each with its exit code and no file left behind.
+//! unsupported kernels and signatures, each with its exit code and no file left behind. And
+//! `--target aarch64-unknown-linux-gnu`: self-contained objects linked by
+//! `aarch64-linux-gnu-gcc` and run under `qemu-aarch64`, compared with the session bit for bit.
 
 use super::{scratch, stderr};
 use ndarray::{ArrayD, IxDyn};
@@ -1071,8 +1073,8 @@ fn example_models_forward_from_c_give_the_sessions_bits() {
 }
 
 /// Functions of a self-contained aarch64 module (`tfnc build --target
-/// aarch64-unknown-linux-gnu`: loop kernels, scans and arg-reductions only), and two it refuses
-/// (a GEMM, a loop).
+/// aarch64-unknown-linux-gnu`: loop kernels, scans and arg-reductions only), and three it
+/// refuses (a derived size, a GEMM, a loop).
 const CROSS: &str = r#"
 use "std:nn"
 fn c_gelu(Tensor x) -> Tensor {
@@ -1101,6 +1103,9 @@ fn c_axis(Tensor x) -> (Tensor, Tensor) {
 }
 fn c_noise(Tensor x, Tensor key) -> (Tensor, Tensor) {
     return (where(rand_like(x, key) >= 0.25, x / 0.75, 0.0), x + randn_like(x, key + 1))
+}
+fn c_flat(Tensor x) -> Tensor {
+    return reshape(x, [-1]) * 2.0
 }
 fn c_matmul(Tensor x, Tensor w) -> Tensor {
     return matmul(x, w)
@@ -1240,6 +1245,7 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
             "step 0 is a matrix product (GEMM)",
         ),
         (&["--fn", "c_loop", "--arg", "x=f32[?]"], 1, "a `for` or `while` loop"),
+        (&["--fn", "c_flat", "--arg", "x=f32[?, ?]"], 1, "is computed from other sizes"),
         (&["--fn", "c_gelu", "--arg", "x=f32[?]", "--cpu", "host"], 2, "--cpu host"),
     ];
     for (args, code, message) in cases {

@@ -32,6 +32,10 @@
 //! kernels from the function's table (the chosen tier's) in program order, each stage its own
 //! run of it ([`load_program`]); its loops run through the same forward runner as a
 //! session's (`tfn_ir::program::run`, with [`ObjectStages`]).
+//!
+//! **Self-contained objects** ([`StandaloneBuilder`], `standalone/`): for aarch64, where there
+//! is no runtime library, the object holds the code that runs the kernels too — an entry
+//! point generated from the executor's steps — for functions of loop kernels only.
 
 #[cfg(feature = "jit")]
 mod build;

@@ -70,8 +70,9 @@ pub struct StandaloneBuilder {
     error: DataId,
     /// libc's `malloc`, `free`, `memcpy`.
     libc: [FuncId; 3],
-    /// A kernel that would call a routine the object cannot hold (a libm function).
-    import: Option<String>,
+    /// Why a kernel cannot go into the object (it would call a routine, a libm function; the
+    /// backend rejected its vector code), when one cannot.
+    refused: Option<String>,
 }
 
 impl StandaloneBuilder {
@@ -114,7 +115,7 @@ impl StandaloneBuilder {
             messages: HashMap::new(),
             error,
             libc: [libc[0], libc[1], libc[2]],
-            import: None,
+            refused: None,
         })
     }
 
@@ -128,24 +129,29 @@ impl StandaloneBuilder {
         fused: FusedGraph,
     ) -> Result<(), AotError> {
         let refuse = |why: String| Err(AotError::Unsupported(format!("{why}; {}", needs())));
+        let unsupported = |why: String| Err(AotError::Unsupported(why));
         for (i, def) in graph.syms.iter().enumerate() {
             if let SymDef::Derived(_) = def {
-                return refuse(format!(
-                    "size `s{i}` is computed from other sizes (a reshape, slice or concat)"
+                return unsupported(format!(
+                    "size `s{i}` is computed from other sizes (a reshape, slice or concat), and \
+                     a self-contained object binds the inputs' sizes only"
                 ));
             }
         }
         for p in &graph.params {
             if matches!(p.ty.dtype, tfn_ir::DType::F16 | tfn_ir::DType::BF16) {
-                return refuse(format!("`{}` is a 16-bit float tensor", p.name));
+                return unsupported(format!(
+                    "`{}` is a 16-bit float tensor, which a self-contained object does not take",
+                    p.name
+                ));
             }
         }
         let src = Source { builder: RefCell::new(self), kernels: RefCell::default() };
         let options = CompileOptions { threads: 1, simd: SimdLevel::V128 };
         let assembled = CompiledFunction::assemble(&src, None, graph, fused, &options);
         let kernels = src.kernels.into_inner();
-        if let Some(import) = self.import.take() {
-            return refuse(format!("a kernel calls `{import}`"));
+        if let Some(why) = self.refused.take() {
+            return unsupported(why);
         }
         let compiled = assembled?;
         let steps = compiled.standalone_steps();
@@ -245,7 +251,7 @@ impl StandaloneBuilder {
 
     /// As the AOT builder's `define`: the function `build` writes, as a local symbol
     /// (identical ones share one). A kernel that would call a routine (a libcall, an import)
-    /// is recorded in `import` and refused.
+    /// is recorded in `refused`, and the function refused.
     fn define(&mut self, build: &BuildFn<'_>) -> Result<FuncId, CodegenError> {
         self.module.clear_context(&mut self.ctx);
         let mut fctx = FunctionBuilderContext::new();
@@ -287,7 +293,9 @@ impl StandaloneBuilder {
                 _ => None,
             };
             if let Some(callee) = callee {
-                self.import.get_or_insert(callee);
+                self.refused.get_or_insert(format!(
+                    "a kernel calls `{callee}`, which a self-contained object cannot hold"
+                ));
                 self.module.clear_context(&mut self.ctx);
                 // Not `Unsupported`: the JIT's choice of vector code must not change here.
                 return Err(CodegenError::Internal("a kernel with an import".into()));
@@ -327,9 +335,21 @@ impl KernelSource for Source<'_> {
         let mut builder = self.builder.borrow_mut();
         let (features, wide) = (MathFeatures { fma: true }, WideFns::default());
         let id = compile_plan(plan, |lane| {
-            builder.define(&|func, fctx, frontend| {
+            let built = builder.define(&|func, fctx, frontend| {
                 codegen::build(plan, func, fctx, lane, features, &wide, frontend)
-            })
+            });
+            match (lane, built) {
+                // The aarch64 backend rejected vector code (the code generator's own choice
+                // of scalar loops is target-independent): scalar loops here could differ
+                // from the JIT's vector code, so the function is refused.
+                (Some(_), Err(CodegenError::Cranelift(why))) => {
+                    builder.refused.get_or_insert(format!(
+                        "Cranelift's aarch64 backend rejected a kernel's vector code ({why})"
+                    ));
+                    Err(CodegenError::Internal("vector code rejected".into()))
+                }
+                (_, built) => built,
+            }
         })?;
         self.kernels.borrow_mut().push(id);
         Ok(not_callable)
