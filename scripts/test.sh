@@ -2,7 +2,8 @@
 # The README's second command: every test CI runs (`.ci/run` calls this and
 # scripts/quickstart.sh, nothing else). Needs a Rust toolchain (cargo; rustfmt and clippy are
 # used when installed) and, for the Python part, python3 with `venv` and access to a package
-# index (pip installs maturin, numpy, pytest and, if it can, jax into a throw-away venv).
+# index (pip installs maturin, numpy, pytest and, if it can, jax into a throw-away venv), and
+# aarch64-linux-gnu-gcc with qemu-aarch64 (installed with apt-get when run as root; see below).
 # TFN_PY=0 skips the Python part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,23 @@ fi
 
 step "one release build: tfnc, the examples and the wheel resolve the same dependency features"
 bash scripts/same-features.sh
+
+step "cross tools for tests/cli/aot.rs: aarch64-linux-gnu-gcc and qemu-aarch64"
+# The aarch64 objects of `tfnc build --target aarch64-unknown-linux-gnu` are linked by Debian's
+# cross compiler and run under qemu-user. TFN_REQUIRE_CROSS=1 makes their test fail instead of
+# skipping when the tools are missing; TFN_REQUIRE_CROSS=0 lets it skip.
+if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "installing gcc-aarch64-linux-gnu and qemu-user (apt-get)"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user >/dev/null
+    else
+        echo "no aarch64-linux-gnu-gcc or qemu-aarch64, and no apt-get as root to install them:"
+        echo "install gcc-aarch64-linux-gnu and qemu-user, or set TFN_REQUIRE_CROSS=0 to skip"
+    fi
+fi
+export TFN_REQUIRE_CROSS="${TFN_REQUIRE_CROSS:-1}"
 
 step "the Rust tests (cargo test --workspace; includes the docs' commands, tests/cli.rs)"
 log=$(mktemp)

@@ -11,7 +11,9 @@
 
 use super::{session_for, BackendArg, Outcome};
 use std::path::{Path, PathBuf};
-use tfn_backend::aot::{CpuChoice, FunctionMeta, ObjectBuilder, ProgramStage, StageGradient};
+use tfn_backend::aot::{
+    CpuChoice, FunctionMeta, ObjectBuilder, ProgramStage, StageGradient, StandaloneBuilder,
+};
 use tfn_ir::lower::{ArgSpec, DimSpec, ParamSource};
 use tfn_ir::program::run::Plan;
 use tfn_ir::{DType, Graph, TensorType};
@@ -83,6 +85,33 @@ pub(crate) fn build_object(
     object.finish().map_err(|e| internal(&e))
 }
 
+/// The self-contained aarch64 object of planned `functions`: refused (exit 1), naming the
+/// function and the step, when one needs the runtime library.
+fn build_standalone(prefix: &str, functions: &[(FunctionMeta, Built)]) -> Result<Vec<u8>, Outcome> {
+    let target = tfn_backend::aot::AARCH64;
+    let internal = |e: &dyn std::fmt::Display| Outcome::UserError(format!("error: {e}"));
+    let mut object = StandaloneBuilder::new(prefix, target).map_err(|e| internal(&e))?;
+    for (meta, built) in functions {
+        let refuse = |why: String| {
+            Outcome::UserError(format!(
+                "error: `{}` cannot be built for {target}: {why}",
+                meta.name
+            ))
+        };
+        let Built::Graph(planned) = built else {
+            return Err(refuse(
+                "it has a `for` or `while` loop, which only the runtime library runs (x86-64 only)"
+                    .into(),
+            ));
+        };
+        object.add_function(meta, &planned.graph, planned.fused.clone()).map_err(|e| match e {
+            tfn_backend::aot::AotError::Unsupported(why) => refuse(why),
+            other => internal(&other),
+        })?;
+    }
+    object.finish().map_err(|e| internal(&e))
+}
+
 /// What `tfnc build` was asked for.
 pub struct BuildRequest {
     pub file: PathBuf,
@@ -92,9 +121,15 @@ pub struct BuildRequest {
     pub prefix: Option<String>,
     /// Build the function's vector-Jacobian product instead.
     pub vjp: bool,
-    /// `--cpu`: `portable`, `host` or a tier's name.
-    pub cpu: String,
+    /// `--cpu`: `portable` (the default), `host` or a tier's name.
+    pub cpu: Option<String>,
+    /// `--target`: a triple of [`TARGETS`] (default: x86-64).
+    pub target: Option<String>,
 }
+
+/// The triples `--target` takes: x86-64 (objects that run with the runtime library) and
+/// aarch64 (self-contained objects, `tfn_backend::aot::StandaloneBuilder`).
+pub(crate) const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", tfn_backend::aot::AARCH64];
 
 /// One `--arg`: a tensor type with `?` or fixed sizes, or a literal.
 #[derive(Clone)]
@@ -178,11 +213,28 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
             "--prefix `{prefix}` is not a C identifier (letters, digits, `_`)"
         )));
     }
-    let cpu = CpuChoice::parse(&req.cpu).ok_or_else(|| {
+    let standalone = match req.target.as_deref() {
+        None => false,
+        Some(t) if t == TARGETS[0] => false,
+        Some(t) if t == tfn_backend::aot::AARCH64 => true,
+        Some(t) => {
+            return Err(Outcome::UsageError(format!(
+                "--target {t}: not a supported target (supported: {})",
+                TARGETS.join(", ")
+            )))
+        }
+    };
+    if let (true, Some(cpu)) = (standalone, &req.cpu) {
+        return Err(Outcome::UsageError(format!(
+            "--cpu {cpu}: CPU tiers are for x86-64 objects; an aarch64 object runs on every \
+             aarch64 CPU (NEON and FMA are baseline)"
+        )));
+    }
+    let cpu_name = req.cpu.as_deref().unwrap_or("portable");
+    let cpu = CpuChoice::parse(cpu_name).ok_or_else(|| {
         let tiers: Vec<&str> = tfn_backend::aot::TIERS.iter().map(|t| t.name).collect();
         Outcome::UsageError(format!(
-            "--cpu {}: expected portable, host or a tier ({})",
-            req.cpu,
+            "--cpu {cpu_name}: expected portable, host or a tier ({})",
             tiers.join(", ")
         ))
     })?;
@@ -224,6 +276,14 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
             )));
         }
         functions.push((meta, planned));
+    }
+    if standalone {
+        let bytes = build_standalone(&prefix, &functions)?;
+        let header = standalone_header(&prefix, &req.file, &functions);
+        return write_all(
+            &req.output,
+            &[(format!("{prefix}.o"), bytes), (format!("{prefix}.h"), header.into_bytes())],
+        );
     }
     let bytes = build_object(&prefix, &cpu, &functions).map_err(|e| match e {
         ObjectError::Unsupported(name, why) => {
@@ -433,6 +493,7 @@ pub(crate) fn header(prefix: &str, file: &Path, functions: &[(FunctionMeta, Buil
         file.display(),
         env!("CARGO_PKG_VERSION")
     );
+    h.push_str(tfn_backend::aot::c_abi::C_TYPES);
     h.push_str(tfn_backend::aot::c_abi::C_DECLARATIONS);
     h.push_str("\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     h.push_str(&format!(
@@ -458,6 +519,35 @@ fn function_header(
 ) -> String {
     let n_in = graph.params.len();
     let n_out = results.len();
+    let mut h = describe(meta, graph, results, dtype_name);
+    h.push_str(&format!(
+        "   The caller allocates the outputs: {prefix}_{fname}_output_shape gives each one's\n   \
+         dtype, rank, sizes and row-major strides for given inputs. Returns TFN_OK or an error\n   \
+         code (message: tfn_rt_error_message()). */\n",
+        fname = meta.name
+    ));
+    h.push_str(&format!(
+        "int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
+         static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
+         int64_t output, tfn_buffer *out) {{\n    \
+         return tfn_rt_output_shape({prefix}_module, {index}, inputs, {n_in}, output, out);\n}}\n\n\
+         /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data). */\n\
+         static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
+         tfn_buffer outputs[{n_out}]) {{\n    \
+         return tfn_rt_call_alloc({prefix}_module, {index}, inputs, {n_in}, outputs, {n_out});\n}}\n\n",
+        f = meta.name
+    ));
+    h
+}
+
+/// The opening of a function's comment in a header: its signature, inputs, outputs and sizes
+/// (the comment is left open).
+fn describe(
+    meta: &FunctionMeta,
+    graph: &Graph,
+    results: &[TensorType],
+    dtype_name: &dyn Fn(DType) -> &'static str,
+) -> String {
     let mut h = String::new();
     // The sizes, named as the IR names them.
     let text = tfn_ir::text::print_graph_without_origins(graph);
@@ -498,22 +588,102 @@ fn function_header(
             h.push_str(&format!("     {s}\n"));
         }
     }
+    h
+}
+
+/// The C header of a self-contained (aarch64) module: the types, the error getter, and per
+/// function its entry point with output sizes computed in C (every size of such a function is
+/// an input's size) and an allocating variant. Nothing of the runtime library.
+pub(crate) fn standalone_header(
+    prefix: &str,
+    file: &Path,
+    functions: &[(FunctionMeta, Built)],
+) -> String {
+    let guard = format!("TFN_MODULE_{}_H", prefix.to_ascii_uppercase());
+    let mut h = format!(
+        "/* Generated by `tfnc build --target {}` from {} (tfn {}): module `{prefix}`.\n   \
+         A self-contained object: link {prefix}.o alone (it calls libc's malloc, free and\n   \
+         memcpy). Every call runs on the calling thread; inputs and outputs must be contiguous\n   \
+         (row-major strides, as tfn_buffer_row_major sets them). See docs/aot.md,\n   \
+         \"Cross-compiling\". */\n#ifndef {guard}\n#define {guard}\n\n#include <stdlib.h>\n",
+        tfn_backend::aot::AARCH64,
+        file.display(),
+        env!("CARGO_PKG_VERSION")
+    );
+    h.push_str(tfn_backend::aot::c_abi::C_TYPES);
+    h.push_str("\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     h.push_str(&format!(
-        "   The caller allocates the outputs: {prefix}_{fname}_output_shape gives each one's\n   \
-         dtype, rank, sizes and row-major strides for given inputs. Returns TFN_OK or an error\n   \
-         code (message: tfn_rt_error_message()). */\n",
-        fname = meta.name
+        "/* The message of the last failed call of this module's functions, on any thread (a\n   \
+         static string, never freed; calls that fail at the same time on several threads\n   \
+         leave one of their messages). */\n\
+         const char *{prefix}_error_message(void);\n\n"
     ));
-    h.push_str(&format!(
-        "int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
-         static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
-         int64_t output, tfn_buffer *out) {{\n    \
-         return tfn_rt_output_shape({prefix}_module, {index}, inputs, {n_in}, output, out);\n}}\n\n\
-         /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data). */\n\
-         static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
-         tfn_buffer outputs[{n_out}]) {{\n    \
-         return tfn_rt_call_alloc({prefix}_module, {index}, inputs, {n_in}, outputs, {n_out});\n}}\n\n",
-        f = meta.name
-    ));
+    let dtype_name = |d: DType| {
+        tfn_backend::aot::c_abi::TFN_DTYPES.iter().find(|(_, t)| *t == d).map_or("?", |(n, _)| *n)
+    };
+    for (meta, built) in functions {
+        let graph = built.signature();
+        let results = built.results();
+        let (n_in, n_out, f) = (graph.params.len(), results.len(), &meta.name);
+        h.push_str(&describe(meta, graph, &results, &dtype_name));
+        h.push_str(&format!(
+            "   The caller allocates the outputs: {prefix}_{f}_output_shape gives each one's\n   \
+             dtype, rank, sizes and row-major strides for given inputs. Returns TFN_OK or an\n   \
+             error code (message: {prefix}_error_message()). */\n\
+             int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
+             static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
+             int64_t output, tfn_buffer *out) {{\n    (void)inputs;\n    switch (output) {{\n"
+        ));
+        for (o, ty) in results.iter().enumerate() {
+            h.push_str(&format!(
+                "    case {o}:\n        out->dtype = {};\n        out->rank = {};\n",
+                dtype_name(ty.dtype),
+                ty.shape.rank()
+            ));
+            for (a, d) in ty.shape.dims().iter().enumerate() {
+                let size = match *d {
+                    tfn_ir::Dim::Const(c) => c.to_string(),
+                    tfn_ir::Dim::Sym(s) => match graph.syms.get(s.0 as usize) {
+                        Some(tfn_ir::SymDef::Input { sources }) => sources
+                            .first()
+                            .map_or("-1".into(), |(p, a)| format!("inputs[{p}].sizes[{a}]")),
+                        _ => "-1".into(),
+                    },
+                };
+                h.push_str(&format!("        out->sizes[{a}] = {size};\n"));
+            }
+            h.push_str("        tfn_buffer_row_major(out);\n        return TFN_OK;\n");
+        }
+        h.push_str(&format!(
+            "    default:\n        return TFN_ERR_ARGUMENT;\n    }}\n}}\n\n\
+             /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data); on an\n   \
+             error no output is left allocated. */\n\
+             static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
+             tfn_buffer outputs[{n_out}]) {{\n    \
+             int64_t k, a, n;\n    int status = TFN_OK;\n    \
+             static const int64_t bytes[{n}] = {{{sizes}}};\n    \
+             for (k = 0; k < {n_out}; k++) outputs[k].data = NULL;\n    \
+             for (k = 0; k < {n_out} && status == TFN_OK; k++) {{\n        \
+             status = {prefix}_{f}_output_shape(inputs, k, &outputs[k]);\n        \
+             for (a = 0, n = bytes[k]; a < outputs[k].rank; a++) n *= outputs[k].sizes[a];\n        \
+             if (status == TFN_OK && !(outputs[k].data = malloc(n > 0 ? (size_t)n : 1)))\n            \
+             status = TFN_ERR_RUN;\n    }}\n    \
+             if (status == TFN_OK) status = {prefix}_{f}(inputs, outputs);\n    \
+             if (status != TFN_OK)\n        \
+             for (k = 0; k < {n_out}; k++) {{ free(outputs[k].data); outputs[k].data = NULL; }}\n    \
+             return status;\n}}\n\n",
+            n = n_out.max(1),
+            sizes = if results.is_empty() {
+                "0".to_string()
+            } else {
+                results
+                    .iter()
+                    .map(|t| t.dtype.size_bytes().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ));
+    }
+    h.push_str("#ifdef __cplusplus\n}\n#endif\n#endif\n");
     h
 }

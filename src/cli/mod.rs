@@ -187,8 +187,13 @@ pub enum Command {
         /// x86-64-v2 and -v3 tiers, the runtime runs the widest the CPU has and picks the
         /// AVX-512 or AVX2 math routines), one tier (`x86-64-v2`, `x86-64-v3`), or `host`
         /// (this machine's CPU only)
-        #[arg(long, default_value = "portable")]
-        cpu: String,
+        #[arg(long)]
+        cpu: Option<String>,
+        /// The target triple: x86_64-unknown-linux-gnu (the default) or
+        /// aarch64-unknown-linux-gnu (a self-contained object, no runtime library: loop
+        /// kernels only; see docs/aot.md, "Cross-compiling")
+        #[arg(long)]
+        target: Option<String>,
     },
     /// Draw the fused graph as Graphviz DOT (stdout), or write it with -o (.dot, .gv, .svg)
     Graph {
@@ -261,8 +266,17 @@ pub fn run(cli: Cli) -> Outcome {
                 profile,
             })
         }
-        Command::Build { file, functions, args, output, prefix, vjp, cpu } => {
-            build::build(build::BuildRequest { file, functions, args, output, prefix, vjp, cpu })
+        Command::Build { file, functions, args, output, prefix, vjp, cpu, target } => {
+            build::build(build::BuildRequest {
+                file,
+                functions,
+                args,
+                output,
+                prefix,
+                vjp,
+                cpu,
+                target,
+            })
         }
         Command::Graph { file, function, args, output, no_optimize } => {
             graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)

@@ -2,7 +2,9 @@
 //! `examples/aot_c/` with the runtime library, called on raw f32 files and compared bit for bit
 //! with `Session::call` on the same inputs, on 1 and 2 threads; three modules (different
 //! prefixes) in one program. And the refusals: unknown function, unwritable output directory,
-//! unsupported kernels and signatures, each with its exit code and no file left behind.
+//! unsupported kernels and signatures, each with its exit code and no file left behind. And
+//! `--target aarch64-unknown-linux-gnu`: self-contained objects linked by
+//! `aarch64-linux-gnu-gcc` and run under `qemu-aarch64`, compared with the session bit for bit.
 
 use super::{scratch, stderr};
 use ndarray::{ArrayD, IxDyn};
@@ -249,6 +251,23 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             "cannot be built ahead of time",
         ),
         (&["--fn", "spin", "--arg", "a=f32[?]", "--vjp", "-o", "out"], 1, "the `while` loop"),
+        // The default target named: the x86-64 path and its message.
+        (
+            &[
+                "--fn",
+                "imatmul",
+                "--arg",
+                "a=i32[?, ?]",
+                "--arg",
+                "b=i32[?, ?]",
+                "-o",
+                "out",
+                "--target",
+                "x86_64-unknown-linux-gnu",
+            ],
+            1,
+            "cannot be built ahead of time: kernel 0: integer matmul",
+        ),
         (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--cpu", "486"], 2, "--cpu 486"),
         (
@@ -1065,5 +1084,313 @@ fn example_models_forward_from_c_give_the_sessions_bits() {
             assert!(got == *w, "char-LM gradient {k} on {threads} thread(s) differs");
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Functions of a self-contained aarch64 module (`tfnc build --target
+/// aarch64-unknown-linux-gnu`: loop kernels, scans and arg-reductions only), and three it
+/// refuses (a derived size, a GEMM, a loop).
+const CROSS: &str = r#"
+use "std:nn"
+fn c_gelu(Tensor x) -> Tensor {
+    return gelu(x)
+}
+fn c_gelu_erf(Tensor x) -> Tensor {
+    return gelu(x, approximate=false)
+}
+fn c_softmax(Tensor x) -> Tensor {
+    return softmax(x)
+}
+fn c_bias_relu(Tensor x, Tensor b) -> Tensor {
+    return relu(x + b)
+}
+fn c_reduce(Tensor x) -> (Tensor, Tensor, Tensor) {
+    return (sum(x, dims=[-1]), mean(x), max(x, dims=[0]))
+}
+fn c_layer_norm(Tensor x, Tensor g, Tensor beta) -> Tensor {
+    return layer_norm(x, g, beta)
+}
+fn c_ints(Tensor i, Tensor j) -> Tensor {
+    return i * j + abs(i - j)
+}
+fn c_axis(Tensor x) -> (Tensor, Tensor) {
+    return (cumsum(x, dim=1), argmax(x, dim=1))
+}
+fn c_noise(Tensor x, Tensor key) -> (Tensor, Tensor) {
+    return (where(rand_like(x, key) >= 0.25, x / 0.75, 0.0), x + randn_like(x, key + 1))
+}
+fn c_flat(Tensor x) -> Tensor {
+    return reshape(x, [-1]) * 2.0
+}
+fn c_matmul(Tensor x, Tensor w) -> Tensor {
+    return matmul(x, w)
+}
+fn c_loop(Tensor x) -> Tensor {
+    var h = x
+    for _l in 0..3 {
+        h = h * 0.5 + 1.0
+    }
+    return h
+}
+"#;
+
+/// The cross-compiling functions: name, and per argument its name, dtype and shape (`'m'`:
+/// `[rows, columns]`, `'v'`: `[columns]`, `'k'`: a random key, `[2]`).
+type CrossFn = (&'static str, &'static [(&'static str, tfn::DType, char)]);
+
+/// The functions of the module `x` (the functions), then those of `v` (their vjps).
+const CROSS_FNS: &[CrossFn] = &[
+    ("c_gelu", &[("x", tfn::DType::F32, 'm')]),
+    ("c_gelu_erf", &[("x", tfn::DType::F32, 'm')]),
+    ("c_softmax", &[("x", tfn::DType::F32, 'm')]),
+    ("c_bias_relu", &[("x", tfn::DType::F32, 'm'), ("b", tfn::DType::F32, 'v')]),
+    ("c_reduce", &[("x", tfn::DType::F32, 'm')]),
+    (
+        "c_layer_norm",
+        &[("x", tfn::DType::F32, 'm'), ("g", tfn::DType::F32, 'v'), ("beta", tfn::DType::F32, 'v')],
+    ),
+    ("c_ints", &[("i", tfn::DType::I32, 'm'), ("j", tfn::DType::I32, 'm')]),
+    ("c_axis", &[("x", tfn::DType::F32, 'm')]),
+    ("c_noise", &[("x", tfn::DType::F32, 'm'), ("key", tfn::DType::I64, 'k')]),
+];
+
+/// The functions whose vjps are the module `v`: each with one cotangent of `x`'s shape.
+const CROSS_VJPS: &[&str] = &["c_softmax", "c_layer_norm", "c_gelu_erf"];
+
+/// The C driver of the aarch64 module: reads lines `FN OUT (FILE DTYPE SIZES)...` from the
+/// file `argv[1]`, calls `x_FN_alloc` on the inputs, writes the outputs one after the other to
+/// `OUT`, or prints `FN status N: MESSAGE`.
+const CROSS_DRIVER: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "x.h"
+#include "v.h"
+typedef int (*alloc_fn)(const tfn_buffer *, tfn_buffer *);
+static const struct { const char *name; alloc_fn f; int outputs; } FNS[] = {
+    {"c_gelu", x_c_gelu_alloc, 1}, {"c_gelu_erf", x_c_gelu_erf_alloc, 1},
+    {"c_softmax", x_c_softmax_alloc, 1}, {"c_bias_relu", x_c_bias_relu_alloc, 1},
+    {"c_reduce", x_c_reduce_alloc, 3}, {"c_layer_norm", x_c_layer_norm_alloc, 1},
+    {"c_ints", x_c_ints_alloc, 1}, {"c_axis", x_c_axis_alloc, 2},
+    {"c_noise", x_c_noise_alloc, 2}, {"c_softmax_vjp", v_c_softmax_vjp_alloc, 1},
+    {"c_layer_norm_vjp", v_c_layer_norm_vjp_alloc, 3},
+    {"c_gelu_erf_vjp", v_c_gelu_erf_vjp_alloc, 1},
+};
+static size_t dsize(int64_t d) { return d == TFN_F64 || d == TFN_I64 ? 8 : 4; }
+static size_t count(const tfn_buffer *b) {
+    size_t n = 1;
+    for (int64_t a = 0; a < b->rank; a++) n *= (size_t)b->sizes[a];
+    return n;
+}
+int main(int argc, char **argv) {
+    FILE *cmds = argc > 1 ? fopen(argv[1], "r") : 0;
+    char line[4096];
+    if (!cmds) return 2;
+    while (fgets(line, sizeof line, cmds)) {
+        char *words[64];
+        int n = 0;
+        for (char *w = strtok(line, " \n"); w && n < 64; w = strtok(0, " \n")) words[n++] = w;
+        if (n < 2) continue;
+        int f = -1;
+        for (int i = 0; i < (int)(sizeof FNS / sizeof FNS[0]); i++)
+            if (!strcmp(FNS[i].name, words[0])) f = i;
+        if (f < 0) return fprintf(stderr, "no function %s\n", words[0]), 2;
+        tfn_buffer in[8], out[8];
+        int k = 0;
+        for (int w = 2; w + 2 < n + 1 && k < 8; w += 3, k++) {
+            memset(&in[k], 0, sizeof in[k]);
+            in[k].dtype = atoll(words[w + 1]);
+            for (char *p = words[w + 2]; *p;) {
+                char *end;
+                in[k].sizes[in[k].rank++] = strtoll(p, &end, 10);
+                p = *end == 'x' ? end + 1 : end;
+            }
+            tfn_buffer_row_major(&in[k]);
+            size_t bytes = count(&in[k]) * dsize(in[k].dtype);
+            in[k].data = malloc(bytes + 1);
+            FILE *file = fopen(words[w], "rb");
+            if (!file || fread(in[k].data, 1, bytes, file) != bytes) return fprintf(stderr, "read %s\n", words[w]), 2;
+            fclose(file);
+        }
+        int rc = FNS[f].f(in, out);
+        if (rc != TFN_OK) {
+            printf("%s status %d: %s\n", words[0], rc, x_error_message());
+        } else {
+            FILE *file = fopen(words[1], "wb");
+            for (int o = 0; o < FNS[f].outputs; o++) {
+                fwrite(out[o].data, 1, count(&out[o]) * dsize(out[o].dtype), file);
+                free(out[o].data);
+            }
+            fclose(file);
+            printf("%s ok\n", words[0]);
+        }
+        for (int i = 0; i < k; i++) free(in[i].data);
+    }
+    return 0;
+}
+"#;
+
+/// Whether the cross tools run; without them the test is skipped, unless
+/// `TFN_REQUIRE_CROSS=1` (scripts/test.sh installs them and sets it), where it fails.
+fn have_cross_tools() -> bool {
+    let runs =
+        |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    let have = runs("aarch64-linux-gnu-gcc") && runs("qemu-aarch64");
+    if !have {
+        assert!(
+            std::env::var("TFN_REQUIRE_CROSS").as_deref() != Ok("1"),
+            "TFN_REQUIRE_CROSS=1 but aarch64-linux-gnu-gcc or qemu-aarch64 is missing \
+             (apt-get install gcc-aarch64-linux-gnu qemu-user)"
+        );
+        eprintln!("skipped: no aarch64-linux-gnu-gcc or qemu-aarch64");
+    }
+    have
+}
+
+#[test]
+fn aarch64_objects_under_qemu_give_the_sessions_bits() {
+    let started = std::time::Instant::now();
+    let dir = scratch("aot-aarch64");
+    std::fs::write(dir.join("cross.tfn"), CROSS).unwrap();
+    // Refusals first (they need no cross tools): exit code, message, no file left.
+    let target = ["--target", "aarch64-unknown-linux-gnu"];
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["--fn", "c_matmul", "--arg", "x=f32[?, ?]", "--arg", "w=f32[?, ?]"],
+            1,
+            "step 0 is a matrix product (GEMM)",
+        ),
+        (&["--fn", "c_loop", "--arg", "x=f32[?]"], 1, "a `for` or `while` loop"),
+        (&["--fn", "c_flat", "--arg", "x=f32[?, ?]"], 1, "is computed from other sizes"),
+        (&["--fn", "c_gelu", "--arg", "x=f32[?]", "--cpu", "host"], 2, "--cpu host"),
+    ];
+    for (args, code, message) in cases {
+        let mut argv = vec!["build", "cross.tfn", "-o", "out"];
+        argv.extend_from_slice(&target);
+        argv.extend_from_slice(args);
+        let o = super::tfnc(&dir, &argv);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{args:?}: expected `{message}` in {}", stderr(&o));
+        assert!(stderr(&o).contains("c_") || *code == 2, "names the function: {}", stderr(&o));
+        assert!(files(&dir.join("out")).is_empty(), "{args:?} left {:?}", files(&dir.join("out")));
+    }
+    let bad = ["build", "cross.tfn", "--fn", "c_gelu", "--arg", "x=f32[?]", "-o", "out"];
+    let o = super::tfnc(&dir, &[&bad[..], &["--target", "riscv64gc-unknown-linux-gnu"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let listed = "supported: x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu";
+    assert!(stderr(&o).contains(listed), "{}", stderr(&o));
+    assert!(files(&dir.join("out")).is_empty());
+
+    if !have_cross_tools() {
+        return;
+    }
+    let mut argv = vec!["build", "cross.tfn", "-o", "build", "--prefix", "x"];
+    argv.extend_from_slice(&target);
+    for (f, _) in CROSS_FNS {
+        argv.extend(["--fn", f]);
+    }
+    for a in ["x=f32[?, ?]", "b=f32[?]", "g=f32[?]", "beta=f32[?]", "i=i32[?, ?]", "j=i32[?, ?]"] {
+        argv.extend(["--arg", a]);
+    }
+    argv.extend(["--arg", "key=i64[2]"]);
+    let o = super::tfnc(&dir, &argv);
+    assert!(o.status.success(), "tfnc build --target aarch64: {}", stderr(&o));
+    // The gradients: a second module (`--vjp`), linked into the same program.
+    let mut argv = vec!["build", "cross.tfn", "-o", "build", "--prefix", "v", "--vjp"];
+    argv.extend_from_slice(&target);
+    for f in CROSS_VJPS {
+        argv.extend(["--fn", f]);
+    }
+    for a in ["x=f32[?, ?]", "g=f32[?]", "beta=f32[?]"] {
+        argv.extend(["--arg", a]);
+    }
+    let o = super::tfnc(&dir, &argv);
+    assert!(o.status.success(), "tfnc build --target aarch64 --vjp: {}", stderr(&o));
+    let mut names = files(&dir.join("build"));
+    names.sort();
+    assert_eq!(names, ["v.h", "v.o", "x.h", "x.o"], "objects and headers, no runtime library");
+    std::fs::write(dir.join("driver.c"), CROSS_DRIVER).unwrap();
+    let cc = Command::new("aarch64-linux-gnu-gcc")
+        .args([
+            "-O1",
+            "-static",
+            "-Wall",
+            "-Werror",
+            "-Ibuild",
+            "driver.c",
+            "build/x.o",
+            "build/v.o",
+        ])
+        .args(["-o", "driver"])
+        .current_dir(&dir)
+        .output()
+        .expect("run aarch64-linux-gnu-gcc");
+    assert!(cc.status.success(), "aarch64-linux-gnu-gcc: {}", stderr(&cc));
+
+    // Every function on a few shapes (odd sizes: vector tails), compared with the session.
+    let mut rng = Rng::new(22);
+    let session = Session::with_options(SessionOptions { threads: 2, ..Default::default() });
+    session.load_str("cross.tfn", CROSS).unwrap();
+    let mut commands = String::new();
+    let mut expected: Vec<(String, Vec<u8>)> = Vec::new();
+    // (2, 70001): the reductions of `c_reduce` run in chunks (`executor/chunked.rs`).
+    for (r, c) in [(1, 1), (3, 5), (7, 33), (64, 131), (2, 70001)] {
+        for (f, params) in CROSS_FNS {
+            let mut args: Vec<(&str, Tensor)> = Vec::new();
+            let mut line = String::new();
+            for (p, dtype, kind) in params.iter() {
+                let shape: Vec<usize> = match kind {
+                    'm' => vec![r, c],
+                    'v' => vec![c],
+                    _ => vec![2],
+                };
+                let range = if *dtype == tfn::DType::I32 { (-50.0, 50.0) } else { (-4.0, 4.0) };
+                let t = rng.tensor(*dtype, &shape, range);
+                let file = format!("{f}.{r}x{c}.{p}");
+                std::fs::write(dir.join(&file), tensor_bytes(&t)).unwrap();
+                let sizes: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
+                line.push_str(&format!(" {file} {} {}", dtype_code(&t), sizes.join("x")));
+                args.push((p, t));
+            }
+            let out = format!("{f}.{r}x{c}.out");
+            commands.push_str(&format!("{f} {out}{line}\n"));
+            let values: Vec<Value> = args.iter().map(|(_, t)| Value::from(t.clone())).collect();
+            let results = session.call(f, &values).unwrap_or_else(|e| panic!("{f}: {e}"));
+            let bytes = results.into_iter().flat_map(|v| tensor_bytes(&v.into_tensor().unwrap()));
+            expected.push((out, bytes.collect()));
+            if CROSS_VJPS.contains(f) {
+                let ct = rng.tensor(tfn::DType::F32, &[r, c], (-1.0, 1.0));
+                let file = format!("{f}.{r}x{c}.ct");
+                std::fs::write(dir.join(&file), tensor_bytes(&ct)).unwrap();
+                let out = format!("{f}.{r}x{c}.vjp");
+                commands.push_str(&format!("{f}_vjp {out}{line} {file} 1 {r}x{c}\n"));
+                let grads = session
+                    .vjp(f, &values, &[Value::from(ct)])
+                    .unwrap_or_else(|e| panic!("{f} vjp: {e}"));
+                let bytes = grads.into_iter().flat_map(|v| tensor_bytes(&v.into_tensor().unwrap()));
+                expected.push((out, bytes.collect()));
+            }
+        }
+    }
+    // A size mismatch: a status code and a message naming both parameters.
+    let t = rng.tensor(tfn::DType::F32, &[2, 3], (-1.0, 1.0));
+    std::fs::write(dir.join("bad.x"), tensor_bytes(&t)).unwrap();
+    commands.push_str("c_bias_relu bad.out bad.x 1 2x3 bad.x 1 4\n");
+    std::fs::write(dir.join("commands"), &commands).unwrap();
+    let run = Command::new("qemu-aarch64")
+        .args(["./driver", "commands"])
+        .current_dir(&dir)
+        .output()
+        .expect("run qemu-aarch64");
+    let printed = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "driver: {printed}{}", stderr(&run));
+    assert!(
+        printed.contains("c_bias_relu status 1: size 0 of `b` must equal size 1 of `x`"),
+        "{printed}"
+    );
+    for (out, bytes) in &expected {
+        let got = std::fs::read(dir.join(out)).unwrap_or_else(|e| panic!("{out}: {e}\n{printed}"));
+        assert!(got == *bytes, "{out}: the aarch64 result differs from Session::call's bits");
+    }
+    eprintln!("aarch64 under qemu: {} calls in {:.1?}", expected.len() + 1, started.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
 }

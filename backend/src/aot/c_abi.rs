@@ -65,9 +65,10 @@ pub const TFN_DTYPES: &[(&str, DType)] = &[
     ("TFN_BF16", DType::BF16),
 ];
 
-/// The C declarations of the runtime's ABI (guarded: every generated header includes them).
-pub const C_DECLARATIONS: &str = r#"#ifndef TFN_RT_H
-#define TFN_RT_H
+/// The C types and codes of every generated header (guarded): the buffer struct, the dtype
+/// and status codes, `tfn_buffer_row_major`.
+pub const C_TYPES: &str = r#"#ifndef TFN_TYPES_H
+#define TFN_TYPES_H
 #include <stdint.h>
 
 #define TFN_MAX_RANK 8
@@ -100,6 +101,21 @@ typedef struct tfn_buffer {
     int64_t strides[TFN_MAX_RANK];
 } tfn_buffer;
 
+/* Row-major strides for b->sizes[0 .. b->rank). */
+static inline void tfn_buffer_row_major(tfn_buffer *b) {
+    int64_t s = 1;
+    for (int64_t a = b->rank - 1; a >= 0; a--) {
+        b->strides[a] = s;
+        s *= b->sizes[a];
+    }
+}
+#endif
+"#;
+
+/// The C declarations of the runtime's ABI (guarded: every header of an object that runs with
+/// the runtime library includes them, after [`C_TYPES`]).
+pub const C_DECLARATIONS: &str = r#"#ifndef TFN_RT_H
+#define TFN_RT_H
 /* The message of the last failed call on this thread (valid until the next call). */
 const char *tfn_rt_error_message(void);
 /* Threads the kernels may use from now on (0: every core, the default). */
@@ -127,14 +143,5 @@ int tfn_rt_call_alloc(const void *module, int64_t fn, const tfn_buffer *inputs,
 /* What every entry point calls. */
 int tfn_rt_call(const void *module, int64_t fn, const tfn_buffer *inputs, int64_t n_inputs,
                 tfn_buffer *outputs, int64_t n_outputs);
-
-/* Row-major strides for b->sizes[0 .. b->rank). */
-static inline void tfn_buffer_row_major(tfn_buffer *b) {
-    int64_t s = 1;
-    for (int64_t a = b->rank - 1; a >= 0; a--) {
-        b->strides[a] = s;
-        s *= b->sizes[a];
-    }
-}
 #endif
 "#;

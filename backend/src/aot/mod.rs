@@ -32,12 +32,20 @@
 //! kernels from the function's table (the chosen tier's) in program order, each stage its own
 //! run of it ([`load_program`]); its loops run through the same forward runner as a
 //! session's (`tfn_ir::program::run`, with [`ObjectStages`]).
+//!
+//! **Self-contained objects** ([`StandaloneBuilder`], `standalone/`): for aarch64, where there
+//! is no runtime library, the object holds the code that runs the kernels too — an entry
+//! point generated from the executor's steps — for functions of loop kernels only.
 
 #[cfg(feature = "jit")]
 mod build;
 pub mod c_abi;
 #[cfg(feature = "jit")]
 pub use build::{AotError, CpuChoice, ObjectBuilder};
+#[cfg(feature = "jit")]
+mod standalone;
+#[cfg(feature = "jit")]
+pub use standalone::{StandaloneBuilder, AARCH64};
 
 use crate::abi::KernelFn;
 use crate::error::CodegenError;

@@ -18,14 +18,14 @@ use tfn_ir::{DType, Op, ReduceOp};
 
 /// Elements of the inner axis one chunk reduces (a multiple of the kernels' unrolled vector
 /// block, so every chunk is vector blocks plus the last chunk's tail).
-pub(super) const CHUNK: usize = 1 << 15;
+pub(crate) const CHUNK: usize = 1 << 15;
 
 /// A row is chunked from this many elements (two chunks) …
-const MIN_LEN: usize = 2 * CHUNK;
+pub(crate) const MIN_LEN: usize = 2 * CHUNK;
 
 /// … when the kernel has at most this many kept positions (more rows split across threads by
 /// rows already).
-const MAX_ROWS: usize = 4;
+pub(crate) const MAX_ROWS: usize = 4;
 
 /// How one output is combined: its reduction and dtype, its argument slots.
 struct Output {

@@ -26,6 +26,8 @@ use crate::tensors::{TensorView, TensorViewMut};
 use crate::window;
 use chunked::ChunkedReduce;
 #[cfg(feature = "jit")]
+pub(crate) use chunked::{CHUNK, MAX_ROWS as CHUNKED_MAX_ROWS, MIN_LEN as CHUNKED_MIN_LEN};
+#[cfg(feature = "jit")]
 use std::collections::HashMap;
 use tfn_ir::bind::{bind_sizes_allocating, Allocated};
 #[cfg(feature = "jit")]
@@ -128,6 +130,21 @@ fn row_major_strides(shape: &[usize]) -> Vec<usize> {
         strides[a] = strides[a + 1].saturating_mul(shape[a + 1]);
     }
     strides
+}
+
+/// A step of a compiled function as a self-contained object sees it
+/// ([`CompiledFunction::standalone_steps`]).
+#[cfg(feature = "jit")]
+pub(crate) enum StandaloneStep<'a> {
+    /// A loop kernel; `chunkable`: the executor runs it as chunks of its reduced axis when the
+    /// rows are few and long (`chunked.rs`).
+    Loop { plan: &'a LoopPlan, checks_empty: bool, widened: bool, chunkable: bool },
+    /// A reshape: the output is the input's buffer.
+    View { input: ValueId, output: ValueId },
+    /// A scan (`scan`) or an `argmax`/`argmin` along `axis` of `node`.
+    Axis { node: ValueId, axis: usize, scan: bool },
+    /// A step only the runtime library runs: what it is.
+    Runtime(String),
 }
 
 /// Options of [`CompiledFunction::compile`].
@@ -281,6 +298,51 @@ impl CompiledFunction {
             .filter_map(|(i, s)| match s {
                 Step::Loop { widened: Some(_), .. } => Some(i),
                 _ => None,
+            })
+            .collect()
+    }
+
+    /// The steps as a self-contained object runs them (`crate::aot::standalone`), in order
+    /// with their kernels.
+    #[cfg(feature = "jit")]
+    pub(crate) fn standalone_steps(&self) -> Vec<(&Kernel, StandaloneStep<'_>)> {
+        let steps = self.fused.kernels.iter().zip(&self.steps);
+        steps
+            .map(|(kernel, step)| {
+                let s = match step {
+                    Step::Loop { plan, checks_empty, widened, .. } => StandaloneStep::Loop {
+                        plan,
+                        checks_empty: *checks_empty,
+                        widened: widened.is_some(),
+                        chunkable: ChunkedReduce::eligible(plan),
+                    },
+                    Step::View { input, output } => {
+                        StandaloneStep::View { input: *input, output: *output }
+                    }
+                    Step::Scan(k) => {
+                        StandaloneStep::Axis { node: k.node, axis: k.axis, scan: true }
+                    }
+                    Step::Arg(k) => {
+                        StandaloneStep::Axis { node: k.node, axis: k.axis, scan: false }
+                    }
+                    Step::MatMul { .. } => {
+                        StandaloneStep::Runtime("a matrix product (GEMM)".into())
+                    }
+                    Step::Copy { node } => StandaloneStep::Runtime(format!(
+                        "a strided copy (`{}`)",
+                        self.graph.node(*node).op.name()
+                    )),
+                    Step::Scatter { node } => StandaloneStep::Runtime(format!(
+                        "a scatter (`{}`)",
+                        self.graph.node(*node).op.name()
+                    )),
+                    Step::Window { node, .. } => StandaloneStep::Runtime(format!(
+                        "a window op (`{}`)",
+                        self.graph.node(*node).op.name()
+                    )),
+                    Step::Interp { reason, .. } => StandaloneStep::Runtime(reason.clone()),
+                };
+                (kernel, s)
             })
             .collect()
     }
