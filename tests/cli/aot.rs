@@ -1210,24 +1210,20 @@ fn tensor_arg(name: &str, t: &Tensor, fixed: bool) -> String {
     format!("{name}={}[{}]", t.dtype(), dims.join(", "))
 }
 
-/// `count` random programs from `seed`: three in four are the random op graphs of the
+/// `count` random programs from `seed`: five in eight are the random op graphs of the
 /// JIT-vs-interpreter test (`tfn_test_utils::random_graph`: every unary op of its dtype,
 /// broadcasts between size-1 and sized axes, reductions, casts; called at small odd sizes,
-/// size 1 included, then at sizes large enough to split on 2 threads), one in four the view
-/// chains of `random_views` (transposes, slices with negative steps, squeezes; tiny inputs).
+/// size 1 included, then at sizes large enough to split on 2 threads), two in eight the view
+/// chains of `random_views` (transposes, slices with negative steps, squeezes; tiny inputs),
+/// one in eight the indexed ops of `random_index` (`gather`, `index_select`, `scatter_add`,
+/// indices sometimes out of range: then both fail).
 /// Every parameter is named after its function (`g3_p0`), so one module takes every `--arg`.
 fn random_programs(seed: u64, count: usize) -> Vec<RandomProgram> {
-    use proptest::strategy::{Strategy, ValueTree};
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let mut rng = Rng::new(seed);
     let mut programs = Vec::new();
     for i in 0..count {
         if i % 4 == 3 {
-            let seed: Vec<u8> = (0..4).flat_map(|_| rng.next_u64().to_le_bytes()).collect();
-            let test_rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
-            let mut runner = TestRunner::new_with_rng(Config::default(), test_rng);
-            let tree = crate::random_views::case_strategy().new_tree(&mut runner);
-            let case = tree.expect("a view case").current();
+            let case = draw(&mut rng, crate::random_views::case_strategy());
             let name = format!("v{i}");
             let inner = crate::random_views::source(&case).replacen(
                 "fn f(",
@@ -1243,6 +1239,30 @@ fn random_programs(seed: u64, count: usize) -> Vec<RandomProgram> {
                 signature: vec![tensor_arg(&param, &x, false)],
                 fixed: vec![tensor_arg(&param, &x, true)],
                 calls: vec![vec![x]],
+                name,
+            });
+            continue;
+        }
+        if i % 8 == 5 {
+            let case = draw(&mut rng, crate::random_index::case_strategy());
+            let name = format!("x{i}");
+            let inner = crate::random_index::source(&case, &format!("{name}_op"));
+            let args = crate::random_index::inputs(&case);
+            let params: Vec<String> = args.iter().map(|(p, _)| format!("{name}_{p}")).collect();
+            let decl: Vec<String> = params.iter().map(|p| format!("Tensor {p}")).collect();
+            programs.push(RandomProgram {
+                source: format!(
+                    "{inner}fn {name}({}) -> Tensor {{\n    return {name}_op({})\n}}\n",
+                    decl.join(", "),
+                    params.join(", ")
+                ),
+                signature: params
+                    .iter()
+                    .zip(&args)
+                    .map(|(p, (_, t))| tensor_arg(p, t, false))
+                    .collect(),
+                fixed: params.iter().zip(&args).map(|(p, (_, t))| tensor_arg(p, t, true)).collect(),
+                calls: vec![args.into_iter().map(|(_, t)| t).collect()],
                 name,
             });
             continue;
@@ -1271,6 +1291,16 @@ fn random_programs(seed: u64, count: usize) -> Vec<RandomProgram> {
         programs.push(RandomProgram { fixed: fixed.collect(), name, source, signature, calls });
     }
     programs
+}
+
+/// One value of a property test's `strategy`, drawn from a proptest generator seeded by `rng`.
+fn draw<S: proptest::strategy::Strategy>(rng: &mut Rng, strategy: S) -> S::Value {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let seed: Vec<u8> = (0..4).flat_map(|_| rng.next_u64().to_le_bytes()).collect();
+    let test_rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
+    let mut runner = TestRunner::new_with_rng(Config::default(), test_rng);
+    strategy.new_tree(&mut runner).expect("a case").current()
 }
 
 /// `t` laid out column-major (axes reversed in memory): the same values with strides that are
@@ -1337,8 +1367,8 @@ fn build_random_module(
     }
 }
 
-/// The random programs of the differential tests (`random_graph`'s op graphs and
-/// `random_views`' view chains), built by `tfnc build` into three modules of one C program and
+/// The random programs of the differential tests (`random_graph`'s op graphs,
+/// `random_views`' view chains and `random_index`'s indexed ops), built by `tfnc build` into three modules of one C program and
 /// called on random inputs (odd sizes, size-1 axes, column-major inputs and outputs) on 1 and
 /// 2 threads: every output has the bits of `Session::call`, or both fail. A function an object
 /// cannot hold is refused with its reason; more than one in ten refused fails the test.
