@@ -30,7 +30,7 @@ enum Reader {
 }
 
 #[derive(Clone, Debug)]
-struct Case {
+pub(crate) struct Case {
     kind: Kind,
     x_shape: Vec<usize>,
     dim: usize,
@@ -43,7 +43,7 @@ struct Case {
     reader: Reader,
 }
 
-fn case_strategy() -> impl Strategy<Value = Case> {
+pub(crate) fn case_strategy() -> impl Strategy<Value = Case> {
     let kind = prop_oneof![Just(Kind::Gather), Just(Kind::Select), Just(Kind::Scatter)];
     let dtype = prop_oneof![Just("f32"), Just("f64"), Just("i32")];
     let reader = prop_oneof![
@@ -103,7 +103,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         })
 }
 
-fn source(case: &Case, name: &str) -> String {
+pub(crate) fn source(case: &Case, name: &str) -> String {
     let d = case.dim;
     let (params, op) = match case.kind {
         Kind::Gather => ("Tensor x, Tensor i", format!("gather(x, i, dim={d})")),
@@ -119,6 +119,20 @@ fn source(case: &Case, name: &str) -> String {
         Reader::Centered => "v - max(v, dims=[-1], keepdim=true)".into(),
     };
     format!("fn {name}({params}) -> Tensor {{\n    let v = {op}\n    return {ret}\n}}\n")
+}
+
+/// The tensors `case`'s function takes, row-major: `x`, the index `i` and, for `scatter_add`,
+/// the source `s` (the AOT differential test of `tests/cli/aot.rs` calls it with these).
+pub(crate) fn inputs(case: &Case) -> Vec<(&'static str, Tensor)> {
+    let x = values(&case.x_shape, case.dtype, 0);
+    let index = Tensor::I64(
+        ArrayD::from_shape_vec(IxDyn(&case.index_shape), case.index.clone()).expect("index"),
+    );
+    let mut args = vec![("x", x), ("i", index)];
+    if matches!(case.kind, Kind::Scatter) {
+        args.push(("s", values(&case.index_shape, case.dtype, 5)));
+    }
+    args
 }
 
 /// Small multiples of 0.5 (exact sums), distinct enough to catch a wrong read.

@@ -49,11 +49,11 @@ enum Reader {
 }
 
 #[derive(Clone, Debug)]
-struct Case {
-    shape: Vec<usize>,
-    dtype: &'static str,
+pub(crate) struct Case {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) dtype: &'static str,
     /// Pass the input as a reversed-axes (non-contiguous) view.
-    strided: bool,
+    pub(crate) strided: bool,
     steps: Vec<Step>,
     reader: Reader,
 }
@@ -95,7 +95,7 @@ fn step_strategy(rank: usize) -> BoxedStrategy<Step> {
         .boxed()
 }
 
-fn case_strategy() -> impl Strategy<Value = Case> {
+pub(crate) fn case_strategy() -> impl Strategy<Value = Case> {
     let dim = prop_oneof![3 => Just(1usize), 2 => 2usize..4, 1 => 4usize..7];
     let shape = prop::collection::vec(dim, 1..=4);
     let dtype = prop_oneof![Just("f32"), Just("f64"), Just("i32")];
@@ -157,7 +157,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 }
 
 /// The `.tfn` source of a case: `f(x)` applies the chain and the reader.
-fn source(case: &Case) -> String {
+pub(crate) fn source(case: &Case) -> String {
     let mut body = String::new();
     let mut last = "x".to_string();
     for (i, s) in case.steps.iter().enumerate() {
@@ -194,7 +194,7 @@ fn source(case: &Case) -> String {
 }
 
 /// Distinct values (so a wrong read shows), half of them negative.
-fn values(shape: &[usize], dtype: &str) -> Tensor {
+pub(crate) fn values(shape: &[usize], dtype: &str) -> Tensor {
     let n: usize = shape.iter().product();
     let v = |i: usize| (i as f64 - (n / 2) as f64) * 0.5;
     let dims = IxDyn(shape);

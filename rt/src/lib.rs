@@ -482,14 +482,44 @@ unsafe fn view<'a>(b: &TfnBuffer, what: &str) -> Result<TensorView<'a>, Failure>
     })
 }
 
+/// Whether two indices of a non-empty buffer of `sizes` reach the same element through
+/// `strides`: walking the axes from the smallest stride up, each stride (of an axis longer
+/// than 1) must pass the extent of the axes before it (ndarray's rule for mutable views).
+fn overlaps(sizes: &[usize], strides: &[usize]) -> bool {
+    let mut axes: Vec<usize> = (0..sizes.len()).filter(|&a| sizes[a] > 1).collect();
+    axes.sort_by_key(|&a| strides[a]);
+    let mut extent = 0usize;
+    for a in axes {
+        if strides[a] <= extent {
+            return true;
+        }
+        extent = extent.saturating_add((sizes[a] - 1).saturating_mul(strides[a]));
+    }
+    false
+}
+
 /// An output buffer as a mutable tensor view.
 ///
 /// # Safety
 /// The buffer describes live, writable memory of its dtype that nothing else aliases.
 unsafe fn view_mut<'a>(b: &TfnBuffer, what: &str) -> Result<TensorViewMut<'a>, Failure> {
-    let (dtype, sizes, strides) = dims(b, what)?;
-    if sizes.iter().zip(&strides).any(|(&n, &s)| n > 1 && s == 0) {
+    let (dtype, sizes, mut strides) = dims(b, what)?;
+    if sizes.contains(&0) {
+        // An empty output has no element to overlap, whatever its strides: the row-major
+        // strides of sizes like `[3, 0]` (what `tfn_rt_output_shape` and
+        // `tfn_buffer_row_major` give) are `[0, 1]`. Its view takes strides that cannot
+        // overlap (row-major over the sizes with 0 read as 1).
+        let mut stride = 1usize;
+        for a in (0..sizes.len()).rev() {
+            strides[a] = stride;
+            stride = stride.saturating_mul(sizes[a].max(1));
+        }
+    } else if sizes.iter().zip(&strides).any(|(&n, &s)| n > 1 && s == 0) {
         return Err(Failure::argument(format!("{what}: a zero stride in an output")));
+    } else if overlaps(&sizes, &strides) {
+        return Err(Failure::argument(format!(
+            "{what}: its strides {strides:?} make elements overlap (sizes {sizes:?})"
+        )));
     }
     let shape = ndarray::IxDyn(&sizes).strides(ndarray::IxDyn(&strides));
     macro_rules! view {

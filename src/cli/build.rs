@@ -152,9 +152,17 @@ pub(crate) fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
                 for d in inner.split(',').map(str::trim) {
                     dims.push(match d {
                         "?" => None,
-                        n => Some(n.parse::<usize>().map_err(|_| {
-                            usage(format!("`{d}` is not a size (a number or `?`) in `{text}`"))
-                        })?),
+                        n => Some(
+                            n.parse::<usize>()
+                                .ok()
+                                .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))
+                                .filter(|&n| i64::try_from(n).is_ok())
+                                .ok_or_else(|| {
+                                    usage(format!(
+                                        "`{d}` is not a size (`?` or a number below 2^63) in `{text}`"
+                                    ))
+                                })?,
+                        ),
                     });
                 }
             }
@@ -205,13 +213,68 @@ pub(super) fn build(req: BuildRequest) -> Outcome {
     }
 }
 
+/// Why a C symbol of a module is not allowed: a name C reserves (`__x`, `_X`), or one in the
+/// runtime's namespace (`tfn_rt_*`, `tfn_wide_*`, the header's `tfn_buffer*`, `tfn_task_fn`,
+/// `tfn_parallel_for_fn`), which would clash when the program links `libtfn_rt.a`.
+fn reserved_symbol(symbol: &str) -> Option<&'static str> {
+    let b = symbol.as_bytes();
+    if b.starts_with(b"__")
+        || (b.first() == Some(&b'_') && b.get(1).is_some_and(u8::is_ascii_uppercase))
+    {
+        return Some("reserved by C (`__x`, `_X`)");
+    }
+    let runtime = ["tfn_rt_", "tfn_wide_", "tfn_buffer", "tfn_task_fn", "tfn_parallel_for_fn"];
+    runtime
+        .iter()
+        .any(|r| symbol.starts_with(r))
+        .then_some("in the runtime's namespace (tfn_rt_*, tfn_wide_*, tfn_buffer*)")
+}
+
+/// Checks what the C ABI cannot carry: buffers of a dtype without a C code and ranks above
+/// `TFN_MAX_RANK`, in the parameters (exit 2: the command line asked for
+/// them) and in the results (exit 1: the function makes them).
+fn check_c_abi(functions: &[(FunctionMeta, Built)]) -> Result<(), Outcome> {
+    use tfn_backend::aot::c_abi::{MAX_RANK, TFN_DTYPES};
+    let carried = |d: DType| TFN_DTYPES.iter().any(|(_, t)| *t == d);
+    let kinds: Vec<String> = TFN_DTYPES.iter().map(|(_, d)| d.to_string()).collect();
+    for (meta, built) in functions {
+        let graph = built.signature();
+        for ((name, _), p) in meta.params.iter().zip(&graph.params) {
+            if !carried(p.ty.dtype) || p.ty.shape.rank() > MAX_RANK {
+                return Err(Outcome::UsageError(format!(
+                    "--arg {name}: a {} tensor of rank {} cannot cross the C ABI (dtypes {}; \
+                     at most {MAX_RANK} axes)",
+                    p.ty.dtype,
+                    p.ty.shape.rank(),
+                    kinds.join(", ")
+                )));
+            }
+        }
+        for (k, ty) in built.results().iter().enumerate() {
+            if !carried(ty.dtype) || ty.shape.rank() > MAX_RANK {
+                return Err(Outcome::UserError(format!(
+                    "error: `{}` cannot be built ahead of time: its result {k} is {ty}, which \
+                     cannot cross the C ABI (dtypes {}; at most {MAX_RANK} axes)",
+                    meta.name,
+                    kinds.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
     let first = req.functions.first().map(String::as_str).unwrap_or("module");
     let prefix = req.prefix.clone().unwrap_or_else(|| first.replace('.', "_"));
     if !is_c_ident(&prefix) {
-        return Err(Outcome::UsageError(format!(
-            "--prefix `{prefix}` is not a C identifier (letters, digits, `_`)"
-        )));
+        return Err(Outcome::UsageError(match req.prefix {
+            Some(_) => format!("--prefix `{prefix}` is not a C identifier (letters, digits, `_`)"),
+            None => format!(
+                "--fn {first}: the default prefix `{prefix}` is not a C identifier (letters, \
+                 digits, `_`); give --prefix"
+            ),
+        }));
     }
     let standalone = match req.target.as_deref() {
         None => false,
@@ -276,6 +339,18 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
             )));
         }
         functions.push((meta, planned));
+    }
+    check_c_abi(&functions)?;
+    let mut symbols = vec![format!("{prefix}_module"), format!("{prefix}_error_message")];
+    for (meta, _) in &functions {
+        for suffix in ["", "_output_shape", "_alloc"] {
+            symbols.push(format!("{prefix}_{}{suffix}", meta.name));
+        }
+    }
+    if let Some((symbol, why)) = symbols.iter().find_map(|s| Some((s, reserved_symbol(s)?))) {
+        return Err(Outcome::UsageError(format!(
+            "--prefix {prefix}: the symbol `{symbol}` is {why}; choose another prefix"
+        )));
     }
     if standalone {
         let bytes = build_standalone(&prefix, &functions)?;

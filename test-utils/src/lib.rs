@@ -13,7 +13,8 @@
 //! - [`compare`]/[`assert_close`] with a named [`Tolerance`]: the one documented policy for
 //!   how close a computed tensor must be to its reference (see [`tolerance`]).
 //! - [`zeros_like`] and [`bits`]: small tensor utilities the comparisons need; [`diff`]: the
-//!   line diff expectation (file) tests print; [`Scratch`]: a test's directory, removed when it
+//!   line diff expectation (file) tests print; [`random_graph`]: the random op graphs of the
+//!   differential tests, and [`graph_source`] to write one as a `.tfn` function; [`Scratch`]: a test's directory, removed when it
 //!   passes.
 //!
 //! Dependency direction: this crate depends on `tfn-ir` (for [`tfn_ir::DType`] and
@@ -22,6 +23,7 @@
 pub mod config;
 pub mod diff;
 pub mod random;
+pub mod random_graph;
 pub mod scratch;
 pub mod tensors;
 pub mod tolerance;
@@ -29,6 +31,7 @@ pub mod tolerance;
 pub use config::{fuzz_cases, fuzz_seed, proptest_config};
 pub use diff::diff;
 pub use random::{random_array, random_inputs, random_tensor, Rng};
+pub use random_graph::{graph_signature, graph_source, random_graph, GRAPH_DTYPES};
 pub use scratch::Scratch;
 pub use tensors::{bits, zeros_like};
 pub use tfn_ir::rng::SplitMix;

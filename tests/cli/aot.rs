@@ -14,8 +14,9 @@ use std::sync::OnceLock;
 use tfn::{Session, SessionOptions, Tensor, Value};
 use tfn_test_utils::Rng;
 
-/// The C client's functions, and two that `tfnc build` refuses (an integer GEMM, which the
-/// interpreter runs; the vjp of a `while`).
+/// The C client's functions, and some that `tfnc build` refuses (an integer GEMM, which the
+/// interpreter runs; the vjp of a `while`; a result of rank 9 from an input of rank 8), and
+/// one with an `Int` parameter.
 const NN: &str = concat!(
     include_str!("../../examples/aot_c/nn.tfn"),
     r#"
@@ -28,6 +29,12 @@ fn spin(Tensor a) -> Tensor {
         x = x + 1.0
     }
     return x
+}
+fn up(Tensor x) -> Tensor {
+    return unsqueeze(x, 0)
+}
+fn scaled(Tensor x, Int n) -> Tensor {
+    return x * n
 }
 "#
 );
@@ -278,14 +285,100 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (&["--fn", "linear", "--arg", "x=f32[?, ?]", "-o", "out"], 1, "error"),
         (&["--fn", "gelu", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"], 2, "would clash"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "--arg", "y=f32[?]", "-o", "out"], 2, "--arg y"),
+        // Hostile command lines: no `-o`, an `--arg` twice, sizes that are not sizes, ranks
+        // and dtypes the C ABI cannot carry (given, or made by the function), a literal for a
+        // tensor, a tensor for an `Int`, prefixes whose symbols C or the runtime reserve,
+        // a default prefix that is not an identifier, an output directory that is a file, a
+        // source that does not parse.
+        (&["--fn", "gelu", "--arg", "x=f32[?]"], 2, "--output"),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "--arg", "x=f32[?, ?]", "-o", "out"],
+            1,
+            "given twice",
+        ),
+        (&["--fn", "gelu", "--arg", "x=f32[-1]", "-o", "out"], 2, "`-1` is not a size"),
+        (&["--fn", "gelu", "--arg", "x=f32[+3]", "-o", "out"], 2, "`+3` is not a size"),
+        (&["--fn", "gelu", "--arg", "x=f32[99999999999999999999]", "-o", "out"], 2, "not a size"),
+        (&["--fn", "gelu", "--arg", "x=f32[18446744073709551615]", "-o", "out"], 2, "below 2^63"),
+        (&["--fn", "gelu", "--arg", "x=f99[?]", "-o", "out"], 2, "expected a tensor type"),
+        (&["--fn", "gelu", "--arg", "x=f32[?", "-o", "out"], 2, "missing `]`"),
+        (&["--fn", "gelu", "--arg", "x=f32[?,?,?,?,?,?,?,?,?]", "-o", "out"], 2, "at most 8 axes"),
+        (&["--fn", "up", "--arg", "x=f32[?,?,?,?,?,?,?,?]", "-o", "out"], 1, "at most 8 axes"),
+        (
+            &["--fn", "gelu", "--arg", "x=1.5", "-o", "out"],
+            1,
+            "cannot infer a dtype for argument `x`",
+        ),
+        (
+            &["--fn", "scaled", "--arg", "x=f32[?]", "--arg", "n=f32[?]", "-o", "out"],
+            1,
+            "`n` must be Int",
+        ),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "tfn_rt"],
+            2,
+            "runtime's namespace",
+        ),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "tfn_wide"],
+            2,
+            "runtime's namespace",
+        ),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--prefix", "__x"],
+            2,
+            "reserved by C",
+        ),
+        (&["--fn", "gelu;", "--arg", "x=f32[?]", "-o", "out"], 2, "the default prefix `gelu;`"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file"], 1, "cannot write a-file"),
+        (&["bad.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"], 1, "bad.tfn:2:"),
     ];
+    std::fs::write(dir.join("bad.tfn"), "fn gelu(Tensor x) -> Tensor {\n  return x +\n}\n")
+        .unwrap();
     for (args, code, message) in cases {
-        let mut argv = vec!["build", "nn.tfn"];
+        let mut argv = vec!["build"];
+        if !args[0].ends_with(".tfn") {
+            argv.push("nn.tfn");
+        }
         argv.extend_from_slice(args);
         let o = tfnc_build(&dir, &argv);
         assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(message), "{args:?}: expected `{message}` in {}", stderr(&o));
+        assert!(stderr(&o).starts_with("error"), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
         assert!(files(&dir.join("out")).is_empty(), "{args:?} left {:?}", files(&dir.join("out")));
+    }
+    // Thousands of `--fn`s: the first unknown one, or the clash of a repeated one.
+    for (name, code, message) in [("f", 1, "unknown function `f0`"), ("gelu", 2, "would clash")] {
+        let mut argv: Vec<String> = vec!["build".into(), "nn.tfn".into()];
+        for i in 0..3000 {
+            let f = if name == "f" { format!("f{i}") } else { name.to_string() };
+            argv.extend(["--fn".into(), f]);
+        }
+        argv.extend(["--arg", "x=f32[?]", "-o", "out"].map(String::from));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = tfnc_build(&dir, &argv);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{}", stderr(&o));
+        assert!(files(&dir.join("out")).is_empty());
+    }
+    // Arguments that are not UTF-8: a usage error, not a panic.
+    {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        for bad in [&b"x=f32[\xff]"[..], b"g\xffelu"] {
+            let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
+                .args(["build", "nn.tfn", "--fn"])
+                .arg(OsStr::from_bytes(bad))
+                .args(["--arg", "x=f32[?]", "-o", "out"])
+                .current_dir(&dir)
+                .env("TFN_RT_LIB", runtime_library())
+                .output()
+                .expect("run tfnc");
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains("invalid UTF-8"), "{}", stderr(&o));
+            assert!(files(&dir.join("out")).is_empty());
+        }
     }
     // Without the runtime library, nothing is written either.
     let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
@@ -299,7 +392,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     assert!(files(&dir.join("out")).is_empty());
     let mut names = files(&dir);
     names.sort();
-    assert_eq!(names, ["a-file", "nn.tfn"], "nothing else written");
+    assert_eq!(names, ["a-file", "bad.tfn", "nn.tfn"], "nothing else written");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -439,6 +532,29 @@ static int64_t count(const tfn_buffer *b) {
     for (int64_t a = 0; a < b->rank; a++) n *= b->sizes[a];
     return n;
 }
+/* THREADS with `s` (inputs) or `o` (outputs): buffers laid out column-major, strides that
+   are not row-major. `relayout` copies between the row-major `rm` and `b`'s strided `sd`. */
+static void column_major(tfn_buffer *b) {
+    int64_t s = 1;
+    for (int64_t a = 0; a < b->rank; a++) {
+        b->strides[a] = s;
+        s *= b->sizes[a] > 0 ? b->sizes[a] : 1;
+    }
+}
+static void relayout(const tfn_buffer *b, char *rm, char *sd, int to_strided) {
+    size_t es = dsize(b->dtype);
+    int64_t n = count(b), idx[TFN_MAX_RANK] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int64_t a = 0; a < b->rank; a++) off += idx[a] * b->strides[a];
+        if (to_strided) memcpy(sd + off * es, rm + i * es, es);
+        else memcpy(rm + i * es, sd + off * es, es);
+        for (int64_t a = b->rank - 1; a >= 0; a--) {
+            if (++idx[a] < b->sizes[a]) break;
+            idx[a] = 0;
+        }
+    }
+}
 int main(int argc, char **argv) {
     tfn_rt_set_threads(atoll(argv[1]));
     if (strchr(argv[1], 'p')) tfn_rt_set_parallel_for(pf, &pf_calls);
@@ -463,6 +579,13 @@ int main(int argc, char **argv) {
         FILE *file = fopen(argv[a], "rb");
         if (!file || fread(b->data, 1, bytes, file) != bytes) return fprintf(stderr, "read %s\n", argv[a]), 1;
         fclose(file);
+        if (strchr(argv[1], 's')) {
+            char *sd = malloc(bytes + 1);
+            column_major(b);
+            relayout(b, b->data, sd, 1);
+            free(b->data);
+            b->data = sd;
+        }
     }
     /* THREADS ending in `a`: the allocating variant. */
     if (strchr(argv[1], 'a')) {
@@ -471,6 +594,7 @@ int main(int argc, char **argv) {
     } else {
         for (int k = 0; k < f->outputs; k++) {
             if (f->shape(in, k, &out[k]) != TFN_OK) return fprintf(stderr, "%s\n", tfn_rt_error_message()), 1;
+            if (strchr(argv[1], 'o')) column_major(&out[k]);
             out[k].data = malloc((size_t)count(&out[k]) * dsize(out[k].dtype) + 1);
         }
         int rc = f->entry(in, out);
@@ -481,7 +605,12 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "%s.%d", argv[3], k);
         FILE *file = fopen(name, "wb");
         size_t bytes = (size_t)count(&out[k]) * dsize(out[k].dtype);
-        if (!file || fwrite(out[k].data, 1, bytes, file) != bytes) return fprintf(stderr, "write %s\n", name), 1;
+        char *rm = out[k].data;
+        if (strchr(argv[1], 'o') && !strchr(argv[1], 'a')) {
+            rm = malloc(bytes + 1);
+            relayout(&out[k], rm, out[k].data, 0);
+        }
+        if (!file || fwrite(rm, 1, bytes, file) != bytes) return fprintf(stderr, "write %s\n", name), 1;
         fclose(file);
     }
     if (strchr(argv[1], 'p'))
@@ -1393,4 +1522,536 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
     }
     eprintln!("aarch64 under qemu: {} calls in {:.1?}", expected.len() + 1, started.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One random program of [`random_programs_give_the_sessions_bits`]: its function's name, its
+/// source, the `--arg`s of the signature it is built for, and the arguments of each call.
+struct RandomProgram {
+    name: String,
+    source: String,
+    signature: Vec<String>,
+    /// The arguments' sizes fixed instead of `?`: the fallback for a function whose graph
+    /// depends on whether derived sizes are 1 (`tfnc build` asks for every size then).
+    fixed: Vec<String>,
+    calls: Vec<Vec<Tensor>>,
+}
+
+/// The `--arg` of `t` for parameter `name`: `?` per axis but the size-1 ones (or, `fixed`,
+/// every size).
+fn tensor_arg(name: &str, t: &Tensor, fixed: bool) -> String {
+    let dims: Vec<String> = t
+        .shape()
+        .iter()
+        .map(|&d| if d == 1 || fixed { d.to_string() } else { "?".to_string() })
+        .collect();
+    format!("{name}={}[{}]", t.dtype(), dims.join(", "))
+}
+
+/// `count` random programs from `seed`: five in eight are the random op graphs of the
+/// JIT-vs-interpreter test (`tfn_test_utils::random_graph`: every unary op of its dtype,
+/// broadcasts between size-1 and sized axes, reductions, casts; called at small odd sizes,
+/// then at sizes large enough to split on 2 threads; or once, with size 1 on some axes, which
+/// the signature then declares `1` as the session specialises them), two in eight the view
+/// chains of `random_views` (transposes, slices with negative steps, squeezes; tiny inputs),
+/// one in eight the indexed ops of `random_index` (`gather`, `index_select`, `scatter_add`,
+/// indices sometimes out of range: then both fail).
+/// Every parameter is named after its function (`g3_p0`), so one module takes every `--arg`.
+fn random_programs(seed: u64, count: usize) -> Vec<RandomProgram> {
+    let mut rng = Rng::new(seed);
+    let mut programs = Vec::new();
+    for i in 0..count {
+        if i % 4 == 3 {
+            let case = draw(&mut rng, crate::random_views::case_strategy());
+            let name = format!("v{i}");
+            let inner = crate::random_views::source(&case).replacen(
+                "fn f(",
+                &format!("fn {name}_chain("),
+                1,
+            );
+            let x = crate::random_views::values(&case.shape, case.dtype);
+            let param = format!("{name}_x");
+            programs.push(RandomProgram {
+                source: format!(
+                    "{inner}fn {name}(Tensor {param}) -> Tensor {{\n    return {name}_chain({param})\n}}\n"
+                ),
+                signature: vec![tensor_arg(&param, &x, false)],
+                fixed: vec![tensor_arg(&param, &x, true)],
+                calls: vec![vec![x]],
+                name,
+            });
+            continue;
+        }
+        if i % 8 == 5 {
+            let case = draw(&mut rng, crate::random_index::case_strategy());
+            let name = format!("x{i}");
+            let inner = crate::random_index::source(&case, &format!("{name}_op"));
+            let args = crate::random_index::inputs(&case);
+            let params: Vec<String> = args.iter().map(|(p, _)| format!("{name}_{p}")).collect();
+            let decl: Vec<String> = params.iter().map(|p| format!("Tensor {p}")).collect();
+            programs.push(RandomProgram {
+                source: format!(
+                    "{inner}fn {name}({}) -> Tensor {{\n    return {name}_op({})\n}}\n",
+                    decl.join(", "),
+                    params.join(", ")
+                ),
+                signature: params
+                    .iter()
+                    .zip(&args)
+                    .map(|(p, (_, t))| tensor_arg(p, t, false))
+                    .collect(),
+                fixed: params.iter().zip(&args).map(|(p, (_, t))| tensor_arg(p, t, true)).collect(),
+                calls: vec![args.into_iter().map(|(_, t)| t).collect()],
+                name,
+            });
+            continue;
+        }
+        let dtype = tfn_test_utils::GRAPH_DTYPES[rng.index(4)];
+        let (rank, ops) = (2 + rng.index(2), 1 + rng.index(10));
+        let mut g = Rng::new(rng.next_u64());
+        let mut graph = tfn_test_utils::random_graph(&mut g, dtype, rank, ops);
+        let name = format!("g{i}");
+        for p in &mut graph.params {
+            p.name = format!("{name}_{}", p.name);
+        }
+        let source = tfn_test_utils::graph_source(&graph, &name).expect("a function");
+        let small: &[&[usize]] = if rank == 3 {
+            &[&[1], &[2, 5, 19], &[3, 1, 37], &[1, 3, 130]]
+        } else {
+            &[&[1], &[5, 9], &[3, 37], &[3, 1100]]
+        };
+        let large: &[usize] = if rank == 3 { &[43, 45, 47] } else { &[263, 271, 301] };
+        let small = small[rng.index(small.len())];
+        let calls = [small, large]
+            .map(|sizes| tfn_test_utils::random_inputs(&mut g, &graph, sizes, (-3.0, 3.0)))
+            .to_vec();
+        let mut signature = tfn_test_utils::graph_signature(&graph);
+        let mut calls = calls;
+        // A small call with size 1 on a symbol's axis: the signature declares it `1` (as a
+        // session specialises the graph for it; built `?`, the object runs the general
+        // kernels, whose rounding may differ) and the large call goes.
+        if calls[0].iter().any(|t| t.shape().contains(&1)) {
+            signature = graph
+                .params
+                .iter()
+                .zip(&calls[0])
+                .map(|(p, t)| tensor_arg(&p.name, t, false))
+                .collect();
+            calls.truncate(1);
+        }
+        let fixed = graph.params.iter().zip(&calls[0]).map(|(p, t)| tensor_arg(&p.name, t, true));
+        programs.push(RandomProgram { fixed: fixed.collect(), name, source, signature, calls });
+    }
+    programs
+}
+
+/// One value of a property test's `strategy`, drawn from a proptest generator seeded by `rng`.
+fn draw<S: proptest::strategy::Strategy>(rng: &mut Rng, strategy: S) -> S::Value {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let seed: Vec<u8> = (0..4).flat_map(|_| rng.next_u64().to_le_bytes()).collect();
+    let test_rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
+    let mut runner = TestRunner::new_with_rng(Config::default(), test_rng);
+    strategy.new_tree(&mut runner).expect("a case").current()
+}
+
+/// `t` laid out column-major (axes reversed in memory): the same values with strides that are
+/// not row-major, as the harness lays out its inputs for THREADS with `s`.
+fn column_major(t: &Tensor) -> Tensor {
+    fn rev<T: Clone>(a: &ArrayD<T>) -> ArrayD<T> {
+        a.view().reversed_axes().as_standard_layout().into_owned().reversed_axes()
+    }
+    match t {
+        Tensor::F32(a) => Tensor::F32(rev(a)),
+        Tensor::F64(a) => Tensor::F64(rev(a)),
+        Tensor::I32(a) => Tensor::I32(rev(a)),
+        Tensor::I64(a) => Tensor::I64(rev(a)),
+        Tensor::Bool(a) => Tensor::Bool(rev(a)),
+        other => panic!("unexpected dtype {}", other.dtype()),
+    }
+}
+
+/// Builds `programs` into one module `prefix` with one `tfnc build` (the functions an object
+/// cannot hold are dropped with the reason `tfnc build` gives, and the build retried):
+/// the functions built, and the refused ones with their reasons.
+fn build_random_module(
+    dir: &Path,
+    prefix: &str,
+    programs: &mut [&mut RandomProgram],
+) -> (Vec<String>, Vec<(String, String)>) {
+    let mut left: Vec<usize> = (0..programs.len()).collect();
+    let mut use_fixed = vec![false; programs.len()];
+    let mut refused = Vec::new();
+    loop {
+        let mut argv: Vec<String> = vec!["build".into(), "random.tfn".into()];
+        for &k in &left {
+            argv.extend(["--fn".into(), programs[k].name.clone()]);
+        }
+        for &k in &left {
+            let args = if use_fixed[k] { &programs[k].fixed } else { &programs[k].signature };
+            argv.extend(args.iter().flat_map(|a| ["--arg".to_string(), a.clone()]));
+        }
+        argv.extend(["-o".into(), "build".into(), "--prefix".into(), prefix.into()]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = tfnc_build(dir, &argv);
+        if o.status.success() {
+            for &k in &left {
+                if use_fixed[k] {
+                    programs[k].signature = programs[k].fixed.clone();
+                }
+            }
+            return (left.iter().map(|&k| programs[k].name.clone()).collect(), refused);
+        }
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "tfnc build {prefix}: {err}");
+        // The cause is one line (after the source's warnings, if any).
+        let line = err.lines().find(|l| l.starts_with("error")).unwrap_or("");
+        let named = line.strip_prefix("error: `").and_then(|r| r.split_once("` cannot be built"));
+        let Some((name, why)) = named else { panic!("tfnc build {prefix}: {err}") };
+        let at = left.iter().position(|&k| programs[k].name == name).expect("a listed function");
+        let k = left[at];
+        if why.contains("give every size of the inputs") && !use_fixed[k] {
+            use_fixed[k] = true;
+        } else {
+            refused
+                .push((name.to_string(), why.trim_start_matches(" ahead of time: ").to_string()));
+            left.remove(at);
+        }
+    }
+}
+
+/// The random programs of the differential tests (`random_graph`'s op graphs,
+/// `random_views`' view chains and `random_index`'s indexed ops), built by `tfnc build` into three modules of one C program and
+/// called on random inputs (odd sizes, size-1 axes, column-major inputs and outputs) on 1 and
+/// 2 threads: every output has the bits of `Session::call` (on 1 thread, whose bits are those
+/// of every thread count), or both fail. A function an object
+/// cannot hold is refused with its reason; more than one in ten refused fails the test.
+/// `TFN_AOT_FUZZ_SEED` and `TFN_AOT_FUZZ_CASES` explore further (48 programs by default).
+#[test]
+fn random_programs_give_the_sessions_bits() {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let seed = env("TFN_AOT_FUZZ_SEED").unwrap_or(0xa07_d1ff);
+    let count = env("TFN_AOT_FUZZ_CASES").unwrap_or(48) as usize;
+    let start = std::time::Instant::now();
+    let dir = scratch("aot-random");
+    let mut programs = random_programs(seed, count);
+    // And one an object cannot hold (an integer GEMM, which the interpreter runs): refused
+    // with its reason, the module built without it.
+    let int = Tensor::I32(ArrayD::zeros(IxDyn(&[2, 2])));
+    programs.insert(
+        0,
+        RandomProgram {
+            name: "imm".into(),
+            source: "fn imm(Tensor imm_a, Tensor imm_b) -> Tensor {\n    return matmul(imm_a, imm_b)\n}\n".into(),
+            signature: vec!["imm_a=i32[?, ?]".into(), "imm_b=i32[?, ?]".into()],
+            fixed: vec!["imm_a=i32[2, 2]".into(), "imm_b=i32[2, 2]".into()],
+            calls: vec![vec![int.clone(), int]],
+        },
+    );
+    let source: String = programs.iter().map(|p| p.source.as_str()).collect();
+    std::fs::write(dir.join("random.tfn"), &source).unwrap();
+    let modules_of = 3.min(programs.len().max(1));
+    let per = programs.len().div_ceil(modules_of).max(1);
+    let mut built: Vec<(String, String, usize)> = Vec::new();
+    let mut refused = Vec::new();
+    // One session, on 1 thread: its results are the same bits on any thread count (the
+    // JIT's own invariant, tested by `thread_counts` and `random_graphs`), so the object on
+    // 2 threads must give them too (and one session compiles each program once).
+    let session = Session::with_options(SessionOptions { threads: 1, ..Default::default() });
+    session.load_str("random.tfn", &source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+    for (m, chunk) in programs.chunks_mut(per).enumerate() {
+        let prefix = format!("r{m}");
+        let mut chunk: Vec<&mut RandomProgram> = chunk.iter_mut().collect();
+        let (names, no) = build_random_module(&dir, &prefix, &mut chunk);
+        for name in names {
+            let p = programs_outputs(&chunk, &name);
+            built.push((prefix.clone(), name, p));
+        }
+        refused.extend(no);
+    }
+    let built_in = start.elapsed();
+    let listed: Vec<String> = refused.iter().map(|(n, why)| format!("{n}: {why}")).collect();
+    println!("{} programs, {} refused:\n{}", programs.len(), refused.len(), listed.join("\n"));
+    assert!(
+        listed.first().is_some_and(|l| l.starts_with("imm: ") && l.contains("integer matmul")),
+        "the integer GEMM is refused with its reason: {listed:?}"
+    );
+    let random_refused = refused.len() - 1;
+    assert!(random_refused * 10 <= count, "too many refused:\n{}", listed.join("\n"));
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    std::fs::write(dir.join("harness.c"), harness(&built)).unwrap();
+    let mut cc = Command::new("cc");
+    cc.current_dir(&dir).args(["-O1", "-Ibuild", "harness.c"]);
+    for prefix in prefixes(&built) {
+        cc.arg(format!("build/{prefix}.o"));
+    }
+    let o = cc.args(["build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "harness"]).output();
+    let o = o.expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
+    let mut failures = Vec::new();
+    let (mut compared, mut nan_signs) = (0, 0);
+    for (prefix, name, _) in &built {
+        let program = programs.iter().find(|p| &p.name == name).expect("a program");
+        for (c, args) in program.calls.iter().enumerate() {
+            let mut inputs = Vec::new();
+            for (k, t) in args.iter().enumerate() {
+                let file = format!("{name}.{c}.in{k}");
+                std::fs::write(dir.join(&file), tensor_bytes(t)).unwrap();
+                let dims: Vec<String> = t.shape().iter().map(usize::to_string).collect();
+                inputs.extend([file, dtype_code(t).to_string(), dims.join("x")]);
+            }
+            // Row-major on 1 thread; column-major inputs and outputs on 2; the allocating
+            // variant on 2.
+            for (threads, variant) in [(1, ""), (2, "so"), (2, "a")] {
+                let strided = variant.contains('s');
+                let values: Vec<Value> = args
+                    .iter()
+                    .map(|t| Value::from(if strided { column_major(t) } else { t.clone() }))
+                    .collect();
+                let want = session.call(name, &values);
+                let out = format!("{name}.{c}-{threads}{variant}");
+                let run = Command::new(dir.join("harness"))
+                    .current_dir(&dir)
+                    .args([format!("{threads}{variant}"), format!("{prefix}_{name}"), out.clone()])
+                    .args(&inputs)
+                    .output()
+                    .expect("run the harness");
+                let what = format!("{name} call {c} on {threads}{variant}");
+                let want = match want {
+                    Err(e) => {
+                        if run.status.success() {
+                            failures.push(format!("{what}: the session fails ({e}), C does not"));
+                        }
+                        continue;
+                    }
+                    Ok(want) => want,
+                };
+                if !run.status.success() {
+                    failures.push(format!("{what}: {}", stderr(&run)));
+                    continue;
+                }
+                for (k, w) in want.into_iter().enumerate() {
+                    let w = w.into_tensor().expect("a tensor result");
+                    let got = std::fs::read(dir.join(format!("{out}.{k}"))).expect("written");
+                    match first_difference(&got, &w) {
+                        Difference::None => {}
+                        Difference::NanSign => nan_signs += 1,
+                        Difference::At(i, g, w) => failures
+                            .push(format!("{what}: output {k} differs at {i}: {g:#x}, not {w:#x}")),
+                    }
+                }
+                compared += 1;
+            }
+        }
+        if failures.len() > 20 {
+            break;
+        }
+    }
+    let sources: Vec<&str> = programs
+        .iter()
+        .filter(|p| failures.iter().any(|f| f.starts_with(&format!("{} ", p.name))))
+        .map(|p| p.source.as_str())
+        .collect();
+    assert!(failures.is_empty(), "{}\n\n{}", failures.join("\n"), sources.join("\n"));
+    println!("{compared} calls compared, {nan_signs} with NaNs of another sign");
+    println!("built in {built_in:.1?}, compared in {:.1?}", start.elapsed() - built_in);
+    assert!(compared > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How many results `name` (one of `programs`) returns: two for a random graph's
+/// `(Tensor, Tensor)`, else one.
+fn programs_outputs(programs: &[&mut RandomProgram], name: &str) -> usize {
+    let p = programs.iter().find(|p| p.name == name).expect("a program");
+    if p.source.contains("-> (Tensor, Tensor)") {
+        2
+    } else {
+        1
+    }
+}
+
+/// Calls of a linked function with bad buffers, from C: each a `TFN_ERR_ARGUMENT` whose
+/// message names the parameter (or the output), never a crash; and an empty output, whose
+/// row-major strides have zeros, is fine. `int_linear(x, w, b)` (a C keyword is a prefix like
+/// any other: every symbol is `int_...`) takes
+/// `x=f32[?, ?]`, `w=f32[?, ?]`, `b=f32[?]`; `k_gelu(x)` takes `x=f32[4, ?]`.
+const HOSTILE_CALLS: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "int.h"
+#include "k.h"
+static float data[4096];
+static void fill(tfn_buffer *b, int64_t dtype, int64_t rank, const int64_t *sizes) {
+    memset(b, 0, sizeof *b);
+    b->data = data;
+    b->dtype = dtype;
+    b->rank = rank;
+    for (int64_t a = 0; a < rank && a < TFN_MAX_RANK; a++) b->sizes[a] = sizes[a];
+    if (rank <= TFN_MAX_RANK) tfn_buffer_row_major(b);
+}
+static void report(const char *name, int rc) {
+    printf("%s|%d|%s\n", name, rc, rc == TFN_OK ? "" : tfn_rt_error_message());
+}
+int main(void) {
+    tfn_buffer in[3], out[2];
+    const int64_t xs[] = {3, 5}, ws[] = {5, 7}, bs[] = {7}, ys[] = {3, 7};
+    const int64_t nine[] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+#define RESET()                                         \
+    do {                                                \
+        fill(&in[0], TFN_F32, 2, xs);                   \
+        fill(&in[1], TFN_F32, 2, ws);                   \
+        fill(&in[2], TFN_F32, 1, bs);                   \
+        fill(&out[0], TFN_F32, 2, ys);                  \
+        out[0].data = data + 1024;                      \
+    } while (0)
+    RESET();
+    report("ok", int_linear(in, out));
+    RESET(); in[1].data = NULL; report("null_data", int_linear(in, out));
+    RESET(); in[0].strides[1] = -1; report("negative_stride", int_linear(in, out));
+    RESET(); in[0].sizes[0] = -3; report("negative_size", int_linear(in, out));
+    RESET(); in[2].rank = 2; in[2].sizes[1] = 1; report("rank_mismatch", int_linear(in, out));
+    RESET(); fill(&in[1], TFN_F32, 9, nine); report("rank_nine", int_linear(in, out));
+    RESET(); in[2].rank = -1; report("negative_rank", int_linear(in, out));
+    RESET(); in[2].dtype = TFN_F64; report("dtype_mismatch", int_linear(in, out));
+    RESET(); in[0].dtype = 77; report("unknown_dtype", int_linear(in, out));
+    RESET(); in[1].sizes[0] = 6; tfn_buffer_row_major(&in[1]); report("inconsistent_sizes", int_linear(in, out));
+    RESET(); in[2].sizes[0] = 8; report("inconsistent_bias", int_linear(in, out));
+    RESET(); out[0].sizes[1] = 8; tfn_buffer_row_major(&out[0]); report("output_size", int_linear(in, out));
+    RESET(); out[0].rank = 1; report("output_rank", int_linear(in, out));
+    RESET(); out[0].dtype = TFN_I32; report("output_dtype", int_linear(in, out));
+    RESET(); out[0].data = NULL; report("output_null", int_linear(in, out));
+    RESET(); out[0].strides[0] = 0; report("output_zero_stride", int_linear(in, out));
+    RESET(); out[0].strides[1] = -7; report("output_negative_stride", int_linear(in, out));
+    RESET(); out[0].strides[0] = 1; report("output_overlap", int_linear(in, out));
+    RESET(); report("null_inputs", int_linear(NULL, out));
+    RESET(); report("null_outputs", int_linear(in, NULL));
+    RESET(); report("shape_null", int_linear_output_shape(in, 0, NULL));
+    RESET(); report("shape_index", int_linear_output_shape(in, 3, out));
+    RESET(); in[0].data = NULL; report("shape_of_bad_input", int_linear_output_shape(in, 0, out) == TFN_OK ? TFN_OK : int_linear(in, out));
+    RESET(); in[1].sizes[0] = 6; report("alloc_inconsistent", int_linear_alloc(in, out));
+    /* An empty output: its row-major strides ([0, 1] for [3, 0]) are fine. */
+    {
+        const int64_t w0[] = {5, 0}, b0[] = {0}, y0[] = {3, 0};
+        RESET(); fill(&in[1], TFN_F32, 2, w0); fill(&in[2], TFN_F32, 1, b0);
+        fill(&out[0], TFN_F32, 2, y0); out[0].data = data + 1024;
+        report("empty_output", int_linear(in, out));
+        RESET(); fill(&in[1], TFN_F32, 2, w0); fill(&in[2], TFN_F32, 1, b0);
+        report("empty_output_alloc", int_linear_alloc(in, out));
+    }
+    /* A fixed size: x must be [4, ?]. */
+    RESET(); fill(&out[0], TFN_F32, 2, xs); out[0].data = data + 1024;
+    report("fixed_size", k_gelu(in, out));
+    return 0;
+}
+"#;
+
+#[test]
+fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
+    let dir = scratch("aot-hostile-calls");
+    std::fs::write(dir.join("nn.tfn"), NN).unwrap();
+    build(&dir, "linear", "int", &["x=f32[?, ?]", "w=f32[?, ?]", "b=f32[?]"]);
+    build(&dir, "gelu", "k", &["x=f32[4, ?]"]);
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    std::fs::write(dir.join("hostile.c"), HOSTILE_CALLS).unwrap();
+    let o = Command::new("cc")
+        .current_dir(&dir)
+        .args(["-O1", "-Ibuild", "hostile.c", "build/int.o", "build/k.o", "build/libtfn_rt.a"])
+        .args(["-lpthread", "-ldl", "-lm", "-o", "hostile"])
+        .output()
+        .expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
+    let run = Command::new(dir.join("hostile")).output().expect("run hostile");
+    assert!(
+        run.status.success(),
+        "crashed: {} {}",
+        stderr(&run),
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let arg = tfn_backend::aot::c_abi::TFN_ERR_ARGUMENT;
+    let expected: &[(&str, i32, &str)] = &[
+        ("ok", 0, ""),
+        ("null_data", arg, "input `w`: null data"),
+        ("negative_stride", arg, "input `x`: negative stride -1"),
+        ("negative_size", arg, "input `x`: negative size -3"),
+        ("rank_mismatch", arg, "input `b`"),
+        ("rank_nine", arg, "input `w`: rank 9 (at most 8)"),
+        ("negative_rank", arg, "input `b`: rank -1"),
+        ("dtype_mismatch", arg, "input `b` must be f32, got f64"),
+        ("unknown_dtype", arg, "input `x`: unknown dtype code 77"),
+        ("inconsistent_sizes", arg, "`w`"),
+        ("inconsistent_bias", arg, "`b`"),
+        ("output_size", arg, "output 0"),
+        ("output_rank", arg, "output 0"),
+        ("output_dtype", arg, "output 0"),
+        ("output_null", arg, "output 0: null data"),
+        ("output_zero_stride", arg, "output 0: a zero stride"),
+        ("output_negative_stride", arg, "output 0: negative stride -7"),
+        ("output_overlap", arg, "output 0: its strides [1, 1] make elements overlap"),
+        ("null_inputs", arg, "null inputs"),
+        ("null_outputs", arg, "null outputs"),
+        ("shape_null", arg, "null output buffer"),
+        ("shape_index", arg, "output 3"),
+        ("shape_of_bad_input", arg, "input `x`: null data"),
+        ("alloc_inconsistent", arg, "`w`"),
+        ("empty_output", 0, ""),
+        ("empty_output_alloc", 0, ""),
+        ("fixed_size", arg, "input `x` must have sizes [4, ?], got [3, 5]"),
+    ];
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "{stdout}");
+    let mut wrong = Vec::new();
+    for (line, (name, code, message)) in lines.iter().zip(expected) {
+        let mut parts = line.splitn(3, '|');
+        let (n, c, m) = (parts.next(), parts.next(), parts.next().unwrap_or(""));
+        if n != Some(name) || c != Some(&code.to_string()) || !m.contains(message) {
+            wrong.push(format!("{line}   (expected {name}|{code}|…{message}…)"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How an output of the C harness differs from the session's.
+enum Difference {
+    None,
+    /// Only in the sign or payload of NaNs (not part of the bits tfn keeps: the wide math
+    /// routines are the inline code's twins "NaN payloads aside", `backend/src/wide/mod.rs`).
+    NanSign,
+    /// At element `i`: the bits of the C output, then the session's.
+    At(usize, u64, u64),
+}
+
+/// Compares the raw output `got` with the session's `want` element by element.
+fn first_difference(got: &[u8], want: &Tensor) -> Difference {
+    let w = tensor_bytes(want);
+    if got == w {
+        return Difference::None;
+    }
+    if got.len() != w.len() {
+        return Difference::At(usize::MAX, got.len() as u64, w.len() as u64);
+    }
+    let size = match want.dtype() {
+        tfn::DType::F64 | tfn::DType::I64 => 8,
+        tfn::DType::F32 | tfn::DType::I32 => 4,
+        _ => 1,
+    };
+    let float = matches!(want.dtype(), tfn::DType::F32 | tfn::DType::F64);
+    let word = |b: &[u8]| b.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+    let nan = |x: u64| match size {
+        4 => f32::from_bits(x as u32).is_nan(),
+        _ => f64::from_bits(x).is_nan(),
+    };
+    for (i, (g, w)) in got.chunks(size).zip(w.chunks(size)).enumerate() {
+        let (g, w) = (word(g), word(w));
+        if g != w && !(float && nan(g) && nan(w)) {
+            return Difference::At(i, g, w);
+        }
+    }
+    Difference::NanSign
 }
