@@ -33,14 +33,6 @@ impl JitCompiler {
         self.jit.0.lock().map_or((0, 0), |inner| (inner.kernels - inner.reused, inner.reused))
     }
 
-    /// Loop kernels this module compiled ahead on several threads (see `jit.rs`): every one
-    /// of them is also counted by [`JitCompiler::code_stats`], as compiled or reused, as if it
-    /// had been compiled in step order.
-    /// Also how many of them a step-order compile has used so far.
-    pub fn warmed_kernels(&self) -> (usize, usize) {
-        self.jit.0.lock().map_or((0, 0), |inner| (inner.warmed, inner.warm_used))
-    }
-
     /// Fuses `graph` and compiles its kernels into this compiler's module. A kernel the
     /// code generator rejects runs through the interpreter and is reported
     /// ([`CompiledFunction::interpreted_kernels`]).

@@ -210,9 +210,6 @@ impl CompiledFunction {
         fused: FusedGraph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
-        if options.threads > 1 && !tfn_passes::pipeline::fault_injected("codegen") {
-            jit.warm(&steps::loop_plans(graph, &fused), options.threads);
-        }
         Self::assemble(jit, Some(jit.clone()), graph, fused, options)
     }
 

@@ -67,30 +67,6 @@ pub(crate) trait KernelSource {
     fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError>;
 }
 
-/// The loop plans [`compile_kernel`] asks its kernel source for over `fused`'s kernels, in
-/// step order (what `Jit::warm` compiles ahead on several threads).
-#[cfg(feature = "jit")]
-pub(super) fn loop_plans(graph: &Graph, fused: &tfn_passes::fusion::FusedGraph) -> Vec<LoopPlan> {
-    /// Records the plans and hands out a kernel that is never called (the steps are dropped).
-    struct Recorder(std::cell::RefCell<Vec<LoopPlan>>);
-    unsafe extern "C" fn never_called(_: *const i64) {}
-    impl KernelSource for Recorder {
-        fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
-            self.0.borrow_mut().push(plan.clone());
-            Ok(never_called)
-        }
-        fn axis_kernel(&self, _: &AxisSpec) -> Result<KernelFn, CodegenError> {
-            Ok(never_called)
-        }
-    }
-    let recorder = Recorder(Default::default());
-    for kernel in &fused.kernels {
-        // A kernel that fails here fails again in the real build, which reports it.
-        let _ = compile_kernel(&recorder, graph, kernel);
-    }
-    recorder.0.into_inner()
-}
-
 /// The step of an `argmax`/`argmin` kernel (`scan: false`) or a scan kernel.
 fn axis_step(
     src: &dyn KernelSource,
