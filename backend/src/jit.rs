@@ -200,8 +200,9 @@ pub(crate) fn declare_wide<M: Module>(
     level: SimdLevel,
     features: MathFeatures,
 ) -> Result<codegen::WideFns, CodegenError> {
-    declare_wide_with(module, level, features, |level, f| {
-        wide::routine_f32(level, f).map(|r| r.symbol)
+    declare_wide_with(module, level, features, |level, f, kind| match kind {
+        wide::RoutineKind::Map => wide::routine_f32(level, f).map(|r| r.symbol),
+        wide::RoutineKind::Sum => wide::routine_sum_f32(level, f).map(|(symbol, _)| symbol),
     })
 }
 
@@ -211,23 +212,27 @@ pub(crate) fn declare_wide_with<M: Module>(
     module: &mut M,
     level: SimdLevel,
     features: MathFeatures,
-    symbol: impl Fn(SimdLevel, crate::math::MathFn) -> Option<&'static str>,
+    symbol: impl Fn(SimdLevel, crate::math::MathFn, wide::RoutineKind) -> Option<&'static str>,
 ) -> Result<codegen::WideFns, CodegenError> {
     let mut fns = codegen::WideFns::default();
     if !features.fma {
         return Ok(fns);
     }
-    let mut sig = module.make_signature();
     let ptr = module.target_config().pointer_type();
-    for ty in [ptr, ptr, ptr] {
-        sig.params.push(cranelift::codegen::ir::AbiParam::new(ty));
-    }
-    for &f in crate::math::MathFn::ALL {
-        let Some(symbol) = symbol(level, f) else { continue };
-        let id = module
-            .declare_function(symbol, Linkage::Import, &sig)
-            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        fns.f32.insert(f, id.as_u32());
+    for kind in [wide::RoutineKind::Map, wide::RoutineKind::Sum] {
+        let mut sig = module.make_signature();
+        let params = if kind == wide::RoutineKind::Map { 3 } else { 4 };
+        for _ in 0..params {
+            sig.params.push(cranelift::codegen::ir::AbiParam::new(ptr));
+        }
+        for &f in crate::math::MathFn::ALL {
+            let Some(symbol) = symbol(level, f, kind) else { continue };
+            let id = module
+                .declare_function(symbol, Linkage::Import, &sig)
+                .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+            let table = if kind == wide::RoutineKind::Map { &mut fns.f32 } else { &mut fns.sum_f32 };
+            table.insert(f, id.as_u32());
+        }
     }
     fns.level = level;
     Ok(fns)

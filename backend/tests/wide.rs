@@ -16,7 +16,7 @@ use crate::math_jit;
 use cranelift::codegen::ir::types;
 use math_jit::{run, Jit, Kernel};
 use tfn_backend::math::{MathFeatures, MathFn};
-use tfn_backend::wide::{routine_f32, symbols, Routine, SimdLevel};
+use tfn_backend::wide::{routine_f32, routine_sum_f32, symbols, Routine, SimdLevel, SUM_ACC};
 use tfn_test_utils::Rng;
 
 /// The functions that must have routines at every wide level (the priority list
@@ -207,6 +207,13 @@ fn routines_exist_exactly_where_promised() {
                 assert_eq!(r.symbol, want);
                 assert!(symbols().contains(&(r.symbol, r.addr)), "{want} not in symbols()");
             }
+            let sum = routine_sum_f32(level, f);
+            assert_eq!(sum.is_some(), expected, "summing {} at {}", f.name(), level.name());
+            if let Some((symbol, routine)) = sum {
+                let want = format!("tfn_wide_{}_sum_f32_{}", f.name(), level.name());
+                assert_eq!(symbol, want);
+                assert!(symbols().contains(&(symbol, routine as *const u8)), "{want} listed");
+            }
         }
     }
     let all = symbols();
@@ -215,7 +222,8 @@ fn routines_exist_exactly_where_promised() {
     names.dedup();
     assert_eq!(names.len(), all.len(), "symbols are unique");
     if cfg!(target_arch = "x86_64") {
-        assert_eq!(all.len(), 2 * EXPECTED.len(), "symbols() lists every level, runnable or not");
+        // A map and a summing routine per function and level.
+        assert_eq!(all.len(), 4 * EXPECTED.len(), "symbols() lists every level, runnable or not");
     }
 }
 
@@ -309,6 +317,68 @@ fn every_length_offset_and_aliasing_is_exact() {
                         "{what} in place: wrote outside 0..n"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// The order a kernel's row pass adds `ys` into its accumulators (`WideSumF32`'s contract):
+/// whole groups of 16 lane by lane into `acc[0..16]`, then whole groups of 4 into `acc[0..4]`,
+/// then one by one into `acc[16]`.
+fn inline_sum_order(acc: &mut [f32; SUM_ACC], ys: &[f32]) {
+    let full = ys.len() / 16 * 16;
+    let groups = full + (ys.len() - full) / 4 * 4;
+    for (i, y) in ys.iter().enumerate() {
+        let slot = if i < full {
+            i % 16
+        } else if i < groups {
+            (i - full) % 4
+        } else {
+            16
+        };
+        acc[slot] += y;
+    }
+}
+
+#[test]
+fn summing_routines_store_the_map_and_sum_in_the_inline_order() {
+    let levels = levels();
+    let mut rng = Rng::new(23);
+    // Arguments where the functions are finite and the sums' rounding shows: mostly in
+    // [-8, 1], some specials.
+    let mut pool: Vec<f32> = (0..6000).map(|_| (rng.next_u64() % 9000) as f32 / 1000.0 - 8.0).collect();
+    pool.extend(specials());
+    let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 79, 511, 512, 513, 4099]).collect();
+    for f in EXPECTED {
+        for &level in &levels {
+            let map = routine_f32(level, f).expect("routine");
+            let (_, sum) = routine_sum_f32(level, f).expect("summing routine");
+            for &n in &lengths {
+                let start = (n * 37) % (pool.len() - n);
+                let src = &pool[start..start + n];
+                let want = call(map, src);
+                let mut want_acc = [0f32; SUM_ACC];
+                for (i, a) in want_acc.iter_mut().enumerate() {
+                    *a = i as f32 * 0.37 - 2.0; // running sums from earlier blocks
+                }
+                let mut acc = want_acc;
+                inline_sum_order(&mut want_acc, &want);
+                let what = format!("summing {} at {}, n = {n}", f.name(), level.name());
+                let mut dst = vec![0f32; n];
+                // SAFETY: `src`, `dst` hold `n` values, `acc` SUM_ACC; the CPU runs `level`.
+                unsafe { sum(src.as_ptr(), dst.as_mut_ptr(), n, acc.as_mut_ptr()) };
+                assert_same(&what, src, &dst, &want);
+                assert_same(&format!("{what}: sums"), &[0.0; SUM_ACC], &acc, &want_acc);
+                // In place.
+                let mut buf = src.to_vec();
+                let mut acc = [0f32; SUM_ACC];
+                let mut want_acc = [0f32; SUM_ACC];
+                inline_sum_order(&mut want_acc, &want);
+                let p = buf.as_mut_ptr();
+                // SAFETY: as above, `p` read and written in place.
+                unsafe { sum(p, p, n, acc.as_mut_ptr()) };
+                assert_same(&format!("{what} in place"), src, &buf, &want);
+                assert_same(&format!("{what} in place: sums"), &[0.0; SUM_ACC], &acc, &want_acc);
             }
         }
     }

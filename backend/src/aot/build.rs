@@ -163,10 +163,11 @@ impl ObjectBuilder {
             // The host's level, else the routines the runtime dispatches by CPU feature (a
             // tier runs only on a CPU with its level).
             let wide = if host {
-                declare_wide_with(&mut module, simd, features, wide::symbol_f32)?
+                declare_wide_with(&mut module, simd, features, wide::symbol)?
             } else {
-                declare_wide_with(&mut module, simd, features, |_, f| {
-                    wide::dispatched_symbol_f32(f)
+                // x86-64-v2 (`SimdLevel::V128`) calls none: its CPU may lack AVX2.
+                declare_wide_with(&mut module, simd, features, |level, f, kind| {
+                    (level != SimdLevel::V128).then(|| wide::dispatched_symbol(f, kind)).flatten()
                 })?
             };
             tiers.push(TierCode { isa, features, wide });

@@ -2,11 +2,12 @@
 //! one pass per reduction level walks (plus a final pass storing elementwise outputs). A pass
 //! also walks the reduced outer axes, if any, around its inner loops.
 
+use super::stage::FusedSum;
 use super::Width;
 use super::{lanes, ops, scalar_type, At, Emitter, Memo, RowVals};
 use super::{CodegenError, UNROLL};
 use crate::plan::Ref;
-use cranelift::codegen::ir::{InstBuilder, Value};
+use cranelift::codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift::frontend::{FunctionBuilder, Variable};
 use tfn_ir::{DType, Op, ReduceOp};
 
@@ -126,7 +127,35 @@ impl Emitter<'_> {
             b.def_var(var, init);
             scalar_acc.push(vec![var]);
         }
-        let staged = self.plan_staging(b, &elem, vals);
+        let mut staged = self.plan_staging(b, &elem, vals);
+        // A staged node the pass stashes goes straight into its output; a `sum` of it is
+        // accumulated by the routine's summing twin (softmax's exp-and-sum in one call).
+        for s in &mut staged {
+            s.out = to_stash.iter().find(|&&(k, _)| k == s.node).map(|&(_, o)| o);
+            let (Some(routine), Some(r)) = (self.sum_routine(s.node), self.summed_by(s.node))
+            else {
+                continue;
+            };
+            let Some(ri) = info.iter().position(|&(n, _, _)| n == r) else { continue };
+            let (Some(vector), Some(scalar)) = (vector_acc.get(ri), scalar_acc.get(ri)) else {
+                continue;
+            };
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 80, 4);
+            let acc = b.create_sized_stack_slot(data);
+            s.sum = Some(FusedSum {
+                routine,
+                reduce: r,
+                vector: vector.clone(),
+                scalar: scalar[0],
+                acc,
+            });
+        }
+        // Nothing left for the pass's own loops on the staged blocks?
+        let body_idle = outputs.is_empty()
+            && info.iter().all(|&(r, _, _)| {
+                staged.iter().any(|s| s.sum.as_ref().is_some_and(|f| f.reduce == r))
+            })
+            && to_stash.iter().all(|&(k, _)| staged.iter().any(|s| s.node == k && s.out.is_some()));
         let state: &RowVals = vals;
         let job = Pass { reduces: &info, outputs, to_stash: &to_stash };
         let axes = self.reduced_outer.clone();
@@ -139,7 +168,7 @@ impl Emitter<'_> {
             if staged.is_empty() {
                 self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| step(b, state, at, u, memo))
             } else {
-                self.staged_steps(b, state, &staged, offs, lo, hi, &mut step)
+                self.staged_steps(b, state, &staged, offs, lo, hi, body_idle, &mut step)
             }
         })?;
         for (ri, &(r, op, d)) in info.iter().enumerate() {
@@ -185,6 +214,9 @@ impl Emitter<'_> {
         // Per unrolled step, the memo holds this step's values only.
         memo.clear();
         for (ri, &(r, op, d)) in job.reduces.iter().enumerate() {
+            if vals.summed.contains(&r) {
+                continue;
+            }
             let x = match self.plan.nodes[r].args.first() {
                 Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
                 None => return Err(CodegenError::Internal("reduction without argument".into())),
@@ -197,6 +229,9 @@ impl Emitter<'_> {
         // buffer that this step overwrites.
         let mut stores = Vec::new();
         for &(k, o) in job.to_stash {
+            if vals.written.contains(&k) {
+                continue;
+            }
             stores.push((o, self.eval_elem(b, vals, k, at, memo)?));
         }
         for &o in job.outputs {

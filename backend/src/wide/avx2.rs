@@ -197,6 +197,53 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m256) -> __
     }
 }
 
+/// [`run`] that also sums the results into `acc` in the inline row pass's order (see
+/// [`crate::wide::WideSumF32`]): two 8-lane accumulators are the inline code's four unrolled
+/// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+///
+/// # Safety
+/// As [`run`]; `acc` valid for [`super::SUM_ACC`] reads and writes.
+#[inline(always)]
+unsafe fn run_sum(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    acc: *mut f32,
+    f: impl Fn(__m256) -> __m256,
+) {
+    let mut i = 0;
+    unsafe {
+        let mut lo = _mm256_loadu_ps(acc);
+        let mut hi = _mm256_loadu_ps(acc.add(8));
+        while i + 16 <= n {
+            let y = f(_mm256_loadu_ps(src.add(i)));
+            let z = f(_mm256_loadu_ps(src.add(i + 8)));
+            _mm256_storeu_ps(dst.add(i), y);
+            _mm256_storeu_ps(dst.add(i + 8), z);
+            lo = _mm256_add_ps(lo, y);
+            hi = _mm256_add_ps(hi, z);
+            i += 16;
+        }
+        _mm256_storeu_ps(acc, lo);
+        _mm256_storeu_ps(acc.add(8), hi);
+        let mut tail = [0f32; 16];
+        let rest = n - i;
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for half in 0..2 {
+            let left = rest.saturating_sub(8 * half);
+            if left == 0 {
+                break;
+            }
+            let at = i + 8 * half;
+            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left.min(8) as i32), lane);
+            let y = f(_mm256_maskload_ps(src.add(at), mask));
+            _mm256_maskstore_ps(dst.add(at), mask, y);
+            _mm256_storeu_ps(tail.as_mut_ptr().add(8 * half), y);
+        }
+        super::sum_tail(&tail[..rest], acc);
+    }
+}
+
 /// One `#[target_feature]` routine per listed function, named after it.
 macro_rules! routines {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
@@ -211,6 +258,30 @@ macro_rules! routines {
                 unsafe { run(src, dst, n, |x| crate::math::generic::$fn_name(&mut Avx2F32, x)) }
             }
         )*
+        /// The summing routines (see [`crate::wide::WideSumF32`]), one per function.
+        pub(super) mod sum {
+            use super::*;
+            $(
+                /// The AVX2 summing `f32` routine of this function.
+                ///
+                /// # Safety
+                /// As [`crate::wide::WideSumF32`]; the CPU must have AVX2 and FMA.
+                #[target_feature(enable = "avx2,fma")]
+                pub(in crate::wide) unsafe extern "C" fn $fn_name(
+                    src: *const f32,
+                    dst: *mut f32,
+                    n: usize,
+                    acc: *mut f32,
+                ) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe {
+                        run_sum(src, dst, n, acc, |x| {
+                            crate::math::generic::$fn_name(&mut Avx2F32, x)
+                        })
+                    }
+                }
+            )*
+        }
     };
 }
 

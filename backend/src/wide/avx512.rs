@@ -176,6 +176,41 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m512) -> __
     }
 }
 
+/// [`run`] that also sums the results into `acc` in the inline row pass's order (see
+/// [`crate::wide::WideSumF32`]): one 16-lane accumulator is the inline code's four unrolled
+/// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+///
+/// # Safety
+/// As [`run`]; `acc` valid for [`super::SUM_ACC`] reads and writes.
+#[inline(always)]
+unsafe fn run_sum(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    acc: *mut f32,
+    f: impl Fn(__m512) -> __m512,
+) {
+    let mut i = 0;
+    unsafe {
+        let mut a = _mm512_loadu_ps(acc);
+        while i + 16 <= n {
+            let y = f(_mm512_loadu_ps(src.add(i)));
+            _mm512_storeu_ps(dst.add(i), y);
+            a = _mm512_add_ps(a, y);
+            i += 16;
+        }
+        _mm512_storeu_ps(acc, a);
+        if i < n {
+            let mask: __mmask16 = (1u16 << (n - i)) - 1;
+            let y = f(_mm512_maskz_loadu_ps(mask, src.add(i)));
+            _mm512_mask_storeu_ps(dst.add(i), mask, y);
+            let mut tail = [0f32; 16];
+            _mm512_storeu_ps(tail.as_mut_ptr(), y);
+            super::sum_tail(&tail[..n - i], acc);
+        }
+    }
+}
+
 /// One `#[target_feature]` routine per listed function, named after it.
 macro_rules! routines {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
@@ -190,6 +225,30 @@ macro_rules! routines {
                 unsafe { run(src, dst, n, |x| crate::math::generic::$fn_name(&mut Avx512F32, x)) }
             }
         )*
+        /// The summing routines (see [`crate::wide::WideSumF32`]), one per function.
+        pub(super) mod sum {
+            use super::*;
+            $(
+                /// The AVX-512 summing `f32` routine of this function.
+                ///
+                /// # Safety
+                /// As [`crate::wide::WideSumF32`]; the CPU must have AVX-512F/DQ/VL and FMA.
+                #[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+                pub(in crate::wide) unsafe extern "C" fn $fn_name(
+                    src: *const f32,
+                    dst: *mut f32,
+                    n: usize,
+                    acc: *mut f32,
+                ) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe {
+                        run_sum(src, dst, n, acc, |x| {
+                            crate::math::generic::$fn_name(&mut Avx512F32, x)
+                        })
+                    }
+                }
+            )*
+        }
     };
 }
 
