@@ -136,6 +136,8 @@ struct Emitter<'p> {
     /// The summing routines (`crate::wide::WideSumF32`) imported, for staged nodes a `sum`
     /// reads directly.
     wide_sum_refs: HashMap<MathFn, cranelift::codegen::ir::FuncRef>,
+    /// The running max and scaling routines imported (kernels with row reductions).
+    helper_refs: HashMap<crate::wide::Helper, cranelift::codegen::ir::FuncRef>,
     call_conv: cranelift::codegen::isa::CallConv,
 }
 
@@ -295,6 +297,7 @@ pub(crate) fn build(
         wide,
         wide_refs: HashMap::new(),
         wide_sum_refs: HashMap::new(),
+        helper_refs: HashMap::new(),
         call_conv: frontend.default_call_conv,
     };
     em.stash = em.plan_stash();

@@ -28,7 +28,7 @@
 use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, UNROLL};
 use crate::error::CodegenError;
 use crate::math::MathFn;
-use crate::wide::SimdLevel;
+use crate::wide::{Helper, SimdLevel};
 use cranelift::codegen::ir::{
     condcodes::IntCC, types, AbiParam, ExtFuncData, ExternalName, FuncRef, InstBuilder, Signature,
     StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
@@ -52,11 +52,18 @@ pub(crate) struct WideFns {
     pub f32: HashMap<MathFn, u32>,
     /// The summing routines (`crate::wide::WideSumF32`), same numbering.
     pub sum_f32: HashMap<MathFn, u32>,
+    /// The running max and the scaling routine (`crate::wide::Helper`).
+    pub helpers: HashMap<Helper, u32>,
 }
 
 impl Default for WideFns {
     fn default() -> Self {
-        WideFns { level: SimdLevel::V128, f32: HashMap::new(), sum_f32: HashMap::new() }
+        WideFns {
+            level: SimdLevel::V128,
+            f32: HashMap::new(),
+            sum_f32: HashMap::new(),
+            helpers: HashMap::new(),
+        }
     }
 }
 
@@ -72,6 +79,10 @@ pub(super) struct Staged {
     pub out: Option<usize>,
     /// A `sum`/`mean` of the node the routine's summing twin accumulates.
     pub sum: Option<FusedSum>,
+    /// With `sum`: the node's argument is `x - m` of a contiguous f32 input `x` (input index)
+    /// and a row value `m` (node): the summing routine reads `x` and subtracts `m` itself, so
+    /// the block is not staged at all.
+    pub shifted: Option<(usize, usize)>,
 }
 
 /// A reduction of a staged node folded into its routine (`crate::wide::WideSumF32`): the
@@ -113,10 +124,58 @@ impl Emitter<'_> {
                 continue;
             }
             if let Some(&index) = self.wide.sum_f32.get(&f) {
-                let r = self.import_routine(b, index, 4);
+                let r = self.import_routine(b, index, 5);
                 self.wide_sum_refs.insert(f, r);
             }
         }
+        if self.plan.reduces && !self.columns {
+            for h in Helper::ALL {
+                if let Some(&index) = self.wide.helpers.get(&h) {
+                    let r = self.import_routine(b, index, h.params());
+                    self.helper_refs.insert(h, r);
+                }
+            }
+        }
+    }
+
+    /// Input `j` is an f32 operand loaded element by element along the contiguous inner axis
+    /// (not an index, not an indexed source, not a row value): a wide routine may read it.
+    pub(super) fn plain_f32_input(&self, j: usize) -> bool {
+        let input = &self.plan.inputs[j];
+        input.dtype == DType::F32
+            && !input.index
+            && input.indexed.is_none()
+            && self.inner_full(&input.full)
+            && !self.is_row_input(j)
+    }
+
+    /// `wide` on rows of at least [`MIN_STAGED`] elements, `inline` on shorter ones (a kernel
+    /// with rows; a flat kernel always takes `wide`).
+    pub(super) fn wide_or_inline(
+        &self,
+        b: &mut FunctionBuilder,
+        lo: Value,
+        hi: Value,
+        wide: &mut dyn FnMut(&mut FunctionBuilder) -> Result<(), CodegenError>,
+        inline: &mut dyn FnMut(&mut FunctionBuilder) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        if self.abi.rank == 1 {
+            return wide(b);
+        }
+        let done = b.create_block();
+        let short = b.create_block();
+        let long_block = b.create_block();
+        let len = b.ins().isub(hi, lo);
+        let long = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, len, MIN_STAGED);
+        b.ins().brif(long, long_block, &[], short, &[]);
+        b.switch_to_block(short);
+        inline(b)?;
+        b.ins().jump(done, &[]);
+        b.switch_to_block(long_block);
+        wide(b)?;
+        b.ins().jump(done, &[]);
+        b.switch_to_block(done);
+        Ok(())
     }
 
     /// Imports the JIT module's function `index` taking `params` pointers.
@@ -176,7 +235,7 @@ impl Emitter<'_> {
                 let routine = *self.wide_refs.get(&self.wide_fn_of(k)?)?;
                 let data = StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK as u32 * 4, 6);
                 let slot = b.create_sized_stack_slot(data);
-                Some(Staged { node: k, routine, slot, out: None, sum: None })
+                Some(Staged { node: k, routine, slot, out: None, sum: None, shifted: None })
             })
             .collect()
     }
@@ -251,6 +310,15 @@ impl Emitter<'_> {
             let v = b.use_var(f.scalar);
             b.ins().stack_store(self.ptr_ty, v, f.acc, 64);
         }
+        // The shifts of the shifted ones, into the spare word of their accumulator slots.
+        for s in staged {
+            if let (Some(f), Some((_, m))) = (&s.sum, s.shifted) {
+                let v = vals.node_scalar.get(&m).copied().ok_or_else(|| {
+                    CodegenError::Internal(format!("row value {m} of a shift missing"))
+                })?;
+                b.ins().stack_store(self.ptr_ty, v, f.acc, 68);
+            }
+        }
         // for (blk = lo; blk < hi; blk = end) { end = min(blk + BLOCK, hi); stages; body }
         let blk_var = b.declare_var(types::I64);
         b.def_var(blk_var, lo);
@@ -273,6 +341,25 @@ impl Emitter<'_> {
             let base = b.ins().stack_addr(self.ptr_ty, s.slot, 0);
             // Element `i` of the block lives at `base + (i - blk)·4`.
             let adj = b.ins().isub(base, blk_bytes);
+            if let (Some(f), Some((j, _))) = (&s.sum, s.shifted) {
+                // `f(x - m)` straight from `x`: nothing staged.
+                let src = self.address(b, j, offs[j], Some(blk), DType::F32);
+                let (dst, dst_adj) = match s.out {
+                    Some(o) => {
+                        let p = self.plan.inputs.len() + o;
+                        let out_adj = self.address(b, p, offs[p], None, DType::F32);
+                        st.written.push(s.node);
+                        (b.ins().iadd(out_adj, blk_bytes), out_adj)
+                    }
+                    None => (base, adj),
+                };
+                let acc = b.ins().stack_addr(self.ptr_ty, f.acc, 0);
+                let shift = b.ins().stack_addr(self.ptr_ty, f.acc, 68);
+                b.ins().call(f.routine, &[src, dst, count, acc, shift]);
+                st.summed.push(f.reduce);
+                st.staged.insert(s.node, dst_adj);
+                continue;
+            }
             let arg = match self.plan.nodes[s.node].args.first() {
                 Some(&a) => a,
                 None => {
@@ -302,7 +389,8 @@ impl Emitter<'_> {
             match &s.sum {
                 Some(f) => {
                     let acc = b.ins().stack_addr(self.ptr_ty, f.acc, 0);
-                    b.ins().call(f.routine, &[base, dst, count, acc]);
+                    let no_shift = b.ins().iconst(self.ptr_ty, 0);
+                    b.ins().call(f.routine, &[base, dst, count, acc, no_shift]);
                     st.summed.push(f.reduce);
                 }
                 None => {

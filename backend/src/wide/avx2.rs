@@ -244,6 +244,46 @@ unsafe fn run_sum(
     }
 }
 
+/// The running max of `src[..n]` into `acc` (see [`crate::wide::WideMaxF32`]): per lane
+/// `maxps(x, acc)` (ties and NaN keep `acc`) OR-ed with `x`'s NaN mask, as the inline
+/// accumulator step.
+///
+/// # Safety
+/// As [`crate::wide::WideMaxF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+    let mut i = 0;
+    unsafe {
+        let mut lo = _mm256_loadu_ps(acc);
+        let mut hi = _mm256_loadu_ps(acc.add(8));
+        while i + 16 <= n {
+            let x = _mm256_loadu_ps(src.add(i));
+            let y = _mm256_loadu_ps(src.add(i + 8));
+            let x_nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
+            let y_nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y);
+            lo = _mm256_or_ps(_mm256_max_ps(x, lo), x_nan);
+            hi = _mm256_or_ps(_mm256_max_ps(y, hi), y_nan);
+            i += 16;
+        }
+        _mm256_storeu_ps(acc, lo);
+        _mm256_storeu_ps(acc.add(8), hi);
+        super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
+    }
+}
+
+/// `dst[i] = src[i] · s` (see [`crate::wide::WideScaleF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideScaleF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let k = _mm256_set1_ps(*s);
+        run(src, dst, n, |x| _mm256_mul_ps(x, k))
+    }
+}
+
 /// One `#[target_feature]` routine per listed function, named after it.
 macro_rules! routines {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
@@ -272,12 +312,21 @@ macro_rules! routines {
                     dst: *mut f32,
                     n: usize,
                     acc: *mut f32,
+                    shift: *const f32,
                 ) {
                     // SAFETY: forwarded from the caller.
                     unsafe {
-                        run_sum(src, dst, n, acc, |x| {
-                            crate::math::generic::$fn_name(&mut Avx2F32, x)
-                        })
+                        if shift.is_null() {
+                            run_sum(src, dst, n, acc, |x| {
+                                crate::math::generic::$fn_name(&mut Avx2F32, x)
+                            })
+                        } else {
+                            let m = _mm256_set1_ps(*shift);
+                            run_sum(src, dst, n, acc, |x| {
+                                let x = _mm256_sub_ps(x, m);
+                                crate::math::generic::$fn_name(&mut Avx2F32, x)
+                            })
+                        }
                     }
                 }
             )*

@@ -179,6 +179,7 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m512) -> __
 /// [`run`] that also sums the results into `acc` in the inline row pass's order (see
 /// [`crate::wide::WideSumF32`]): one 16-lane accumulator is the inline code's four unrolled
 /// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+/// (`f` includes the routine's shift.)
 ///
 /// # Safety
 /// As [`run`]; `acc` valid for [`super::SUM_ACC`] reads and writes.
@@ -211,6 +212,42 @@ unsafe fn run_sum(
     }
 }
 
+/// The running max of `src[..n]` into `acc` (see [`crate::wide::WideMaxF32`]): per lane
+/// `maxps(x, acc)` (ties and NaN keep `acc`) OR-ed with `x`'s NaN mask, as the inline
+/// accumulator step.
+///
+/// # Safety
+/// As [`crate::wide::WideMaxF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+    let mut i = 0;
+    unsafe {
+        let ones = _mm512_castsi512_ps(_mm512_set1_epi32(-1));
+        let mut a = _mm512_loadu_ps(acc);
+        while i + 16 <= n {
+            let x = _mm512_loadu_ps(src.add(i));
+            let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+            a = _mm512_mask_mov_ps(_mm512_max_ps(x, a), nan, ones);
+            i += 16;
+        }
+        _mm512_storeu_ps(acc, a);
+        super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
+    }
+}
+
+/// `dst[i] = src[i] · s` (see [`crate::wide::WideScaleF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideScaleF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let k = _mm512_set1_ps(*s);
+        run(src, dst, n, |x| _mm512_mul_ps(x, k))
+    }
+}
+
 /// One `#[target_feature]` routine per listed function, named after it.
 macro_rules! routines {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
@@ -239,12 +276,21 @@ macro_rules! routines {
                     dst: *mut f32,
                     n: usize,
                     acc: *mut f32,
+                    shift: *const f32,
                 ) {
                     // SAFETY: forwarded from the caller.
                     unsafe {
-                        run_sum(src, dst, n, acc, |x| {
-                            crate::math::generic::$fn_name(&mut Avx512F32, x)
-                        })
+                        if shift.is_null() {
+                            run_sum(src, dst, n, acc, |x| {
+                                crate::math::generic::$fn_name(&mut Avx512F32, x)
+                            })
+                        } else {
+                            let m = _mm512_set1_ps(*shift);
+                            run_sum(src, dst, n, acc, |x| {
+                                let x = _mm512_sub_ps(x, m);
+                                crate::math::generic::$fn_name(&mut Avx512F32, x)
+                            })
+                        }
                     }
                 }
             )*

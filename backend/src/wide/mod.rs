@@ -165,10 +165,130 @@ pub type WideF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize
 /// each whole group of 16 goes into `acc[j]`; of the last `n mod 16`, each whole group of 4
 /// into `acc[0..4]` (the pass's 1-vector loop), the rest one by one into `acc[16]` (its scalar
 /// loop). So a kernel that calls it on blocks of a multiple of 16 elements (all but the last)
-/// gets the bits of its own loop, at any level.
+/// gets the bits of its own loop, at any level. A non-null `shift` computes `f(src[i] - *shift)`
+/// instead (softmax's `exp(x - max)`, read straight from `x`).
 ///
-/// Safety: as [`WideF32`], and `acc` valid for [`SUM_ACC`] reads and writes.
-pub type WideSumF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize, acc: *mut f32);
+/// Safety: as [`WideF32`], `acc` valid for [`SUM_ACC`] reads and writes, `shift` null or
+/// valid for one read.
+pub type WideSumF32 = unsafe extern "C" fn(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    acc: *mut f32,
+    shift: *const f32,
+);
+
+/// A running maximum: `src[..n]` folded into the accumulators `acc[0..SUM_ACC]` (laid out as
+/// [`WideSumF32`]'s, in the same order) by the inline row pass's `max` step: per vector lane
+/// the larger of the two, ties and a NaN element keeping the accumulator (`maxps(x, acc)`),
+/// then a NaN element's lane set to all-ones bits for good; the scalar tail as the scalar
+/// step (`x` if `acc < x` or `x` is NaN). The kernel folds the lanes afterwards, as its own.
+///
+/// Safety: `src` valid for `n` reads, `acc` for [`SUM_ACC`] reads and writes, the CPU has the
+/// routine's level.
+pub type WideMaxF32 = unsafe extern "C" fn(src: *const f32, n: usize, acc: *mut f32);
+
+/// `dst[i] = src[i] · *s` for `i < n` (one IEEE multiply, `src[i]` the first operand, as the
+/// inline `fmul`); `src == dst` allowed, as [`WideF32`].
+///
+/// Safety: as [`WideF32`], and `s` valid for one read.
+pub type WideScaleF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize, s: *const f32);
+
+/// The fixed routines beside the per-function ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Helper {
+    /// [`WideMaxF32`], `tfn_wide_max_f32_<level>`.
+    Max,
+    /// [`WideScaleF32`], `tfn_wide_scale_f32_<level>`.
+    Scale,
+}
+
+impl Helper {
+    /// Both helpers.
+    pub const ALL: [Helper; 2] = [Helper::Max, Helper::Scale];
+
+    /// How many pointer-sized parameters the routine takes.
+    pub fn params(self) -> usize {
+        match self {
+            Helper::Max => 3,
+            Helper::Scale => 4,
+        }
+    }
+}
+
+/// The symbol and address of helper `h` at `level` (whether or not this CPU runs it); `None` at
+/// [`SimdLevel::V128`].
+fn helper_row(level: SimdLevel, h: Helper) -> Option<(&'static str, *const u8)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let row: (&'static str, *const u8) = match (level, h) {
+            (SimdLevel::V128, _) => return None,
+            (SimdLevel::Avx2, Helper::Max) => ("tfn_wide_max_f32_avx2", avx2::max as *const u8),
+            (SimdLevel::Avx2, Helper::Scale) => {
+                ("tfn_wide_scale_f32_avx2", avx2::scale as *const u8)
+            }
+            (SimdLevel::Avx512, Helper::Max) => {
+                ("tfn_wide_max_f32_avx512", avx512::max as *const u8)
+            }
+            (SimdLevel::Avx512, Helper::Scale) => {
+                ("tfn_wide_scale_f32_avx512", avx512::scale as *const u8)
+            }
+        };
+        Some(row)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (level, h);
+        None
+    }
+}
+
+/// Helper `h` at `level` as (symbol, address), when this CPU runs `level` (as [`routine_f32`]).
+pub fn helper(level: SimdLevel, h: Helper) -> Option<(&'static str, *const u8)> {
+    if level.clamp_to_cpu() != level {
+        return None;
+    }
+    helper_row(level, h)
+}
+
+/// The symbol of helper `h` at `level` (for AOT objects), runnable here or not.
+pub fn helper_symbol(level: SimdLevel, h: Helper) -> Option<&'static str> {
+    helper_row(level, h).map(|(symbol, _)| symbol)
+}
+
+/// The symbol of helper `h` the AOT runtime dispatches to the widest level the CPU has.
+pub fn dispatched_helper_symbol(h: Helper) -> Option<&'static str> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    Some(match h {
+        Helper::Max => "tfn_wide_max_f32_best",
+        Helper::Scale => "tfn_wide_scale_f32_best",
+    })
+}
+
+/// Folds the last `vals.len() < 16` elements of a [`WideMaxF32`] into `acc`.
+///
+/// Safety: `acc` valid for [`SUM_ACC`] reads and writes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn max_tail(vals: &[f32], acc: *mut f32) {
+    // SAFETY: the caller's promise.
+    let acc = unsafe { &mut *(acc as *mut [f32; SUM_ACC]) };
+    let groups = vals.len() / 4 * 4;
+    for group in vals[..groups].chunks_exact(4) {
+        for (a, &x) in acc.iter_mut().zip(group) {
+            let picked = if *a < x { x } else { *a };
+            let nan = if x.is_nan() { u32::MAX } else { 0 };
+            *a = f32::from_bits(picked.to_bits() | nan);
+        }
+    }
+    for &x in &vals[groups..] {
+        if acc[16] < x || x.is_nan() {
+            acc[16] = x;
+        }
+    }
+}
 
 /// The accumulators of a [`WideSumF32`]: four 4-lane vectors and a scalar.
 pub const SUM_ACC: usize = 17;
@@ -294,11 +414,24 @@ mod exports {
                     dst: *mut f32,
                     n: usize,
                     acc: *mut f32,
+                    shift: *const f32,
                 ) {
                     // SAFETY: the caller (a kernel) keeps the routine's contract.
-                    unsafe { super::super::super::$level::sum::$fn_name(src, dst, n, acc) }
+                    unsafe { super::super::super::$level::sum::$fn_name(src, dst, n, acc, shift) }
                 }
             )*}
+            /// The running max at this level.
+            #[export_name = concat!("tfn_wide_max_f32_", $suffix)]
+            unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::max(src, n, acc) }
+            }
+            /// The scaling routine at this level.
+            #[export_name = concat!("tfn_wide_scale_f32_", $suffix)]
+            unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::scale(src, dst, n, s) }
+            }
             }
         };
     }
@@ -352,6 +485,7 @@ mod exports {
                             dst: *mut f32,
                             n: usize,
                             acc: *mut f32,
+                            shift: *const f32,
                         ) {
                             static CHOSEN: AtomicUsize = AtomicUsize::new(0);
                             let mut chosen = CHOSEN.load(Ordering::Relaxed);
@@ -365,7 +499,8 @@ mod exports {
                             }
                             // SAFETY: as the map routines above.
                             unsafe {
-                                std::mem::transmute::<usize, WideSumF32>(chosen)(src, dst, n, acc)
+                                let f = std::mem::transmute::<usize, WideSumF32>(chosen);
+                                f(src, dst, n, acc, shift)
                             }
                         }
                     )*
@@ -374,6 +509,46 @@ mod exports {
         };
     }
     super::for_each_routine!(best_exports);
+
+    /// `tfn_wide_max_f32_best` and `tfn_wide_scale_f32_best`, dispatched as the functions'.
+    mod best_helpers {
+        use super::super::{SimdLevel, WideMaxF32, WideScaleF32};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        /// The running max at the widest level this CPU runs.
+        #[export_name = "tfn_wide_max_f32_best"]
+        unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+            let mut chosen = CHOSEN.load(Ordering::Relaxed);
+            if chosen == 0 {
+                let f: WideMaxF32 = match SimdLevel::from_env() {
+                    SimdLevel::Avx512 => super::super::avx512::max,
+                    _ => super::super::avx2::max,
+                };
+                chosen = f as usize;
+                CHOSEN.store(chosen, Ordering::Relaxed);
+            }
+            // SAFETY: as the function routines' dispatch.
+            unsafe { std::mem::transmute::<usize, WideMaxF32>(chosen)(src, n, acc) }
+        }
+
+        /// The scaling routine at the widest level this CPU runs.
+        #[export_name = "tfn_wide_scale_f32_best"]
+        unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+            let mut chosen = CHOSEN.load(Ordering::Relaxed);
+            if chosen == 0 {
+                let f: WideScaleF32 = match SimdLevel::from_env() {
+                    SimdLevel::Avx512 => super::super::avx512::scale,
+                    _ => super::super::avx2::scale,
+                };
+                chosen = f as usize;
+                CHOSEN.store(chosen, Ordering::Relaxed);
+            }
+            // SAFETY: as the function routines' dispatch.
+            unsafe { std::mem::transmute::<usize, WideScaleF32>(chosen)(src, dst, n, s) }
+        }
+    }
 }
 
 /// `(function, symbol)` of the run-time dispatched routines (`tfn_wide_<fn>_f32_best`).
@@ -494,7 +669,9 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         .into_iter()
         .flat_map(|level| {
             let maps = table(level).iter().map(|&(_, symbol, r)| (symbol, r as *const u8));
-            maps.chain(sum_table(level).iter().map(|&(_, symbol, r)| (symbol, r as *const u8)))
+            let sums = sum_table(level).iter().map(|&(_, symbol, r)| (symbol, r as *const u8));
+            let helpers = Helper::ALL.into_iter().filter_map(move |h| helper_row(level, h));
+            maps.chain(sums).chain(helpers)
         })
         .collect()
 }
