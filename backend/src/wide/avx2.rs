@@ -213,8 +213,8 @@ unsafe fn run_sum(
 ) {
     let mut i = 0;
     unsafe {
-        let mut lo = _mm256_loadu_ps(acc);
-        let mut hi = _mm256_loadu_ps(acc.add(8));
+        let mut lo = load_acc(acc);
+        let mut hi = load_acc(acc.add(8));
         while i + 16 <= n {
             let y = f(_mm256_loadu_ps(src.add(i)));
             let z = f(_mm256_loadu_ps(src.add(i + 8)));
@@ -224,8 +224,8 @@ unsafe fn run_sum(
             hi = _mm256_add_ps(hi, z);
             i += 16;
         }
-        _mm256_storeu_ps(acc, lo);
-        _mm256_storeu_ps(acc.add(8), hi);
+        store_acc(acc, lo);
+        store_acc(acc.add(8), hi);
         let mut tail = [0f32; 16];
         let rest = n - i;
         let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -254,19 +254,21 @@ unsafe fn run_sum(
 pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
     let mut i = 0;
     unsafe {
-        let mut lo = _mm256_loadu_ps(acc);
-        let mut hi = _mm256_loadu_ps(acc.add(8));
+        let mut lo = load_acc(acc);
+        let mut hi = load_acc(acc.add(8));
+        // The NaN lanes collected apart, as the AVX-512 routine does.
+        let (mut lo_nan, mut hi_nan) = (_mm256_setzero_ps(), _mm256_setzero_ps());
         while i + 16 <= n {
             let x = _mm256_loadu_ps(src.add(i));
             let y = _mm256_loadu_ps(src.add(i + 8));
-            let x_nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
-            let y_nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y);
-            lo = _mm256_or_ps(_mm256_max_ps(x, lo), x_nan);
-            hi = _mm256_or_ps(_mm256_max_ps(y, hi), y_nan);
+            lo_nan = _mm256_or_ps(lo_nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+            hi_nan = _mm256_or_ps(hi_nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y));
+            lo = _mm256_max_ps(x, lo);
+            hi = _mm256_max_ps(y, hi);
             i += 16;
         }
-        _mm256_storeu_ps(acc, lo);
-        _mm256_storeu_ps(acc.add(8), hi);
+        store_acc(acc, _mm256_or_ps(lo, lo_nan));
+        store_acc(acc.add(8), _mm256_or_ps(hi, hi_nan));
         super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
     }
 }
@@ -281,6 +283,28 @@ pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, 
     unsafe {
         let k = _mm256_set1_ps(*s);
         run(src, dst, n, |x| _mm256_mul_ps(x, k))
+    }
+}
+
+/// Accumulators `acc[..8]`, loaded as the two 128-bit vectors the kernel stores them as (a
+/// 256-bit load of two narrower stores cannot be forwarded from the store buffer).
+///
+/// # Safety
+/// AVX; `acc` valid for 8 reads.
+#[inline(always)]
+unsafe fn load_acc(acc: *const f32) -> __m256 {
+    unsafe { _mm256_set_m128(_mm_loadu_ps(acc.add(4)), _mm_loadu_ps(acc)) }
+}
+
+/// Stores `a` as [`load_acc`] reads it, as two 128-bit vectors.
+///
+/// # Safety
+/// AVX; `acc` valid for 8 writes.
+#[inline(always)]
+unsafe fn store_acc(acc: *mut f32, a: __m256) {
+    unsafe {
+        _mm_storeu_ps(acc, _mm256_castps256_ps128(a));
+        _mm_storeu_ps(acc.add(4), _mm256_extractf128_ps::<1>(a));
     }
 }
 

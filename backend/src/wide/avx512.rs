@@ -193,14 +193,14 @@ unsafe fn run_sum(
 ) {
     let mut i = 0;
     unsafe {
-        let mut a = _mm512_loadu_ps(acc);
+        let mut a = load_acc(acc);
         while i + 16 <= n {
             let y = f(_mm512_loadu_ps(src.add(i)));
             _mm512_storeu_ps(dst.add(i), y);
             a = _mm512_add_ps(a, y);
             i += 16;
         }
-        _mm512_storeu_ps(acc, a);
+        store_acc(acc, a);
         if i < n {
             let mask: __mmask16 = (1u16 << (n - i)) - 1;
             let y = f(_mm512_maskz_loadu_ps(mask, src.add(i)));
@@ -222,15 +222,19 @@ unsafe fn run_sum(
 pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
     let mut i = 0;
     unsafe {
+        // The NaN lanes are collected apart and set at the end: `maxps(x, acc)` keeps an
+        // all-ones (NaN) accumulator and ignores a NaN `x`, so this is the sticky step's
+        // result with half its dependency chain.
         let ones = _mm512_castsi512_ps(_mm512_set1_epi32(-1));
-        let mut a = _mm512_loadu_ps(acc);
+        let mut a = load_acc(acc);
+        let mut nan: __mmask16 = 0;
         while i + 16 <= n {
             let x = _mm512_loadu_ps(src.add(i));
-            let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-            a = _mm512_mask_mov_ps(_mm512_max_ps(x, a), nan, ones);
+            nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+            a = _mm512_max_ps(x, a);
             i += 16;
         }
-        _mm512_storeu_ps(acc, a);
+        store_acc(acc, _mm512_mask_mov_ps(a, nan, ones));
         super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
     }
 }
@@ -245,6 +249,35 @@ pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, 
     unsafe {
         let k = _mm512_set1_ps(*s);
         run(src, dst, n, |x| _mm512_mul_ps(x, k))
+    }
+}
+
+/// The 16 vector accumulators of `acc` (see [`crate::wide::SUM_ACC`]), loaded as the four
+/// 128-bit vectors the kernel stores them as (a 512-bit load of four narrower stores cannot be
+/// forwarded from the store buffer: it would wait for them to reach the cache).
+///
+/// # Safety
+/// AVX-512F; `acc` valid for 16 reads.
+#[inline(always)]
+unsafe fn load_acc(acc: *const f32) -> __m512 {
+    unsafe {
+        let lo = _mm256_set_m128(_mm_loadu_ps(acc.add(4)), _mm_loadu_ps(acc));
+        let hi = _mm256_set_m128(_mm_loadu_ps(acc.add(12)), _mm_loadu_ps(acc.add(8)));
+        _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi)
+    }
+}
+
+/// Stores `a` as [`load_acc`] reads it, as four 128-bit vectors (what the kernel loads).
+///
+/// # Safety
+/// AVX-512F/DQ; `acc` valid for 16 writes.
+#[inline(always)]
+unsafe fn store_acc(acc: *mut f32, a: __m512) {
+    unsafe {
+        _mm_storeu_ps(acc, _mm512_castps512_ps128(a));
+        _mm_storeu_ps(acc.add(4), _mm512_extractf32x4_ps::<1>(a));
+        _mm_storeu_ps(acc.add(8), _mm512_extractf32x4_ps::<2>(a));
+        _mm_storeu_ps(acc.add(12), _mm512_extractf32x4_ps::<3>(a));
     }
 }
 
