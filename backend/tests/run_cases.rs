@@ -139,10 +139,8 @@ fn softmax_rows_of_every_tail_and_special_values() {
     let mut failures = Vec::new();
     for (name, graph) in &graphs {
         let rank = graph.params[0].ty.shape.rank();
-        let mut shapes: Vec<Vec<usize>> = lengths
-            .iter()
-            .map(|&n| if rank == 2 { vec![7, n] } else { vec![2, 3, n] })
-            .collect();
+        let mut shapes: Vec<Vec<usize>> =
+            lengths.iter().map(|&n| if rank == 2 { vec![7, n] } else { vec![2, 3, n] }).collect();
         shapes.push(if rank == 2 { vec![67, 1031] } else { vec![2, 67, 521] });
         for shape in shapes {
             let mut inputs = random_inputs(&mut rng, graph, &shape, (-30.0, 30.0));
@@ -184,9 +182,8 @@ fn softmax_rows_of_every_tail_and_special_values() {
                         let b = tfn_test_utils::bits(&out[0]);
                         match &first {
                             None => first = Some(b),
-                            Some(one) if *one != b => failures.push(format!(
-                                "{name} {shape:?}: {threads} threads differ from 1"
-                            )),
+                            Some(one) if *one != b => failures
+                                .push(format!("{name} {shape:?}: {threads} threads differ from 1")),
                             Some(_) => {}
                         }
                     }

@@ -353,7 +353,8 @@ fn summing_routines_store_the_map_and_sum_in_the_inline_order() {
     let mut rng = Rng::new(23);
     // Arguments where the functions are finite and the sums' rounding shows: mostly in
     // [-8, 1], some specials.
-    let mut pool: Vec<f32> = (0..6000).map(|_| (rng.next_u64() % 9000) as f32 / 1000.0 - 8.0).collect();
+    let mut pool: Vec<f32> =
+        (0..6000).map(|_| (rng.next_u64() % 9000) as f32 / 1000.0 - 8.0).collect();
     pool.extend(specials());
     let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 79, 511, 512, 513, 4099]).collect();
     for f in EXPECTED {

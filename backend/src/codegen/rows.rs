@@ -353,7 +353,11 @@ impl Emitter<'_> {
     /// a row value (softmax's last: `e · (1/sum)`, `e / sum` with one reciprocal per row): the
     /// scaling routine, the output and the row scalar, as the inline step multiplies them
     /// (the stashed value first).
-    fn wide_scale_output(&self, vals: &RowVals, outputs: &[usize]) -> Option<(FuncRef, usize, Value)> {
+    fn wide_scale_output(
+        &self,
+        vals: &RowVals,
+        outputs: &[usize],
+    ) -> Option<(FuncRef, usize, Value)> {
         let routine = *self.helper_refs.get(&Helper::Scale)?;
         let &[o] = outputs else { return None };
         let out = &self.plan.outputs[o];

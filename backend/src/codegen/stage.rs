@@ -28,12 +28,12 @@
 use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, UNROLL};
 use crate::error::CodegenError;
 use crate::math::MathFn;
+use crate::plan::Ref;
 use crate::wide::{Helper, SimdLevel};
 use cranelift::codegen::ir::{
     condcodes::IntCC, types, AbiParam, ExtFuncData, ExternalName, FuncRef, InstBuilder, Signature,
     StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
 };
-use crate::plan::Ref;
 use cranelift::frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
 use tfn_ir::{DType, Op, ReduceOp};
@@ -186,8 +186,12 @@ impl Emitter<'_> {
         }
         let signature = b.import_signature(sig);
         let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
-        let data =
-            ExtFuncData { name: ExternalName::user(name), signature, colocated: false, patchable: false };
+        let data = ExtFuncData {
+            name: ExternalName::user(name),
+            signature,
+            colocated: false,
+            patchable: false,
+        };
         b.import_function(data)
     }
 

@@ -192,7 +192,8 @@ pub type WideMaxF32 = unsafe extern "C" fn(src: *const f32, n: usize, acc: *mut 
 /// inline `fmul`); `src == dst` allowed, as [`WideF32`].
 ///
 /// Safety: as [`WideF32`], and `s` valid for one read.
-pub type WideScaleF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize, s: *const f32);
+pub type WideScaleF32 =
+    unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize, s: *const f32);
 
 /// The fixed routines beside the per-function ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
