@@ -320,52 +320,6 @@ fn list_arg<'py>(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult
     Ok(Arg::Attr(if all_int { Attr::IntList(ints) } else { Attr::FloatList(floats) }))
 }
 
-/// The data pointer of a non-empty C-contiguous array, for the fast paths of [`read_view`] and
-/// [`write_view`]; `None` otherwise.
-fn contiguous_data(a: &Bound<'_, PyUntypedArray>) -> Option<*mut u8> {
-    if !a.is_c_contiguous() || a.shape().contains(&0) {
-        return None;
-    }
-    // SAFETY: reading the data field of a live array object.
-    Some(unsafe { (*a.as_array_ptr()).fields.data } as *mut u8)
-}
-
-/// `a` as an `ndarray` view: a C-contiguous array straight from its shape and data pointer (an
-/// inline `IxDyn` up to 4 axes, no allocation; a cache-hit call's conversions were 8% of its
-/// profile through rust-numpy's general stride handling), anything else through `as_array`.
-///
-/// # Safety
-/// `a` holds `T`s (native order, aligned), as [`view`] requires.
-unsafe fn read_view<'a, T: numpy::Element>(
-    a: &'a Bound<'_, PyUntypedArray>,
-) -> ndarray::ArrayViewD<'a, T> {
-    match contiguous_data(a) {
-        // SAFETY: a non-empty C-contiguous array of `shape` `T`s at `data`, alive for 'a.
-        Some(data) => unsafe {
-            ndarray::ArrayViewD::from_shape_ptr(ndarray::IxDyn(a.shape()), data as *const T)
-        },
-        // SAFETY: the caller's promise.
-        None => unsafe { a.cast_unchecked::<PyArrayDyn<T>>().as_array() },
-    }
-}
-
-/// [`read_view`] for writing (an `out=` array, checked by [`out_arrays`] and [`no_overlap`]).
-///
-/// # Safety
-/// As [`read_view`], and no other view of `a`'s bytes is used while this one is.
-unsafe fn write_view<'a, T: numpy::Element>(
-    a: &'a Bound<'_, PyUntypedArray>,
-) -> ndarray::ArrayViewMutD<'a, T> {
-    match contiguous_data(a) {
-        // SAFETY: as in `read_view`, and the caller's exclusivity.
-        Some(data) => unsafe {
-            ndarray::ArrayViewMutD::from_shape_ptr(ndarray::IxDyn(a.shape()), data as *mut T)
-        },
-        // SAFETY: the caller's promise.
-        None => unsafe { a.cast_unchecked::<PyArrayDyn<T>>().as_array_mut() },
-    }
-}
-
 /// A borrowed view of an array tfn can read in place (checked by [`viewable`]).
 fn view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> TensorValue<'a> {
     // SAFETY: the array's dtype was checked to be this element type in native byte order,
@@ -375,14 +329,18 @@ fn view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> TensorValue<'a> {
     // writes through these views.
     unsafe {
         match dtype {
-            DType::F32 => TensorValue::F32(read_view::<f32>(a).into()),
-            DType::F64 => TensorValue::F64(read_view::<f64>(a).into()),
-            DType::I32 => TensorValue::I32(read_view::<i32>(a).into()),
-            DType::I64 => TensorValue::I64(read_view::<i64>(a).into()),
-            DType::Bool => TensorValue::Bool(read_view::<bool>(a).into()),
-            DType::I8 => TensorValue::I8(read_view::<i8>(a).into()),
-            DType::U8 => TensorValue::U8(read_view::<u8>(a).into()),
-            DType::F16 => TensorValue::F16(read_view::<half::f16>(a).into()),
+            DType::F32 => TensorValue::F32(a.cast_unchecked::<PyArrayDyn<f32>>().as_array().into()),
+            DType::F64 => TensorValue::F64(a.cast_unchecked::<PyArrayDyn<f64>>().as_array().into()),
+            DType::I32 => TensorValue::I32(a.cast_unchecked::<PyArrayDyn<i32>>().as_array().into()),
+            DType::I64 => TensorValue::I64(a.cast_unchecked::<PyArrayDyn<i64>>().as_array().into()),
+            DType::Bool => {
+                TensorValue::Bool(a.cast_unchecked::<PyArrayDyn<bool>>().as_array().into())
+            }
+            DType::I8 => TensorValue::I8(a.cast_unchecked::<PyArrayDyn<i8>>().as_array().into()),
+            DType::U8 => TensorValue::U8(a.cast_unchecked::<PyArrayDyn<u8>>().as_array().into()),
+            DType::F16 => {
+                TensorValue::F16(a.cast_unchecked::<PyArrayDyn<half::f16>>().as_array().into())
+            }
             // Never produced by `dtype_of`; 2-byte elements read as bf16 bits.
             DType::BF16 => {
                 let bits = a.cast_unchecked::<PyArrayDyn<u16>>().as_array();
@@ -446,14 +404,16 @@ pub fn out_view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> OutputMut
     // them during the call.
     unsafe {
         match dtype {
-            DType::F32 => OutputMut::F32(write_view::<f32>(a)),
-            DType::F64 => OutputMut::F64(write_view::<f64>(a)),
-            DType::I32 => OutputMut::I32(write_view::<i32>(a)),
-            DType::I64 => OutputMut::I64(write_view::<i64>(a)),
-            DType::Bool => OutputMut::Bool(write_view::<bool>(a)),
-            DType::I8 => OutputMut::I8(write_view::<i8>(a)),
-            DType::U8 => OutputMut::U8(write_view::<u8>(a)),
-            DType::F16 => OutputMut::F16(write_view::<half::f16>(a)),
+            DType::F32 => OutputMut::F32(a.cast_unchecked::<PyArrayDyn<f32>>().as_array_mut()),
+            DType::F64 => OutputMut::F64(a.cast_unchecked::<PyArrayDyn<f64>>().as_array_mut()),
+            DType::I32 => OutputMut::I32(a.cast_unchecked::<PyArrayDyn<i32>>().as_array_mut()),
+            DType::I64 => OutputMut::I64(a.cast_unchecked::<PyArrayDyn<i64>>().as_array_mut()),
+            DType::Bool => OutputMut::Bool(a.cast_unchecked::<PyArrayDyn<bool>>().as_array_mut()),
+            DType::I8 => OutputMut::I8(a.cast_unchecked::<PyArrayDyn<i8>>().as_array_mut()),
+            DType::U8 => OutputMut::U8(a.cast_unchecked::<PyArrayDyn<u8>>().as_array_mut()),
+            DType::F16 => {
+                OutputMut::F16(a.cast_unchecked::<PyArrayDyn<half::f16>>().as_array_mut())
+            }
             // Never produced by `dtype_of` (see `view`).
             DType::BF16 => {
                 let mut bits = a.cast_unchecked::<PyArrayDyn<u16>>().as_array_mut();
