@@ -200,34 +200,72 @@ pub(crate) fn declare_wide<M: Module>(
     level: SimdLevel,
     features: MathFeatures,
 ) -> Result<codegen::WideFns, CodegenError> {
-    declare_wide_with(module, level, features, |level, f| {
-        wide::routine_f32(level, f).map(|r| r.symbol)
-    })
+    declare_wide_with(module, level, features, WideSymbols::Runnable)
 }
 
-/// [`declare_wide`] with the routines' symbols from `symbol` (AOT objects name routines of
-/// levels the building CPU may lack: the runtime runs their code only on a CPU that has them).
+/// Which symbols [`declare_wide_with`] imports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WideSymbols {
+    /// The routines of the level, if this CPU runs it (the JIT).
+    Runnable,
+    /// The routines of the level by name, whether or not this CPU runs it (an AOT object's
+    /// host tier).
+    Named,
+    /// The routines the AOT runtime dispatches to the CPU's widest level (`_best`), for any
+    /// level but [`SimdLevel::V128`] (a portable object's x86-64-v3 tier).
+    Dispatched,
+}
+
+/// [`declare_wide`] with the routines' symbols chosen by `symbols` (AOT objects name routines
+/// of levels the building CPU may lack: the runtime runs their code only on a CPU that has
+/// them).
 pub(crate) fn declare_wide_with<M: Module>(
     module: &mut M,
     level: SimdLevel,
     features: MathFeatures,
-    symbol: impl Fn(SimdLevel, crate::math::MathFn) -> Option<&'static str>,
+    symbols: WideSymbols,
 ) -> Result<codegen::WideFns, CodegenError> {
     let mut fns = codegen::WideFns::default();
-    if !features.fma {
+    if !features.fma || level == SimdLevel::V128 {
         return Ok(fns);
     }
-    let mut sig = module.make_signature();
+    let symbol = |f, kind| match symbols {
+        WideSymbols::Runnable => match kind {
+            wide::RoutineKind::Map => wide::routine_f32(level, f).map(|r| r.symbol),
+            wide::RoutineKind::Sum => wide::routine_sum_f32(level, f).map(|(symbol, _)| symbol),
+        },
+        WideSymbols::Named => wide::symbol(level, f, kind),
+        WideSymbols::Dispatched => wide::dispatched_symbol(f, kind),
+    };
     let ptr = module.target_config().pointer_type();
-    for ty in [ptr, ptr, ptr] {
-        sig.params.push(cranelift::codegen::ir::AbiParam::new(ty));
+    let declare = |module: &mut M, name: &str, params: usize| {
+        let mut sig = module.make_signature();
+        for _ in 0..params {
+            sig.params.push(cranelift::codegen::ir::AbiParam::new(ptr));
+        }
+        module
+            .declare_function(name, Linkage::Import, &sig)
+            .map(|id| id.as_u32())
+            .map_err(|e| CodegenError::Cranelift(e.to_string()))
+    };
+    for kind in [wide::RoutineKind::Map, wide::RoutineKind::Sum] {
+        for &f in crate::math::MathFn::ALL {
+            let Some(name) = symbol(f, kind) else { continue };
+            match kind {
+                wide::RoutineKind::Map => fns.f32.insert(f, declare(module, name, 3)?),
+                wide::RoutineKind::Sum => fns.sum_f32.insert(f, declare(module, name, 5)?),
+            };
+        }
     }
-    for &f in crate::math::MathFn::ALL {
-        let Some(symbol) = symbol(level, f) else { continue };
-        let id = module
-            .declare_function(symbol, Linkage::Import, &sig)
-            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        fns.f32.insert(f, id.as_u32());
+    for h in wide::Helper::ALL {
+        let name = match symbols {
+            WideSymbols::Runnable => wide::helper(level, h).map(|(symbol, _)| symbol),
+            WideSymbols::Named => wide::helper_symbol(level, h),
+            WideSymbols::Dispatched => wide::dispatched_helper_symbol(h),
+        };
+        if let Some(name) = name {
+            fns.helpers.insert(h, declare(module, name, h.params())?);
+        }
     }
     fns.level = level;
     Ok(fns)

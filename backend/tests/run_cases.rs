@@ -116,3 +116,80 @@ fn cases_match_the_interpreter() {
         failures.join("\n")
     );
 }
+
+/// Softmax rows (`softmax.tir`, in f32 and f64, and the causal mask's `causal_softmax.tir`) at
+/// every kind of row length — 1, below and at the staged minimum (64), whole and partial
+/// 16-element groups, 4-element groups with scalar tails, several 512-element blocks — with
+/// rows of special values: all `-inf` (NaN throughout, as the interpreter gives), some `-inf`
+/// (zeros there), huge magnitudes (±3e38, the max cancels them exactly), a `+inf` (NaN) and a
+/// NaN. Against the interpreter, at every SIMD level (identical bits, `check_against_interp`),
+/// and on 1–4 threads with identical bits (the last shape is above the parallel threshold).
+#[test]
+fn softmax_rows_of_every_tail_and_special_values() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let softmax = std::fs::read_to_string(dir.join("softmax.tir")).unwrap();
+    let causal = std::fs::read_to_string(dir.join("causal_softmax.tir")).unwrap();
+    let graphs = [
+        ("f32", tfn_ir::text::parse_graph(&softmax).unwrap()),
+        ("f64", tfn_ir::text::parse_graph(&softmax.replace("f32", "f64")).unwrap()),
+        ("causal", tfn_ir::text::parse_graph(&causal).unwrap()),
+    ];
+    let lengths = [1usize, 2, 5, 63, 64, 65, 71, 79, 127, 128, 130, 512, 513, 527, 1031];
+    let mut rng = Rng::new(0x50f7);
+    let mut failures = Vec::new();
+    for (name, graph) in &graphs {
+        let rank = graph.params[0].ty.shape.rank();
+        let mut shapes: Vec<Vec<usize>> =
+            lengths.iter().map(|&n| if rank == 2 { vec![7, n] } else { vec![2, 3, n] }).collect();
+        shapes.push(if rank == 2 { vec![67, 1031] } else { vec![2, 67, 521] });
+        for shape in shapes {
+            let mut inputs = random_inputs(&mut rng, graph, &shape, (-30.0, 30.0));
+            let n = *shape.last().unwrap();
+            let special = |row: usize, i: usize| -> Option<f64> {
+                match row {
+                    0 => Some(f64::NEG_INFINITY),
+                    1 if i % 3 != 1 => Some(f64::NEG_INFINITY),
+                    2 => Some(if i.is_multiple_of(2) { 3e38 } else { -3e38 }),
+                    3 if i == n / 2 => Some(f64::INFINITY),
+                    4 if i == n - 1 => Some(f64::NAN),
+                    _ => None,
+                }
+            };
+            match &mut inputs[0] {
+                tfn_ir::Tensor::F32(a) => {
+                    for (flat, x) in a.iter_mut().enumerate() {
+                        if let Some(v) = special(flat / n % 7, flat % n) {
+                            *x = v as f32;
+                        }
+                    }
+                }
+                tfn_ir::Tensor::F64(a) => {
+                    for (flat, x) in a.iter_mut().enumerate() {
+                        if let Some(v) = special(flat / n % 7, flat % n) {
+                            *x = v;
+                        }
+                    }
+                }
+                _ => unreachable!("float input"),
+            }
+            let mut first: Option<Vec<u64>> = None;
+            for threads in 1..=4 {
+                let got = check_against_interp(graph, &inputs, Tolerance::ROUNDING, threads)
+                    .and_then(|f| f.run(&common::views(&inputs)).map_err(|e| e.to_string()));
+                match got {
+                    Err(e) => failures.push(format!("{name} {shape:?}, {threads} threads: {e}")),
+                    Ok(out) => {
+                        let b = tfn_test_utils::bits(&out[0]);
+                        match &first {
+                            None => first = Some(b),
+                            Some(one) if *one != b => failures
+                                .push(format!("{name} {shape:?}: {threads} threads differ from 1")),
+                            Some(_) => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

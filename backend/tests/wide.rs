@@ -16,7 +16,10 @@ use crate::math_jit;
 use cranelift::codegen::ir::types;
 use math_jit::{run, Jit, Kernel};
 use tfn_backend::math::{MathFeatures, MathFn};
-use tfn_backend::wide::{routine_f32, symbols, Routine, SimdLevel};
+use tfn_backend::wide::{
+    helper, routine_f32, routine_sum_f32, symbols, Helper, Routine, SimdLevel, WideMaxF32,
+    WideScaleF32, SUM_ACC,
+};
 use tfn_test_utils::Rng;
 
 /// The functions that must have routines at every wide level (the priority list
@@ -207,6 +210,13 @@ fn routines_exist_exactly_where_promised() {
                 assert_eq!(r.symbol, want);
                 assert!(symbols().contains(&(r.symbol, r.addr)), "{want} not in symbols()");
             }
+            let sum = routine_sum_f32(level, f);
+            assert_eq!(sum.is_some(), expected, "summing {} at {}", f.name(), level.name());
+            if let Some((symbol, routine)) = sum {
+                let want = format!("tfn_wide_{}_sum_f32_{}", f.name(), level.name());
+                assert_eq!(symbol, want);
+                assert!(symbols().contains(&(symbol, routine as *const u8)), "{want} listed");
+            }
         }
     }
     let all = symbols();
@@ -215,7 +225,12 @@ fn routines_exist_exactly_where_promised() {
     names.dedup();
     assert_eq!(names.len(), all.len(), "symbols are unique");
     if cfg!(target_arch = "x86_64") {
-        assert_eq!(all.len(), 2 * EXPECTED.len(), "symbols() lists every level, runnable or not");
+        // A map and a summing routine per function and level, and the two helpers per level.
+        assert_eq!(
+            all.len(),
+            4 * EXPECTED.len() + 2 * Helper::ALL.len(),
+            "symbols() lists every level, runnable or not"
+        );
     }
 }
 
@@ -309,6 +324,144 @@ fn every_length_offset_and_aliasing_is_exact() {
                         "{what} in place: wrote outside 0..n"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// The order a kernel's row pass adds `ys` into its accumulators (`WideSumF32`'s contract):
+/// whole groups of 16 lane by lane into `acc[0..16]`, then whole groups of 4 into `acc[0..4]`,
+/// then one by one into `acc[16]`.
+fn inline_sum_order(acc: &mut [f32; SUM_ACC], ys: &[f32]) {
+    let full = ys.len() / 16 * 16;
+    let groups = full + (ys.len() - full) / 4 * 4;
+    for (i, y) in ys.iter().enumerate() {
+        let slot = if i < full {
+            i % 16
+        } else if i < groups {
+            (i - full) % 4
+        } else {
+            16
+        };
+        acc[slot] += y;
+    }
+}
+
+#[test]
+fn summing_routines_store_the_map_and_sum_in_the_inline_order() {
+    let levels = levels();
+    let mut rng = Rng::new(23);
+    // Arguments where the functions are finite and the sums' rounding shows: mostly in
+    // [-8, 1], some specials.
+    let mut pool: Vec<f32> =
+        (0..6000).map(|_| (rng.next_u64() % 9000) as f32 / 1000.0 - 8.0).collect();
+    pool.extend(specials());
+    let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 79, 511, 512, 513, 4099]).collect();
+    for f in EXPECTED {
+        for &level in &levels {
+            let map = routine_f32(level, f).expect("routine");
+            let (_, sum) = routine_sum_f32(level, f).expect("summing routine");
+            for &n in &lengths {
+                let start = (n * 37) % (pool.len() - n);
+                let src = &pool[start..start + n];
+                let want = call(map, src);
+                let mut want_acc = [0f32; SUM_ACC];
+                for (i, a) in want_acc.iter_mut().enumerate() {
+                    *a = i as f32 * 0.37 - 2.0; // running sums from earlier blocks
+                }
+                let mut acc = want_acc;
+                inline_sum_order(&mut want_acc, &want);
+                let what = format!("summing {} at {}, n = {n}", f.name(), level.name());
+                let mut dst = vec![0f32; n];
+                let none = std::ptr::null();
+                // SAFETY: `src`, `dst` hold `n` values, `acc` SUM_ACC; the CPU runs `level`.
+                unsafe { sum(src.as_ptr(), dst.as_mut_ptr(), n, acc.as_mut_ptr(), none) };
+                assert_same(&what, src, &dst, &want);
+                assert_same(&format!("{what}: sums"), &[0.0; SUM_ACC], &acc, &want_acc);
+                // In place.
+                let mut buf = src.to_vec();
+                let mut acc = [0f32; SUM_ACC];
+                let mut want_acc = [0f32; SUM_ACC];
+                inline_sum_order(&mut want_acc, &want);
+                let p = buf.as_mut_ptr();
+                // SAFETY: as above, `p` read and written in place.
+                unsafe { sum(p, p, n, acc.as_mut_ptr(), std::ptr::null()) };
+                assert_same(&format!("{what} in place"), src, &buf, &want);
+                assert_same(&format!("{what} in place: sums"), &[0.0; SUM_ACC], &acc, &want_acc);
+                // Shifted: `f(src[i] - m)`, as the map of the differences.
+                let m = 0.75f32;
+                let diffs: Vec<f32> = src.iter().map(|x| x - m).collect();
+                let want = call(map, &diffs);
+                let mut want_acc = [0f32; SUM_ACC];
+                inline_sum_order(&mut want_acc, &want);
+                let mut acc = [0f32; SUM_ACC];
+                let mut dst = vec![0f32; n];
+                // SAFETY: as above, `m` one value.
+                unsafe { sum(src.as_ptr(), dst.as_mut_ptr(), n, acc.as_mut_ptr(), &m) };
+                assert_same(&format!("{what} shifted"), src, &dst, &want);
+                assert_same(&format!("{what} shifted: sums"), &[0.0; SUM_ACC], &acc, &want_acc);
+            }
+        }
+    }
+}
+
+/// The inline row pass's `max` step on `xs` (`WideMaxF32`'s contract): whole groups of 16 lane
+/// by lane into `acc[0..16]`, whole groups of 4 into `acc[0..4]` (the vector step: the larger,
+/// ties and NaN keeping the accumulator, then a NaN element's lane all-ones for good), the rest
+/// into `acc[16]` (the scalar step: `x` if `acc < x` or `x` is NaN).
+fn inline_max_order(acc: &mut [f32; SUM_ACC], xs: &[f32]) {
+    let full = xs.len() / 16 * 16;
+    let groups = full + (xs.len() - full) / 4 * 4;
+    for (i, &x) in xs.iter().enumerate() {
+        if i >= groups {
+            if acc[16] < x || x.is_nan() {
+                acc[16] = x;
+            }
+            continue;
+        }
+        let slot = if i < full { i % 16 } else { (i - full) % 4 };
+        let picked = if acc[slot] < x { x } else { acc[slot] };
+        let nan = if x.is_nan() { u32::MAX } else { 0 };
+        acc[slot] = f32::from_bits(picked.to_bits() | nan);
+    }
+}
+
+#[test]
+fn max_and_scale_helpers_match_the_inline_steps() {
+    let mut rng = Rng::new(31);
+    let mut pool: Vec<f32> =
+        (0..6000).map(|_| (rng.next_u64() % 20000) as f32 / 100.0 - 100.0).collect();
+    pool.extend(specials());
+    pool.extend([0.0, -0.0, -0.0, 0.0, f32::NEG_INFINITY, 1e30, -1e30]);
+    let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 79, 511, 512, 513, 4099]).collect();
+    for level in levels() {
+        let (max_symbol, max) = helper(level, Helper::Max).expect("max");
+        let (scale_symbol, scale) = helper(level, Helper::Scale).expect("scale");
+        assert_eq!(max_symbol, format!("tfn_wide_max_f32_{}", level.name()));
+        assert_eq!(scale_symbol, format!("tfn_wide_scale_f32_{}", level.name()));
+        // SAFETY: the addresses are these routines' (`helper`'s contract).
+        let max = unsafe { std::mem::transmute::<*const u8, WideMaxF32>(max) };
+        let scale = unsafe { std::mem::transmute::<*const u8, WideScaleF32>(scale) };
+        for &n in &lengths {
+            for start in [(n * 41) % (pool.len() - n), pool.len() - n] {
+                let src = &pool[start..start + n];
+                let what = format!("{} n = {n} from {start}", level.name());
+                let mut want = [f32::NEG_INFINITY; SUM_ACC];
+                want[3] = 5.0; // running values from earlier calls
+                want[16] = -0.0;
+                let mut got = want;
+                inline_max_order(&mut want, src);
+                // SAFETY: `src` holds `n` values, `got` SUM_ACC; the CPU runs `level`.
+                unsafe { max(src.as_ptr(), n, got.as_mut_ptr()) };
+                let bits = |a: &[f32]| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "max {what}");
+                let k = 0.3f32;
+                let want: Vec<f32> = src.iter().map(|x| x * k).collect();
+                let mut buf = src.to_vec();
+                let p = buf.as_mut_ptr();
+                // SAFETY: `p` holds `n` values, read and written in place.
+                unsafe { scale(p, p, n, &k) };
+                assert_same(&format!("scale {what}"), src, &buf, &want);
             }
         }
     }

@@ -10,11 +10,11 @@ use crate::codegen;
 use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::isa;
-use crate::jit::{compile_plan, declare_wide_with, BuildFn};
+use crate::jit::{compile_plan, declare_wide_with, BuildFn, WideSymbols};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
 use crate::scan::{build_axis, AxisSpec};
-use crate::wide::{self, SimdLevel};
+use crate::wide::SimdLevel;
 use cranelift::codegen::control::ControlPlane;
 use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, UserFuncName};
 use cranelift::codegen::isa::{OwnedTargetIsa, TargetIsa};
@@ -162,13 +162,9 @@ impl ObjectBuilder {
         for (_, isa, simd, features) in specs {
             // The host's level, else the routines the runtime dispatches by CPU feature (a
             // tier runs only on a CPU with its level).
-            let wide = if host {
-                declare_wide_with(&mut module, simd, features, wide::symbol_f32)?
-            } else {
-                declare_wide_with(&mut module, simd, features, |_, f| {
-                    wide::dispatched_symbol_f32(f)
-                })?
-            };
+            // (x86-64-v2, `SimdLevel::V128`, calls none: its CPU may lack AVX2.)
+            let symbols = if host { WideSymbols::Named } else { WideSymbols::Dispatched };
+            let wide = declare_wide_with(&mut module, simd, features, symbols)?;
             tiers.push(TierCode { isa, features, wide });
         }
         let ctx = module.make_context();

@@ -77,6 +77,12 @@ struct RowVals {
     /// Staged nodes of the current block: node → its scratch slot's address minus the
     /// block's start × 4 (see `stage.rs`).
     staged: HashMap<usize, Value>,
+    /// Reductions of the current block that its routines accumulate (see `stage.rs`): the
+    /// pass's step leaves them alone.
+    summed: Vec<usize>,
+    /// Stashed nodes of the current block that its routines stored into their outputs: the
+    /// pass's step does not store them again.
+    written: Vec<usize>,
 }
 
 /// Where one step evaluates: operand element offsets, the inner index `i + delta`, the width.
@@ -127,6 +133,11 @@ struct Emitter<'p> {
     /// The wide routines this kernel may call, and their imports in this function.
     wide: &'p WideFns,
     wide_refs: HashMap<MathFn, cranelift::codegen::ir::FuncRef>,
+    /// The summing routines (`crate::wide::WideSumF32`) imported, for staged nodes a `sum`
+    /// reads directly.
+    wide_sum_refs: HashMap<MathFn, cranelift::codegen::ir::FuncRef>,
+    /// The running max and scaling routines imported (kernels with row reductions).
+    helper_refs: HashMap<crate::wide::Helper, cranelift::codegen::ir::FuncRef>,
     call_conv: cranelift::codegen::isa::CallConv,
 }
 
@@ -285,6 +296,8 @@ pub(crate) fn build(
         err_record,
         wide,
         wide_refs: HashMap::new(),
+        wide_sum_refs: HashMap::new(),
+        helper_refs: HashMap::new(),
         call_conv: frontend.default_call_conv,
     };
     em.stash = em.plan_stash();

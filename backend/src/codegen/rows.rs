@@ -2,13 +2,15 @@
 //! one pass per reduction level walks (plus a final pass storing elementwise outputs). A pass
 //! also walks the reduced outer axes, if any, around its inner loops.
 
+use super::stage::FusedSum;
 use super::Width;
 use super::{lanes, ops, scalar_type, At, Emitter, Memo, RowVals};
 use super::{CodegenError, UNROLL};
 use crate::plan::Ref;
-use cranelift::codegen::ir::{InstBuilder, Value};
+use crate::wide::Helper;
+use cranelift::codegen::ir::{types, FuncRef, InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift::frontend::{FunctionBuilder, Variable};
-use tfn_ir::{DType, Op, ReduceOp};
+use tfn_ir::{BinaryOp, DType, Op, ReduceOp};
 
 /// A reduction of a pass: node, operation, dtype.
 type ReduceInfo = (usize, ReduceOp, DType);
@@ -126,7 +128,50 @@ impl Emitter<'_> {
             b.def_var(var, init);
             scalar_acc.push(vec![var]);
         }
-        let staged = self.plan_staging(b, &elem, vals);
+        let mut staged = self.plan_staging(b, &elem, vals);
+        // A staged node the pass stashes goes straight into its output; a `sum` of it is
+        // accumulated by the routine's summing twin (softmax's exp-and-sum in one call).
+        for s in &mut staged {
+            s.out = to_stash.iter().find(|&&(k, _)| k == s.node).map(|&(_, o)| o);
+            let (Some(routine), Some(r)) = (self.sum_routine(s.node), self.summed_by(s.node))
+            else {
+                continue;
+            };
+            let Some(ri) = info.iter().position(|&(n, _, _)| n == r) else { continue };
+            let (Some(vector), Some(scalar)) = (vector_acc.get(ri), scalar_acc.get(ri)) else {
+                continue;
+            };
+            s.shifted = match self.plan.nodes[s.node].args.first() {
+                Some(&Ref::Node(d)) if !self.is_row_node(d) => {
+                    match (&self.plan.nodes[d].op, self.plan.nodes[d].args.as_slice()) {
+                        (Op::Binary(BinaryOp::Sub), &[Ref::Input(j), Ref::Node(m)])
+                            if self.is_row_node(m)
+                                && self.plain_f32_input(j)
+                                && self.plan.nodes[m].dtype == DType::F32 =>
+                        {
+                            Some((j, m))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 80, 4);
+            let acc = b.create_sized_stack_slot(data);
+            s.sum = Some(FusedSum {
+                routine,
+                reduce: r,
+                vector: vector.clone(),
+                scalar: scalar[0],
+                acc,
+            });
+        }
+        // Nothing left for the pass's own loops on the staged blocks?
+        let body_idle = outputs.is_empty()
+            && info.iter().all(|&(r, _, _)| {
+                staged.iter().any(|s| s.sum.as_ref().is_some_and(|f| f.reduce == r))
+            })
+            && to_stash.iter().all(|&(k, _)| staged.iter().any(|s| s.node == k && s.out.is_some()));
         let state: &RowVals = vals;
         let job = Pass { reduces: &info, outputs, to_stash: &to_stash };
         let axes = self.reduced_outer.clone();
@@ -135,11 +180,76 @@ impl Emitter<'_> {
                 let acc = if at.width == Width::Scalar { &scalar_acc } else { &vector_acc };
                 self.step(b, st, &job, acc, u, at, memo)
             };
+        let wide_max = if staged.is_empty() && to_stash.is_empty() && outputs.is_empty() {
+            self.wide_max_inputs(&info)
+        } else {
+            None
+        };
+        let wide_scale = if staged.is_empty() && info.is_empty() && to_stash.is_empty() {
+            self.wide_scale_output(state, outputs)
+        } else {
+            None
+        };
+        let acc_slot = if wide_max.is_some() {
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 80 * info.len() as u32, 4);
+            Some(b.create_sized_stack_slot(data))
+        } else {
+            None
+        };
         self.reduced_loops(b, &axes, offs, &mut |b, offs| {
-            if staged.is_empty() {
+            if let (Some((routine, inputs)), Some(slot)) = (&wide_max, acc_slot) {
+                let mut wide = |b: &mut FunctionBuilder| {
+                    for (ri, &j) in inputs.iter().enumerate() {
+                        let base = (ri * 80) as i32;
+                        let (vector, scalar) = (&vector_acc[ri], scalar_acc[ri][0]);
+                        for (u, &var) in vector.iter().enumerate() {
+                            let v = b.use_var(var);
+                            b.ins().stack_store(self.ptr_ty, v, slot, base + (u * 16) as i32);
+                        }
+                        let v = b.use_var(scalar);
+                        b.ins().stack_store(self.ptr_ty, v, slot, base + 64);
+                        let src = self.address(b, j, offs[j], Some(lo), DType::F32);
+                        let n = b.ins().isub(hi, lo);
+                        let acc = b.ins().stack_addr(self.ptr_ty, slot, base);
+                        b.ins().call(*routine, &[src, n, acc]);
+                        for (u, &var) in vector.iter().enumerate() {
+                            let off = base + (u * 16) as i32;
+                            let v = b.ins().stack_load(self.ptr_ty, types::F32X4, slot, off);
+                            b.def_var(var, v);
+                        }
+                        let v = b.ins().stack_load(self.ptr_ty, types::F32, slot, base + 64);
+                        b.def_var(scalar, v);
+                    }
+                    Ok(())
+                };
+                let mut inline = |b: &mut FunctionBuilder| {
+                    self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| {
+                        step(b, state, at, u, memo)
+                    })
+                };
+                self.wide_or_inline(b, lo, hi, &mut wide, &mut inline)
+            } else if let Some((routine, o, factor)) = wide_scale {
+                let mut wide = |b: &mut FunctionBuilder| {
+                    let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2);
+                    let slot = b.create_sized_stack_slot(data);
+                    b.ins().stack_store(self.ptr_ty, factor, slot, 0);
+                    let p = self.plan.inputs.len() + o;
+                    let at = self.address(b, p, offs[p], Some(lo), DType::F32);
+                    let n = b.ins().isub(hi, lo);
+                    let s = b.ins().stack_addr(self.ptr_ty, slot, 0);
+                    b.ins().call(routine, &[at, at, n, s]);
+                    Ok(())
+                };
+                let mut inline = |b: &mut FunctionBuilder| {
+                    self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| {
+                        step(b, state, at, u, memo)
+                    })
+                };
+                self.wide_or_inline(b, lo, hi, &mut wide, &mut inline)
+            } else if staged.is_empty() {
                 self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| step(b, state, at, u, memo))
             } else {
-                self.staged_steps(b, state, &staged, offs, lo, hi, &mut step)
+                self.staged_steps(b, state, &staged, offs, lo, hi, body_idle, &mut step)
             }
         })?;
         for (ri, &(r, op, d)) in info.iter().enumerate() {
@@ -185,6 +295,9 @@ impl Emitter<'_> {
         // Per unrolled step, the memo holds this step's values only.
         memo.clear();
         for (ri, &(r, op, d)) in job.reduces.iter().enumerate() {
+            if vals.summed.contains(&r) {
+                continue;
+            }
             let x = match self.plan.nodes[r].args.first() {
                 Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
                 None => return Err(CodegenError::Internal("reduction without argument".into())),
@@ -197,6 +310,9 @@ impl Emitter<'_> {
         // buffer that this step overwrites.
         let mut stores = Vec::new();
         for &(k, o) in job.to_stash {
+            if vals.written.contains(&k) {
+                continue;
+            }
             stores.push((o, self.eval_elem(b, vals, k, at, memo)?));
         }
         for &o in job.outputs {
@@ -208,6 +324,63 @@ impl Emitter<'_> {
             self.store_output(b, o, v, at);
         }
         Ok(())
+    }
+}
+
+impl Emitter<'_> {
+    /// A pass of only f32 `max` reductions of plain inputs (softmax's first): the running max
+    /// routine and each reduction's input.
+    fn wide_max_inputs(&self, info: &[ReduceInfo]) -> Option<(FuncRef, Vec<usize>)> {
+        let routine = *self.helper_refs.get(&Helper::Max)?;
+        if self.vector != Some(DType::F32) || info.is_empty() {
+            return None;
+        }
+        let inputs = info
+            .iter()
+            .map(|&(r, op, d)| match self.plan.nodes[r].args.first() {
+                Some(&Ref::Input(j))
+                    if op == ReduceOp::Max && d == DType::F32 && self.plain_f32_input(j) =>
+                {
+                    Some(j)
+                }
+                _ => None,
+            })
+            .collect::<Option<Vec<usize>>>()?;
+        Some((routine, inputs))
+    }
+
+    /// A pass storing one f32 output, the product of a value stashed in that same output and
+    /// a row value (softmax's last: `e · (1/sum)`, `e / sum` with one reciprocal per row): the
+    /// scaling routine, the output and the row scalar, as the inline step multiplies them
+    /// (the stashed value first).
+    fn wide_scale_output(
+        &self,
+        vals: &RowVals,
+        outputs: &[usize],
+    ) -> Option<(FuncRef, usize, Value)> {
+        let routine = *self.helper_refs.get(&Helper::Scale)?;
+        let &[o] = outputs else { return None };
+        let out = &self.plan.outputs[o];
+        let k = out.node?;
+        let node = &self.plan.nodes[k];
+        if self.vector != Some(DType::F32) || out.dtype != DType::F32 || node.dtype != DType::F32 {
+            return None;
+        }
+        let (Some(&Ref::Node(e)), Some(&Ref::Node(m))) = (node.args.first(), node.args.get(1))
+        else {
+            return None;
+        };
+        if self.stash.get(&e) != Some(&o) || !vals.stashed.contains(&e) || !self.is_row_node(m) {
+            return None;
+        }
+        let factor = match node.op {
+            Op::Binary(BinaryOp::Mul) if self.plan.nodes[m].dtype == DType::F32 => {
+                *vals.node_scalar.get(&m)?
+            }
+            Op::Binary(BinaryOp::Div) => vals.node_recip.get(&m)?.0,
+            _ => return None,
+        };
+        Some((routine, o, factor))
     }
 }
 

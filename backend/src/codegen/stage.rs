@@ -28,14 +28,15 @@
 use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, UNROLL};
 use crate::error::CodegenError;
 use crate::math::MathFn;
-use crate::wide::SimdLevel;
+use crate::plan::Ref;
+use crate::wide::{Helper, SimdLevel};
 use cranelift::codegen::ir::{
     condcodes::IntCC, types, AbiParam, ExtFuncData, ExternalName, FuncRef, InstBuilder, Signature,
     StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
 };
-use cranelift::frontend::FunctionBuilder;
+use cranelift::frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
-use tfn_ir::DType;
+use tfn_ir::{DType, Op, ReduceOp};
 
 /// Elements per block: 2 KB of f32 per staged node, far inside L1 with the inputs' blocks.
 pub(crate) const BLOCK: i64 = 512;
@@ -49,20 +50,51 @@ pub(crate) const MIN_STAGED: i64 = 64;
 pub(crate) struct WideFns {
     pub level: SimdLevel,
     pub f32: HashMap<MathFn, u32>,
+    /// The summing routines (`crate::wide::WideSumF32`), same numbering.
+    pub sum_f32: HashMap<MathFn, u32>,
+    /// The running max and the scaling routine (`crate::wide::Helper`).
+    pub helpers: HashMap<Helper, u32>,
 }
 
 impl Default for WideFns {
     fn default() -> Self {
-        WideFns { level: SimdLevel::V128, f32: HashMap::new() }
+        WideFns {
+            level: SimdLevel::V128,
+            f32: HashMap::new(),
+            sum_f32: HashMap::new(),
+            helpers: HashMap::new(),
+        }
     }
 }
 
-/// One staged node of a pass: the node, its routine, its scratch slot.
-#[derive(Clone, Copy)]
+/// One staged node of a pass: the node, its routine, its scratch slot; where the routine
+/// stores its results and whether it also sums them.
+#[derive(Clone)]
 pub(super) struct Staged {
     pub node: usize,
     pub routine: FuncRef,
     pub slot: StackSlot,
+    /// The output the pass stashes the node into: the routine stores there directly (and the
+    /// pass's loops read it back from there), else into the scratch slot, in place.
+    pub out: Option<usize>,
+    /// A `sum`/`mean` of the node the routine's summing twin accumulates.
+    pub sum: Option<FusedSum>,
+    /// With `sum`: the node's argument is `x - m` of a contiguous f32 input `x` (input index)
+    /// and a row value `m` (node): the summing routine reads `x` and subtracts `m` itself, so
+    /// the block is not staged at all.
+    pub shifted: Option<(usize, usize)>,
+}
+
+/// A reduction of a staged node folded into its routine (`crate::wide::WideSumF32`): the
+/// summing routine, the reduction node, the pass's accumulators for it (4 unrolled vectors and
+/// the scalar tail's) and a stack slot holding them across the routine's calls.
+#[derive(Clone)]
+pub(super) struct FusedSum {
+    pub routine: FuncRef,
+    pub reduce: usize,
+    pub vector: Vec<Variable>,
+    pub scalar: Variable,
+    pub acc: StackSlot,
 }
 
 /// Per-step body of a pass's loops: `(builder, position, unroll slot, memo)`.
@@ -82,24 +114,99 @@ impl Emitter<'_> {
         }
         for k in 0..self.plan.nodes.len() {
             let Some(f) = self.wide_fn_of(k) else { continue };
-            if self.wide_refs.contains_key(&f) {
+            if !self.wide_refs.contains_key(&f) {
+                if let Some(&index) = self.wide.f32.get(&f) {
+                    let r = self.import_routine(b, index, 3);
+                    self.wide_refs.insert(f, r);
+                }
+            }
+            if self.wide_sum_refs.contains_key(&f) || self.summed_by(k).is_none() {
                 continue;
             }
-            let Some(&index) = self.wide.f32.get(&f) else { continue };
-            let mut sig = Signature::new(self.call_conv);
-            for _ in 0..3 {
-                sig.params.push(AbiParam::new(self.ptr_ty));
+            if let Some(&index) = self.wide.sum_f32.get(&f) {
+                let r = self.import_routine(b, index, 5);
+                self.wide_sum_refs.insert(f, r);
             }
-            let signature = b.import_signature(sig);
-            let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
-            let data = ExtFuncData {
-                name: ExternalName::user(name),
-                signature,
-                colocated: false,
-                patchable: false,
-            };
-            self.wide_refs.insert(f, b.import_function(data));
         }
+        if self.plan.reduces && !self.columns {
+            for h in Helper::ALL {
+                if let Some(&index) = self.wide.helpers.get(&h) {
+                    let r = self.import_routine(b, index, h.params());
+                    self.helper_refs.insert(h, r);
+                }
+            }
+        }
+    }
+
+    /// Input `j` is an f32 operand loaded element by element along the contiguous inner axis
+    /// (not an index, not an indexed source, not a row value): a wide routine may read it.
+    pub(super) fn plain_f32_input(&self, j: usize) -> bool {
+        let input = &self.plan.inputs[j];
+        input.dtype == DType::F32
+            && !input.index
+            && input.indexed.is_none()
+            && self.inner_full(&input.full)
+            && !self.is_row_input(j)
+    }
+
+    /// `wide` on rows of at least [`MIN_STAGED`] elements, `inline` on shorter ones (a kernel
+    /// with rows; a flat kernel always takes `wide`).
+    pub(super) fn wide_or_inline(
+        &self,
+        b: &mut FunctionBuilder,
+        lo: Value,
+        hi: Value,
+        wide: &mut dyn FnMut(&mut FunctionBuilder) -> Result<(), CodegenError>,
+        inline: &mut dyn FnMut(&mut FunctionBuilder) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        if self.abi.rank == 1 {
+            return wide(b);
+        }
+        let done = b.create_block();
+        let short = b.create_block();
+        let long_block = b.create_block();
+        let len = b.ins().isub(hi, lo);
+        let long = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, len, MIN_STAGED);
+        b.ins().brif(long, long_block, &[], short, &[]);
+        b.switch_to_block(short);
+        inline(b)?;
+        b.ins().jump(done, &[]);
+        b.switch_to_block(long_block);
+        wide(b)?;
+        b.ins().jump(done, &[]);
+        b.switch_to_block(done);
+        Ok(())
+    }
+
+    /// Imports the JIT module's function `index` taking `params` pointers.
+    fn import_routine(&self, b: &mut FunctionBuilder, index: u32, params: usize) -> FuncRef {
+        let mut sig = Signature::new(self.call_conv);
+        for _ in 0..params {
+            sig.params.push(AbiParam::new(self.ptr_ty));
+        }
+        let signature = b.import_signature(sig);
+        let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
+        let data = ExtFuncData {
+            name: ExternalName::user(name),
+            signature,
+            colocated: false,
+            patchable: false,
+        };
+        b.import_function(data)
+    }
+
+    /// The first f32 `sum`/`mean` of the plan whose argument is node `k` itself.
+    pub(super) fn summed_by(&self, k: usize) -> Option<usize> {
+        self.plan.nodes.iter().position(|n| {
+            matches!(n.op, Op::Reduce { op: ReduceOp::Sum | ReduceOp::Mean, .. })
+                && n.dtype == DType::F32
+                && n.args.first() == Some(&Ref::Node(k))
+        })
+    }
+
+    /// The summing routine of staged node `k`, if it has one.
+    pub(super) fn sum_routine(&self, k: usize) -> Option<FuncRef> {
+        self.wide_sum_refs.get(&self.wide_fn_of(k)?).copied()
     }
 
     /// The unary f32 math function of element node `k` when a wide routine can compute it.
@@ -131,7 +238,8 @@ impl Emitter<'_> {
             .filter_map(|k| {
                 let routine = *self.wide_refs.get(&self.wide_fn_of(k)?)?;
                 let data = StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK as u32 * 4, 6);
-                Some(Staged { node: k, routine, slot: b.create_sized_stack_slot(data) })
+                let slot = b.create_sized_stack_slot(data);
+                Some(Staged { node: k, routine, slot, out: None, sum: None, shifted: None })
             })
             .collect()
     }
@@ -170,8 +278,9 @@ impl Emitter<'_> {
     }
 
     /// A pass's loops over `lo..hi` with `staged` nodes computed block by block by their wide
-    /// routines (see the module docs); `body` is the pass's step. Kernels with rows pick the
-    /// inline loops for rows shorter than [`MIN_STAGED`].
+    /// routines (see the module docs); `body` is the pass's step, not run at all on blocks
+    /// when `body_idle` (the routines did all of the pass's work: softmax's exp-and-sum). Kernels
+    /// with rows pick the inline loops for rows shorter than [`MIN_STAGED`].
     #[allow(clippy::too_many_arguments)]
     pub(super) fn staged_steps(
         &self,
@@ -181,6 +290,7 @@ impl Emitter<'_> {
         offs: &[Value],
         lo: Value,
         hi: Value,
+        body_idle: bool,
         body: &mut PassStep<'_>,
     ) -> Result<(), CodegenError> {
         let done = b.create_block();
@@ -195,16 +305,35 @@ impl Emitter<'_> {
             b.ins().jump(done, &[]);
             b.switch_to_block(blocks);
         }
+        // The accumulators of the sums the routines take over, into their slots.
+        for f in staged.iter().filter_map(|s| s.sum.as_ref()) {
+            for (u, &var) in f.vector.iter().enumerate() {
+                let v = b.use_var(var);
+                b.ins().stack_store(self.ptr_ty, v, f.acc, (u * 16) as i32);
+            }
+            let v = b.use_var(f.scalar);
+            b.ins().stack_store(self.ptr_ty, v, f.acc, 64);
+        }
+        // The shifts of the shifted ones, into the spare word of their accumulator slots.
+        for s in staged {
+            if let (Some(f), Some((_, m))) = (&s.sum, s.shifted) {
+                let v = vals.node_scalar.get(&m).copied().ok_or_else(|| {
+                    CodegenError::Internal(format!("row value {m} of a shift missing"))
+                })?;
+                b.ins().stack_store(self.ptr_ty, v, f.acc, 68);
+            }
+        }
         // for (blk = lo; blk < hi; blk = end) { end = min(blk + BLOCK, hi); stages; body }
         let blk_var = b.declare_var(types::I64);
         b.def_var(blk_var, lo);
         let header = b.create_block();
         let block_body = b.create_block();
+        let exit = b.create_block();
         b.ins().jump(header, &[]);
         b.switch_to_block(header);
         let blk = b.use_var(blk_var);
         let more = b.ins().icmp(IntCC::SignedLessThan, blk, hi);
-        b.ins().brif(more, block_body, &[], done, &[]);
+        b.ins().brif(more, block_body, &[], exit, &[]);
         b.switch_to_block(block_body);
         let next = b.ins().iadd_imm_s(blk, BLOCK);
         let short = b.ins().icmp(IntCC::SignedLessThan, hi, next);
@@ -216,6 +345,25 @@ impl Emitter<'_> {
             let base = b.ins().stack_addr(self.ptr_ty, s.slot, 0);
             // Element `i` of the block lives at `base + (i - blk)·4`.
             let adj = b.ins().isub(base, blk_bytes);
+            if let (Some(f), Some((j, _))) = (&s.sum, s.shifted) {
+                // `f(x - m)` straight from `x`: nothing staged.
+                let src = self.address(b, j, offs[j], Some(blk), DType::F32);
+                let (dst, dst_adj) = match s.out {
+                    Some(o) => {
+                        let p = self.plan.inputs.len() + o;
+                        let out_adj = self.address(b, p, offs[p], None, DType::F32);
+                        st.written.push(s.node);
+                        (b.ins().iadd(out_adj, blk_bytes), out_adj)
+                    }
+                    None => (base, adj),
+                };
+                let acc = b.ins().stack_addr(self.ptr_ty, f.acc, 0);
+                let shift = b.ins().stack_addr(self.ptr_ty, f.acc, 68);
+                b.ins().call(f.routine, &[src, dst, count, acc, shift]);
+                st.summed.push(f.reduce);
+                st.staged.insert(s.node, dst_adj);
+                continue;
+            }
             let arg = match self.plan.nodes[s.node].args.first() {
                 Some(&a) => a,
                 None => {
@@ -230,13 +378,48 @@ impl Emitter<'_> {
                 super::storage::store(b, at.width, DType::F32, x, addr, off);
                 Ok(())
             })?;
-            b.ins().call(s.routine, &[base, base, count]);
-            st.staged.insert(s.node, adj);
+            // Where the results go: the stash output (element `i` at `out_adj + 4i`) or the
+            // slot, in place.
+            let (dst, dst_adj) = match s.out {
+                Some(o) => {
+                    let p = self.plan.inputs.len() + o;
+                    let out_adj = self.address(b, p, offs[p], None, DType::F32);
+                    let at_blk = b.ins().iadd(out_adj, blk_bytes);
+                    st.written.push(s.node);
+                    (at_blk, out_adj)
+                }
+                None => (base, adj),
+            };
+            match &s.sum {
+                Some(f) => {
+                    let acc = b.ins().stack_addr(self.ptr_ty, f.acc, 0);
+                    let no_shift = b.ins().iconst(self.ptr_ty, 0);
+                    b.ins().call(f.routine, &[base, dst, count, acc, no_shift]);
+                    st.summed.push(f.reduce);
+                }
+                None => {
+                    b.ins().call(s.routine, &[base, dst, count]);
+                }
+            }
+            st.staged.insert(s.node, dst_adj);
         }
-        let state = &st;
-        self.steps_over(b, offs, blk, end, &mut |b, at, u, memo| body(b, state, at, u, memo))?;
+        if !body_idle {
+            let state = &st;
+            self.steps_over(b, offs, blk, end, &mut |b, at, u, memo| body(b, state, at, u, memo))?;
+        }
         b.def_var(blk_var, end);
         b.ins().jump(header, &[]);
+        b.switch_to_block(exit);
+        // The routines' sums back into the pass's accumulators.
+        for f in staged.iter().filter_map(|s| s.sum.as_ref()) {
+            for (u, &var) in f.vector.iter().enumerate() {
+                let v = b.ins().stack_load(self.ptr_ty, types::F32X4, f.acc, (u * 16) as i32);
+                b.def_var(var, v);
+            }
+            let v = b.ins().stack_load(self.ptr_ty, types::F32, f.acc, 64);
+            b.def_var(f.scalar, v);
+        }
+        b.ins().jump(done, &[]);
         b.switch_to_block(done);
         Ok(())
     }

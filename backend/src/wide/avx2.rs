@@ -197,6 +197,117 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m256) -> __
     }
 }
 
+/// [`run`] that also sums the results into `acc` in the inline row pass's order (see
+/// [`crate::wide::WideSumF32`]): two 8-lane accumulators are the inline code's four unrolled
+/// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+///
+/// # Safety
+/// As [`run`]; `acc` valid for [`super::SUM_ACC`] reads and writes.
+#[inline(always)]
+unsafe fn run_sum(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    acc: *mut f32,
+    f: impl Fn(__m256) -> __m256,
+) {
+    let mut i = 0;
+    unsafe {
+        let mut lo = load_acc(acc);
+        let mut hi = load_acc(acc.add(8));
+        while i + 16 <= n {
+            let y = f(_mm256_loadu_ps(src.add(i)));
+            let z = f(_mm256_loadu_ps(src.add(i + 8)));
+            _mm256_storeu_ps(dst.add(i), y);
+            _mm256_storeu_ps(dst.add(i + 8), z);
+            lo = _mm256_add_ps(lo, y);
+            hi = _mm256_add_ps(hi, z);
+            i += 16;
+        }
+        store_acc(acc, lo);
+        store_acc(acc.add(8), hi);
+        let mut tail = [0f32; 16];
+        let rest = n - i;
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for half in 0..2 {
+            let left = rest.saturating_sub(8 * half);
+            if left == 0 {
+                break;
+            }
+            let at = i + 8 * half;
+            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left.min(8) as i32), lane);
+            let y = f(_mm256_maskload_ps(src.add(at), mask));
+            _mm256_maskstore_ps(dst.add(at), mask, y);
+            _mm256_storeu_ps(tail.as_mut_ptr().add(8 * half), y);
+        }
+        super::sum_tail(&tail[..rest], acc);
+    }
+}
+
+/// The running max of `src[..n]` into `acc` (see [`crate::wide::WideMaxF32`]): per lane
+/// `maxps(x, acc)` (ties and NaN keep `acc`) OR-ed with `x`'s NaN mask, as the inline
+/// accumulator step.
+///
+/// # Safety
+/// As [`crate::wide::WideMaxF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+    let mut i = 0;
+    unsafe {
+        let mut lo = load_acc(acc);
+        let mut hi = load_acc(acc.add(8));
+        // The NaN lanes collected apart, as the AVX-512 routine does.
+        let (mut lo_nan, mut hi_nan) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        while i + 16 <= n {
+            let x = _mm256_loadu_ps(src.add(i));
+            let y = _mm256_loadu_ps(src.add(i + 8));
+            lo_nan = _mm256_or_ps(lo_nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+            hi_nan = _mm256_or_ps(hi_nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y));
+            lo = _mm256_max_ps(x, lo);
+            hi = _mm256_max_ps(y, hi);
+            i += 16;
+        }
+        store_acc(acc, _mm256_or_ps(lo, lo_nan));
+        store_acc(acc.add(8), _mm256_or_ps(hi, hi_nan));
+        super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
+    }
+}
+
+/// `dst[i] = src[i] · s` (see [`crate::wide::WideScaleF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideScaleF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let k = _mm256_set1_ps(*s);
+        run(src, dst, n, |x| _mm256_mul_ps(x, k))
+    }
+}
+
+/// Accumulators `acc[..8]`, loaded as the two 128-bit vectors the kernel stores them as (a
+/// 256-bit load of two narrower stores cannot be forwarded from the store buffer).
+///
+/// # Safety
+/// AVX; `acc` valid for 8 reads.
+#[inline(always)]
+unsafe fn load_acc(acc: *const f32) -> __m256 {
+    unsafe { _mm256_set_m128(_mm_loadu_ps(acc.add(4)), _mm_loadu_ps(acc)) }
+}
+
+/// Stores `a` as [`load_acc`] reads it, as two 128-bit vectors.
+///
+/// # Safety
+/// AVX; `acc` valid for 8 writes.
+#[inline(always)]
+unsafe fn store_acc(acc: *mut f32, a: __m256) {
+    unsafe {
+        _mm_storeu_ps(acc, _mm256_castps256_ps128(a));
+        _mm_storeu_ps(acc.add(4), _mm256_extractf128_ps::<1>(a));
+    }
+}
+
 /// One `#[target_feature]` routine per listed function, named after it.
 macro_rules! routines {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
@@ -211,6 +322,39 @@ macro_rules! routines {
                 unsafe { run(src, dst, n, |x| crate::math::generic::$fn_name(&mut Avx2F32, x)) }
             }
         )*
+        /// The summing routines (see [`crate::wide::WideSumF32`]), one per function.
+        pub(super) mod sum {
+            use super::*;
+            $(
+                /// The AVX2 summing `f32` routine of this function.
+                ///
+                /// # Safety
+                /// As [`crate::wide::WideSumF32`]; the CPU must have AVX2 and FMA.
+                #[target_feature(enable = "avx2,fma")]
+                pub(in crate::wide) unsafe extern "C" fn $fn_name(
+                    src: *const f32,
+                    dst: *mut f32,
+                    n: usize,
+                    acc: *mut f32,
+                    shift: *const f32,
+                ) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe {
+                        if shift.is_null() {
+                            run_sum(src, dst, n, acc, |x| {
+                                crate::math::generic::$fn_name(&mut Avx2F32, x)
+                            })
+                        } else {
+                            let m = _mm256_set1_ps(*shift);
+                            run_sum(src, dst, n, acc, |x| {
+                                let x = _mm256_sub_ps(x, m);
+                                crate::math::generic::$fn_name(&mut Avx2F32, x)
+                            })
+                        }
+                    }
+                }
+            )*
+        }
     };
 }
 

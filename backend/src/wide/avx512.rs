@@ -176,6 +176,111 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m512) -> __
     }
 }
 
+/// [`run`] that also sums the results into `acc` in the inline row pass's order (see
+/// [`crate::wide::WideSumF32`]): one 16-lane accumulator is the inline code's four unrolled
+/// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+/// (`f` includes the routine's shift.)
+///
+/// # Safety
+/// As [`run`]; `acc` valid for [`super::SUM_ACC`] reads and writes.
+#[inline(always)]
+unsafe fn run_sum(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    acc: *mut f32,
+    f: impl Fn(__m512) -> __m512,
+) {
+    let mut i = 0;
+    unsafe {
+        let mut a = load_acc(acc);
+        while i + 16 <= n {
+            let y = f(_mm512_loadu_ps(src.add(i)));
+            _mm512_storeu_ps(dst.add(i), y);
+            a = _mm512_add_ps(a, y);
+            i += 16;
+        }
+        store_acc(acc, a);
+        if i < n {
+            let mask: __mmask16 = (1u16 << (n - i)) - 1;
+            let y = f(_mm512_maskz_loadu_ps(mask, src.add(i)));
+            _mm512_mask_storeu_ps(dst.add(i), mask, y);
+            let mut tail = [0f32; 16];
+            _mm512_storeu_ps(tail.as_mut_ptr(), y);
+            super::sum_tail(&tail[..n - i], acc);
+        }
+    }
+}
+
+/// The running max of `src[..n]` into `acc` (see [`crate::wide::WideMaxF32`]): per lane
+/// `maxps(x, acc)` (ties and NaN keep `acc`) OR-ed with `x`'s NaN mask, as the inline
+/// accumulator step.
+///
+/// # Safety
+/// As [`crate::wide::WideMaxF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+    let mut i = 0;
+    unsafe {
+        // The NaN lanes are collected apart and set at the end: `maxps(x, acc)` keeps an
+        // all-ones (NaN) accumulator and ignores a NaN `x`, so this is the sticky step's
+        // result with half its dependency chain.
+        let ones = _mm512_castsi512_ps(_mm512_set1_epi32(-1));
+        let mut a = load_acc(acc);
+        let mut nan: __mmask16 = 0;
+        while i + 16 <= n {
+            let x = _mm512_loadu_ps(src.add(i));
+            nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+            a = _mm512_max_ps(x, a);
+            i += 16;
+        }
+        store_acc(acc, _mm512_mask_mov_ps(a, nan, ones));
+        super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
+    }
+}
+
+/// `dst[i] = src[i] · s` (see [`crate::wide::WideScaleF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideScaleF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let k = _mm512_set1_ps(*s);
+        run(src, dst, n, |x| _mm512_mul_ps(x, k))
+    }
+}
+
+/// The 16 vector accumulators of `acc` (see [`crate::wide::SUM_ACC`]), loaded as the four
+/// 128-bit vectors the kernel stores them as (a 512-bit load of four narrower stores cannot be
+/// forwarded from the store buffer: it would wait for them to reach the cache).
+///
+/// # Safety
+/// AVX-512F; `acc` valid for 16 reads.
+#[inline(always)]
+unsafe fn load_acc(acc: *const f32) -> __m512 {
+    unsafe {
+        let lo = _mm256_set_m128(_mm_loadu_ps(acc.add(4)), _mm_loadu_ps(acc));
+        let hi = _mm256_set_m128(_mm_loadu_ps(acc.add(12)), _mm_loadu_ps(acc.add(8)));
+        _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi)
+    }
+}
+
+/// Stores `a` as [`load_acc`] reads it, as four 128-bit vectors (what the kernel loads).
+///
+/// # Safety
+/// AVX-512F/DQ; `acc` valid for 16 writes.
+#[inline(always)]
+unsafe fn store_acc(acc: *mut f32, a: __m512) {
+    unsafe {
+        _mm_storeu_ps(acc, _mm512_castps512_ps128(a));
+        _mm_storeu_ps(acc.add(4), _mm512_extractf32x4_ps::<1>(a));
+        _mm_storeu_ps(acc.add(8), _mm512_extractf32x4_ps::<2>(a));
+        _mm_storeu_ps(acc.add(12), _mm512_extractf32x4_ps::<3>(a));
+    }
+}
+
 /// One `#[target_feature]` routine per listed function, named after it.
 macro_rules! routines {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
@@ -190,6 +295,39 @@ macro_rules! routines {
                 unsafe { run(src, dst, n, |x| crate::math::generic::$fn_name(&mut Avx512F32, x)) }
             }
         )*
+        /// The summing routines (see [`crate::wide::WideSumF32`]), one per function.
+        pub(super) mod sum {
+            use super::*;
+            $(
+                /// The AVX-512 summing `f32` routine of this function.
+                ///
+                /// # Safety
+                /// As [`crate::wide::WideSumF32`]; the CPU must have AVX-512F/DQ/VL and FMA.
+                #[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+                pub(in crate::wide) unsafe extern "C" fn $fn_name(
+                    src: *const f32,
+                    dst: *mut f32,
+                    n: usize,
+                    acc: *mut f32,
+                    shift: *const f32,
+                ) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe {
+                        if shift.is_null() {
+                            run_sum(src, dst, n, acc, |x| {
+                                crate::math::generic::$fn_name(&mut Avx512F32, x)
+                            })
+                        } else {
+                            let m = _mm512_set1_ps(*shift);
+                            run_sum(src, dst, n, acc, |x| {
+                                let x = _mm512_sub_ps(x, m);
+                                crate::math::generic::$fn_name(&mut Avx512F32, x)
+                            })
+                        }
+                    }
+                }
+            )*
+        }
     };
 }
 

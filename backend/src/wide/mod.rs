@@ -158,6 +158,171 @@ impl SimdLevel {
 /// level (as [`routine_f32`] guarantees for levels clamped by [`SimdLevel::clamp_to_cpu`]).
 pub type WideF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize);
 
+/// A summing wide routine: `dst[i] = f(src[i])` for `i < n` (as [`WideF32`]), and every result
+/// added into the accumulators `acc[0..SUM_ACC]` in the order in which a kernel's inline row
+/// pass (`codegen::rows`) adds an element node into a `sum`: `acc[4u + l]` is lane `l` of the
+/// pass's unrolled 4-lane accumulator `u`, `acc[16]` its scalar tail's. Element `16c + j` of
+/// each whole group of 16 goes into `acc[j]`; of the last `n mod 16`, each whole group of 4
+/// into `acc[0..4]` (the pass's 1-vector loop), the rest one by one into `acc[16]` (its scalar
+/// loop). So a kernel that calls it on blocks of a multiple of 16 elements (all but the last)
+/// gets the bits of its own loop, at any level. A non-null `shift` computes `f(src[i] - *shift)`
+/// instead (softmax's `exp(x - max)`, read straight from `x`).
+///
+/// Safety: as [`WideF32`], `acc` valid for [`SUM_ACC`] reads and writes, `shift` null or
+/// valid for one read.
+pub type WideSumF32 = unsafe extern "C" fn(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    acc: *mut f32,
+    shift: *const f32,
+);
+
+/// A running maximum: `src[..n]` folded into the accumulators `acc[0..SUM_ACC]` (laid out as
+/// [`WideSumF32`]'s, in the same order) by the inline row pass's `max` step: per vector lane
+/// the larger of the two, ties and a NaN element keeping the accumulator (`maxps(x, acc)`),
+/// then a NaN element's lane set to all-ones bits for good; the scalar tail as the scalar
+/// step (`x` if `acc < x` or `x` is NaN). The kernel folds the lanes afterwards, as its own.
+///
+/// Safety: `src` valid for `n` reads, `acc` for [`SUM_ACC`] reads and writes, the CPU has the
+/// routine's level.
+pub type WideMaxF32 = unsafe extern "C" fn(src: *const f32, n: usize, acc: *mut f32);
+
+/// `dst[i] = src[i] · *s` for `i < n` (one IEEE multiply, `src[i]` the first operand, as the
+/// inline `fmul`); `src == dst` allowed, as [`WideF32`].
+///
+/// Safety: as [`WideF32`], and `s` valid for one read.
+pub type WideScaleF32 =
+    unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize, s: *const f32);
+
+/// The fixed routines beside the per-function ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Helper {
+    /// [`WideMaxF32`], `tfn_wide_max_f32_<level>`.
+    Max,
+    /// [`WideScaleF32`], `tfn_wide_scale_f32_<level>`.
+    Scale,
+}
+
+impl Helper {
+    /// Both helpers.
+    pub const ALL: [Helper; 2] = [Helper::Max, Helper::Scale];
+
+    /// How many pointer-sized parameters the routine takes.
+    pub fn params(self) -> usize {
+        match self {
+            Helper::Max => 3,
+            Helper::Scale => 4,
+        }
+    }
+}
+
+/// The symbol and address of helper `h` at `level` (whether or not this CPU runs it); `None` at
+/// [`SimdLevel::V128`].
+fn helper_row(level: SimdLevel, h: Helper) -> Option<(&'static str, *const u8)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let row: (&'static str, *const u8) = match (level, h) {
+            (SimdLevel::V128, _) => return None,
+            (SimdLevel::Avx2, Helper::Max) => ("tfn_wide_max_f32_avx2", avx2::max as *const u8),
+            (SimdLevel::Avx2, Helper::Scale) => {
+                ("tfn_wide_scale_f32_avx2", avx2::scale as *const u8)
+            }
+            (SimdLevel::Avx512, Helper::Max) => {
+                ("tfn_wide_max_f32_avx512", avx512::max as *const u8)
+            }
+            (SimdLevel::Avx512, Helper::Scale) => {
+                ("tfn_wide_scale_f32_avx512", avx512::scale as *const u8)
+            }
+        };
+        Some(row)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (level, h);
+        None
+    }
+}
+
+/// Helper `h` at `level` as (symbol, address), when this CPU runs `level` (as [`routine_f32`]).
+pub fn helper(level: SimdLevel, h: Helper) -> Option<(&'static str, *const u8)> {
+    if level.clamp_to_cpu() != level {
+        return None;
+    }
+    helper_row(level, h)
+}
+
+/// The symbol of helper `h` at `level` (for AOT objects), runnable here or not.
+pub fn helper_symbol(level: SimdLevel, h: Helper) -> Option<&'static str> {
+    helper_row(level, h).map(|(symbol, _)| symbol)
+}
+
+/// The symbol of helper `h` the AOT runtime dispatches to the widest level the CPU has.
+pub fn dispatched_helper_symbol(h: Helper) -> Option<&'static str> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    Some(match h {
+        Helper::Max => "tfn_wide_max_f32_best",
+        Helper::Scale => "tfn_wide_scale_f32_best",
+    })
+}
+
+/// Folds the last `vals.len() < 16` elements of a [`WideMaxF32`] into `acc`.
+///
+/// Safety: `acc` valid for [`SUM_ACC`] reads and writes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn max_tail(vals: &[f32], acc: *mut f32) {
+    // SAFETY: the caller's promise.
+    let acc = unsafe { &mut *(acc as *mut [f32; SUM_ACC]) };
+    let groups = vals.len() / 4 * 4;
+    for group in vals[..groups].chunks_exact(4) {
+        for (a, &x) in acc.iter_mut().zip(group) {
+            let picked = if *a < x { x } else { *a };
+            let nan = if x.is_nan() { u32::MAX } else { 0 };
+            *a = f32::from_bits(picked.to_bits() | nan);
+        }
+    }
+    for &x in &vals[groups..] {
+        if acc[16] < x || x.is_nan() {
+            acc[16] = x;
+        }
+    }
+}
+
+/// The accumulators of a [`WideSumF32`]: four 4-lane vectors and a scalar.
+pub const SUM_ACC: usize = 17;
+
+/// Adds the last `vals.len() < 16` results of a summing routine into `acc`: whole groups of
+/// 4 lane by lane into `acc[0..4]`, then the rest one by one into `acc[16]`.
+///
+/// Safety: `acc` valid for [`SUM_ACC`] reads and writes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn sum_tail(vals: &[f32], acc: *mut f32) {
+    let groups = vals.len() / 4 * 4;
+    // SAFETY: the caller's promise.
+    let acc = unsafe { &mut *(acc as *mut [f32; SUM_ACC]) };
+    for group in vals[..groups].chunks_exact(4) {
+        for (a, v) in acc.iter_mut().zip(group) {
+            *a += v;
+        }
+    }
+    for v in &vals[groups..] {
+        acc[16] += v;
+    }
+}
+
+/// Which kind of routine: a map ([`WideF32`]) or a summing map ([`WideSumF32`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoutineKind {
+    /// `dst[i] = f(src[i])`.
+    Map,
+    /// `dst[i] = f(src[i])` and the sum of the results (see [`WideSumF32`]).
+    Sum,
+}
+
 /// A routine's symbol (for `JITBuilder::symbol` and kernels' imports) and address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Routine {
@@ -178,6 +343,9 @@ impl Routine {
 /// `(function, symbol, routine)` rows of one level.
 type Table = &'static [(MathFn, &'static str, WideF32)];
 
+/// `(function, symbol, summing routine)` rows of one level.
+type SumTable = &'static [(MathFn, &'static str, WideSumF32)];
+
 /// The rows of one level's [`Table`]: `$callback! { $module, "suffix" }` expands to the
 /// rows of every function of [`for_each_routine`].
 #[cfg(target_arch = "x86_64")]
@@ -189,6 +357,28 @@ macro_rules! rows {
             $module::$fn_name as WideF32,
         )),*]
     };
+}
+
+/// The rows of one level's [`SumTable`] (symbols `tfn_wide_<fn>_sum_f32_<level>`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! sum_rows {
+    ($module:ident, $suffix:literal, $(($variant:ident, $fn_name:ident)),* $(,)?) => {
+        &[$((
+            MathFn::$variant,
+            concat!("tfn_wide_", stringify!($fn_name), "_sum_f32_", $suffix),
+            $module::sum::$fn_name as WideSumF32,
+        )),*]
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx2_sum_rows {
+    ($($row:tt)*) => { sum_rows!(avx2, "avx2", $($row)*) };
+}
+
+#[cfg(target_arch = "x86_64")]
+macro_rules! avx512_sum_rows {
+    ($($row:tt)*) => { sum_rows!(avx512, "avx512", $($row)*) };
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -207,14 +397,43 @@ macro_rules! avx512_rows {
 mod exports {
     macro_rules! exports {
         ($level:ident, $suffix:literal, $(($variant:ident, $fn_name:ident)),* $(,)?) => {
-            mod $level {$(
+            mod $level {
+            $(
                 /// The routine of this name at this level (see [`super::super::WideF32`]).
                 #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_f32_", $suffix)]
                 unsafe extern "C" fn $fn_name(src: *const f32, dst: *mut f32, n: usize) {
                     // SAFETY: the caller (a kernel) keeps the routine's contract.
                     unsafe { super::super::$level::$fn_name(src, dst, n) }
                 }
+            )*
+            /// The summing routines (see [`crate::wide::WideSumF32`]).
+            mod sum {$(
+                /// The summing routine of this name at this level.
+                #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_sum_f32_", $suffix)]
+                unsafe extern "C" fn $fn_name(
+                    src: *const f32,
+                    dst: *mut f32,
+                    n: usize,
+                    acc: *mut f32,
+                    shift: *const f32,
+                ) {
+                    // SAFETY: the caller (a kernel) keeps the routine's contract.
+                    unsafe { super::super::super::$level::sum::$fn_name(src, dst, n, acc, shift) }
+                }
             )*}
+            /// The running max at this level.
+            #[export_name = concat!("tfn_wide_max_f32_", $suffix)]
+            unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::max(src, n, acc) }
+            }
+            /// The scaling routine at this level.
+            #[export_name = concat!("tfn_wide_scale_f32_", $suffix)]
+            unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::scale(src, dst, n, s) }
+            }
+            }
         };
     }
     macro_rules! avx2_exports {
@@ -255,10 +474,82 @@ mod exports {
                         unsafe { std::mem::transmute::<usize, WideF32>(chosen)(src, dst, n) }
                     }
                 )*
+                /// The summing routines at the widest level this CPU runs.
+                mod sum {
+                    use super::super::super::{SimdLevel, WideSumF32};
+                    use std::sync::atomic::{AtomicUsize, Ordering};
+                    $(
+                        /// The summing routine of this name at the widest level this CPU runs.
+                        #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_sum_f32_best")]
+                        unsafe extern "C" fn $fn_name(
+                            src: *const f32,
+                            dst: *mut f32,
+                            n: usize,
+                            acc: *mut f32,
+                            shift: *const f32,
+                        ) {
+                            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+                            let mut chosen = CHOSEN.load(Ordering::Relaxed);
+                            if chosen == 0 {
+                                let f: WideSumF32 = match SimdLevel::from_env() {
+                                    SimdLevel::Avx512 => super::super::super::avx512::sum::$fn_name,
+                                    _ => super::super::super::avx2::sum::$fn_name,
+                                };
+                                chosen = f as usize;
+                                CHOSEN.store(chosen, Ordering::Relaxed);
+                            }
+                            // SAFETY: as the map routines above.
+                            unsafe {
+                                let f = std::mem::transmute::<usize, WideSumF32>(chosen);
+                                f(src, dst, n, acc, shift)
+                            }
+                        }
+                    )*
+                }
             }
         };
     }
     super::for_each_routine!(best_exports);
+
+    /// `tfn_wide_max_f32_best` and `tfn_wide_scale_f32_best`, dispatched as the functions'.
+    mod best_helpers {
+        use super::super::{SimdLevel, WideMaxF32, WideScaleF32};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        /// The running max at the widest level this CPU runs.
+        #[export_name = "tfn_wide_max_f32_best"]
+        unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
+            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+            let mut chosen = CHOSEN.load(Ordering::Relaxed);
+            if chosen == 0 {
+                let f: WideMaxF32 = match SimdLevel::from_env() {
+                    SimdLevel::Avx512 => super::super::avx512::max,
+                    _ => super::super::avx2::max,
+                };
+                chosen = f as usize;
+                CHOSEN.store(chosen, Ordering::Relaxed);
+            }
+            // SAFETY: as the function routines' dispatch.
+            unsafe { std::mem::transmute::<usize, WideMaxF32>(chosen)(src, n, acc) }
+        }
+
+        /// The scaling routine at the widest level this CPU runs.
+        #[export_name = "tfn_wide_scale_f32_best"]
+        unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
+            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+            let mut chosen = CHOSEN.load(Ordering::Relaxed);
+            if chosen == 0 {
+                let f: WideScaleF32 = match SimdLevel::from_env() {
+                    SimdLevel::Avx512 => super::super::avx512::scale,
+                    _ => super::super::avx2::scale,
+                };
+                chosen = f as usize;
+                CHOSEN.store(chosen, Ordering::Relaxed);
+            }
+            // SAFETY: as the function routines' dispatch.
+            unsafe { std::mem::transmute::<usize, WideScaleF32>(chosen)(src, dst, n, s) }
+        }
+    }
 }
 
 /// `(function, symbol)` of the run-time dispatched routines (`tfn_wide_<fn>_f32_best`).
@@ -267,6 +558,28 @@ macro_rules! best_rows {
     ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
         &[$((MathFn::$variant, concat!("tfn_wide_", stringify!($fn_name), "_f32_best"))),*]
     };
+}
+
+/// `(function, symbol)` of the run-time dispatched summing routines.
+#[cfg(target_arch = "x86_64")]
+macro_rules! best_sum_rows {
+    ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
+        &[$((MathFn::$variant, concat!("tfn_wide_", stringify!($fn_name), "_sum_f32_best"))),*]
+    };
+}
+
+/// [`dispatched_symbol_f32`] of either kind of routine.
+pub fn dispatched_symbol(f: MathFn, kind: RoutineKind) -> Option<&'static str> {
+    match kind {
+        RoutineKind::Map => dispatched_symbol_f32(f),
+        #[cfg(target_arch = "x86_64")]
+        RoutineKind::Sum => {
+            let rows: &[(MathFn, &str)] = for_each_routine!(best_sum_rows);
+            rows.iter().find(|row| row.0 == f).map(|&(_, symbol)| symbol)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        RoutineKind::Sum => None,
+    }
 }
 
 /// The symbol of the routine for unary `f` on `f32` that the AOT runtime dispatches at run time
@@ -298,6 +611,38 @@ fn table(level: SimdLevel) -> Table {
     }
 }
 
+/// The summing routines of `level`, whether or not this CPU can run them.
+fn sum_table(level: SimdLevel) -> SumTable {
+    match level {
+        SimdLevel::V128 => &[],
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => for_each_routine!(avx2_sum_rows),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => for_each_routine!(avx512_sum_rows),
+        #[cfg(not(target_arch = "x86_64"))]
+        SimdLevel::Avx2 | SimdLevel::Avx512 => &[],
+    }
+}
+
+/// The summing routine ([`WideSumF32`]) for unary `f` on `f32` at `level`, under the same
+/// conditions as [`routine_f32`] (every function with a map routine has one).
+pub fn routine_sum_f32(level: SimdLevel, f: MathFn) -> Option<(&'static str, WideSumF32)> {
+    if level.clamp_to_cpu() != level {
+        return None;
+    }
+    sum_table(level).iter().find(|row| row.0 == f).map(|&(_, symbol, routine)| (symbol, routine))
+}
+
+/// The symbol of the routine of `kind` for `f` at `level` (as [`symbol_f32`]).
+pub fn symbol(level: SimdLevel, f: MathFn, kind: RoutineKind) -> Option<&'static str> {
+    match kind {
+        RoutineKind::Map => symbol_f32(level, f),
+        RoutineKind::Sum => {
+            sum_table(level).iter().find(|row| row.0 == f).map(|&(_, symbol, _)| symbol)
+        }
+    }
+}
+
 /// The routine for unary `f` on `f32` at `level`, or `None`: at [`SimdLevel::V128`], for
 /// binary functions (`pow`, `atan2`), single-instruction ones (`sqrt`, `reciprocal`, `rsqrt`),
 /// or when `level` is above what this CPU runs (so a returned routine is always safe to call
@@ -324,7 +669,10 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     SimdLevel::ALL
         .into_iter()
         .flat_map(|level| {
-            table(level).iter().map(|&(_, symbol, routine)| (symbol, routine as *const u8))
+            let maps = table(level).iter().map(|&(_, symbol, r)| (symbol, r as *const u8));
+            let sums = sum_table(level).iter().map(|&(_, symbol, r)| (symbol, r as *const u8));
+            let helpers = Helper::ALL.into_iter().filter_map(move |h| helper_row(level, h));
+            maps.chain(sums).chain(helpers)
         })
         .collect()
 }
