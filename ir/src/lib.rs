@@ -17,6 +17,7 @@
 
 pub mod attr;
 pub mod bind;
+pub mod call;
 pub mod diagnostic;
 pub mod dispatch;
 pub mod dtype;
@@ -56,6 +57,6 @@ pub use op_window::{WindowAttrs, WindowKind};
 pub use shape::{Dim, DimExpr, Shape, Sym, SymDef};
 pub use span::{FileId, SourceMap, Span};
 pub use tensor::Tensor;
-pub use tensor_value::TensorValue;
+pub use tensor_value::{TensorValue, TensorViewMut};
 pub use text::{parse_graph, print_graph, ParseError};
 pub use verify::{verify, VerifyError};
