@@ -179,7 +179,7 @@ pub(crate) fn assign(dst: &mut TensorViewMut<'_>, src: &TensorView<'_>) -> Resul
     }
     let shape = src.shape().to_vec();
     let (to, strides) = tfn_ir::each_dtype!(dst, TensorViewMut, a => {
-        (a.as_mut_ptr() as *mut u8, a.strides().to_vec())
+        (a.as_mut_ptr().cast::<u8>(), a.strides().to_vec())
     });
     let Some(axes) = crate::strided_copy::copy_axes(&shape, src.strides(), &strides) else {
         return Ok(true);
