@@ -9,6 +9,7 @@
 //! - [`bind`] and [`interp`]: binding runtime sizes, and the reference interpreter;
 //!   [`guards`]: what an instance assumes about derived sizes being 1;
 //! - [`text`]: the IR text format, printed and parsed back;
+//! - [`call`]: the values of a call as the Rust APIs (`tfn`, `tfn-rt`) take and return them;
 //! - [`diagnostic`] and [`span`]: the one diagnostic type, shared by every layer.
 //!
 //! Architecture invariant: this crate depends on no parser, optimiser or code generator.
