@@ -42,6 +42,14 @@ pub enum Error {
     Internal(String),
 }
 
+/// A result of another type than its signature's (`Element::from_result` in the code
+/// `tfn-build` generates): a bug, not the caller's.
+impl From<tfn_ir::call::ResultTypeError> for Error {
+    fn from(e: tfn_ir::call::ResultTypeError) -> Error {
+        Error::Internal(e.0)
+    }
+}
+
 impl Error {
     /// A call error caused by the call's sizes (not its signature) is a [`Error::Shape`].
     pub(crate) fn into_shape_error(self) -> Error {

@@ -18,7 +18,6 @@
 
 pub mod aot;
 pub mod cli;
-mod element;
 mod error;
 pub mod gradcheck;
 mod handle;
@@ -31,11 +30,11 @@ mod signature;
 mod value;
 pub mod weights;
 
-pub use element::{Element, Scalar};
 pub use error::Error;
 pub use handle::Instantiated;
 pub use profile::{KernelProfile, Profile, Roofline};
 pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
+pub use tfn_ir::call::{Element, Scalar};
 pub use tfn_ir::{half, Attr, DType, Diagnostic, Tensor};
 pub use value::{OutputMut, TensorValue, Value};
 pub use weights::{save_safetensors, Mapping, Weights};

@@ -169,20 +169,55 @@ pub(crate) unsafe fn buf_view<'a>(buf: RawBuf, shape: &[usize]) -> TensorView<'a
 }
 
 /// Copies a view into an output view of the same dtype and shape; false on a dtype mismatch.
-pub(crate) fn assign(dst: &mut TensorViewMut<'_>, src: &TensorView<'_>) -> bool {
-    match (dst, src) {
-        (TensorViewMut::Bool(d), TensorView::Bool(s)) => d.assign(s),
-        (TensorViewMut::I32(d), TensorView::I32(s)) => d.assign(s),
-        (TensorViewMut::I64(d), TensorView::I64(s)) => d.assign(s),
-        (TensorViewMut::F32(d), TensorView::F32(s)) => d.assign(s),
-        (TensorViewMut::F64(d), TensorView::F64(s)) => d.assign(s),
-        (TensorViewMut::I8(d), TensorView::I8(s)) => d.assign(s),
-        (TensorViewMut::U8(d), TensorView::U8(s)) => d.assign(s),
-        (TensorViewMut::F16(d), TensorView::F16(s)) => d.assign(s),
-        (TensorViewMut::BF16(d), TensorView::BF16(s)) => d.assign(s),
-        _ => return false,
+///
+/// By the strided-copy engine, one routine per element size, on the calling thread: not
+/// `ndarray`'s `assign`, whose code is instantiated per dtype and rank-generic walk (~100 KB
+/// of the runtime for this function alone); the same bits (elements are moved, not converted).
+pub(crate) fn assign(dst: &mut TensorViewMut<'_>, src: &TensorView<'_>) -> Result<bool, RunError> {
+    if dst.dtype() != src.dtype() || dst.shape() != src.shape() {
+        return Ok(false);
     }
-    true
+    let shape = src.shape().to_vec();
+    let (to, strides) = tfn_ir::each_dtype!(dst, TensorViewMut, a => {
+        (a.as_mut_ptr().cast::<u8>(), a.strides().to_vec())
+    });
+    let Some(axes) = crate::strided_copy::copy_axes(&shape, src.strides(), &strides) else {
+        return Ok(true);
+    };
+    // SAFETY: every index of `axes` addresses an element of `src` and of `dst` (each from its
+    // own element 0 with its own strides, over the same shape); `dst` is a mutable view (its
+    // elements distinct) that overlaps no input the caller passed.
+    unsafe {
+        crate::strided_copy::copy_strided(
+            src.dtype().size_bytes(),
+            src.first_ptr(),
+            to,
+            &axes,
+            1,
+            crate::strided_copy::MIN_PARALLEL_BYTES,
+        )?;
+    }
+    Ok(true)
+}
+
+/// An owned row-major copy of `shape` contiguous elements at `buf` (one `memcpy`).
+///
+/// # Safety
+/// As [`buf_view`].
+pub(crate) unsafe fn buf_to_tensor(buf: RawBuf, shape: &[usize]) -> Tensor {
+    let mut out = alloc(buf.dtype, shape);
+    let bytes = shape.iter().product::<usize>() * buf.dtype.size_bytes();
+    // SAFETY: `buf` holds `bytes` initialised bytes (the caller's contract); `out` is a fresh
+    // allocation of as many.
+    unsafe { std::ptr::copy_nonoverlapping(buf.ptr, tensor_buf(&mut out).ptr, bytes) };
+    out
+}
+
+/// Copies the owned tensor `src` into `dst` (any strides): [`assign`]'s copy, for the
+/// callers' outputs of functions with loops (the AOT runtime); `false` when dtype or shape
+/// differ.
+pub fn assign_tensor(dst: &mut TensorViewMut<'_>, src: &Tensor) -> Result<bool, RunError> {
+    assign(dst, &TensorView::from(src))
 }
 
 #[cfg(test)]
@@ -223,5 +258,29 @@ mod tests {
         let bools = ArrayD::from_shape_fn(IxDyn(&[7, 9]), |i| (i[0] + 2 * i[1]) % 3 == 0);
         let view = TensorView::Bool(bools.view().reversed_axes());
         assert_eq!(strided_to_tensor(&view, 1).expect("copy"), view_to_tensor(&view));
+    }
+
+    /// A result copied into a caller's output of any strides (transposed, reversed, stepped)
+    /// holds what `ndarray`'s `assign` writes; another dtype or shape writes nothing.
+    #[test]
+    fn outputs_of_any_strides_get_the_elements_assign_writes() {
+        let src =
+            ArrayD::from_shape_fn(IxDyn(&[4, 5, 6]), |i| (i[0] * 30 + i[1] * 6 + i[2]) as f32);
+        let mut whole = ArrayD::<f32>::zeros(IxDyn(&[6, 10, 4]));
+        let mut want = whole.clone();
+        let perm = IxDyn(&[2, 1, 0]);
+        let mut out = TensorViewMut::F32(
+            whole.slice_mut(s![..;-1, ..;2, ..]).into_dyn().permuted_axes(perm.clone()),
+        );
+        assert!(assign_tensor(&mut out, &Tensor::F32(src.clone())).expect("copy"));
+        want.slice_mut(s![..;-1, ..;2, ..]).into_dyn().permuted_axes(perm).assign(&src);
+        assert_eq!(whole, want);
+        let mut small = ArrayD::<f32>::zeros(IxDyn(&[4, 5]));
+        let mut out = TensorViewMut::F32(small.view_mut());
+        assert!(!assign_tensor(&mut out, &Tensor::F32(src.clone())).expect("copy"));
+        let mut ints = ArrayD::<i32>::zeros(IxDyn(&[4, 5, 6]));
+        let mut out = TensorViewMut::I32(ints.view_mut());
+        assert!(!assign_tensor(&mut out, &Tensor::F32(src)).expect("copy"));
+        assert!(ints.iter().all(|&x| x == 0) && small.iter().all(|&x| x == 0.0));
     }
 }

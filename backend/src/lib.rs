@@ -57,6 +57,7 @@ pub mod wide;
 mod window;
 pub mod workers;
 
+pub use buffers::assign_tensor;
 #[cfg(feature = "jit")]
 pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
 #[cfg(feature = "jit")]

@@ -9,6 +9,7 @@
 //! - [`bind`] and [`interp`]: binding runtime sizes, and the reference interpreter;
 //!   [`guards`]: what an instance assumes about derived sizes being 1;
 //! - [`text`]: the IR text format, printed and parsed back;
+//! - [`call`]: the values of a call as the Rust APIs (`tfn`, `tfn-rt`) take and return them;
 //! - [`diagnostic`] and [`span`]: the one diagnostic type, shared by every layer.
 //!
 //! Architecture invariant: this crate depends on no parser, optimiser or code generator.
@@ -17,6 +18,7 @@
 
 pub mod attr;
 pub mod bind;
+pub mod call;
 pub mod diagnostic;
 pub mod dispatch;
 pub mod dtype;
@@ -56,6 +58,6 @@ pub use op_window::{WindowAttrs, WindowKind};
 pub use shape::{Dim, DimExpr, Shape, Sym, SymDef};
 pub use span::{FileId, SourceMap, Span};
 pub use tensor::Tensor;
-pub use tensor_value::TensorValue;
+pub use tensor_value::{TensorValue, TensorViewMut};
 pub use text::{parse_graph, print_graph, ParseError};
 pub use verify::{verify, VerifyError};

@@ -1,9 +1,9 @@
 //! [`TensorValue`]: a tensor of any dtype, borrowed (a view of any strides) or owned: the
 //! arguments and results of a session's call and the values of a running loop program
-//! ([`crate::program::run`]).
+//! ([`crate::program::run`]); [`TensorViewMut`]: a caller-owned output buffer.
 
 use crate::{half, DType, Tensor};
-use ndarray::{ArrayView, CowArray, Dimension, IxDyn};
+use ndarray::{ArrayView, ArrayViewMut, ArrayViewMutD, CowArray, Dimension, IxDyn};
 
 /// A tensor argument or result: a borrowed view (any strides) or an owned array.
 #[derive(Clone, Debug)]
@@ -154,3 +154,76 @@ impl<'a> TensorValue<'a> {
         }
     }
 }
+
+/// A caller-owned output buffer of any dtype (any strides; the back end writes contiguous ones
+/// in place without a temporary).
+#[derive(Debug)]
+pub enum TensorViewMut<'a> {
+    Bool(ArrayViewMutD<'a, bool>),
+    I32(ArrayViewMutD<'a, i32>),
+    I64(ArrayViewMutD<'a, i64>),
+    F32(ArrayViewMutD<'a, f32>),
+    F64(ArrayViewMutD<'a, f64>),
+    I8(ArrayViewMutD<'a, i8>),
+    U8(ArrayViewMutD<'a, u8>),
+    F16(ArrayViewMutD<'a, half::f16>),
+    BF16(ArrayViewMutD<'a, half::bf16>),
+}
+
+impl TensorViewMut<'_> {
+    pub fn dtype(&self) -> DType {
+        crate::each_dtype!(self, TensorViewMut, _, D => D)
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        crate::each_dtype!(self, TensorViewMut, a => a.shape())
+    }
+
+    /// A shorter-lived view of the same elements (to pass on without giving this one up).
+    pub fn reborrow(&mut self) -> TensorViewMut<'_> {
+        crate::each_dtype!(self, TensorViewMut, a => a.view_mut().into())
+    }
+
+    /// Copies `t` into this buffer; `false` (nothing written) when the dtype or the shape
+    /// differ.
+    pub fn assign(&mut self, t: &Tensor) -> bool {
+        macro_rules! assign {
+            ($($v:ident),*) => {
+                match (self, t) {
+                    $((TensorViewMut::$v(o), Tensor::$v(a)) if o.shape() == a.shape() => {
+                        o.assign(a);
+                        true
+                    })*
+                    _ => false,
+                }
+            };
+        }
+        assign!(Bool, I8, U8, I32, I64, F16, BF16, F32, F64)
+    }
+}
+
+impl<'a> From<&'a mut Tensor> for TensorViewMut<'a> {
+    fn from(t: &'a mut Tensor) -> Self {
+        crate::each_dtype!(t, Tensor, a => a.view_mut().into())
+    }
+}
+
+macro_rules! view_mut_from {
+    ($t:ty, $v:ident) => {
+        /// Any dimensionality: `Array2::view_mut()` converts as well as `ArrayViewMutD`.
+        impl<'a, D: Dimension> From<ArrayViewMut<'a, $t, D>> for TensorViewMut<'a> {
+            fn from(a: ArrayViewMut<'a, $t, D>) -> Self {
+                TensorViewMut::$v(a.into_dyn())
+            }
+        }
+    };
+}
+view_mut_from!(bool, Bool);
+view_mut_from!(i32, I32);
+view_mut_from!(i64, I64);
+view_mut_from!(f32, F32);
+view_mut_from!(f64, F64);
+view_mut_from!(i8, I8);
+view_mut_from!(u8, U8);
+view_mut_from!(half::f16, F16);
+view_mut_from!(half::bf16, BF16);

@@ -6,12 +6,11 @@
 //! fixed sizes, literal values) and run it; arguments that fit none are an [`Error::Signature`]
 //! naming what was built.
 //!
-//! [`Value`], [`TensorValue`], [`Element`] and [`Scalar`] mirror the `tfn` crate's types of
-//! the same names (which need the compiler), so that the generated methods have the same
+//! [`Value`], [`TensorValue`], [`Element`] and [`Scalar`] are the `tfn` crate's types of the
+//! same names (both re-export `tfn_ir::call`'s), so that the generated methods have the same
 //! parameter and result types as the JIT's bindings with `tfn_rt::` for `tfn::`.
 
 use crate::{load_for, threads, Failure};
-use ndarray::{ArrayD, ArrayView, ArrayViewMut, Dimension};
 use std::ffi::c_void;
 use tfn_backend::aot::c_abi::{TFN_ERR_ARGUMENT, TFN_ERR_MODULE, TFN_ERR_RUN};
 pub use tfn_backend::TensorViewMut as OutputMut;
@@ -57,8 +56,16 @@ impl From<Failure> for Error {
     }
 }
 
-/// A tensor argument or result (the compiler's own type, `tfn::TensorValue`).
+/// A tensor argument or result, and the call values, as the `tfn` crate re-exports them.
+pub use tfn_ir::call::{Element, Scalar, Value};
 pub use tfn_ir::TensorValue;
+
+/// A result of another type than its signature's (generated code's `Element::from_result`).
+impl From<tfn_ir::call::ResultTypeError> for Error {
+    fn from(e: tfn_ir::call::ResultTypeError) -> Error {
+        Error::Internal(e.0)
+    }
+}
 
 macro_rules! with_tensor {
     ($t:expr, $a:ident => $body:expr) => {
@@ -70,148 +77,6 @@ macro_rules! with_tensor {
 fn backend_view<'t>(t: &'t TensorValue<'_>) -> TensorView<'t> {
     with_tensor!(t, a => TensorView::from(a.view()))
 }
-
-/// An argument or result of a call: a tensor, a list of tensors or an attribute.
-#[derive(Clone, Debug)]
-pub enum Value<'a> {
-    Tensor(TensorValue<'a>),
-    TensorList(Vec<TensorValue<'a>>),
-    Attr(Attr),
-}
-
-impl Value<'static> {
-    /// The owned tensor of a result.
-    pub fn into_tensor(self) -> Option<Tensor> {
-        match self {
-            Value::Tensor(t) => Some(t.into_tensor()),
-            _ => None,
-        }
-    }
-}
-
-impl Value<'_> {
-    /// A short description for error messages: `f32[3, 4]`, `Int 2`, ...
-    pub fn describe(&self) -> String {
-        match self {
-            Value::Tensor(t) => format!("{}{:?}", t.dtype(), t.shape()),
-            Value::TensorList(ts) => format!("Tensor[] of {} tensors", ts.len()),
-            Value::Attr(a) => format!("{} {a}", a.type_name()),
-        }
-    }
-}
-
-macro_rules! value_from_attr {
-    ($t:ty, $e:expr) => {
-        impl From<$t> for Value<'_> {
-            fn from(v: $t) -> Self {
-                #[allow(clippy::redundant_closure_call)]
-                Value::Attr(($e)(v))
-            }
-        }
-    };
-}
-value_from_attr!(i64, Attr::Int);
-value_from_attr!(i32, |v: i32| Attr::Int(v.into()));
-value_from_attr!(f64, Attr::Float);
-value_from_attr!(bool, Attr::Bool);
-value_from_attr!(DType, Attr::DType);
-value_from_attr!(Vec<i64>, Attr::IntList);
-value_from_attr!(Attr, |v| v);
-value_from_attr!(Scalar, |s: Scalar| match s {
-    Scalar::Int(v) => Attr::Int(v),
-    Scalar::Float(v) => Attr::Float(v),
-});
-
-/// The value of a `Scalar` parameter: an int or a float.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Scalar {
-    Int(i64),
-    Float(f64),
-}
-
-impl From<i64> for Scalar {
-    fn from(v: i64) -> Self {
-        Scalar::Int(v)
-    }
-}
-impl From<i32> for Scalar {
-    fn from(v: i32) -> Self {
-        Scalar::Int(v.into())
-    }
-}
-impl From<f64> for Scalar {
-    fn from(v: f64) -> Self {
-        Scalar::Float(v)
-    }
-}
-impl From<f32> for Scalar {
-    fn from(v: f32) -> Self {
-        Scalar::Float(v.into())
-    }
-}
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// An element type of tfn tensors (sealed), as `tfn::Element`.
-pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
-    /// The dtype of a tensor of this element type.
-    const DTYPE: DType;
-
-    /// A borrowed view as a call argument.
-    fn tensor_value<D: Dimension>(a: ArrayView<'_, Self, D>) -> TensorValue<'_>;
-
-    /// A caller's array as an output buffer.
-    fn output<D: Dimension>(a: ArrayViewMut<'_, Self, D>) -> OutputMut<'_>;
-
-    /// The array of an owned tensor of this dtype; the tensor back otherwise.
-    fn from_tensor(t: Tensor) -> Result<ArrayD<Self>, Tensor>;
-
-    /// The array of result `index` of `function`, or an error naming both dtypes.
-    fn from_result(v: Value<'static>, function: &str, index: usize) -> Result<ArrayD<Self>, Error> {
-        let tensor = v.into_tensor().ok_or_else(|| {
-            Error::Internal(format!("result {index} of `{function}` is not a tensor"))
-        })?;
-        Self::from_tensor(tensor).map_err(|t| {
-            Error::Internal(format!(
-                "result {index} of `{function}` is {}, not {}",
-                t.dtype(),
-                Self::DTYPE
-            ))
-        })
-    }
-}
-
-macro_rules! element {
-    ($t:ty, $v:ident) => {
-        impl sealed::Sealed for $t {}
-        impl Element for $t {
-            const DTYPE: DType = DType::$v;
-            fn tensor_value<D: Dimension>(a: ArrayView<'_, Self, D>) -> TensorValue<'_> {
-                a.into()
-            }
-            fn output<D: Dimension>(a: ArrayViewMut<'_, Self, D>) -> OutputMut<'_> {
-                a.into()
-            }
-            fn from_tensor(t: Tensor) -> Result<ArrayD<Self>, Tensor> {
-                match t {
-                    Tensor::$v(a) => Ok(a),
-                    other => Err(other),
-                }
-            }
-        }
-    };
-}
-element!(bool, Bool);
-element!(i32, I32);
-element!(i64, I64);
-element!(f32, F32);
-element!(f64, F64);
-element!(i8, I8);
-element!(u8, U8);
-element!(half::f16, F16);
-element!(half::bf16, BF16);
 
 /// A parameter of a built signature, in the function's declaration order.
 #[derive(Clone, Copy, Debug)]

@@ -114,7 +114,7 @@ impl Loaded {
             Exec::Program { .. } => {
                 let results = self.run(&inputs)?;
                 for (index, (r, out)) in results.iter().zip(outputs.iter_mut()).enumerate() {
-                    if !out.assign(r) {
+                    if !tfn_backend::assign_tensor(out, r)? {
                         return Err(RunError::OutputType {
                             index,
                             expected_dtype: r.dtype(),

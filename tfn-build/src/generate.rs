@@ -499,6 +499,11 @@ impl<'l> Function<'l> {
     /// `Ok((a?, b?))`, or for one value `a` itself (without `Ok(a?)`).
     fn ok(values: &[String]) -> String {
         match values {
+            // `Element::from_result`'s error (`tfn_ir::call::ResultTypeError`) becomes the
+            // API's `Error` by `?` elsewhere, here by `map_err`.
+            [one] if one.contains("as tfn::Element>::from_result(") => {
+                format!("{}.map_err(Into::into)", one.strip_suffix('?').unwrap_or(one))
+            }
             [one] => one.strip_suffix('?').unwrap_or(one).to_string(),
             many => format!("Ok(({}))", many.join(", ")),
         }

@@ -520,7 +520,7 @@ impl CompiledFunction {
                     let shape = st.shape(&graph.ty(*v).shape)?;
                     // SAFETY: `buf` holds a finished value of this shape, alive in `st`.
                     let src = unsafe { buffers::buf_view(buf, &shape) };
-                    if !buffers::assign(out, &src) {
+                    if !buffers::assign(out, &src)? {
                         return Err(RunError::Internal("output dtype changed".into()));
                     }
                 }
@@ -538,8 +538,7 @@ impl CompiledFunction {
                             st.owned[v.index()] = other;
                             let buf = st.buf(*v)?;
                             // SAFETY: as above.
-                            let view = unsafe { buffers::buf_view(buf, &shape) };
-                            buffers::view_to_tensor(&view)
+                            unsafe { buffers::buf_to_tensor(buf, &shape) }
                         }
                     };
                     results.push(t);

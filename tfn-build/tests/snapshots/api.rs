@@ -109,7 +109,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(x))];
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let mut __results = self.session.call_kw("count_positive", &__args, &__kwargs)?.into_iter();
-        <i64 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "count_positive", 0)
+        <i64 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "count_positive", 0).map_err(Into::into)
     }
 
     /// Like [`Lib::count_positive`], writing the result into `out` (no allocation of outputs;
@@ -128,7 +128,7 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let __cotangents: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<i64 as tfn::Element>::tensor_value(cotangent))];
         let mut __results = self.session.vjp_kw("count_positive", &__args, &__kwargs, &__cotangents)?.into_iter();
-        <f32 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "vjp count_positive", 0)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "count_positive", 0)?, "vjp count_positive", 0).map_err(Into::into)
     }
 
     /// `fn gather_rows(Tensor<f64> x, Tensor<i64> idx, *, Float scale = 2, Int[] dims = [0], Bool flip = true) -> Tensor<f64>`
@@ -138,7 +138,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 2] = [tfn::Value::Tensor(<f64 as tfn::Element>::tensor_value(x)), tfn::Value::Tensor(<i64 as tfn::Element>::tensor_value(idx))];
         let __kwargs: [(&str, tfn::Value<'_>); 3] = [("scale", tfn::Value::from(kw.scale)), ("dims", tfn::Value::from(kw.dims)), ("flip", tfn::Value::from(kw.flip))];
         let mut __results = self.session.call_kw("gather_rows", &__args, &__kwargs)?.into_iter();
-        <f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "gather_rows", 0)
+        <f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "gather_rows", 0).map_err(Into::into)
     }
 
     /// Like [`Lib::gather_rows`], writing the result into `out` (no allocation of outputs;
@@ -157,7 +157,7 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 3] = [("scale", tfn::Value::from(kw.scale)), ("dims", tfn::Value::from(kw.dims)), ("flip", tfn::Value::from(kw.flip))];
         let __cotangents: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f64 as tfn::Element>::tensor_value(cotangent))];
         let mut __results = self.session.vjp_kw("gather_rows", &__args, &__kwargs, &__cotangents)?.into_iter();
-        <f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "vjp gather_rows", 0)
+        <f64 as tfn::Element>::from_result(__next(&mut __results, "gather_rows", 0)?, "vjp gather_rows", 0).map_err(Into::into)
     }
 
     /// `fn stack(Tensor[] xs, *, Int dim = 0) -> Tensor`
@@ -196,7 +196,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 3] = [tfn::Value::Tensor(<T as tfn::Element>::tensor_value(a)), tfn::Value::Tensor(<T as tfn::Element>::tensor_value(b)), tfn::Value::Tensor(<bool as tfn::Element>::tensor_value(m))];
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let mut __results = self.session.call_kw("pick", &__args, &__kwargs)?.into_iter();
-        <T as tfn::Element>::from_result(__next(&mut __results, "pick", 0)?, "pick", 0)
+        <T as tfn::Element>::from_result(__next(&mut __results, "pick", 0)?, "pick", 0).map_err(Into::into)
     }
 
     /// Like [`Lib::pick`], writing the result into `out` (no allocation of outputs;
@@ -275,7 +275,7 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let __cotangents: [tfn::Value<'_>; 3] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(cotangent_0)), tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(cotangent_1)), tfn::Value::Tensor(<i64 as tfn::Element>::tensor_value(cotangent_2))];
         let mut __results = self.session.vjp_kw("stats", &__args, &__kwargs, &__cotangents)?.into_iter();
-        <f32 as tfn::Element>::from_result(__next(&mut __results, "stats", 0)?, "vjp stats", 0)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "stats", 0)?, "vjp stats", 0).map_err(Into::into)
     }
 
     /// `fn square(Tensor<f32> x) -> Tensor<f32>`
@@ -285,7 +285,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(x))];
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let mut __results = self.session.call_kw("square", &__args, &__kwargs)?.into_iter();
-        <f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "square", 0)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "square", 0).map_err(Into::into)
     }
 
     /// Like [`Lib::square`], writing the result into `out` (no allocation of outputs;
@@ -304,7 +304,7 @@ impl Lib {
         let __kwargs: [(&str, tfn::Value<'_>); 0] = [];
         let __cotangents: [tfn::Value<'_>; 1] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(cotangent))];
         let mut __results = self.session.vjp_kw("square", &__args, &__kwargs, &__cotangents)?.into_iter();
-        <f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "vjp square", 0)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "square", 0)?, "vjp square", 0).map_err(Into::into)
     }
 }
 

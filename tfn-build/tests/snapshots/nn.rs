@@ -109,7 +109,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 3] = [tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(x)), tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(w)), tfn::Value::Tensor(<f32 as tfn::Element>::tensor_value(b))];
         let __kwargs: [(&str, tfn::Value<'_>); 1] = [("activate", tfn::Value::from(kw.activate))];
         let mut __results = self.session.call_kw("linear", &__args, &__kwargs)?.into_iter();
-        <f32 as tfn::Element>::from_result(__next(&mut __results, "linear", 0)?, "linear", 0)
+        <f32 as tfn::Element>::from_result(__next(&mut __results, "linear", 0)?, "linear", 0).map_err(Into::into)
     }
 
     /// Like [`Lib::linear`], writing the result into `out` (no allocation of outputs;
@@ -169,7 +169,7 @@ impl Lib {
         let __args: [tfn::Value<'_>; 2] = [tfn::Value::Tensor(<T as tfn::Element>::tensor_value(x)), tfn::Value::Tensor(<T as tfn::Element>::tensor_value(y))];
         let __kwargs: [(&str, tfn::Value<'_>); 1] = [("a", tfn::Value::from(kw.a))];
         let mut __results = self.session.call_kw("axpy", &__args, &__kwargs)?.into_iter();
-        <T as tfn::Element>::from_result(__next(&mut __results, "axpy", 0)?, "axpy", 0)
+        <T as tfn::Element>::from_result(__next(&mut __results, "axpy", 0)?, "axpy", 0).map_err(Into::into)
     }
 
     /// Like [`Lib::axpy`], writing the result into `out` (no allocation of outputs;
