@@ -119,10 +119,10 @@ def spans_of(threads, seconds, work):
     return (time.process_time() - c0) / (time.perf_counter() - w0), spans
 
 
-def finishes_inside(long_call, short_call):
-    """Starts `long_call` on a thread and, once it has run for 0.1 s, makes `short_call` here;
-    whether the short call finished before the long one. Nothing else runs meanwhile, so the
-    long call holds whatever lock it takes from its start: a lock shared by the two calls
+def finishes_inside(long_call, short_call, delay=0.1):
+    """Starts `long_call` on a thread and, once it has run for `delay` s, makes `short_call`
+    here; whether the short call finished before the long one. Nothing else runs meanwhile, so
+    the long call holds whatever lock it takes from its start: a lock shared by the two calls
     (the GIL included) makes the short one wait for the long one to end."""
     started, ended = threading.Event(), []
 
@@ -134,7 +134,7 @@ def finishes_inside(long_call, short_call):
     t = threading.Thread(target=run)
     t.start()
     started.wait()
-    time.sleep(0.1)
+    time.sleep(delay)
     short_call()
     short_end = time.perf_counter()
     t.join()
@@ -153,26 +153,33 @@ def test_the_overlap_check_sees_a_lock():
 
 
 def long_input(f, seconds=0.4):
-    """An input on which one call of `f` takes at least `seconds` (alone)."""
+    """An input on which a call of `f` takes at least `seconds` (alone, after a first call
+    that compiled it and faulted its pages in), or the largest tried; with how long that call
+    took."""
     n = 1 << 20
     while True:
         x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+        f(x)
         t = time.perf_counter()
         f(x)
-        if time.perf_counter() - t >= seconds or n >= 1 << 26:
-            return x
+        took = time.perf_counter() - t
+        if took >= seconds or n >= 1 << 26:
+            return x, took
         n *= 4
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_two_python_threads_call_in_parallel(threads):
     lib = tfn.Session(threads=threads).loads(SOURCE, name="par.tfn")
-    big = long_input(lib.f)
+    big, took = long_input(lib.f)
     small = big[:64].copy()
+    lib.f(small)
 
     # A short call finishes while a long call runs: neither the GIL nor a lock of tfn's is
-    # held while a kernel runs.
-    assert finishes_inside(lambda: lib.f(big), lambda: lib.f(small)), "calls are serialised"
+    # held while a kernel runs. The short call starts a quarter into the long one (the largest
+    # input takes ~0.1 s on two fast threads: a fixed 0.1 s start was sometimes after its end).
+    long_call, short_call = lambda: lib.f(big), lambda: lib.f(small)
+    assert finishes_inside(long_call, short_call, delay=min(0.1, took / 4)), "calls are serialised"
 
     # CPU time: with two free cores, two threads calling keep both busy. A machine shared with
     # other work gives fewer; a GIL-free NumPy loop measures what it gives, and a serialised
