@@ -18,7 +18,7 @@ use math_jit::{run, Jit, Kernel};
 use tfn_backend::math::{MathFeatures, MathFn};
 use tfn_backend::wide::{
     helper, routine_f32, routine_sum_f32, symbols, Helper, Routine, SimdLevel, WideMaxF32,
-    WideScaleF32, SUM_ACC,
+    WideScaleF32, ACC_LANES, SUM_ACC,
 };
 use tfn_test_utils::Rng;
 
@@ -330,18 +330,18 @@ fn every_length_offset_and_aliasing_is_exact() {
 }
 
 /// The order a kernel's row pass adds `ys` into its accumulators (`WideSumF32`'s contract):
-/// whole groups of 16 lane by lane into `acc[0..16]`, then whole groups of 4 into `acc[0..4]`,
-/// then one by one into `acc[16]`.
+/// whole groups of `ACC_LANES` lane by lane into `acc[0..ACC_LANES]`, then whole groups of 4
+/// into `acc[0..4]`, then one by one into `acc[ACC_LANES]`.
 fn inline_sum_order(acc: &mut [f32; SUM_ACC], ys: &[f32]) {
-    let full = ys.len() / 16 * 16;
+    let full = ys.len() / ACC_LANES * ACC_LANES;
     let groups = full + (ys.len() - full) / 4 * 4;
     for (i, y) in ys.iter().enumerate() {
         let slot = if i < full {
-            i % 16
+            i % ACC_LANES
         } else if i < groups {
             (i - full) % 4
         } else {
-            16
+            ACC_LANES
         };
         acc[slot] += y;
     }
@@ -356,7 +356,7 @@ fn summing_routines_store_the_map_and_sum_in_the_inline_order() {
     let mut pool: Vec<f32> =
         (0..6000).map(|_| (rng.next_u64() % 9000) as f32 / 1000.0 - 8.0).collect();
     pool.extend(specials());
-    let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 79, 511, 512, 513, 4099]).collect();
+    let lengths: Vec<usize> = (0..=70).chain([79, 95, 96, 97, 127, 511, 512, 513, 4099]).collect();
     for f in EXPECTED {
         for &level in &levels {
             let map = routine_f32(level, f).expect("routine");
@@ -405,21 +405,22 @@ fn summing_routines_store_the_map_and_sum_in_the_inline_order() {
     }
 }
 
-/// The inline row pass's `max` step on `xs` (`WideMaxF32`'s contract): whole groups of 16 lane
-/// by lane into `acc[0..16]`, whole groups of 4 into `acc[0..4]` (the vector step: the larger,
-/// ties and NaN keeping the accumulator, then a NaN element's lane all-ones for good), the rest
-/// into `acc[16]` (the scalar step: `x` if `acc < x` or `x` is NaN).
+/// The inline row pass's `max` step on `xs` (`WideMaxF32`'s contract): whole groups of
+/// `ACC_LANES` lane by lane into `acc[0..ACC_LANES]`, whole groups of 4 into `acc[0..4]` (the
+/// vector step: the larger, ties and NaN keeping the accumulator, then a NaN element's lane
+/// all-ones for good), the rest into `acc[ACC_LANES]` (the scalar step: `x` if `acc < x` or
+/// `x` is NaN).
 fn inline_max_order(acc: &mut [f32; SUM_ACC], xs: &[f32]) {
-    let full = xs.len() / 16 * 16;
+    let full = xs.len() / ACC_LANES * ACC_LANES;
     let groups = full + (xs.len() - full) / 4 * 4;
     for (i, &x) in xs.iter().enumerate() {
         if i >= groups {
-            if acc[16] < x || x.is_nan() {
-                acc[16] = x;
+            if acc[ACC_LANES] < x || x.is_nan() {
+                acc[ACC_LANES] = x;
             }
             continue;
         }
-        let slot = if i < full { i % 16 } else { (i - full) % 4 };
+        let slot = if i < full { i % ACC_LANES } else { (i - full) % 4 };
         let picked = if acc[slot] < x { x } else { acc[slot] };
         let nan = if x.is_nan() { u32::MAX } else { 0 };
         acc[slot] = f32::from_bits(picked.to_bits() | nan);
@@ -433,7 +434,7 @@ fn max_and_scale_helpers_match_the_inline_steps() {
         (0..6000).map(|_| (rng.next_u64() % 20000) as f32 / 100.0 - 100.0).collect();
     pool.extend(specials());
     pool.extend([0.0, -0.0, -0.0, 0.0, f32::NEG_INFINITY, 1e30, -1e30]);
-    let lengths: Vec<usize> = (0..=40).chain([63, 64, 65, 79, 511, 512, 513, 4099]).collect();
+    let lengths: Vec<usize> = (0..=70).chain([79, 95, 96, 97, 127, 511, 512, 513, 4099]).collect();
     for level in levels() {
         let (max_symbol, max) = helper(level, Helper::Max).expect("max");
         let (scale_symbol, scale) = helper(level, Helper::Scale).expect("scale");
@@ -448,7 +449,8 @@ fn max_and_scale_helpers_match_the_inline_steps() {
                 let what = format!("{} n = {n} from {start}", level.name());
                 let mut want = [f32::NEG_INFINITY; SUM_ACC];
                 want[3] = 5.0; // running values from earlier calls
-                want[16] = -0.0;
+                want[20] = 7.0;
+                want[ACC_LANES] = -0.0;
                 let mut got = want;
                 inline_max_order(&mut want, src);
                 // SAFETY: `src` holds `n` values, `got` SUM_ACC; the CPU runs `level`.

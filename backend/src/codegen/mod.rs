@@ -61,6 +61,10 @@ use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 /// Vectors per iteration of the main loop.
 pub(crate) const UNROLL: i64 = 4;
 
+/// Vectors per iteration of a row pass's main loop, each with its own accumulator per
+/// reduction (`crate::wide::ACC_VECTORS`: the wide routines reproduce that order).
+pub(crate) const ROW_UNROLL: i64 = crate::wide::ACC_VECTORS as i64;
+
 /// Values constant within one pass: row values as scalars and splats (row reductions), or
 /// reduction results per column slot (column reductions), and which nodes are stashed.
 #[derive(Clone, Default)]

@@ -3,9 +3,10 @@
 //! also walks the reduced outer axes, if any, around its inner loops.
 
 use super::stage::FusedSum;
+use super::stage::{ACC_SCALAR, ACC_SLOT};
 use super::Width;
 use super::{lanes, ops, scalar_type, At, Emitter, Memo, RowVals};
-use super::{CodegenError, UNROLL};
+use super::{CodegenError, ROW_UNROLL};
 use crate::plan::Ref;
 use crate::wide::Helper;
 use cranelift::codegen::ir::{types, FuncRef, InstBuilder, StackSlotData, StackSlotKind, Value};
@@ -105,7 +106,7 @@ impl Emitter<'_> {
                 _ => Err(CodegenError::Internal("not a reduction".into())),
             })
             .collect::<Result<_, _>>()?;
-        // Accumulators: UNROLL vectors and one scalar per reduction.
+        // Accumulators: ROW_UNROLL vectors and one scalar per reduction.
         let mut vector_acc: Vec<Vec<Variable>> = Vec::new();
         let mut scalar_acc: Vec<Vec<Variable>> = Vec::new();
         for &(_, op, d) in &info {
@@ -114,7 +115,7 @@ impl Emitter<'_> {
                 let init = ops::reduce_init(b, width, op, d)?;
                 let ty = width.ty(d)?;
                 vector_acc.push(
-                    (0..UNROLL)
+                    (0..ROW_UNROLL)
                         .map(|_| {
                             let var = b.declare_var(ty);
                             b.def_var(var, init);
@@ -156,7 +157,7 @@ impl Emitter<'_> {
                 }
                 _ => None,
             };
-            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 80, 4);
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, ACC_SLOT, 4);
             let acc = b.create_sized_stack_slot(data);
             s.sum = Some(FusedSum {
                 routine,
@@ -191,7 +192,8 @@ impl Emitter<'_> {
             None
         };
         let acc_slot = if wide_max.is_some() {
-            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 80 * info.len() as u32, 4);
+            let data =
+                StackSlotData::new(StackSlotKind::ExplicitSlot, ACC_SLOT * info.len() as u32, 4);
             Some(b.create_sized_stack_slot(data))
         } else {
             None
@@ -200,14 +202,14 @@ impl Emitter<'_> {
             if let (Some((routine, inputs)), Some(slot)) = (&wide_max, acc_slot) {
                 let mut wide = |b: &mut FunctionBuilder| {
                     for (ri, &j) in inputs.iter().enumerate() {
-                        let base = (ri * 80) as i32;
+                        let base = ri as i32 * ACC_SLOT as i32;
                         let (vector, scalar) = (&vector_acc[ri], scalar_acc[ri][0]);
                         for (u, &var) in vector.iter().enumerate() {
                             let v = b.use_var(var);
                             b.ins().stack_store(self.ptr_ty, v, slot, base + (u * 16) as i32);
                         }
                         let v = b.use_var(scalar);
-                        b.ins().stack_store(self.ptr_ty, v, slot, base + 64);
+                        b.ins().stack_store(self.ptr_ty, v, slot, base + ACC_SCALAR);
                         let src = self.address(b, j, offs[j], Some(lo), DType::F32);
                         let n = b.ins().isub(hi, lo);
                         let acc = b.ins().stack_addr(self.ptr_ty, slot, base);
@@ -217,7 +219,8 @@ impl Emitter<'_> {
                             let v = b.ins().stack_load(self.ptr_ty, types::F32X4, slot, off);
                             b.def_var(var, v);
                         }
-                        let v = b.ins().stack_load(self.ptr_ty, types::F32, slot, base + 64);
+                        let v =
+                            b.ins().stack_load(self.ptr_ty, types::F32, slot, base + ACC_SCALAR);
                         b.def_var(scalar, v);
                     }
                     Ok(())

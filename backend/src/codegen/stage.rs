@@ -17,7 +17,7 @@
 //!   (`crate::math`, one generic source instantiated at 4, 8 and 16 lanes, with `fma` in the
 //!   same places), so staging changes speed, never results. Tests compare `TFN_SIMD=128`,
 //!   `avx2` and `avx512` bit for bit.
-//! - **Same order of reductions.** Blocks are multiples of 16 elements from the pass's start,
+//! - **Same order of reductions.** Blocks are multiples of 32 elements from the pass's start,
 //!   so the unrolled accumulators see the same elements as without blocks.
 //! - Kernels call routines through imports of the JIT module, resolved by name from the JIT's
 //!   symbol table (`isa::new_jit_module`); the import ids are [`WideFns`].
@@ -25,7 +25,7 @@
 //! Rows shorter than [`MIN_STAGED`] (a softmax over 10 classes) run the inline code instead:
 //! a kernel with rows has both versions and picks one per row at run time.
 
-use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, UNROLL};
+use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, ROW_UNROLL};
 use crate::error::CodegenError;
 use crate::math::MathFn;
 use crate::plan::Ref;
@@ -43,6 +43,17 @@ pub(crate) const BLOCK: i64 = 512;
 
 /// Rows shorter than this run the inline 128-bit code (a call per row would cost more).
 pub(crate) const MIN_STAGED: i64 = 64;
+
+/// Byte offset of the scalar accumulator in an accumulator slot: the slot holds
+/// `crate::wide::SUM_ACC` f32s (the vector accumulators, `16·u` bytes for vector `u`, then the
+/// scalar), then a shift's f32.
+pub(crate) const ACC_SCALAR: i32 = (crate::wide::ACC_LANES * 4) as i32;
+
+/// Byte offset of the shift (softmax's max) in an accumulator slot.
+pub(crate) const ACC_SHIFT: i32 = ACC_SCALAR + 4;
+
+/// Bytes of an accumulator slot (16-byte aligned, room for the shift).
+pub(crate) const ACC_SLOT: u32 = (ACC_SHIFT as u32 + 4).next_multiple_of(16);
 
 /// The wide routines a JIT module's kernels may call: the level, and per function the
 /// index of its import in the module (`UserExternalName` namespace 0).
@@ -244,7 +255,7 @@ impl Emitter<'_> {
             .collect()
     }
 
-    /// The loops of one pass over `lo..hi` at operand offsets `offs`: a 4×-unrolled vector
+    /// The loops of one pass over `lo..hi` at operand offsets `offs`: a [`ROW_UNROLL`]×-unrolled vector
     /// loop, a 1-vector loop, a scalar tail; `body` emits one step.
     pub(super) fn steps_over(
         &self,
@@ -259,7 +270,7 @@ impl Emitter<'_> {
         if let Some(t) = self.vector {
             let width = Width::Vector(t);
             let l = super::lanes(t);
-            for unroll in [UNROLL, 1] {
+            for unroll in [ROW_UNROLL, 1] {
                 let lp = loop_begin(b, i_var, unroll * l, hi);
                 let mut memo = Memo::new();
                 for u in 0..unroll {
@@ -312,7 +323,7 @@ impl Emitter<'_> {
                 b.ins().stack_store(self.ptr_ty, v, f.acc, (u * 16) as i32);
             }
             let v = b.use_var(f.scalar);
-            b.ins().stack_store(self.ptr_ty, v, f.acc, 64);
+            b.ins().stack_store(self.ptr_ty, v, f.acc, ACC_SCALAR);
         }
         // The shifts of the shifted ones, into the spare word of their accumulator slots.
         for s in staged {
@@ -320,7 +331,7 @@ impl Emitter<'_> {
                 let v = vals.node_scalar.get(&m).copied().ok_or_else(|| {
                     CodegenError::Internal(format!("row value {m} of a shift missing"))
                 })?;
-                b.ins().stack_store(self.ptr_ty, v, f.acc, 68);
+                b.ins().stack_store(self.ptr_ty, v, f.acc, ACC_SHIFT);
             }
         }
         // for (blk = lo; blk < hi; blk = end) { end = min(blk + BLOCK, hi); stages; body }
@@ -358,7 +369,7 @@ impl Emitter<'_> {
                     None => (base, adj),
                 };
                 let acc = b.ins().stack_addr(self.ptr_ty, f.acc, 0);
-                let shift = b.ins().stack_addr(self.ptr_ty, f.acc, 68);
+                let shift = b.ins().stack_addr(self.ptr_ty, f.acc, ACC_SHIFT);
                 b.ins().call(f.routine, &[src, dst, count, acc, shift]);
                 st.summed.push(f.reduce);
                 st.staged.insert(s.node, dst_adj);
@@ -416,7 +427,7 @@ impl Emitter<'_> {
                 let v = b.ins().stack_load(self.ptr_ty, types::F32X4, f.acc, (u * 16) as i32);
                 b.def_var(var, v);
             }
-            let v = b.ins().stack_load(self.ptr_ty, types::F32, f.acc, 64);
+            let v = b.ins().stack_load(self.ptr_ty, types::F32, f.acc, ACC_SCALAR);
             b.def_var(f.scalar, v);
         }
         b.ins().jump(done, &[]);

@@ -166,9 +166,21 @@ pub(super) struct WidenedCall {
     begin_slot: usize,
 }
 
+/// A thread's buffers for running blocks, kept between blocks and calls (no allocation per
+/// block once they have grown).
+#[derive(Default)]
+struct Scratch {
+    /// The `f32` blocks of the 16-bit operands.
+    f32s: Vec<f32>,
+    /// The kernel's arguments for the block.
+    args: Vec<i64>,
+    /// Per blocked operand: (offset in `f32s`, first element, element count).
+    regions: Vec<(usize, usize, usize)>,
+}
+
 thread_local! {
-    /// Each thread's `f32` scratch blocks.
-    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    /// Each thread's scratch.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 impl WidenedCall {
@@ -204,16 +216,18 @@ impl WidenedCall {
         let run_block = |c: usize| {
             let lo = c * self.block;
             let hi = (lo + self.block).min(self.range);
-            SCRATCH.with(|s| {
-                let mut s = s.borrow_mut();
+            SCRATCH.with(|scratch| {
+                let mut scratch = scratch.borrow_mut();
+                let Scratch { f32s: s, args: mine, regions } = &mut *scratch;
                 if s.len() < scratch_len {
                     s.resize(scratch_len, 0.0);
                 }
-                let mut mine = base.clone();
+                mine.clear();
+                mine.extend_from_slice(&base);
                 mine[self.begin_slot] = lo as i64;
                 mine[self.begin_slot + 1] = hi as i64;
                 let mut at = 0;
-                let mut regions = Vec::with_capacity(blocked.len());
+                regions.clear();
                 for (o, &len) in blocked.iter().zip(&region) {
                     let (first, n) = (lo * o.unit, (hi - lo) * o.unit);
                     let scratch = &mut s[at..at + n];
@@ -234,7 +248,7 @@ impl WidenedCall {
                 // SAFETY: the caller's arguments on steps `lo..hi`, every 16-bit operand
                 // moved onto its f32 scratch block, which covers exactly what they touch.
                 unsafe { func(mine.as_ptr()) };
-                for (o, &(at, first, n)) in blocked.iter().zip(&regions) {
+                for (o, &(at, first, n)) in blocked.iter().zip(regions.iter()) {
                     if o.output {
                         // SAFETY: elements `first..first + n` of the live output, which only
                         // this block writes.

@@ -198,8 +198,8 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m256) -> __
 }
 
 /// [`run`] that also sums the results into `acc` in the inline row pass's order (see
-/// [`crate::wide::WideSumF32`]): two 8-lane accumulators are the inline code's four unrolled
-/// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+/// [`crate::wide::WideSumF32`]): four 8-lane accumulators are the inline code's eight unrolled
+/// 4-lane ones side by side; the last `n mod 32` results go through [`super::sum_tail`].
 ///
 /// # Safety
 /// As [`run`]; `acc` valid for [`super::SUM_ACC`] reads and writes.
@@ -213,32 +213,31 @@ unsafe fn run_sum(
 ) {
     let mut i = 0;
     unsafe {
-        let mut lo = load_acc(acc);
-        let mut hi = load_acc(acc.add(8));
-        while i + 16 <= n {
-            let y = f(_mm256_loadu_ps(src.add(i)));
-            let z = f(_mm256_loadu_ps(src.add(i + 8)));
-            _mm256_storeu_ps(dst.add(i), y);
-            _mm256_storeu_ps(dst.add(i + 8), z);
-            lo = _mm256_add_ps(lo, y);
-            hi = _mm256_add_ps(hi, z);
-            i += 16;
+        let mut a: [__m256; 4] = std::array::from_fn(|k| load_acc(acc.add(8 * k)));
+        while i + 32 <= n {
+            for (k, a) in a.iter_mut().enumerate() {
+                let y = f(_mm256_loadu_ps(src.add(i + 8 * k)));
+                _mm256_storeu_ps(dst.add(i + 8 * k), y);
+                *a = _mm256_add_ps(*a, y);
+            }
+            i += 32;
         }
-        store_acc(acc, lo);
-        store_acc(acc.add(8), hi);
-        let mut tail = [0f32; 16];
+        for (k, &a) in a.iter().enumerate() {
+            store_acc(acc.add(8 * k), a);
+        }
+        let mut tail = [0f32; super::ACC_LANES];
         let rest = n - i;
         let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        for half in 0..2 {
-            let left = rest.saturating_sub(8 * half);
+        for part in 0..4 {
+            let left = rest.saturating_sub(8 * part);
             if left == 0 {
                 break;
             }
-            let at = i + 8 * half;
+            let at = i + 8 * part;
             let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left.min(8) as i32), lane);
             let y = f(_mm256_maskload_ps(src.add(at), mask));
             _mm256_maskstore_ps(dst.add(at), mask, y);
-            _mm256_storeu_ps(tail.as_mut_ptr().add(8 * half), y);
+            _mm256_storeu_ps(tail.as_mut_ptr().add(8 * part), y);
         }
         super::sum_tail(&tail[..rest], acc);
     }
@@ -254,21 +253,20 @@ unsafe fn run_sum(
 pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
     let mut i = 0;
     unsafe {
-        let mut lo = load_acc(acc);
-        let mut hi = load_acc(acc.add(8));
+        let mut a: [__m256; 4] = std::array::from_fn(|k| load_acc(acc.add(8 * k)));
         // The NaN lanes collected apart, as the AVX-512 routine does.
-        let (mut lo_nan, mut hi_nan) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        while i + 16 <= n {
-            let x = _mm256_loadu_ps(src.add(i));
-            let y = _mm256_loadu_ps(src.add(i + 8));
-            lo_nan = _mm256_or_ps(lo_nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
-            hi_nan = _mm256_or_ps(hi_nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y));
-            lo = _mm256_max_ps(x, lo);
-            hi = _mm256_max_ps(y, hi);
-            i += 16;
+        let mut nan = [_mm256_setzero_ps(); 4];
+        while i + 32 <= n {
+            for k in 0..4 {
+                let x = _mm256_loadu_ps(src.add(i + 8 * k));
+                nan[k] = _mm256_or_ps(nan[k], _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+                a[k] = _mm256_max_ps(x, a[k]);
+            }
+            i += 32;
         }
-        store_acc(acc, _mm256_or_ps(lo, lo_nan));
-        store_acc(acc.add(8), _mm256_or_ps(hi, hi_nan));
+        for k in 0..4 {
+            store_acc(acc.add(8 * k), _mm256_or_ps(a[k], nan[k]));
+        }
         super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
     }
 }

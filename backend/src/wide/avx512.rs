@@ -177,8 +177,8 @@ unsafe fn run(src: *const f32, dst: *mut f32, n: usize, f: impl Fn(__m512) -> __
 }
 
 /// [`run`] that also sums the results into `acc` in the inline row pass's order (see
-/// [`crate::wide::WideSumF32`]): one 16-lane accumulator is the inline code's four unrolled
-/// 4-lane ones side by side; the last `n mod 16` results go through [`super::sum_tail`].
+/// [`crate::wide::WideSumF32`]): two 16-lane accumulators are the inline code's eight unrolled
+/// 4-lane ones side by side; the last `n mod 32` results go through [`super::sum_tail`].
 /// (`f` includes the routine's shift.)
 ///
 /// # Safety
@@ -193,22 +193,42 @@ unsafe fn run_sum(
 ) {
     let mut i = 0;
     unsafe {
-        let mut a = load_acc(acc);
-        while i + 16 <= n {
-            let y = f(_mm512_loadu_ps(src.add(i)));
-            _mm512_storeu_ps(dst.add(i), y);
-            a = _mm512_add_ps(a, y);
-            i += 16;
+        let (mut a0, mut a1) = (load_acc(acc), load_acc(acc.add(16)));
+        while i + 32 <= n {
+            let y0 = f(_mm512_loadu_ps(src.add(i)));
+            let y1 = f(_mm512_loadu_ps(src.add(i + 16)));
+            _mm512_storeu_ps(dst.add(i), y0);
+            _mm512_storeu_ps(dst.add(i + 16), y1);
+            a0 = _mm512_add_ps(a0, y0);
+            a1 = _mm512_add_ps(a1, y1);
+            i += 32;
         }
-        store_acc(acc, a);
-        if i < n {
-            let mask: __mmask16 = (1u16 << (n - i)) - 1;
-            let y = f(_mm512_maskz_loadu_ps(mask, src.add(i)));
-            _mm512_mask_storeu_ps(dst.add(i), mask, y);
-            let mut tail = [0f32; 16];
-            _mm512_storeu_ps(tail.as_mut_ptr(), y);
-            super::sum_tail(&tail[..n - i], acc);
+        store_acc(acc, a0);
+        store_acc(acc.add(16), a1);
+        let rest = n - i;
+        let mut tail = [0f32; super::ACC_LANES];
+        for half in 0..2 {
+            let left = rest.saturating_sub(16 * half);
+            if left == 0 {
+                break;
+            }
+            let at = i + 16 * half;
+            let mask = lanes_mask(left);
+            let y = f(_mm512_maskz_loadu_ps(mask, src.add(at)));
+            _mm512_mask_storeu_ps(dst.add(at), mask, y);
+            _mm512_storeu_ps(tail.as_mut_ptr().add(16 * half), y);
         }
+        super::sum_tail(&tail[..rest], acc);
+    }
+}
+
+/// The mask of the first `min(left, 16)` lanes.
+#[inline(always)]
+fn lanes_mask(left: usize) -> __mmask16 {
+    if left >= 16 {
+        u16::MAX
+    } else {
+        (1u16 << left) - 1
     }
 }
 
@@ -226,15 +246,19 @@ pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
         // all-ones (NaN) accumulator and ignores a NaN `x`, so this is the sticky step's
         // result with half its dependency chain.
         let ones = _mm512_castsi512_ps(_mm512_set1_epi32(-1));
-        let mut a = load_acc(acc);
-        let mut nan: __mmask16 = 0;
-        while i + 16 <= n {
-            let x = _mm512_loadu_ps(src.add(i));
-            nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-            a = _mm512_max_ps(x, a);
-            i += 16;
+        let (mut a0, mut a1) = (load_acc(acc), load_acc(acc.add(16)));
+        let (mut nan0, mut nan1): (__mmask16, __mmask16) = (0, 0);
+        while i + 32 <= n {
+            let x0 = _mm512_loadu_ps(src.add(i));
+            let x1 = _mm512_loadu_ps(src.add(i + 16));
+            nan0 |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x0, x0);
+            nan1 |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x1, x1);
+            a0 = _mm512_max_ps(x0, a0);
+            a1 = _mm512_max_ps(x1, a1);
+            i += 32;
         }
-        store_acc(acc, _mm512_mask_mov_ps(a, nan, ones));
+        store_acc(acc, _mm512_mask_mov_ps(a0, nan0, ones));
+        store_acc(acc.add(16), _mm512_mask_mov_ps(a1, nan1, ones));
         super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
     }
 }
@@ -252,7 +276,7 @@ pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, 
     }
 }
 
-/// The 16 vector accumulators of `acc` (see [`crate::wide::SUM_ACC`]), loaded as the four
+/// 16 of the vector accumulators of `acc` (see [`crate::wide::SUM_ACC`]), loaded as the four
 /// 128-bit vectors the kernel stores them as (a 512-bit load of four narrower stores cannot be
 /// forwarded from the store buffer: it would wait for them to reach the cache).
 ///

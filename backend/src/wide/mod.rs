@@ -161,12 +161,13 @@ pub type WideF32 = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize
 /// A summing wide routine: `dst[i] = f(src[i])` for `i < n` (as [`WideF32`]), and every result
 /// added into the accumulators `acc[0..SUM_ACC]` in the order in which a kernel's inline row
 /// pass (`codegen::rows`) adds an element node into a `sum`: `acc[4u + l]` is lane `l` of the
-/// pass's unrolled 4-lane accumulator `u`, `acc[16]` its scalar tail's. Element `16c + j` of
-/// each whole group of 16 goes into `acc[j]`; of the last `n mod 16`, each whole group of 4
-/// into `acc[0..4]` (the pass's 1-vector loop), the rest one by one into `acc[16]` (its scalar
-/// loop). So a kernel that calls it on blocks of a multiple of 16 elements (all but the last)
-/// gets the bits of its own loop, at any level. A non-null `shift` computes `f(src[i] - *shift)`
-/// instead (softmax's `exp(x - max)`, read straight from `x`).
+/// pass's unrolled 4-lane accumulator `u` (of [`ACC_VECTORS`]), `acc[ACC_LANES]` its scalar
+/// tail's. Element `ACC_LANES·c + j` of each whole group of [`ACC_LANES`] goes into `acc[j]`;
+/// of the last `n mod ACC_LANES`, each whole group of 4 into `acc[0..4]` (the pass's 1-vector
+/// loop), the rest one by one into `acc[ACC_LANES]` (its scalar loop). So a kernel that calls
+/// it on blocks of a multiple of [`ACC_LANES`] elements (all but the last) gets the bits of its
+/// own loop, at any level. A non-null `shift` computes `f(src[i] - *shift)` instead (softmax's
+/// `exp(x - max)`, read straight from `x`).
 ///
 /// Safety: as [`WideF32`], `acc` valid for [`SUM_ACC`] reads and writes, `shift` null or
 /// valid for one read.
@@ -268,7 +269,7 @@ pub fn dispatched_helper_symbol(h: Helper) -> Option<&'static str> {
     })
 }
 
-/// Folds the last `vals.len() < 16` elements of a [`WideMaxF32`] into `acc`.
+/// Folds the last `vals.len() < ACC_LANES` elements of a [`WideMaxF32`] into `acc`.
 ///
 /// Safety: `acc` valid for [`SUM_ACC`] reads and writes.
 #[cfg(target_arch = "x86_64")]
@@ -285,17 +286,26 @@ unsafe fn max_tail(vals: &[f32], acc: *mut f32) {
         }
     }
     for &x in &vals[groups..] {
-        if acc[16] < x || x.is_nan() {
-            acc[16] = x;
+        if acc[ACC_LANES] < x || x.is_nan() {
+            acc[ACC_LANES] = x;
         }
     }
 }
 
-/// The accumulators of a [`WideSumF32`]: four 4-lane vectors and a scalar.
-pub const SUM_ACC: usize = 17;
+/// How many unrolled 4-lane vector accumulators a kernel's row pass keeps per reduction (and
+/// how many vectors its unrolled loop takes per step): eight, so that a sum is eight
+/// independent dependency chains, enough to hide the add's latency at two loads a cycle.
+pub const ACC_VECTORS: usize = 8;
 
-/// Adds the last `vals.len() < 16` results of a summing routine into `acc`: whole groups of
-/// 4 lane by lane into `acc[0..4]`, then the rest one by one into `acc[16]`.
+/// The lanes of those accumulators side by side: element `ACC_LANES·c + j` of a row's whole
+/// groups goes into lane `j` (one 512-bit register holds 16 of them, a 256-bit one 8).
+pub const ACC_LANES: usize = 4 * ACC_VECTORS;
+
+/// The accumulators of a [`WideSumF32`]: [`ACC_VECTORS`] 4-lane vectors and a scalar.
+pub const SUM_ACC: usize = ACC_LANES + 1;
+
+/// Adds the last `vals.len() < ACC_LANES` results of a summing routine into `acc`: whole
+/// groups of 4 lane by lane into `acc[0..4]`, then the rest one by one into `acc[ACC_LANES]`.
 ///
 /// Safety: `acc` valid for [`SUM_ACC`] reads and writes.
 #[cfg(target_arch = "x86_64")]
@@ -310,7 +320,7 @@ unsafe fn sum_tail(vals: &[f32], acc: *mut f32) {
         }
     }
     for v in &vals[groups..] {
-        acc[16] += v;
+        acc[ACC_LANES] += v;
     }
 }
 
@@ -445,39 +455,44 @@ mod exports {
     super::for_each_routine!(avx2_exports);
     super::for_each_routine!(avx512_exports);
 
-    /// `tfn_wide_<fn>_f32_best`: the widest level this CPU runs, chosen at the first call
-    /// (`SimdLevel::from_env`: `TFN_SIMD=avx2` keeps AVX2 on an AVX-512 CPU), what the
-    /// kernels of a portable object's x86-64-v3 tier call (the runtime runs that tier only
-    /// where AVX2 and FMA are).
+    /// The body of a `_best` routine: the routine of type `$ty` at the widest level this CPU
+    /// runs (`$avx512` or `$avx2`), chosen at the first call (`SimdLevel::from_env`:
+    /// `TFN_SIMD=avx2` keeps AVX2 on an AVX-512 CPU) and kept, called with `$args`.
+    macro_rules! dispatch_best {
+        ($ty:ty, $avx512:path, $avx2:path, ($($arg:expr),*)) => {{
+            static CHOSEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let mut chosen = CHOSEN.load(std::sync::atomic::Ordering::Relaxed);
+            if chosen == 0 {
+                let f: $ty = match $crate::wide::SimdLevel::from_env() {
+                    $crate::wide::SimdLevel::Avx512 => $avx512,
+                    _ => $avx2,
+                };
+                chosen = f as usize;
+                CHOSEN.store(chosen, std::sync::atomic::Ordering::Relaxed);
+            }
+            // SAFETY: `chosen` is one of the two routines, of a level this CPU runs (the
+            // caller's tier needs AVX2 and FMA); the caller keeps the routine's contract.
+            unsafe { std::mem::transmute::<usize, $ty>(chosen)($($arg),*) }
+        }};
+    }
+
+    /// `tfn_wide_<fn>_f32_best` and `tfn_wide_<fn>_sum_f32_best`: the widest level this CPU
+    /// runs ([`dispatch_best`]), what the kernels of a portable object's x86-64-v3 tier call
+    /// (the runtime runs that tier only where AVX2 and FMA are).
     macro_rules! best_exports {
         ($(($variant:ident, $fn_name:ident)),* $(,)?) => {
             mod best {
-                use super::super::{SimdLevel, WideF32};
-                use std::sync::atomic::{AtomicUsize, Ordering};
+                use crate::wide::{avx2, avx512, WideF32, WideSumF32};
                 $(
                     /// The routine of this name at the widest level this CPU runs.
                     #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_f32_best")]
                     unsafe extern "C" fn $fn_name(src: *const f32, dst: *mut f32, n: usize) {
-                        static CHOSEN: AtomicUsize = AtomicUsize::new(0);
-                        let mut chosen = CHOSEN.load(Ordering::Relaxed);
-                        if chosen == 0 {
-                            let f: WideF32 = match SimdLevel::from_env() {
-                                SimdLevel::Avx512 => super::super::avx512::$fn_name,
-                                _ => super::super::avx2::$fn_name,
-                            };
-                            chosen = f as usize;
-                            CHOSEN.store(chosen, Ordering::Relaxed);
-                        }
-                        // SAFETY: `chosen` is one of the routines above, of a level this CPU
-                        // runs (the caller's tier needs AVX2 and FMA); the caller keeps the
-                        // routine's contract.
-                        unsafe { std::mem::transmute::<usize, WideF32>(chosen)(src, dst, n) }
+                        dispatch_best!(WideF32, avx512::$fn_name, avx2::$fn_name, (src, dst, n))
                     }
                 )*
                 /// The summing routines at the widest level this CPU runs.
                 mod sum {
-                    use super::super::super::{SimdLevel, WideSumF32};
-                    use std::sync::atomic::{AtomicUsize, Ordering};
+                    use super::*;
                     $(
                         /// The summing routine of this name at the widest level this CPU runs.
                         #[export_name = concat!("tfn_wide_", stringify!($fn_name), "_sum_f32_best")]
@@ -488,21 +503,12 @@ mod exports {
                             acc: *mut f32,
                             shift: *const f32,
                         ) {
-                            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
-                            let mut chosen = CHOSEN.load(Ordering::Relaxed);
-                            if chosen == 0 {
-                                let f: WideSumF32 = match SimdLevel::from_env() {
-                                    SimdLevel::Avx512 => super::super::super::avx512::sum::$fn_name,
-                                    _ => super::super::super::avx2::sum::$fn_name,
-                                };
-                                chosen = f as usize;
-                                CHOSEN.store(chosen, Ordering::Relaxed);
-                            }
-                            // SAFETY: as the map routines above.
-                            unsafe {
-                                let f = std::mem::transmute::<usize, WideSumF32>(chosen);
-                                f(src, dst, n, acc, shift)
-                            }
+                            dispatch_best!(
+                                WideSumF32,
+                                avx512::sum::$fn_name,
+                                avx2::sum::$fn_name,
+                                (src, dst, n, acc, shift)
+                            )
                         }
                     )*
                 }
@@ -513,41 +519,18 @@ mod exports {
 
     /// `tfn_wide_max_f32_best` and `tfn_wide_scale_f32_best`, dispatched as the functions'.
     mod best_helpers {
-        use super::super::{SimdLevel, WideMaxF32, WideScaleF32};
-        use std::sync::atomic::{AtomicUsize, Ordering};
+        use crate::wide::{avx2, avx512, WideMaxF32, WideScaleF32};
 
         /// The running max at the widest level this CPU runs.
         #[export_name = "tfn_wide_max_f32_best"]
         unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
-            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
-            let mut chosen = CHOSEN.load(Ordering::Relaxed);
-            if chosen == 0 {
-                let f: WideMaxF32 = match SimdLevel::from_env() {
-                    SimdLevel::Avx512 => super::super::avx512::max,
-                    _ => super::super::avx2::max,
-                };
-                chosen = f as usize;
-                CHOSEN.store(chosen, Ordering::Relaxed);
-            }
-            // SAFETY: as the function routines' dispatch.
-            unsafe { std::mem::transmute::<usize, WideMaxF32>(chosen)(src, n, acc) }
+            dispatch_best!(WideMaxF32, avx512::max, avx2::max, (src, n, acc))
         }
 
         /// The scaling routine at the widest level this CPU runs.
         #[export_name = "tfn_wide_scale_f32_best"]
         unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
-            static CHOSEN: AtomicUsize = AtomicUsize::new(0);
-            let mut chosen = CHOSEN.load(Ordering::Relaxed);
-            if chosen == 0 {
-                let f: WideScaleF32 = match SimdLevel::from_env() {
-                    SimdLevel::Avx512 => super::super::avx512::scale,
-                    _ => super::super::avx2::scale,
-                };
-                chosen = f as usize;
-                CHOSEN.store(chosen, Ordering::Relaxed);
-            }
-            // SAFETY: as the function routines' dispatch.
-            unsafe { std::mem::transmute::<usize, WideScaleF32>(chosen)(src, dst, n, s) }
+            dispatch_best!(WideScaleF32, avx512::scale, avx2::scale, (src, dst, n, s))
         }
     }
 }
