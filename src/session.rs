@@ -176,6 +176,7 @@ impl Session {
             Backend::Jit => JitCompiler::new(CompileOptions {
                 threads: options.threads.max(1),
                 simd: options.simd,
+                stream: tfn_backend::Streaming::from_env(),
             })
             .ok(),
             Backend::Interp => None,

@@ -63,6 +63,6 @@ pub use cache::{ArgSignature, CacheError, CacheStats, KernelCache, Signature};
 #[cfg(feature = "jit")]
 pub use compiler::JitCompiler;
 pub use error::{CodegenError, RunError};
-pub use executor::{CompileOptions, CompiledFunction, KernelTimes};
+pub use executor::{CompileOptions, CompiledFunction, KernelTimes, Streaming};
 pub use tensors::{TensorView, TensorViewMut};
 pub use wide::SimdLevel;

@@ -8,7 +8,7 @@ use crate::common;
 
 use common::{check_against_interp, views};
 use proptest::prelude::*;
-use tfn_backend::{CompileOptions, CompiledFunction};
+use tfn_backend::{CompileOptions, CompiledFunction, Streaming};
 use tfn_ir::DType;
 use tfn_test_utils::{bits, proptest_config, random_graph, random_inputs, Rng, Tolerance};
 
@@ -41,7 +41,8 @@ fn check_case(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), St
 }
 
 /// Builds the graph of one case and runs it at sizes above the parallel threshold (odd, so
-/// chunks are uneven) on 1, 2, 3 and 4 threads: every output must be the same bits.
+/// chunks are uneven) on 1, 2, 3 and 4 threads, and with outputs streamed (1 and 3 threads):
+/// every output must be the same bits.
 fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Result<(), String> {
     let mut rng = Rng::new(seed);
     let graph = random_graph(&mut rng, dtype, rank, ops);
@@ -49,18 +50,19 @@ fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Resu
     let inputs = random_inputs(&mut rng, &graph, sizes, (-3.0, 3.0));
     // Per output: its shape and its elements' bits.
     type Bits = Vec<(Vec<usize>, Vec<u64>)>;
-    let run = |threads| -> Result<Bits, String> {
-        let f =
-            CompiledFunction::compile(&graph, &CompileOptions { threads, ..Default::default() })
-                .map_err(|e| format!("compile: {e}"))?;
+    let run = |threads, stream| -> Result<Bits, String> {
+        let options = CompileOptions { threads, stream, ..Default::default() };
+        let f = CompiledFunction::compile(&graph, &options).map_err(|e| format!("compile: {e}"))?;
         let outs = f.run(&views(&inputs)).map_err(|e| format!("{threads} threads: {e}"))?;
         Ok(outs.iter().map(|t| (t.shape().to_vec(), bits(t))).collect())
     };
-    let one = run(1)?;
-    for threads in 2..=4 {
-        if run(threads)? != one {
+    let one = run(1, Streaming::Never)?;
+    // Thread counts, and outputs streamed to memory block by block (`executor/streamed.rs`).
+    let runs = (2..=4).map(|t| (t, Streaming::Never)).chain([1, 3].map(|t| (t, Streaming::Always)));
+    for (threads, stream) in runs {
+        if run(threads, stream)? != one {
             return Err(format!(
-                "outputs differ between 1 and {threads} threads\n{}",
+                "outputs differ between 1 and {threads} threads ({stream:?})\n{}",
                 tfn_ir::text::print_graph(&graph)
             ));
         }

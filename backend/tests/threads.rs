@@ -2,15 +2,16 @@
 //! reductions, full reductions, scans, arg-reductions, matmuls with epilogues, strided copies)
 //! runs on 1, 2, 3 and 4 threads at sizes above the parallel thresholds — odd sizes, so chunk
 //! boundaries, vector tails and GEMM edge tiles all occur — and every output must be the same
-//! bits as on one thread. The split is a function of the sizes and the thread count only, and
-//! chunks that are summed (a long reduction's) have a fixed size, so this holds by
-//! construction; this test keeps it so.
+//! bits as on one thread, and so must every output streamed to memory (`Streaming::Always`).
+//! The split is a function of the sizes and the thread count only, and chunks that are summed
+//! (a long reduction's) have a fixed size, so this holds by construction; this test keeps it
+//! so.
 
 use crate::common;
 
 use common::views;
 use std::path::Path;
-use tfn_backend::{CompileOptions, CompiledFunction};
+use tfn_backend::{CompileOptions, CompiledFunction, Streaming};
 use tfn_ir::Tensor;
 use tfn_test_utils::{bits, random_inputs, Rng};
 
@@ -29,19 +30,20 @@ fn check_case(path: &Path, elements: usize) -> Result<(), String> {
     let rank = graph.params.iter().map(|p| p.ty.shape.rank()).max().unwrap_or(1);
     let size = odd_size(rank, elements);
     let inputs = random_inputs(&mut Rng::new(7), &graph, &[size], (-2.0, 2.0));
-    let run = |threads| -> Result<Vec<Tensor>, String> {
-        let f =
-            CompiledFunction::compile(&graph, &CompileOptions { threads, ..Default::default() })
-                .map_err(|e| format!("compile: {e}"))?;
+    let run = |threads, stream| -> Result<Vec<Tensor>, String> {
+        let options = CompileOptions { threads, stream, ..Default::default() };
+        let f = CompiledFunction::compile(&graph, &options).map_err(|e| format!("compile: {e}"))?;
         f.run(&views(&inputs)).map_err(|e| format!("{threads} threads: {e}"))
     };
-    let one = run(1)?;
-    for threads in 2..=4 {
-        let many = run(threads)?;
+    let one = run(1, Streaming::Never)?;
+    // Thread counts, and light kernels' outputs streamed block by block.
+    let runs = (2..=4).map(|t| (t, Streaming::Never)).chain([1, 3].map(|t| (t, Streaming::Always)));
+    for (threads, stream) in runs {
+        let many = run(threads, stream)?;
         for (o, (a, b)) in one.iter().zip(&many).enumerate() {
             if bits(a) != bits(b) {
                 return Err(format!(
-                    "size {size}: output {o} differs between 1 and {threads} threads"
+                    "size {size}: output {o} differs between 1 and {threads} threads ({stream:?})"
                 ));
             }
         }
@@ -70,6 +72,27 @@ fn check_all(elements: usize) {
 #[test]
 fn every_case_is_bit_identical_on_1_to_4_threads_near_the_threshold() {
     check_all(70_000);
+}
+
+/// Light kernels (no reduction or math function) stream their outputs to memory when forced
+/// (`executor/streamed.rs`; the cases above then compare them bit for bit), and only they:
+/// the cases that must stream do, those that must not do not.
+#[test]
+fn light_kernels_and_only_they_stream_their_outputs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let streamed = |name: &str| {
+        let src = std::fs::read_to_string(dir.join(name)).unwrap();
+        let graph = tfn_ir::text::parse_graph(&src).unwrap();
+        let options = CompileOptions { stream: Streaming::Always, ..Default::default() };
+        CompiledFunction::compile(&graph, &options).unwrap().streamed_kernels()
+    };
+    let light = ["saxpy.tir", "bias_relu.tir", "casts.tir", "bool_compare.tir", "int_where.tir"];
+    for name in light.into_iter().chain(["float_division_f64.tir", "shifts_i32.tir"]) {
+        assert!(!streamed(name).is_empty(), "{name}: no kernel streams");
+    }
+    for name in ["gelu.tir", "softmax.tir", "layernorm.tir", "row_stats.tir", "scans.tir"] {
+        assert!(streamed(name).is_empty(), "{name}: a kernel streams");
+    }
 }
 
 /// Larger: every kind of kernel splits into four uneven chunks.

@@ -331,7 +331,11 @@ unsafe fn load_for(
     let read = started.elapsed();
     let (meta, body) = FunctionMeta::parse_blob(image.blob).map_err(Failure::module)?;
     // (The SIMD level is the object's: nothing is compiled here.)
-    let options = CompileOptions { threads, simd: tfn_backend::SimdLevel::V128 };
+    let options = CompileOptions {
+        threads,
+        simd: tfn_backend::SimdLevel::V128,
+        stream: tfn_backend::Streaming::from_env(),
+    };
     // SAFETY: the addresses are the object's kernels, each next to its own fingerprint.
     let exec = unsafe {
         match body {

@@ -309,7 +309,8 @@ impl ObjectBuilder {
             kernels: RefCell::new(vec![Vec::new(); tiers]),
             fingerprints: RefCell::default(),
         };
-        let options = CompileOptions { threads: 1, simd: SimdLevel::V128 };
+        let options =
+            CompileOptions { threads: 1, simd: SimdLevel::V128, stream: Default::default() };
         let compiled = CompiledFunction::assemble(&src, None, graph, fused, &options)?;
         let mut refused: Vec<String> = compiled
             .interpreted_kernels()

@@ -25,6 +25,8 @@ pub(super) struct LoopCall {
     pub(super) chunked: Option<super::chunked::ChunkedReduce>,
     /// A kernel over 16-bit floats run on f32 blocks.
     pub(super) widened: Option<super::widened::WidenedCall>,
+    /// A kernel whose outputs are streamed to memory, block by block.
+    pub(super) streamed: Option<super::streamed::StreamedCall>,
 }
 
 /// A kernel's error record (`[i64; 4]`: status, source slot, index value, axis size; see
@@ -116,6 +118,10 @@ impl LoopCall {
         if let Some(chunked) = &self.chunked {
             // SAFETY: guaranteed by the caller.
             return unsafe { chunked.run(func, &self.args, threads) };
+        }
+        if let Some(streamed) = &self.streamed {
+            // SAFETY: guaranteed by the caller.
+            return unsafe { streamed.run(func, &self.args, threads) };
         }
         let range = self.sizes.get(self.split).copied().unwrap_or(1);
         let record = self.record.as_ref().map(|r| r.slot);

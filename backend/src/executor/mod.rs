@@ -47,7 +47,10 @@ mod loop_call;
 mod profile;
 mod state;
 mod steps;
+mod streamed;
 mod widened;
+
+pub use streamed::Streaming;
 
 use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
@@ -155,12 +158,19 @@ pub struct CompileOptions {
     /// Which wide math routines kernels call ([`SimdLevel::from_env`]: `TFN_SIMD`, else the
     /// widest this CPU has). Results are the same bits at every level.
     pub simd: SimdLevel,
+    /// When light kernels stream their outputs ([`Streaming::from_env`]: `TFN_STREAM`, else
+    /// when a call's data exceeds the last-level cache). Results are the same bits.
+    pub stream: Streaming,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        CompileOptions { threads, simd: crate::wide::SimdLevel::from_env() }
+        CompileOptions {
+            threads,
+            simd: crate::wide::SimdLevel::from_env(),
+            stream: Streaming::from_env(),
+        }
     }
 }
 
@@ -178,6 +188,7 @@ pub struct CompiledFunction {
     /// Per parameter: a strided argument is read in place, not copied ([`in_place_params`]).
     in_place: Vec<bool>,
     threads: usize,
+    stream: Streaming,
     /// Intermediates of earlier calls and of earlier steps of a call, reused by later ones.
     pool: BufferPool,
     /// Keeps the kernels' machine code alive (`None`: the code is in the program's image,
@@ -254,6 +265,7 @@ impl CompiledFunction {
             allocated,
             in_place,
             threads: options.threads.max(1),
+            stream: options.stream,
             pool: BufferPool::default(),
             #[cfg(feature = "jit")]
             _jit: keep,
@@ -282,6 +294,19 @@ impl CompiledFunction {
         steps
             .filter_map(|(i, s)| match s {
                 Step::Loop { plan, .. } if ChunkedReduce::eligible(plan) => Some(i),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The kernels (by step) that stream their outputs to memory on calls whose data exceeds
+    /// the last-level cache, or on every call under [`Streaming::Always`] (see
+    /// `executor/streamed.rs`).
+    pub fn streamed_kernels(&self) -> Vec<usize> {
+        let steps = self.steps.iter().enumerate();
+        steps
+            .filter_map(|(i, s)| match s {
+                Step::Loop { plan, widened: None, .. } if streamed::streamable(plan) => Some(i),
                 _ => None,
             })
             .collect()
@@ -962,6 +987,16 @@ impl CompiledFunction {
         let align = if split + 1 == rank { 64 } else { 1 };
         let widened = widened.map(|w| w.call(plan, &sizes));
         let chunked = if widened.is_none() { ChunkedReduce::of(plan, &sizes) } else { None };
+        let streamed = if widened.is_none()
+            && chunked.is_none()
+            && record.is_none()
+            && streamed::may_stream(self.stream, total)
+            && streamed::streamable(plan)
+        {
+            streamed::StreamedCall::of(self.stream, plan, &sizes)
+        } else {
+            None
+        };
         Ok(Some(LoopCall {
             args,
             begin_slot,
@@ -972,6 +1007,7 @@ impl CompiledFunction {
             record,
             chunked,
             widened,
+            streamed,
         }))
     }
 

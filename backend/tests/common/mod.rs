@@ -62,7 +62,9 @@ pub fn compiler(threads: usize, simd: tfn_backend::SimdLevel) -> tfn_backend::Ji
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
     map.entry((threads, simd))
         .or_insert_with(|| {
-            tfn_backend::JitCompiler::new(CompileOptions { threads, simd }).expect("host JIT")
+            let stream = Default::default();
+            tfn_backend::JitCompiler::new(CompileOptions { threads, simd, stream })
+                .expect("host JIT")
         })
         .clone()
 }

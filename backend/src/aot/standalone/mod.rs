@@ -147,7 +147,8 @@ impl StandaloneBuilder {
             }
         }
         let src = Source { builder: RefCell::new(self), kernels: RefCell::default() };
-        let options = CompileOptions { threads: 1, simd: SimdLevel::V128 };
+        let options =
+            CompileOptions { threads: 1, simd: SimdLevel::V128, stream: Default::default() };
         let assembled = CompiledFunction::assemble(&src, None, graph, fused, &options);
         let kernels = src.kernels.into_inner();
         if let Some(why) = self.refused.take() {
