@@ -32,6 +32,7 @@ pub(crate) struct Target<'a> {
     /// `Some(prefix)`: the local symbol `<prefix>_k<n>`, `n` the kernels defined before it;
     /// `None`: an anonymous function (the JIT).
     pub prefix: Option<&'a str>,
+    /// Which code generator compiles it.
     pub compile: Compile<'a>,
 }
 
