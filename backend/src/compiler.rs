@@ -30,7 +30,10 @@ impl JitCompiler {
     /// Loop kernels this module has compiled to machine code, and kernels it served from
     /// its code cache instead (an identical Cranelift function compiled before).
     pub fn code_stats(&self) -> (usize, usize) {
-        self.jit.0.lock().map_or((0, 0), |inner| (inner.kernels - inner.reused, inner.reused))
+        self.jit.0.lock().map_or((0, 0), |inner| {
+            let reused = inner.definer.reused();
+            (inner.kernels - reused, reused)
+        })
     }
 
     /// Fuses `graph` and compiles its kernels into this compiler's module. A kernel the

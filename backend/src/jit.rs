@@ -7,32 +7,26 @@
 use crate::codegen::{self, vector_lane};
 use crate::error::CodegenError;
 use crate::isa;
+use crate::kernel_define::{BuildFn, Compile, KernelDefiner, Target};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
 use crate::wide::{self, SimdLevel};
-use cranelift::codegen::Context;
-use cranelift::frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(crate) use crate::abi::KernelFn;
 
-/// The module and the reusable compilation contexts.
+/// The module and the reusable compilation context.
 pub(crate) struct JitInner {
     module: JITModule,
-    ctx: Context,
+    /// Machine code by the exact Cranelift IR it was compiled from (one compile for the
+    /// kernels that build the same function).
+    pub definer: KernelDefiner<KernelFn>,
     features: MathFeatures,
     pub compile_time: Duration,
     pub kernels: usize,
-    /// Machine code by the exact Cranelift IR it was compiled from: kernels that build the
-    /// same function (the same layer twice in a model, the same update for every parameter)
-    /// share one compile. Keyed by the full text, so a hit is always the identical function.
-    code: HashMap<String, KernelFn>,
-    /// Kernels served from `code` instead of compiled.
-    pub reused: usize,
     /// The wide math routines kernels of this module call (declared imports of the module,
     /// resolved through the JIT's symbol table; see `codegen/stage.rs`).
     wide: codegen::WideFns,
@@ -55,15 +49,13 @@ impl Jit {
         let features = MathFeatures::of_isa(&*isa);
         let mut module = isa::new_jit_module(isa);
         let wide = declare_wide(&mut module, simd.clamp_to_cpu(), features)?;
-        let ctx = module.make_context();
+        let definer = KernelDefiner::new(&module);
         Ok(Jit(Arc::new(Mutex::new(JitInner {
             module,
-            ctx,
+            definer,
             features,
             compile_time: Duration::ZERO,
             kernels: 0,
-            code: HashMap::new(),
-            reused: 0,
             wide,
         }))))
     }
@@ -128,14 +120,6 @@ pub(crate) fn compile_plan<T>(
     }
 }
 
-/// Writes one kernel function (its signature included) into the given function.
-pub(crate) type BuildFn<'a> = dyn Fn(
-        &mut cranelift::codegen::ir::Function,
-        &mut FunctionBuilderContext,
-        cranelift::codegen::isa::TargetFrontendConfig,
-    ) -> Result<(), CodegenError>
-    + 'a;
-
 impl JitInner {
     fn compile_with(
         &mut self,
@@ -150,46 +134,14 @@ impl JitInner {
     }
 
     fn define(&mut self, build: &BuildFn<'_>) -> Result<KernelFn, CodegenError> {
-        self.module.clear_context(&mut self.ctx);
-        let frontend = self.module.target_config();
-        let mut fctx = FunctionBuilderContext::new();
-        let built = build(&mut self.ctx.func, &mut fctx, frontend);
-        if let Err(e) = built {
-            self.module.clear_context(&mut self.ctx);
-            return Err(e);
-        }
-        let text = self.ctx.func.display().to_string();
-        if std::env::var_os("TFN_DUMP_CLIF").is_some() {
-            tfn_ir::tfn_log!("{text}");
-        }
-        if let Some(&code) = self.code.get(&text) {
-            self.module.clear_context(&mut self.ctx);
-            self.reused += 1;
-            return Ok(code);
-        }
-        let sig = self.ctx.func.signature.clone();
-        let id = self
-            .module
-            .declare_anonymous_function(&sig)
-            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        let dump_asm = std::env::var_os("TFN_DUMP_ASM").is_some();
-        self.ctx.set_disasm(dump_asm);
-        let defined = self.module.define_function(id, &mut self.ctx);
-        if dump_asm {
-            tfn_ir::tfn_log!("{}", self.ctx.func.display());
-            if let Some(text) = self.ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
-                tfn_ir::tfn_log!("{text}");
-            }
-        }
-        self.module.clear_context(&mut self.ctx);
-        defined.map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
-        self.module.finalize_definitions().map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        let code = self.module.get_finalized_function(id);
-        // SAFETY: the function was built with the kernel ABI signature `(ptr) -> ()` in the
-        // default (C) calling convention of the host ISA.
-        let code = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
-        self.code.insert(text, code);
-        Ok(code)
+        let target = Target { scope: 0, prefix: None, compile: Compile::Module };
+        self.definer.define(&mut self.module, target, build, |module, id| {
+            module.finalize_definitions().map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+            let code = module.get_finalized_function(id);
+            // SAFETY: the function was built with the kernel ABI signature `(ptr) -> ()` in
+            // the default (C) calling convention of the host ISA.
+            Ok(unsafe { std::mem::transmute::<*const u8, KernelFn>(code) })
+        })
     }
 }
 

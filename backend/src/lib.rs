@@ -11,6 +11,8 @@
 //! - [`wide`]: precompiled AVX-512/AVX2 math routines (`tanh`, `exp`, `log`, … on blocks of
 //!   `f32`), the same source as [`math`] instantiated on wide registers, bit-identical to the
 //!   inline 128-bit code; kernels call them through the JIT's symbol table;
+//! - `kernel_define`: a kernel's Cranelift function deduplicated, declared and compiled into
+//!   the JIT module or an AOT object;
 //! - [`packed_gemm`]: tfn's own AVX-512 f32 GEMM (packed panels, 12 × 32 micro-kernel, any
 //!   operand strides) with a hook where output rows become final; `matmul` batches it, runs
 //!   the epilogue per row block and falls back to the `gemm` crate (f64, no AVX-512), reading
@@ -43,6 +45,8 @@ pub mod error;
 pub mod executor;
 #[cfg(feature = "jit")]
 mod jit;
+#[cfg(feature = "jit")]
+mod kernel_define;
 mod matmul;
 pub mod packed_gemm;
 mod parallel;

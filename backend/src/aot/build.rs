@@ -10,20 +10,18 @@ use crate::codegen;
 use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource};
 use crate::isa;
-use crate::jit::{compile_plan, declare_wide_with, BuildFn, WideSymbols};
+use crate::jit::{compile_plan, declare_wide_with, WideSymbols};
+use crate::kernel_define::{BuildFn, Compile, KernelDefiner, Target};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
 use crate::scan::{build_axis, AxisSpec};
 use crate::wide::SimdLevel;
-use cranelift::codegen::control::ControlPlane;
 use cranelift::codegen::ir::{types, AbiParam, Function, InstBuilder, UserFuncName};
-use cranelift::codegen::isa::{OwnedTargetIsa, TargetIsa};
-use cranelift::codegen::Context;
+use cranelift::codegen::isa::OwnedTargetIsa;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module, ModuleReloc};
+use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module};
 use cranelift_object::{ObjectModule, ObjectProduct};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use tfn_ir::program::run::Plan;
 use tfn_ir::program::text::print_plan;
 use tfn_ir::program::vjp::vjp_signature;
@@ -94,13 +92,10 @@ struct TierCode {
 /// The object being built.
 struct Inner {
     module: ObjectModule,
-    ctx: Context,
+    /// Kernels by tier and Cranelift text: identical functions of a tier share one symbol
+    /// (as the JIT's code cache shares one compile).
+    definer: KernelDefiner<FuncId>,
     tiers: Vec<TierCode>,
-    /// Kernels by tier and Cranelift text: identical functions share one symbol (as the
-    /// JIT's code cache shares one compile).
-    code: HashMap<(usize, String), FuncId>,
-    /// Distinct kernels defined.
-    defined: usize,
     prefix: String,
 }
 
@@ -167,16 +162,9 @@ impl ObjectBuilder {
             let wide = declare_wide_with(&mut module, simd, features, symbols)?;
             tiers.push(TierCode { isa, features, wide });
         }
-        let ctx = module.make_context();
+        let definer = KernelDefiner::new(&module);
         Ok(ObjectBuilder {
-            inner: Inner {
-                module,
-                ctx,
-                tiers,
-                code: HashMap::new(),
-                defined: 0,
-                prefix: prefix.to_string(),
-            },
+            inner: Inner { module, definer, tiers, prefix: prefix.to_string() },
             functions: Vec::new(),
             info,
         })
@@ -333,7 +321,7 @@ impl ObjectBuilder {
 
     /// Distinct kernels compiled so far, over all tiers (identical ones counted once).
     pub fn kernel_count(&self) -> usize {
-        self.inner.defined
+        self.inner.definer.defined()
     }
 
     /// The object file's bytes: the kernels (local), each function's data (local), the
@@ -520,57 +508,11 @@ impl Inner {
         let Some(code) = self.tiers.get(tier) else {
             return Err(CodegenError::Internal(format!("no tier {tier}")));
         };
-        self.module.clear_context(&mut self.ctx);
-        let frontend = code.isa.frontend_config();
-        let mut fctx = FunctionBuilderContext::new();
-        let built = build(&mut self.ctx.func, &mut fctx, frontend);
-        if let Err(e) = built {
-            self.module.clear_context(&mut self.ctx);
-            return Err(e);
-        }
-        let key = (tier, self.ctx.func.display().to_string());
-        if let Some(&id) = self.code.get(&key) {
-            self.module.clear_context(&mut self.ctx);
-            return Ok(id);
-        }
-        let sig = self.ctx.func.signature.clone();
-        let name = format!("{}_k{}", self.prefix, self.defined);
-        let id = self
-            .module
-            .declare_function(&name, Linkage::Local, &sig)
-            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        let code = &self.tiers[tier];
-        let defined = define_for(&mut self.module, &mut self.ctx, &*code.isa, id);
-        self.module.clear_context(&mut self.ctx);
-        defined?;
-        self.defined += 1;
-        self.code.insert(key, id);
-        Ok(id)
+        let target = Target {
+            scope: tier,
+            prefix: Some(&self.prefix),
+            compile: Compile::Isa(&*code.isa, &mut |_| Ok(())),
+        };
+        self.definer.define(&mut self.module, target, build, |_, id| Ok(id))
     }
-}
-
-/// Compiles the function in `ctx` for `isa` (which may differ from the module's: another
-/// tier of the same architecture) and defines it as `id`, with its relocations.
-fn define_for(
-    module: &mut ObjectModule,
-    ctx: &mut Context,
-    isa: &dyn TargetIsa,
-    id: FuncId,
-) -> Result<(), CodegenError> {
-    ctx.compile(isa, &mut ControlPlane::default())
-        .map_err(|e| CodegenError::Cranelift(format!("{:?}", e.inner)))?;
-    let Some(compiled) = ctx.compiled_code() else {
-        return Err(CodegenError::Internal("no compiled code".into()));
-    };
-    let alignment = u64::from(compiled.buffer.alignment);
-    let bytes = compiled.buffer.data().to_vec();
-    let relocs: Vec<ModuleReloc> = compiled
-        .buffer
-        .relocs()
-        .iter()
-        .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
-        .collect();
-    module
-        .define_function_bytes(id, alignment, &bytes, &relocs)
-        .map_err(|e| CodegenError::Cranelift(format!("{e:?}")))
 }

@@ -32,19 +32,19 @@ use crate::codegen::{self, WideFns};
 use crate::error::CodegenError;
 use crate::executor::{CompileOptions, CompiledFunction, KernelSource, StandaloneStep};
 use crate::isa;
-use crate::jit::{compile_plan, BuildFn};
+use crate::jit::compile_plan;
+use crate::kernel_define::{BuildFn, Compile, KernelDefiner, Target};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
 use crate::scan::{build_axis, AxisSpec};
 use crate::wide::SimdLevel;
-use cranelift::codegen::control::ControlPlane;
 use cranelift::codegen::ir::{
     AbiParam, ExternalName, Function, InstBuilder, MemFlagsData, UserFuncName,
 };
 use cranelift::codegen::isa::OwnedTargetIsa;
-use cranelift::codegen::{Context, FinalizedRelocTarget};
+use cranelift::codegen::{FinalizedMachReloc, FinalizedRelocTarget};
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module, ModuleReloc};
+use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module};
 use cranelift_object::ObjectModule;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -59,11 +59,9 @@ pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
 pub struct StandaloneBuilder {
     module: ObjectModule,
     isa: OwnedTargetIsa,
-    ctx: Context,
     prefix: String,
     /// Kernels by Cranelift text (identical ones share a symbol).
-    code: HashMap<String, FuncId>,
-    defined: usize,
+    definer: KernelDefiner<FuncId>,
     /// The static messages, by text.
     messages: HashMap<String, DataId>,
     /// `<prefix>_error`: the pointer to the last error's message.
@@ -104,14 +102,12 @@ impl StandaloneBuilder {
         let error = module
             .declare_data(&format!("{prefix}_error"), Linkage::Local, true, false)
             .map_err(|e| cranelift(&e))?;
-        let ctx = module.make_context();
+        let definer = KernelDefiner::new(&module);
         Ok(StandaloneBuilder {
             module,
             isa,
-            ctx,
             prefix: prefix.to_string(),
-            code: HashMap::new(),
-            defined: 0,
+            definer,
             messages: HashMap::new(),
             error,
             libc: [libc[0], libc[1], libc[2]],
@@ -254,62 +250,27 @@ impl StandaloneBuilder {
     /// (identical ones share one). A kernel that would call a routine (a libcall, an import)
     /// is recorded in `refused`, and the function refused.
     fn define(&mut self, build: &BuildFn<'_>) -> Result<FuncId, CodegenError> {
-        self.module.clear_context(&mut self.ctx);
-        let mut fctx = FunctionBuilderContext::new();
-        let built = build(&mut self.ctx.func, &mut fctx, self.isa.frontend_config());
-        if let Err(e) = built {
-            self.module.clear_context(&mut self.ctx);
-            return Err(e);
-        }
-        let key = self.ctx.func.display().to_string();
-        if let Some(&id) = self.code.get(&key) {
-            self.module.clear_context(&mut self.ctx);
-            return Ok(id);
-        }
-        let sig = self.ctx.func.signature.clone();
-        let name = format!("{}_k{}", self.prefix, self.defined);
-        let id = self
-            .module
-            .declare_function(&name, Linkage::Local, &sig)
-            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-        if let Err(e) = self.ctx.compile(&*self.isa, &mut ControlPlane::default()) {
-            let e = CodegenError::Cranelift(format!("{:?}", e.inner));
-            self.module.clear_context(&mut self.ctx);
-            return Err(e);
-        }
-        let Some(compiled) = self.ctx.compiled_code() else {
-            return Err(CodegenError::Internal("no compiled code".into()));
-        };
-        let alignment = u64::from(compiled.buffer.alignment);
-        let bytes = compiled.buffer.data().to_vec();
-        let mut relocs = Vec::new();
-        for r in compiled.buffer.relocs() {
+        let refused = &mut self.refused;
+        let mut vet = |r: &FinalizedMachReloc| {
             let callee = match &r.target {
-                FinalizedRelocTarget::ExternalName(ExternalName::LibCall(l)) => {
-                    Some(format!("{l}"))
-                }
+                FinalizedRelocTarget::ExternalName(ExternalName::LibCall(l)) => format!("{l}"),
                 FinalizedRelocTarget::ExternalName(ExternalName::User(_)) => {
-                    Some("an external routine".to_string())
+                    "an external routine".to_string()
                 }
-                _ => None,
+                _ => return Ok(()),
             };
-            if let Some(callee) = callee {
-                self.refused.get_or_insert(format!(
-                    "a kernel calls `{callee}`, which a self-contained object cannot hold"
-                ));
-                self.module.clear_context(&mut self.ctx);
-                // Not `Unsupported`: the JIT's choice of vector code must not change here.
-                return Err(CodegenError::Internal("a kernel with an import".into()));
-            }
-            relocs.push(ModuleReloc::from_mach_reloc(r, &self.ctx.func, id));
-        }
-        self.module.clear_context(&mut self.ctx);
-        self.module
-            .define_function_bytes(id, alignment, &bytes, &relocs)
-            .map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
-        self.defined += 1;
-        self.code.insert(key, id);
-        Ok(id)
+            refused.get_or_insert(format!(
+                "a kernel calls `{callee}`, which a self-contained object cannot hold"
+            ));
+            // Not `Unsupported`: the JIT's choice of vector code must not change here.
+            Err(CodegenError::Internal("a kernel with an import".into()))
+        };
+        let target = Target {
+            scope: 0,
+            prefix: Some(&self.prefix),
+            compile: Compile::Isa(&*self.isa, &mut vet),
+        };
+        self.definer.define(&mut self.module, target, build, |_, id| Ok(id))
     }
 }
 
