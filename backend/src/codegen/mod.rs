@@ -58,12 +58,6 @@ use ops::{lanes, math_fn, scalar_type, unsupported, Width};
 use std::collections::HashMap;
 use tfn_ir::{BinaryOp, DType, Op, ReduceOp, Scalar, UnaryOp};
 
-/// Whether a kernel computes `op` with a math function's instruction sequence (`exp`, `tanh`,
-/// …: tens of instructions per vector) rather than a few instructions.
-pub(crate) fn is_math_fn(op: &Op) -> bool {
-    ops::math_fn(op).is_some()
-}
-
 /// Vectors per iteration of the main loop.
 pub(crate) const UNROLL: i64 = 4;
 

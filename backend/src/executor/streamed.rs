@@ -11,8 +11,8 @@
 //! the inner axis, as the threads' split), so every element is computed by the same code as in
 //! one call: the bits do not change, only the path of the stores.
 //!
-//! Taken on x86-64 by light kernels ([`streamable`]: no reduction, math function, random
-//! numbers, indexed read or output view) when one call touches at least as many bytes as the
+//! Taken on x86-64 by light kernels ([`streamable`]: no reduction, random numbers, indexed
+//! read or output view, little arithmetic per element) when one call touches at least as many bytes as the
 //! last-level cache holds ([`llc_bytes`]) and a step of the split axis fits a block. `TFN_STREAM=off` never
 //! streams, `on` streams whatever the size (tests), `auto` (the default) as above.
 
@@ -23,6 +23,7 @@ use crate::plan::LoopPlan;
 use crate::workers;
 use std::cell::RefCell;
 use std::sync::OnceLock;
+use tfn_ir::Op;
 
 /// Scratch bytes per block, all outputs together (in L1 with the block's inputs).
 /// Scratch bytes per block, all outputs together: small, so that the kernel's reads and the
@@ -111,16 +112,31 @@ pub(super) fn may_stream(mode: Streaming, elements: usize) -> bool {
     }
 }
 
+/// Arithmetic per element of the domain (the op table's `cost`, in simple instructions) up to
+/// which a kernel runs at the memory's speed: saxpy and bias+relu (2) gain 1.4× over 4M f32
+/// streamed, gelu (a `tanh`, 16, and six more) loses 1.2×.
+const MAX_ARITHMETIC: f64 = 8.0;
+
+/// A plan node's arithmetic per element: its row of the op table for unary and binary ops
+/// (`exp` 16, `div` 4, `add` 1); casts, selects, constants and indices a few instructions.
+fn arithmetic(op: &Op) -> f64 {
+    match op {
+        Op::Unary(u) => u.cost_weight(),
+        Op::Binary(b) => b.cost_weight(),
+        _ => 1.0,
+    }
+}
+
 /// Whether a kernel may stream its outputs: besides the conditions of the blocks, a kernel
-/// that does little per element (no reduction, math function or random numbers), so that it
-/// runs at the memory's speed; others are slower streamed (gelu, softmax and layer_norm over
-/// 4M f32: 1.2–1.3× slower, saxpy and bias+relu 1.4× faster).
+/// that does little per element (no reduction or random numbers, at most [`MAX_ARITHMETIC`]),
+/// so that it runs at the memory's speed; others are slower streamed (gelu, softmax and
+/// layer_norm over 4M f32: 1.2–1.3× slower).
 pub(super) fn streamable(plan: &LoopPlan) -> bool {
     cfg!(target_arch = "x86_64")
         && !plan.outputs.is_empty()
         && !plan.reduces
         && plan.randoms.is_empty()
-        && !plan.nodes.iter().any(|n| crate::codegen::is_math_fn(&n.op))
+        && plan.nodes.iter().map(|n| arithmetic(&n.op)).sum::<f64>() <= MAX_ARITHMETIC
         && plan.split_axis() == 0
         && plan.reduced.first() == Some(&false)
         && plan.reads.is_empty()
