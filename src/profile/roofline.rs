@@ -1,17 +1,16 @@
 //! The roofline a profile is read against: this machine's memory bandwidth and FMA peak,
-//! measured (`tfn_backend::probes`) per CPU and thread count, and cached.
+//! measured (`tfn_probes`, optimised in every build) per CPU and thread count, and cached.
 //!
 //! `tfnc bench --profile` shows each kernel's GB/s and GFLOP/s as a share of these, so a
 //! reader sees how far a kernel is from its limit: a memory-bound kernel near 100% of the
 //! bandwidth has nothing left to win but moving fewer bytes; a GEMM is judged by its share of
 //! the FMA peak.
 //!
-//! Cache: `roofline-<threads>t.txt` (`roofline-<threads>t-debug.txt` for a debug build, whose
-//! unoptimised probes measure far less) in `$TFN_CACHE_DIR`, else `$XDG_CACHE_HOME/tfn`, else
+//! Cache: `roofline-<threads>t.txt` in `$TFN_CACHE_DIR`, else `$XDG_CACHE_HOME/tfn`, else
 //! `~/.cache/tfn`: `key=value` lines, [`FORMAT`] first (`format=2`), then `cpu`, `threads`,
-//! `build`, `probed` (the UTC date of the last probe), `bandwidth_gbps`, `fma_gflops`, and
-//! `beaten_gbps`/`beaten_gflops` (the kernel rates that last caused a re-probe, 0 if none).
-//! A file of another format, CPU, thread count or build, or one that cannot be read or parsed,
+//! `probed` (the UTC date of the last probe), `bandwidth_gbps`, `fma_gflops`, and
+//! `beaten_gbps`/`beaten_gflops` (the highest kernel rates that caused a re-probe, 0 if none).
+//! A file of another format, CPU or thread count, or one that cannot be read or parsed,
 //! is measured again; the file is rewritten atomically (a temporary file renamed over it), and
 //! a cache that cannot be written is simply not kept.
 //!
@@ -104,7 +103,6 @@ struct CacheKey<'a> {
     path: Option<&'a Path>,
     cpu: &'a str,
     threads: usize,
-    build: &'a str,
 }
 
 impl Roofline {
@@ -121,15 +119,11 @@ impl Roofline {
             return r;
         }
         let cpu = cpu_name();
-        // A debug build's probes run unoptimised code: its figures (a tenth of a release
-        // build's) are cached apart, never read by a release build.
-        let build = if cfg!(debug_assertions) { "debug" } else { "release" };
-        let suffix = if cfg!(debug_assertions) { "-debug" } else { "" };
-        let path = cache_dir().map(|d| d.join(format!("roofline-{threads}t{suffix}.txt")));
-        let key = CacheKey { path: path.as_deref(), cpu: &cpu, threads, build };
+        let path = cache_dir().map(|d| d.join(format!("roofline-{threads}t.txt")));
+        let key = CacheKey { path: path.as_deref(), cpu: &cpu, threads };
         let force = std::env::var("TFN_ROOFLINE_REPROBE").is_ok_and(|v| !v.is_empty() && v != "0");
         Roofline::resolve(&key, force, attained, &mut || {
-            (tfn_backend::probes::bandwidth_gbps(threads), tfn_backend::probes::fma_gflops(threads))
+            (tfn_probes::bandwidth_gbps(threads), tfn_probes::fma_gflops(threads))
         })
     }
 
@@ -147,6 +141,8 @@ impl Roofline {
         let (fresh, source) = match cached {
             Some(c) => {
                 let beats = |rate: f64, limit: f64, beaten: f64| rate > SLACK * limit.max(beaten);
+                // A rate kept as having beaten its limit (0 when it did not).
+                let beaten = |rate: f64, limit: f64| if rate > SLACK * limit { rate } else { 0.0 };
                 if !beats(attained.gbps, c.bandwidth_gbps, c.beaten.gbps)
                     && !beats(attained.gflops, c.fma_gflops, c.beaten.gflops)
                 {
@@ -161,8 +157,8 @@ impl Roofline {
                     bandwidth_gbps: c.bandwidth_gbps.max(bw),
                     fma_gflops: c.fma_gflops.max(fma),
                     beaten: Attained {
-                        gbps: c.beaten.gbps.max(attained.gbps),
-                        gflops: c.beaten.gflops.max(attained.gflops),
+                        gbps: c.beaten.gbps.max(beaten(attained.gbps, c.bandwidth_gbps)),
+                        gflops: c.beaten.gflops.max(beaten(attained.gflops, c.fma_gflops)),
                     },
                     probed: utc_now(),
                 };
@@ -219,7 +215,6 @@ impl Cached {
         if text.lines().next()? != format!("format={FORMAT}")
             || field("cpu")? != key.cpu
             || field("threads")?.parse::<usize>().ok()? != key.threads
-            || field("build")? != key.build
         {
             return None;
         }
@@ -243,10 +238,9 @@ impl Cached {
             return;
         }
         let text = format!(
-            "format={FORMAT}\ncpu={}\nthreads={}\nbuild={}\nprobed={}\nbandwidth_gbps={:.3}\nfma_gflops={:.3}\nbeaten_gbps={:.3}\nbeaten_gflops={:.3}\n",
+            "format={FORMAT}\ncpu={}\nthreads={}\nprobed={}\nbandwidth_gbps={:.3}\nfma_gflops={:.3}\nbeaten_gbps={:.3}\nbeaten_gflops={:.3}\n",
             key.cpu,
             key.threads,
-            key.build,
             self.probed,
             self.bandwidth_gbps,
             self.fma_gflops,
@@ -369,7 +363,7 @@ mod tests {
     }
 
     fn key(path: &Path) -> CacheKey<'_> {
-        CacheKey { path: Some(path), cpu: "cpu A", threads: 1, build: "release" }
+        CacheKey { path: Some(path), cpu: "cpu A", threads: 1 }
     }
 
     fn cached(bw: f64, fma: f64) -> Cached {
@@ -416,12 +410,10 @@ mod tests {
         c.write(&path, &key(&path));
         assert_eq!(Cached::read(&path, &key(&path)), Some(c));
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("format=2\ncpu=cpu A\nthreads=1\nbuild=release\n"), "{text}");
-        let other = |cpu, threads, build| CacheKey { path: Some(&path), cpu, threads, build };
-        for k in
-            [other("cpu B", 1, "release"), other("cpu A", 2, "release"), other("cpu A", 1, "debug")]
-        {
-            assert!(Cached::read(&path, &k).is_none(), "another CPU, thread count or build");
+        assert!(text.starts_with("format=2\ncpu=cpu A\nthreads=1\nprobed="), "{text}");
+        for (cpu, threads) in [("cpu B", 1), ("cpu A", 2)] {
+            let other = CacheKey { path: Some(&path), cpu, threads };
+            assert!(Cached::read(&path, &other).is_none(), "another CPU or thread count");
         }
     }
 
@@ -472,7 +464,7 @@ mod tests {
     fn a_malformed_or_unreadable_cache_is_measured_again() {
         let dir = Dir::new("malformed");
         let path = dir.0.join("roofline-1t.txt");
-        let good = "format=2\ncpu=cpu A\nthreads=1\nbuild=release\nprobed=x\nbandwidth_gbps=20\nfma_gflops=100\nbeaten_gbps=0\nbeaten_gflops=0\n";
+        let good = "format=2\ncpu=cpu A\nthreads=1\nprobed=x\nbandwidth_gbps=20\nfma_gflops=100\nbeaten_gbps=0\nbeaten_gflops=0\n";
         let bad: Vec<Vec<u8>> = vec![
             b"".to_vec(),
             vec![0xff, 0xfe, 0x00, b'\n'],
