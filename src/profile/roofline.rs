@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The cache file's format: a file without this `format=` line is measured again.
-pub const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 2;
 
 /// How far (as a factor) a kernel may beat a cached limit before the probes run again: rates
 /// within it are measurement noise.
-pub const SLACK: f64 = 1.05;
+pub(crate) const SLACK: f64 = 1.05;
 
 /// A kernel's time per run below which its rates are not checked against the limits (the
 /// clock's resolution would dominate them).
@@ -107,7 +107,7 @@ struct CacheKey<'a> {
 
 impl Roofline {
     /// The limits for `threads` threads: `TFN_ROOFLINE`, else the cache, else measured now
-    /// (about a second) and cached.
+    /// (a fraction of a second) and cached; `TFN_ROOFLINE_REPROBE=1` measures again.
     pub fn for_threads(threads: usize) -> Roofline {
         Roofline::checked(threads, Attained::default())
     }
@@ -198,7 +198,8 @@ impl Roofline {
 }
 
 /// A probe's figures, a non-finite or non-positive one made a tiny positive one (a share of
-/// it is then large, never NaN or infinite, and the next profile's kernels re-probe).
+/// it is then large, never NaN or infinite; it is cached as 0, which the next run measures
+/// again).
 fn sane((bw, fma): (f64, f64)) -> (f64, f64) {
     let fix = |v: f64| if v.is_finite() && v > 0.0 { v } else { 1e-9 };
     (fix(bw), fix(fma))
@@ -474,7 +475,7 @@ mod tests {
             good.replace("fma_gflops=100", "fma_gflops=nan").into_bytes(),
             good.replace("bandwidth_gbps=20", "bandwidth_gbps=-1").into_bytes(),
             good.replace("beaten_gflops=0\n", "").into_bytes(),
-            good[..good.len() / 2].as_bytes().to_vec(),
+            good.as_bytes()[..good.len() / 2].to_vec(),
         ];
         for (i, text) in bad.iter().enumerate() {
             std::fs::write(&path, text).unwrap();
