@@ -255,6 +255,93 @@ fn bench_profile_prints_a_kernel_table_and_json() {
     assert!(text(&o.stderr).contains("--backend jit"), "{}", text(&o.stderr));
 }
 
+/// `tfnc bench --profile --json` with the roofline measured and cached in `cache` (no
+/// `TFN_ROOFLINE`): the JSON's `roofline` member (`bandwidth_gbps`, `fma_gflops`, `source`).
+fn profile_roofline(dir: &Path, cache: &Path, reprobe: bool) -> (f64, f64, String) {
+    // A 64×256 by 256×256 matmul: long enough per run (≥ 10 µs) for its rates to be checked.
+    let args = ["bench", "nn.tfn", "dense", "--arg", "x=f32[64,256]", "--arg", "w=f32[256,256]"];
+    let args = [&args[..], &["--arg", "b=f32[256]", "--millis", "1", "--threads", "1"]].concat();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tfnc"));
+    command.args([&args[..], &["--profile", "--json"]].concat()).current_dir(dir);
+    command.env("PATH", dir.join("bin")).env_remove("TFN_ROOFLINE").env("TFN_CACHE_DIR", cache);
+    if reprobe {
+        command.env("TFN_ROOFLINE_REPROBE", "1");
+    } else {
+        command.env_remove("TFN_ROOFLINE_REPROBE");
+    }
+    let o = command.output().expect("run tfnc");
+    expect_exit(&o, 0, "bench --profile with a cache");
+    let json = text(&o.stdout);
+    let roof = json.split_once("\"roofline\":{").expect("a roofline").1;
+    let num = |key: &str| -> f64 {
+        let v = roof.split_once(&format!("\"{key}\":")).expect(key).1;
+        v[..v.find(',').expect(key)].parse().expect(key)
+    };
+    let source = roof.split_once("\"source\":\"").expect("source").1;
+    let source = source[..source.find('"').expect("source")].to_string();
+    (num("bandwidth_gbps"), num("fma_gflops"), source)
+}
+
+/// The cache file's `key=` value as a number.
+fn cached_figure(file: &Path, key: &str) -> f64 {
+    let text = std::fs::read_to_string(file).expect("the cache file");
+    let line = text.lines().find_map(|l| l.strip_prefix(&format!("{key}="))).expect(key);
+    line.parse().expect(key)
+}
+
+#[test]
+fn bench_profile_measures_a_malformed_cache_again_and_a_cache_a_kernel_beats() {
+    let dir = scratch("profile-cache");
+    let cache = dir.join("cache");
+    let file = cache.join("roofline-1t.txt");
+    std::fs::create_dir_all(&cache).unwrap();
+    // Malformed (and the format before versions): measured, rewritten well-formed.
+    for bad in [&b"\xff\x00garbage"[..], b"cpu=x\nbandwidth_gbps=0.7\nfma_gflops=6\n"] {
+        std::fs::write(&file, bad).unwrap();
+        let (bw, fma, source) = profile_roofline(&dir, &cache, false);
+        assert_eq!(source, "measured");
+        assert!(bw > 0.0 && fma > 0.0);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("format=2\ncpu="), "{text}");
+        assert_eq!(
+            (cached_figure(&file, "bandwidth_gbps"), cached_figure(&file, "fma_gflops")),
+            ((bw * 1000.0).round() / 1000.0, (fma * 1000.0).round() / 1000.0)
+        );
+    }
+    // Absurdly low cached limits (a probe on a busy machine): the matmul beats the FMA peak,
+    // so the probes run again and the cache keeps the higher figures.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let absurd: String = text
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some(("bandwidth_gbps" | "fma_gflops", _)) => {
+                format!("{}=0.001\n", &l[..l.find('=').unwrap()])
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&file, absurd).unwrap();
+    let (bw, fma, source) = profile_roofline(&dir, &cache, false);
+    assert!(source.starts_with("re-measured"), "{source}");
+    assert!(bw > 0.001 && fma > 0.001, "{bw} GB/s, {fma} GFLOP/s");
+    assert!(
+        cached_figure(&file, "fma_gflops") > 0.001
+            && cached_figure(&file, "bandwidth_gbps") > 0.001
+    );
+    assert!(cached_figure(&file, "beaten_gflops") > 0.001, "the rate that beat it is kept");
+    // TFN_ROOFLINE_REPROBE=1 measures again and replaces the cache.
+    let (_, _, source) = profile_roofline(&dir, &cache, true);
+    assert_eq!(source, "measured");
+    assert_eq!(cached_figure(&file, "beaten_gflops"), 0.0);
+    let left: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["roofline-1t.txt"], "no temporary file is left");
+    // A cache directory that cannot be made (under a file): no cache, the bench still runs.
+    let blocked = dir.join("blocked");
+    std::fs::write(&blocked, "a file").unwrap();
+    let (_, _, source) = profile_roofline(&dir, &blocked.join("tfn"), false);
+    assert_eq!(source, "measured");
+}
+
 #[test]
 fn bench_profile_of_a_function_with_loops_shows_each_body_kernel_with_its_trips() {
     let dir = scratch("profile-loops");

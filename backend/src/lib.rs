@@ -52,7 +52,6 @@ pub mod packed_gemm;
 mod parallel;
 mod plan;
 mod pool;
-pub mod probes;
 mod scan;
 mod scatter;
 mod strided_copy;

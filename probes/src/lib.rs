@@ -1,6 +1,6 @@
 //! This machine's limits, measured: memory bandwidth (a STREAM triad) and the FMA peak, on a
 //! given number of threads — the roof a profile's kernels are compared with
-//! (`tfn::profile::Roofline`, `tfnc bench --profile`).
+//! (`tfn::Roofline`, `tfnc bench --profile`).
 //!
 //! - **Bandwidth**: `a[i] = b[i] + s·c[i]` over three arrays of [`BANDWIDTH_FLOATS`] f32 each
 //!   (3 × 64 MB, far beyond any cache), each thread a contiguous share of every array; the
@@ -9,6 +9,10 @@
 //! - **FMA peak**: per thread, 24 independent vector FMA chains (the widest vectors the CPU
 //!   runs: AVX-512, else AVX2 with FMA, else SSE multiply-adds), long enough to dwarf the
 //!   loop; counted as 2 flops per lane.
+//!
+//! The crate is its own so that it is built optimised in every profile (the workspace's
+//! `[profile.dev.package.tfn-probes]`): a debug build's probes measure what a release build's
+//! do, as the JIT's kernels they are compared with run as fast in either.
 
 use std::time::{Duration, Instant};
 
