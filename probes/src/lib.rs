@@ -10,6 +10,9 @@
 //!   runs: AVX-512, else AVX2 with FMA, else SSE multiply-adds), long enough to dwarf the
 //!   loop; counted as 2 flops per lane.
 //!
+//! - **Cache**: the size of the last-level cache, as the kernel reports it
+//!   ([`last_level_cache_bytes`]).
+//!
 //! The crate is its own so that it is built optimised in every profile (the workspace's
 //! `[profile.dev.package.tfn-probes]`): a debug build's probes measure what a release build's
 //! do, as the JIT's kernels they are compared with run as fast in either.
@@ -161,9 +164,50 @@ fn chains_portable() -> f64 {
     (FMA_STEPS / 4 * 24 * 4 * 2) as f64
 }
 
+/// The size of this CPU's last-level cache in bytes: the largest cache
+/// `/sys/devices/system/cpu/cpu0/cache/index*/size` lists (`None` where it lists none).
+pub fn last_level_cache_bytes() -> Option<u64> {
+    std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache")
+        .ok()?
+        .filter_map(|e| {
+            let size = std::fs::read_to_string(e.ok()?.path().join("size")).ok()?;
+            parse_cache_size(size.trim())
+        })
+        .max()
+}
+
+/// A sysfs cache size: `32768K`, `2M`, `512` (bytes); `None` for anything else or zero.
+pub fn parse_cache_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => text.split_at(i),
+        None => (text, ""),
+    };
+    let n: u64 = digits.parse().ok()?;
+    let scale = match unit {
+        "" => 1,
+        "K" | "k" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(scale).filter(|&b| b > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(parse_cache_size("2M"), Some(2 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        for bad in ["", "K", "lots", "12Q", "-1K", "0K", "99999999999999999999G"] {
+            assert_eq!(parse_cache_size(bad), None, "{bad:?}");
+        }
+        assert!(last_level_cache_bytes().is_none_or(|b| b > 0));
+    }
 
     #[test]
     fn the_probes_measure_something_finite() {

@@ -265,35 +265,9 @@ impl Cached {
 }
 
 /// Bytes per run beyond which a kernel's data cannot stay in cache between runs: twice the
-/// largest cache `/sys/devices/system/cpu/cpu0/cache` lists (256 MB when it lists none).
+/// last-level cache (`tfn_probes::last_level_cache_bytes`; 256 MB when unknown).
 pub(crate) fn beyond_cache_bytes() -> u64 {
-    let largest = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache")
-        .ok()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            let size = std::fs::read_to_string(e.ok()?.path().join("size")).ok()?;
-            parse_cache_size(size.trim())
-        })
-        .max();
-    largest.map_or(256 << 20, |b| b.saturating_mul(2))
-}
-
-/// `32768K`, `2M`, `512` (bytes).
-fn parse_cache_size(text: &str) -> Option<u64> {
-    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => text.split_at(i),
-        None => (text, ""),
-    };
-    let n: u64 = digits.parse().ok()?;
-    let scale = match unit.trim() {
-        "" => 1,
-        "K" | "k" => 1 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(scale)
+    tfn_probes::last_level_cache_bytes().map_or(256 << 20, |b| b.saturating_mul(2))
 }
 
 /// Now as `2026-11-27T20:13:05Z`.
@@ -584,10 +558,6 @@ mod tests {
         let a = Attained::of(kernels, beyond);
         assert!((a.gbps - (128u64 << 20) as f64 / 10e-3 / 1e9).abs() < 1e-9, "{a:?}");
         assert!((a.gflops - 0.2).abs() < 1e-9, "{a:?}");
-        assert_eq!(parse_cache_size("32768K"), Some(32 << 20));
-        assert_eq!(parse_cache_size("2M"), Some(2 << 20));
-        assert_eq!(parse_cache_size("512"), Some(512));
-        assert_eq!(parse_cache_size("lots"), None);
         assert!(beyond_cache_bytes() >= 1 << 20);
         let now = utc_now();
         assert_eq!((now.len(), &now[4..5], &now[10..11]), (20, "-", "T"), "{now}");

@@ -69,36 +69,14 @@ impl Streaming {
     }
 }
 
-/// The size of this CPU's last-level cache in bytes (the largest `cache/index*/size` of CPU 0
-/// in sysfs), 32 MiB where it cannot be read.
+/// The size of this CPU's last-level cache in bytes (`tfn_probes::last_level_cache_bytes`),
+/// 32 MiB where it cannot be read.
 pub(crate) fn llc_bytes() -> usize {
     static LLC: OnceLock<usize> = OnceLock::new();
     *LLC.get_or_init(|| {
-        let dir = "/sys/devices/system/cpu/cpu0/cache";
-        let sizes = std::fs::read_dir(dir).into_iter().flatten().flatten().filter_map(|e| {
-            let text = std::fs::read_to_string(e.path().join("size")).ok()?;
-            parse_cache_size(&text)
-        });
-        sizes.max().unwrap_or(32 << 20)
+        let bytes = tfn_probes::last_level_cache_bytes().unwrap_or(32 << 20);
+        usize::try_from(bytes).unwrap_or(usize::MAX)
     })
-}
-
-/// A sysfs cache size: `32768K`, `2M`, a number of bytes.
-fn parse_cache_size(text: &str) -> Option<usize> {
-    let t = text.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => (&t[..i], &t[i..]),
-        None => (t, ""),
-    };
-    let n: usize = digits.parse().ok()?;
-    let scale = match unit {
-        "" => 1,
-        "K" => 1 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(scale).filter(|&b| b > 0)
 }
 
 /// Whether a call over `elements` of the domain may be large enough to stream (a cheap test
@@ -355,17 +333,6 @@ unsafe fn stream_lines_sse2(d: *mut u8, s: *const u8, lines: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cache_sizes_parse_as_sysfs_writes_them() {
-        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
-        assert_eq!(parse_cache_size("2M"), Some(2 << 20));
-        assert_eq!(parse_cache_size("4096"), Some(4096));
-        for bad in ["", "K", "12Q", "-1K", "0K", "99999999999999999999G"] {
-            assert_eq!(parse_cache_size(bad), None, "{bad:?}");
-        }
-        assert!(llc_bytes() > 0);
-    }
 
     #[test]
     fn stream_copy_copies_every_alignment_and_length() {
