@@ -302,6 +302,30 @@ fn bad_environment_and_literals_are_usage_errors() {
     expect_exit(&o, 0, "f32[] is rank 0");
 }
 
+/// `TFN_STREAM` (streamed outputs, `executor/streamed.rs`) changes no result: `on`, `off`,
+/// `auto` and an unknown value (reported on stderr and ignored, as `TFN_SIMD`) write the same
+/// bytes, exit 0.
+#[test]
+fn stream_settings_never_change_results_and_unknown_ones_are_reported() {
+    let dir = scratch("stream");
+    let values: Vec<f32> = (0..70_001).map(|i| ((i * 37) % 1001) as f32 * 0.013 - 6.5).collect();
+    write_f32(&dir.join("x.npy"), &[70_001], values);
+    let mut written: Vec<(String, Vec<u8>)> = Vec::new();
+    for setting in ["on", "off", "auto", "sideways"] {
+        let (a, b) = (format!("{setting}-a.npy"), format!("{setting}-b.npy"));
+        let args = ["run", "f.tfn", "two", "--arg", "x=x.npy", "--out", &a, "--out", &b];
+        let o = tfnc_cmd(&dir, &args).env("TFN_STREAM", setting).output().expect("run");
+        let err = expect_exit(&o, 0, setting);
+        assert_eq!(err.contains("ignoring TFN_STREAM"), setting == "sideways", "{setting}: {err}");
+        let mut bytes = std::fs::read(dir.join(&a)).expect("first output");
+        bytes.extend(std::fs::read(dir.join(&b)).expect("second output"));
+        written.push((setting.to_string(), bytes));
+    }
+    for (setting, bytes) in &written[1..] {
+        assert!(bytes == &written[0].1, "TFN_STREAM={setting} wrote other bytes than `on`");
+    }
+}
+
 /// `TFN_MAX_TENSOR_BYTES` limits the tensors a call allocates: the JIT never stores the
 /// `[n, n]` product a reduction fuses with, so it runs; the interpreter, which stores every
 /// value, refuses it. A size that overflows 64 bits is said so, not printed as 2^64 - 1.
