@@ -209,6 +209,29 @@ fn built_modules_linked_from_c_give_the_sessions_bits() {
             assert_eq!(differ, 0, "{what}: {differ} elements differ");
         }
     }
+    // On a CPU without AVX (qemu's Nehalem: SSE4.2) the runtime picks x86-64-v2, whose kernels
+    // must call no wide routine: the dispatched ones would pick AVX2 code there (SIGILL).
+    if have_qemu_x86() {
+        for (name, files, args) in &cases[..2] {
+            let out = format!("{name}-nehalem.out");
+            let run = Command::new("qemu-x86_64")
+                .current_dir(&dir)
+                .args(["-cpu", "Nehalem-v1"])
+                .arg(dir.join("aot_demo"))
+                .args(["1", "1", name, &out])
+                .args(files)
+                .env("TFN_LOG_COMPILES", "1")
+                .env_remove("TFN_SIMD")
+                .env_remove("TFN_RT_TIER")
+                .output()
+                .expect("run qemu-x86_64");
+            let what = format!("{name} under qemu-x86_64 -cpu Nehalem-v1");
+            assert!(run.status.success(), "{what}: {:?} {}", run.status, stderr(&run));
+            assert!(stderr(&run).contains("of tier x86-64-v2"), "{what}: {}", stderr(&run));
+            let (got, want) = (read_f32(&dir.join(&out)), session_bits(1, name, args));
+            assert!(got == want, "{what}: not the session's bits");
+        }
+    }
     // A tier the object does not have is an error naming the ones it has.
     let run = Command::new(dir.join("aot_demo"))
         .current_dir(&dir)
@@ -1360,6 +1383,21 @@ int main(int argc, char **argv) {
 
 /// Whether the cross tools run; without them the test is skipped, unless
 /// `TFN_REQUIRE_CROSS=1` (scripts/test.sh installs them and sets it), where it fails.
+/// Whether `qemu-x86_64` (Debian's `qemu-user`, installed by `scripts/test.sh` with the
+/// aarch64 tools) runs; required under `TFN_REQUIRE_CROSS=1`.
+fn have_qemu_x86() -> bool {
+    let have =
+        Command::new("qemu-x86_64").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            std::env::var("TFN_REQUIRE_CROSS").as_deref() != Ok("1"),
+            "TFN_REQUIRE_CROSS=1 but qemu-x86_64 is missing (apt-get install qemu-user)"
+        );
+        eprintln!("skipped: no qemu-x86_64");
+    }
+    have
+}
+
 fn have_cross_tools() -> bool {
     let runs =
         |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
