@@ -6,8 +6,9 @@
 
 use crate::codegen::{self, vector_lane};
 use crate::error::CodegenError;
+use crate::executor::KernelRequest;
 use crate::isa;
-use crate::kernel_define::{BuildFn, Compile, KernelDefiner, Target};
+use crate::kernel_define::{BuildFn, Candidates, Compile, KernelDefiner, SyncBuildFn, Target};
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
 use crate::wide::{self, SimdLevel};
@@ -71,6 +72,64 @@ impl Jit {
             inner.kernels += 1;
         }
         result
+    }
+
+    /// Compiles the kernels `requests` asks for, in order, on up to `threads` threads: each
+    /// as [`Jit::compile`] or an axis kernel would be, finalised together.
+    pub fn compile_batch(
+        &self,
+        requests: &[KernelRequest],
+        threads: usize,
+    ) -> Vec<Result<KernelFn, CodegenError>> {
+        let Ok(mut inner) = self.0.lock() else {
+            let e = CodegenError::Internal("poisoned JIT lock".into());
+            return requests.iter().map(|_| Err(e.clone())).collect();
+        };
+        let start = Instant::now();
+        let features = inner.features;
+        let wide = inner.wide.clone();
+        let wide = &wide;
+        let candidates: Vec<Candidates<'_>> = requests
+            .iter()
+            .map(|request| -> Candidates<'_> {
+                match request {
+                    KernelRequest::Loop(plan) => {
+                        let build = move |lane: Option<tfn_ir::DType>| -> Box<SyncBuildFn<'_>> {
+                            Box::new(move |func, fctx, frontend| {
+                                codegen::build(plan, func, fctx, lane, features, wide, frontend)
+                            })
+                        };
+                        // As `compile_plan`: the vector code, else scalar loops.
+                        match vector_lane(plan) {
+                            Some(lane) => vec![build(Some(lane)), build(None)],
+                            None => vec![build(None)],
+                        }
+                    }
+                    KernelRequest::Axis(spec) => {
+                        let spec = *spec;
+                        vec![Box::new(move |func, fctx, frontend| {
+                            crate::scan::build_axis(spec, func, fctx, frontend)
+                        })]
+                    }
+                }
+            })
+            .collect();
+        let inner = &mut *inner;
+        let results =
+            inner.definer.define_batch(&mut inner.module, &candidates, threads, |module, ids| {
+                module
+                    .finalize_definitions()
+                    .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+                let code = ids.iter().map(|&id| {
+                    let code = module.get_finalized_function(id);
+                    // SAFETY: as in `JitInner::define`.
+                    unsafe { std::mem::transmute::<*const u8, KernelFn>(code) }
+                });
+                Ok(code.collect())
+            });
+        inner.compile_time += start.elapsed();
+        inner.kernels += results.iter().filter(|r| r.is_ok()).count();
+        results
     }
 
     /// Compiles a function of the kernel signature `(args: *const i64)` that `build` writes

@@ -171,3 +171,256 @@ fn define_for<M: Module>(
         .define_function_bytes(id, alignment, compiled.buffer.data(), &relocs)
         .map_err(|e| CodegenError::Cranelift(format!("{e:?}")))
 }
+
+/// A kernel build that may run on any thread of a batch ([`KernelDefiner::define_batch`]).
+pub(crate) type SyncBuildFn<'a> = dyn Fn(&mut Function, &mut FunctionBuilderContext, TargetFrontendConfig) -> Result<(), CodegenError>
+    + Sync
+    + 'a;
+
+/// One kernel of a batch: its builds in order of preference. When one is rejected
+/// (`Unsupported` or `Cranelift`, built or compiled) the next is tried, as
+/// `jit::compile_plan` falls back from a plan's vector code to its scalar loops; any other
+/// error is the kernel's.
+pub(crate) type Candidates<'a> = Vec<Box<SyncBuildFn<'a>>>;
+
+/// A rejection that makes a batch try a kernel's next build.
+fn rejected(e: &CodegenError) -> bool {
+    matches!(e, CodegenError::Unsupported(_) | CodegenError::Cranelift(_))
+}
+
+/// A kernel of a batch, built: the function, its text, and which of its candidates it is.
+struct Built {
+    func: Function,
+    text: String,
+    candidate: usize,
+}
+
+/// Builds the first of `candidates[from..]` that is not rejected.
+fn build_from(
+    candidates: &[Box<SyncBuildFn<'_>>],
+    from: usize,
+    frontend: TargetFrontendConfig,
+) -> Result<Built, CodegenError> {
+    let mut last = CodegenError::Internal("a kernel without a build".into());
+    for (candidate, build) in candidates.iter().enumerate().skip(from) {
+        let mut func = Function::new();
+        let mut fctx = FunctionBuilderContext::new();
+        match build(&mut func, &mut fctx, frontend) {
+            Ok(()) => {
+                let text = func.display().to_string();
+                return Ok(Built { func, text, candidate });
+            }
+            Err(e) if rejected(&e) => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+/// A distinct function of a batch, compiled (or the error of its last candidate).
+struct Job {
+    /// The batch kernel it was first built for.
+    kernel: usize,
+    built: Option<Built>,
+    compiled: Option<Result<(Context, String), CodegenError>>,
+}
+
+impl Job {
+    /// Compiles the function for `isa`; when Cranelift rejects it, builds and compiles the
+    /// kernel's next candidates in turn.
+    fn compile(
+        &mut self,
+        candidates: &[Box<SyncBuildFn<'_>>],
+        isa: &dyn TargetIsa,
+        frontend: TargetFrontendConfig,
+        dump_asm: bool,
+    ) {
+        let mut built = self.built.take();
+        let result = loop {
+            let Some(Built { func, text, candidate }) = built.take() else {
+                break Err(CodegenError::Internal("a batch job without a function".into()));
+            };
+            let mut ctx = Context::for_function(func);
+            ctx.set_disasm(dump_asm);
+            match ctx.compile(isa, &mut ControlPlane::default()) {
+                Ok(_) => break Ok((ctx, text)),
+                Err(e) => {
+                    let e = CodegenError::Cranelift(format!("{:?}", e.inner));
+                    match build_from(candidates, candidate + 1, frontend) {
+                        Ok(next) => built = Some(next),
+                        // No candidate left: the compile error is the kernel's.
+                        Err(_) => break Err(e),
+                    }
+                }
+            }
+        };
+        self.compiled = Some(result);
+    }
+}
+
+/// What a batch does for one kernel.
+enum Fate<T> {
+    Failed(CodegenError),
+    /// The identical function defined by an earlier call.
+    Hit(T),
+    /// The identical function of an earlier kernel of the batch.
+    Same(usize),
+    /// Compiled by this job.
+    Job(usize),
+}
+
+impl<T: Copy> KernelDefiner<T> {
+    /// Defines every kernel of `kernels` into `module` (anonymous functions, the module's own
+    /// ISA: the JIT), each as [`KernelDefiner::define`] would, but built and compiled on up to
+    /// `threads` threads of the worker pool: the Cranelift work of distinct kernels is
+    /// independent; only declaring and defining them in the module is sequential. `finish`
+    /// gets every function defined, once (the JIT finalises them together).
+    ///
+    /// The results are those of defining the kernels one by one in order: the same
+    /// deduplication (against earlier calls and within the batch), the same fallback from
+    /// one candidate build to the next, the same errors.
+    pub fn define_batch<M: Module>(
+        &mut self,
+        module: &mut M,
+        kernels: &[Candidates<'_>],
+        threads: usize,
+        finish: impl FnOnce(&mut M, &[FuncId]) -> Result<Vec<T>, CodegenError>,
+    ) -> Vec<Result<T, CodegenError>> {
+        let frontend = module.target_config();
+        let panicked = |p: crate::workers::WorkerPanic| {
+            CodegenError::Internal(format!("the code generator panicked: {p}"))
+        };
+        // Build every kernel (in parallel).
+        let mut built: Vec<Option<Result<Built, CodegenError>>> =
+            kernels.iter().map(|_| None).collect();
+        if let Err(p) = crate::workers::run_mut(&mut built, threads, &|i, slot| {
+            *slot = Some(build_from(&kernels[i], 0, frontend));
+        }) {
+            let e = panicked(p);
+            return kernels.iter().map(|_| Err(e.clone())).collect();
+        }
+        // Deduplicate, in kernel order.
+        let dump_clif = std::env::var_os("TFN_DUMP_CLIF").is_some();
+        let mut fates = Vec::with_capacity(kernels.len());
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut first: HashMap<String, usize> = HashMap::new();
+        for (kernel, b) in built.into_iter().enumerate() {
+            let fate = match b {
+                None => Fate::Failed(CodegenError::Internal("a kernel was not built".into())),
+                Some(Err(e)) => Fate::Failed(e),
+                Some(Ok(b)) => {
+                    if dump_clif {
+                        tfn_ir::tfn_log!("{}", b.text);
+                    }
+                    let key = (0, b.text);
+                    if let Some(&done) = self.code.get(&key) {
+                        Fate::Hit(done)
+                    } else if let Some(&k) = first.get(&key.1) {
+                        Fate::Same(k)
+                    } else {
+                        first.insert(key.1.clone(), kernel);
+                        let (_, text) = key;
+                        let func = b.func;
+                        jobs.push(Job {
+                            kernel,
+                            built: Some(Built { func, text, candidate: b.candidate }),
+                            compiled: None,
+                        });
+                        Fate::Job(jobs.len() - 1)
+                    }
+                }
+            };
+            fates.push(fate);
+        }
+        // Compile the distinct functions (in parallel).
+        let dump_asm = std::env::var_os("TFN_DUMP_ASM").is_some();
+        let isa = module.isa();
+        if let Err(p) = crate::workers::run_mut(&mut jobs, threads, &|_, job| {
+            job.compile(&kernels[job.kernel], isa, frontend, dump_asm);
+        }) {
+            let e = panicked(p);
+            return kernels.iter().map(|_| Err(e.clone())).collect();
+        }
+        // Declare and define them, in kernel order.
+        let mut ids = Vec::new();
+        let mut defined: Vec<Result<usize, CodegenError>> = Vec::with_capacity(jobs.len());
+        let mut texts = Vec::new();
+        for job in &mut jobs {
+            let result = match job.compiled.take() {
+                None => Err(CodegenError::Internal("a kernel was not compiled".into())),
+                Some(Err(e)) => Err(e),
+                Some(Ok((ctx, text))) => define_compiled(module, &ctx, dump_asm).map(|id| {
+                    ids.push(id);
+                    texts.push(text);
+                    ids.len() - 1
+                }),
+            };
+            defined.push(result);
+        }
+        let finished = if ids.is_empty() { Ok(Vec::new()) } else { finish(module, &ids) };
+        let finished = match finished {
+            Ok(done) if done.len() == ids.len() => Ok(done),
+            Ok(_) => Err(CodegenError::Internal("finish returned a wrong count".into())),
+            Err(e) => Err(e),
+        };
+        if let Ok(done) = &finished {
+            self.defined += done.len();
+            for (text, &t) in texts.into_iter().zip(done) {
+                self.code.insert((0, text), t);
+            }
+        }
+        let job_result = |j: usize| -> Result<T, CodegenError> {
+            let slot = defined[j].clone()?;
+            finished.as_ref().map(|done| done[slot]).map_err(Clone::clone)
+        };
+        let mut results: Vec<Result<T, CodegenError>> = Vec::with_capacity(kernels.len());
+        for fate in fates {
+            let result = match fate {
+                Fate::Failed(e) => Err(e),
+                Fate::Hit(t) => {
+                    self.reused += 1;
+                    Ok(t)
+                }
+                Fate::Same(k) => {
+                    let r = results[k].clone();
+                    self.reused += usize::from(r.is_ok());
+                    r
+                }
+                Fate::Job(j) => job_result(j),
+            };
+            results.push(result);
+        }
+        results
+    }
+}
+
+/// Declares an anonymous function for the compiled code of `ctx` and defines it in `module`.
+fn define_compiled<M: Module>(
+    module: &mut M,
+    ctx: &Context,
+    dump_asm: bool,
+) -> Result<FuncId, CodegenError> {
+    let Some(compiled) = ctx.compiled_code() else {
+        return Err(CodegenError::Internal("no compiled code".into()));
+    };
+    let id = module
+        .declare_anonymous_function(&ctx.func.signature)
+        .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+    if dump_asm {
+        tfn_ir::tfn_log!("{}", ctx.func.display());
+        if let Some(text) = compiled.vcode.as_ref() {
+            tfn_ir::tfn_log!("{text}");
+        }
+    }
+    let relocs: Vec<ModuleReloc> = compiled
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    let alignment = u64::from(compiled.buffer.alignment);
+    module
+        .define_function_bytes(id, alignment, compiled.buffer.data(), &relocs)
+        .map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
+    Ok(id)
+}

@@ -121,23 +121,34 @@ fn identical_kernels_share_one_compile_and_keep_their_own_values() {
   return %8
 }";
     let graph = tfn_ir::text::parse_graph(src).expect("parses");
-    let jit = tfn_backend::JitCompiler::new(CompileOptions { threads: 1, ..Default::default() })
-        .expect("jit");
-    let first = jit.compile(&graph).expect("compiles");
-    let (compiled, reused) = jit.code_stats();
-    assert!(reused >= 1, "the second layer reuses the first's kernels: {compiled} + {reused}");
-    let again = jit.compile(&graph).expect("compiles again");
-    let (compiled2, reused2) = jit.code_stats();
-    assert_eq!(compiled2, compiled, "nothing new to compile");
-    assert_eq!(reused2, reused + compiled + reused, "every kernel served from the cache");
     let mut rng = Rng::new(3);
     let inputs: Vec<Tensor> = [&[5usize, 7][..], &[7, 7], &[7]]
         .iter()
         .map(|s| random_tensor(&mut rng, DType::F32, s, (-2.0, 2.0)))
         .collect();
     let want = tfn_ir::interp::run(&graph, &inputs).expect("interprets");
-    for f in [&first, &again] {
-        let got = f.run(&views(&inputs)).expect("runs");
-        compare(&got[0], &want[0], Tolerance::ROUNDING).expect("matches the interpreter");
+    // A function's kernels compile as one batch on up to `threads` threads: the same
+    // kernels are compiled and reused, and the results are the same bits, on any count.
+    let mut runs = Vec::new();
+    for threads in [1, 3] {
+        let jit = tfn_backend::JitCompiler::new(CompileOptions { threads, ..Default::default() })
+            .expect("jit");
+        let first = jit.compile(&graph).expect("compiles");
+        let (compiled, reused) = jit.code_stats();
+        assert!(reused >= 1, "the second layer reuses the first's kernels: {compiled} + {reused}");
+        let again = jit.compile(&graph).expect("compiles again");
+        let (compiled2, reused2) = jit.code_stats();
+        assert_eq!(compiled2, compiled, "nothing new to compile");
+        assert_eq!(reused2, reused + compiled + reused, "every kernel served from the cache");
+        for f in [&first, &again] {
+            let got = f.run(&views(&inputs)).expect("runs");
+            compare(&got[0], &want[0], Tolerance::ROUNDING).expect("matches the interpreter");
+            runs.push((threads, compiled, reused, got));
+        }
+    }
+    for (threads, compiled, reused, got) in &runs[1..] {
+        let (_, c0, r0, got0) = &runs[0];
+        assert_eq!((compiled, reused), (c0, r0), "{threads} compile threads");
+        assert_eq!(got, got0, "{threads} threads: the same bits");
     }
 }

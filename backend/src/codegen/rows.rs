@@ -226,7 +226,7 @@ impl Emitter<'_> {
                     Ok(())
                 };
                 let mut inline = |b: &mut FunctionBuilder| {
-                    self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| {
+                    self.steps_over(b, offs, lo, hi, true, &mut |b, at, u, memo| {
                         step(b, state, at, u, memo)
                     })
                 };
@@ -244,15 +244,19 @@ impl Emitter<'_> {
                     Ok(())
                 };
                 let mut inline = |b: &mut FunctionBuilder| {
-                    self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| {
+                    self.steps_over(b, offs, lo, hi, false, &mut |b, at, u, memo| {
                         step(b, state, at, u, memo)
                     })
                 };
                 self.wide_or_inline(b, lo, hi, &mut wide, &mut inline)
             } else if staged.is_empty() {
-                self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| step(b, state, at, u, memo))
+                let reduces = !info.is_empty();
+                self.steps_over(b, offs, lo, hi, reduces, &mut |b, at, u, memo| {
+                    step(b, state, at, u, memo)
+                })
             } else {
-                self.staged_steps(b, state, &staged, offs, lo, hi, body_idle, &mut step)
+                let reduces = !info.is_empty();
+                self.staged_steps(b, state, &staged, offs, lo, hi, body_idle, reduces, &mut step)
             }
         })?;
         for (ri, &(r, op, d)) in info.iter().enumerate() {

@@ -263,6 +263,7 @@ impl Emitter<'_> {
         offs: &[Value],
         lo: Value,
         hi: Value,
+        reduces: bool,
         body: &mut StepBody<'_>,
     ) -> Result<(), CodegenError> {
         let i_var = b.declare_var(types::I64);
@@ -270,7 +271,11 @@ impl Emitter<'_> {
         if let Some(t) = self.vector {
             let width = Width::Vector(t);
             let l = super::lanes(t);
-            for unroll in [ROW_UNROLL, 1] {
+            let unrolled = if reduces { ROW_UNROLL } else { self.store_unroll };
+            for unroll in [unrolled, 1] {
+                if unroll == 1 && unrolled == 1 {
+                    continue;
+                }
                 let lp = loop_begin(b, i_var, unroll * l, hi);
                 let mut memo = Memo::new();
                 for u in 0..unroll {
@@ -302,6 +307,7 @@ impl Emitter<'_> {
         lo: Value,
         hi: Value,
         body_idle: bool,
+        reduces: bool,
         body: &mut PassStep<'_>,
     ) -> Result<(), CodegenError> {
         let done = b.create_block();
@@ -312,7 +318,9 @@ impl Emitter<'_> {
             let long = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, len, MIN_STAGED);
             b.ins().brif(long, blocks, &[], inline, &[]);
             b.switch_to_block(inline);
-            self.steps_over(b, offs, lo, hi, &mut |b, at, u, memo| body(b, vals, at, u, memo))?;
+            self.steps_over(b, offs, lo, hi, reduces, &mut |b, at, u, memo| {
+                body(b, vals, at, u, memo)
+            })?;
             b.ins().jump(done, &[]);
             b.switch_to_block(blocks);
         }
@@ -382,7 +390,7 @@ impl Emitter<'_> {
                 }
             };
             let state = &st;
-            self.steps_over(b, offs, blk, end, &mut |b, at, _, memo| {
+            self.steps_over(b, offs, blk, end, false, &mut |b, at, _, memo| {
                 memo.clear();
                 let x = self.eval_ref(b, state, arg, at, memo)?;
                 let (addr, off) = scratch_address(b, adj, at);
@@ -416,7 +424,9 @@ impl Emitter<'_> {
         }
         if !body_idle {
             let state = &st;
-            self.steps_over(b, offs, blk, end, &mut |b, at, u, memo| body(b, state, at, u, memo))?;
+            self.steps_over(b, offs, blk, end, reduces, &mut |b, at, u, memo| {
+                body(b, state, at, u, memo)
+            })?;
         }
         b.def_var(blk_var, end);
         b.ins().jump(header, &[]);

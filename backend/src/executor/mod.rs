@@ -56,8 +56,8 @@ use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, State};
-pub(crate) use steps::KernelSource;
 use steps::{compile_kernel, Step};
+pub(crate) use steps::{KernelRequest, KernelSource};
 
 /// The values the steps allocate: each kernel's outputs and the node of a native kernel
 /// (every node of a kernel the interpreter runs); a view allocates nothing.
@@ -203,6 +203,38 @@ pub struct CompiledFunction {
 unsafe impl Send for CompiledFunction {}
 unsafe impl Sync for CompiledFunction {}
 
+/// The steps of `fused`, each with its kernel from `src` (a kernel the code generator rejects:
+/// a counted interpreter fallback).
+fn build_steps(
+    src: &dyn KernelSource,
+    graph: &Graph,
+    fused: &FusedGraph,
+) -> Result<Vec<Step>, CodegenError> {
+    let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
+    #[cfg(feature = "jit")]
+    let inject = tfn_passes::pipeline::fault_injected("codegen");
+    #[cfg(not(feature = "jit"))]
+    let inject = false;
+    for kernel in &fused.kernels {
+        let compiled = if inject {
+            Err(CodegenError::Cranelift("fault injected by TFN_INJECT_FAULT".into()))
+        } else {
+            compile_kernel(src, graph, kernel)
+        };
+        let step = match compiled {
+            Ok(step) => step,
+            // A kernel the code generator should handle but did not: it still runs (in the
+            // interpreter), and the fallback is reported.
+            Err(CodegenError::Unsupported(reason)) | Err(CodegenError::Cranelift(reason)) => {
+                Step::Interp { reason, fallback: true }
+            }
+            Err(e) => return Err(e),
+        };
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
 impl CompiledFunction {
     /// Fuses and compiles `graph` in a JIT module of its own.
     #[cfg(feature = "jit")]
@@ -213,7 +245,11 @@ impl CompiledFunction {
         Self::compile_in(&Jit::new(options.simd)?, graph, fuse(graph), options)
     }
 
-    /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`).
+    /// Compiles the kernels of `fused`, a schedule of `graph` (from `tfn_passes::pipeline`):
+    /// the steps are built once asking for their kernels, the kernels are compiled as one
+    /// batch on up to `options.threads` threads, and each step gets its own (a kernel the code
+    /// generator rejects makes its step a counted interpreter fallback, as in
+    /// [`CompiledFunction::assemble`]).
     #[cfg(feature = "jit")]
     pub(crate) fn compile_in(
         jit: &Jit,
@@ -221,7 +257,28 @@ impl CompiledFunction {
         fused: FusedGraph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
-        Self::assemble(jit, Some(jit.clone()), graph, fused, options)
+        let requests = steps::Requests::default();
+        let mut steps = build_steps(&requests, graph, &fused)?;
+        let requests = requests.into_inner();
+        let mut kernels = jit.compile_batch(&requests, options.threads.max(1)).into_iter();
+        for step in &mut steps {
+            let Some(slot) = step.kernel_mut() else { continue };
+            match kernels.next() {
+                Some(Ok(func)) => *slot = func,
+                Some(Err(CodegenError::Unsupported(reason)))
+                | Some(Err(CodegenError::Cranelift(reason))) => {
+                    *step = Step::Interp { reason, fallback: true }
+                }
+                Some(Err(e)) => return Err(e),
+                None => {
+                    return Err(CodegenError::Internal("a step has no kernel of its batch".into()))
+                }
+            }
+        }
+        if kernels.next().is_some() {
+            return Err(CodegenError::Internal("a batch kernel has no step".into()));
+        }
+        Ok(Self::from_steps(Some(jit.clone()), graph, fused, steps, options))
     }
 
     /// The steps of `fused` with their kernels from `src`; `keep` owns their code, if any.
@@ -232,32 +289,28 @@ impl CompiledFunction {
         fused: FusedGraph,
         options: &CompileOptions,
     ) -> Result<CompiledFunction, CodegenError> {
-        let mut steps: Vec<Step> = Vec::with_capacity(fused.kernels.len());
-        #[cfg(feature = "jit")]
-        let inject = tfn_passes::pipeline::fault_injected("codegen");
-        #[cfg(not(feature = "jit"))]
-        let inject = false;
-        for kernel in &fused.kernels {
-            let compiled = if inject {
-                Err(CodegenError::Cranelift("fault injected by TFN_INJECT_FAULT".into()))
-            } else {
-                compile_kernel(jit, graph, kernel)
-            };
-            let step = match compiled {
-                Ok(step) => step,
-                // A kernel the code generator should handle but did not: it still runs (in
-                // the interpreter), and the fallback is reported.
-                Err(CodegenError::Unsupported(reason)) | Err(CodegenError::Cranelift(reason)) => {
-                    Step::Interp { reason, fallback: true }
-                }
-                Err(e) => return Err(e),
-            };
-            steps.push(step);
-        }
+        let steps = build_steps(jit, graph, &fused)?;
+        Ok(Self::from_steps(
+            #[cfg(feature = "jit")]
+            keep,
+            graph,
+            fused,
+            steps,
+            options,
+        ))
+    }
+
+    fn from_steps(
+        #[cfg(feature = "jit")] keep: Option<Jit>,
+        graph: &Graph,
+        fused: FusedGraph,
+        steps: Vec<Step>,
+        options: &CompileOptions,
+    ) -> CompiledFunction {
         let release = liveness::release_points(graph, &fused, &steps);
         let allocated = allocated_values(&fused, &steps);
         let in_place = in_place_params(graph, &fused, &steps);
-        Ok(CompiledFunction {
+        CompiledFunction {
             graph: graph.clone(),
             fused,
             steps,
@@ -269,7 +322,7 @@ impl CompiledFunction {
             pool: BufferPool::default(),
             #[cfg(feature = "jit")]
             _jit: keep,
-        })
+        }
     }
 
     pub fn graph(&self) -> &Graph {

@@ -67,6 +67,59 @@ pub(crate) trait KernelSource {
     fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError>;
 }
 
+/// A kernel a step asks its [`KernelSource`] for.
+#[derive(Clone, Debug)]
+pub(crate) enum KernelRequest {
+    Loop(LoopPlan),
+    Axis(AxisSpec),
+}
+
+/// A [`KernelSource`] that compiles nothing: it records what each step asks for and hands out
+/// a placeholder, which [`Step::kernel_mut`] later replaces with the kernel compiled for the
+/// request (the JIT compiles a function's kernels as one batch, on several threads).
+#[derive(Default)]
+pub(crate) struct Requests(std::cell::RefCell<Vec<KernelRequest>>);
+
+impl Requests {
+    pub fn into_inner(self) -> Vec<KernelRequest> {
+        self.0.into_inner()
+    }
+}
+
+/// What a step holds until its kernel is compiled. Never called: every step that asked for a
+/// kernel gets its own before the function is returned (`CompiledFunction::compile_in`).
+extern "C" fn placeholder(_: *const i64) {
+    std::process::abort()
+}
+
+impl KernelSource for Requests {
+    fn loop_kernel(&self, plan: &LoopPlan) -> Result<KernelFn, CodegenError> {
+        self.0.borrow_mut().push(KernelRequest::Loop(plan.clone()));
+        Ok(placeholder as KernelFn)
+    }
+
+    fn axis_kernel(&self, spec: &AxisSpec) -> Result<KernelFn, CodegenError> {
+        self.0.borrow_mut().push(KernelRequest::Axis(*spec));
+        Ok(placeholder as KernelFn)
+    }
+}
+
+impl Step {
+    /// The step's compiled kernel, if it has one (each step asks its source for at most one).
+    pub fn kernel_mut(&mut self) -> Option<&mut KernelFn> {
+        match self {
+            Step::Loop { func, .. } => Some(func),
+            Step::MatMul { epilogue, .. } | Step::Window { epilogue, .. } => {
+                epilogue.as_mut().map(|(_, func)| func)
+            }
+            Step::Scan(k) | Step::Arg(k) => Some(&mut k.func),
+            Step::View { .. } | Step::Copy { .. } | Step::Scatter { .. } | Step::Interp { .. } => {
+                None
+            }
+        }
+    }
+}
+
 /// The step of an `argmax`/`argmin` kernel (`scan: false`) or a scan kernel.
 fn axis_step(
     src: &dyn KernelSource,
