@@ -48,6 +48,10 @@ fi
 export TFN_REQUIRE_CROSS="${TFN_REQUIRE_CROSS:-1}"
 
 step "the Rust tests (cargo test --workspace; includes the docs' commands, tests/cli.rs)"
+# JIT kernels cached on disk by one test process and loaded by another are compiled again and
+# compared (TFN_CODE_CACHE=check, backend/src/code_cache.rs); the cache lives under target/.
+export TFN_CODE_CACHE="${TFN_CODE_CACHE:-check}"
+export TFN_CACHE_DIR="${TFN_CACHE_DIR:-$PWD/target/tfn-cache}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"

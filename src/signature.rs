@@ -225,6 +225,7 @@ impl Prepared {
             }
             (Backend::Jit, Some(jit)) => {
                 let code_before = jit.code_stats();
+                let loaded_before = tfn_backend::code_cache::loaded();
                 let compiled = jit
                     .compile_fused(&planned.graph, planned.fused)
                     .map_err(|e| Error::Internal(format!("code generation failed: {e}")))?;
@@ -255,12 +256,15 @@ impl Prepared {
                             .collect::<String>()
                     );
                     let code_after = jit.code_stats();
+                    let loaded_after = tfn_backend::code_cache::loaded();
                     tfn_ir::tfn_log!(
                         "tfn:   optimise + fuse {:.1} ms, code generation {:.1} ms \
-                         ({} loop kernels compiled, {} identical ones reused)",
+                         ({} loop kernels compiled, {} of them loaded from the code cache; \
+                         {} identical ones reused)",
                         planned_at.as_secs_f64() * 1e3,
                         (started.elapsed() - planned_at).as_secs_f64() * 1e3,
                         code_after.0 - code_before.0,
+                        loaded_after - loaded_before,
                         code_after.1 - code_before.1
                     );
                 }

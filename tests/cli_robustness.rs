@@ -369,3 +369,93 @@ fn the_size_limit_applies_to_allocated_tensors() {
         assert!(!err.contains("18446744073709551615"), "{err}");
     }
 }
+
+/// The on-disk code cache (`backend/src/code_cache.rs`): a second process loads the kernels
+/// the first compiled and writes the same bytes; `TFN_CODE_CACHE=check` compiles them again
+/// and finds them identical; damaged entries are compiled again and rewritten; `off` and a
+/// cache directory that cannot be created change nothing but the loading; an unknown setting
+/// is reported and ignored.
+#[test]
+fn the_code_cache_is_reused_across_processes_and_damaged_entries_are_recompiled() {
+    let dir = scratch("code-cache");
+    std::fs::write(
+        dir.join("k.tfn"),
+        "fn k(Tensor x, Tensor key) -> Tensor {
+    let e = exp(x - max(x, dims=[1], keepdim=true))
+    return e / sum(e, dims=[1], keepdim=true) + tanh(x) * rand_like(x, key)
+}
+",
+    )
+    .expect("write source");
+    let values: Vec<f32> = (0..3 * 1001).map(|i| ((i * 37) % 1001) as f32 * 0.013 - 6.5).collect();
+    write_f32(&dir.join("x.npy"), &[3, 1001], values);
+    let key = ndarray::ArrayD::from_shape_vec(vec![2], vec![3i64, 4]).expect("shape");
+    tfn::npy::write(&dir.join("key.npy"), &Tensor::I64(key)).expect("write npy");
+    let cache = dir.join("cache");
+    // (kernels compiled, of them loaded from the cache), summed over the log; the output.
+    let run = |setting: &str, cache_dir: &Path, what: &str| -> (usize, usize, Vec<u8>, String) {
+        let out = format!("{what}.npy");
+        let args = ["run", "k.tfn", "k", "--arg", "x=x.npy", "--arg", "key=key.npy", "--out", &out];
+        let o = tfnc_cmd(&dir, &args)
+            .env("TFN_CACHE_DIR", cache_dir)
+            .env("TFN_CODE_CACHE", setting)
+            .env("TFN_LOG_COMPILES", "1")
+            .output()
+            .expect("run");
+        let err = expect_exit(&o, 0, what);
+        let (mut compiled, mut loaded) = (0, 0);
+        // "... (N loop kernels compiled, K of them loaded from the code cache; ...)"
+        let count_before = |line: &str, phrase: &str| -> usize {
+            let head = &line[..line.find(phrase).expect(phrase)];
+            let word = head.split_whitespace().last().expect("a count");
+            word.trim_start_matches('(').parse().expect("a count")
+        };
+        for line in err.lines().filter(|l| l.contains("of them loaded from the code cache")) {
+            compiled += count_before(line, " loop kernels compiled");
+            loaded += count_before(line, " of them loaded");
+        }
+        assert!(compiled > 0, "{what}: no kernel compiled?\n{err}");
+        (compiled, loaded, std::fs::read(dir.join(&out)).expect("output"), err)
+    };
+    let entries = || -> Vec<std::path::PathBuf> {
+        let listing = std::fs::read_dir(cache.join("code")).expect("the cache directory");
+        listing.map(|e| e.expect("entry").path()).collect()
+    };
+    let (compiled, loaded, want, _) = run("on", &cache, "cold");
+    assert_eq!(loaded, 0, "an empty cache loads nothing");
+    assert_eq!(entries().len(), compiled, "one entry per kernel compiled");
+    let (c, loaded, got, _) = run("on", &cache, "warm");
+    assert_eq!((c, loaded), (compiled, compiled), "every kernel loaded");
+    assert!(got == want, "the loaded kernels wrote other bytes");
+    let (_, loaded, got, _) = run("check", &cache, "check");
+    assert_eq!(loaded, compiled, "check mode loads (and compares) every kernel");
+    assert!(got == want, "check mode wrote other bytes");
+    // Damaged entries: truncated, emptied, a byte flipped.
+    for (i, path) in entries().iter().enumerate() {
+        let mut bytes = std::fs::read(path).expect("entry");
+        match i % 3 {
+            0 => bytes.truncate(bytes.len() / 2),
+            1 => bytes.clear(),
+            _ => *bytes.last_mut().expect("a byte") ^= 0x40,
+        }
+        std::fs::write(path, bytes).expect("damage");
+    }
+    let (_, loaded, got, _) = run("on", &cache, "damaged");
+    assert_eq!(loaded, 0, "a damaged entry is never loaded");
+    assert!(got == want, "after damage: other bytes");
+    let (_, loaded, _, _) = run("on", &cache, "rewritten");
+    assert_eq!(loaded, compiled, "damaged entries were rewritten");
+    let (_, loaded, got, _) = run("off", &cache, "off");
+    assert_eq!(loaded, 0, "off loads nothing");
+    assert!(got == want, "off: other bytes");
+    let (_, loaded, _, err) = run("sideways", &cache, "unknown");
+    assert!(err.contains("TFN_CODE_CACHE=\"sideways\""), "{err}");
+    assert_eq!(loaded, compiled, "an unknown setting means on");
+    // A cache directory under a file: no cache, the same bytes.
+    std::fs::write(dir.join("a-file"), b"not a directory").expect("write");
+    let (_, loaded, got, _) = run("on", &dir.join("a-file"), "unwritable");
+    assert_eq!(loaded, 0);
+    assert!(got == want, "without a usable cache: other bytes");
+    let temps = entries().iter().filter(|p| p.to_string_lossy().contains(".tmp-")).count();
+    assert_eq!(temps, 0, "temporary files left in the cache");
+}

@@ -36,6 +36,8 @@ mod buffers;
 #[cfg(feature = "jit")]
 pub mod cache;
 #[cfg(feature = "jit")]
+pub mod code_cache;
+#[cfg(feature = "jit")]
 mod codegen;
 #[cfg(feature = "jit")]
 pub mod compiler;

@@ -1,0 +1,290 @@
+//! The on-disk code cache: machine code of JIT kernels kept across processes, so that a
+//! program's second run loads its kernels instead of compiling them (as the persistent caches
+//! of jax, TorchInductor and Triton do).
+//!
+//! **What is cached.** Cranelift's own incremental-compilation artifacts
+//! (`cranelift_codegen::incremental_cache`): an entry is keyed by the SHA-256 of the function's
+//! *stencil* (its whole body, with external names abstracted) together with the ISA's name,
+//! triple, shared flags and CPU feature flags, and carries Cranelift's version marker; its
+//! value is the compiled code with its relocations, re-applied to the names of the function
+//! being compiled. So a hit is the code Cranelift would produce for this very function on this
+//! CPU with this Cranelift, wherever the routines it calls are loaded.
+//!
+//! **Where.** `$TFN_CACHE_DIR/code`, else `$XDG_CACHE_HOME/tfn/code`, else
+//! `~/.cache/tfn/code` (the roofline's cache directory, [`cache_dir`]). `TFN_CODE_CACHE=off`
+//! disables it; `TFN_CODE_CACHE=check` compiles every kernel anyway and fails the compile of a
+//! kernel whose cached code differs (a Cranelift or cache bug, never a wrong call). Any other
+//! value is reported and ignored.
+//!
+//! **Files.** One per entry, named by the key in hex, written to a temporary name and renamed
+//! (readers never see part of one). The payload follows a header of a magic word, its length
+//! and its FNV-1a hash: a truncated, corrupt or foreign file is a miss, counted, and rewritten.
+//! A directory that cannot be created or written means no cache, never an error. The first
+//! process to write more than [`MAX_ENTRIES`] entries removes the older half (by modification
+//! time), so the directory stays within a few tens of megabytes.
+
+use cranelift::codegen::incremental_cache::CacheKvStore;
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// What starts every entry file (the format's version is its last byte).
+const MAGIC: &[u8; 8] = b"tfn-kc\0\x01";
+
+/// Entries kept before the older half is removed.
+pub const MAX_ENTRIES: usize = 8192;
+
+/// Where tfn keeps what it caches across processes: `$TFN_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/tfn`, else `~/.cache/tfn` (`None` without any of them).
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("TFN_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("tfn")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("tfn")))
+}
+
+/// How the JIT uses the code cache (`TFN_CODE_CACHE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Load cached kernels and store new ones (the default).
+    On,
+    /// Neither load nor store.
+    Off,
+    /// Compile every kernel and compare it with its entry, if any (tests).
+    Check,
+}
+
+impl Mode {
+    /// The mode `TFN_CODE_CACHE` asks for (`on`, `off`/`0`, `check`; unset: on). An unknown
+    /// value is reported once on stderr and means on.
+    pub fn from_env() -> Mode {
+        static MODE: OnceLock<Mode> = OnceLock::new();
+        *MODE.get_or_init(|| match std::env::var("TFN_CODE_CACHE").as_deref() {
+            Err(_) | Ok("") | Ok("on") | Ok("1") => Mode::On,
+            Ok("off") | Ok("0") => Mode::Off,
+            Ok("check") => Mode::Check,
+            Ok(other) => {
+                tfn_ir::tfn_log!(
+                    "tfn: TFN_CODE_CACHE={other:?} is not on, off or check: ignored (on)"
+                );
+                Mode::On
+            }
+        })
+    }
+}
+
+/// Kernels this process has loaded from its code cache so far (for logs).
+pub fn loaded() -> usize {
+    DiskCache::global().map_or(0, |c| c.stats.hits.load(Ordering::Relaxed))
+}
+
+/// Counters of a cache, for logs and tests.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Kernels loaded instead of compiled.
+    pub hits: AtomicUsize,
+    /// Kernels compiled and stored.
+    pub stored: AtomicUsize,
+    /// Entries that were unreadable (truncated, corrupt, from another format) or whose
+    /// store failed.
+    pub bad: AtomicUsize,
+}
+
+/// An on-disk cache directory.
+#[derive(Debug)]
+pub struct DiskCache {
+    dir: PathBuf,
+    pub stats: Stats,
+    /// Temporary files written by this process (their names must not collide).
+    temps: AtomicU64,
+    /// Whether this process has checked the number of entries yet.
+    pruned: OnceLock<()>,
+}
+
+impl DiskCache {
+    /// The cache the environment asks for: `None` when `TFN_CODE_CACHE` is off or no cache
+    /// directory is known.
+    pub fn from_env() -> Option<DiskCache> {
+        if Mode::from_env() == Mode::Off {
+            return None;
+        }
+        cache_dir().map(|d| DiskCache::at(d.join("code")))
+    }
+
+    /// A cache in `dir` (created when the first entry is stored).
+    pub fn at(dir: PathBuf) -> DiskCache {
+        DiskCache {
+            dir,
+            stats: Stats::default(),
+            temps: AtomicU64::new(0),
+            pruned: OnceLock::new(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: &[u8]) -> PathBuf {
+        let name: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join(name)
+    }
+
+    /// The payload of the entry `key`, if it exists and is whole.
+    pub fn load(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(self.path(key)).ok()?;
+        let payload = unwrap_entry(&bytes);
+        if payload.is_none() {
+            self.stats.bad.fetch_add(1, Ordering::Relaxed);
+        }
+        payload.map(<[u8]>::to_vec)
+    }
+
+    /// Stores `payload` as the entry `key` (atomically; a failure only counts).
+    pub fn store(&self, key: &[u8], payload: &[u8]) {
+        if self.write(key, payload).is_err() {
+            self.stats.bad.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.stats.stored.fetch_add(1, Ordering::Relaxed);
+        self.pruned.get_or_init(|| self.prune());
+    }
+
+    fn write(&self, key: &[u8], payload: &[u8]) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let n = self.temps.fetch_add(1, Ordering::Relaxed);
+        let temp = self.dir.join(format!(".tmp-{}-{n}", std::process::id()));
+        let mut entry = Vec::with_capacity(payload.len() + 24);
+        entry.extend_from_slice(MAGIC);
+        entry.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        entry.extend_from_slice(&crate::aot::fnv1a(payload).to_le_bytes());
+        entry.extend_from_slice(payload);
+        let written =
+            std::fs::write(&temp, &entry).and_then(|()| std::fs::rename(&temp, self.path(key)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written
+    }
+
+    /// Removes the older half of the entries when there are more than [`MAX_ENTRIES`].
+    fn prune(&self) {
+        let Ok(dir) = std::fs::read_dir(&self.dir) else { return };
+        let mut entries: Vec<(std::time::SystemTime, PathBuf)> = dir
+            .filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        if entries.len() <= MAX_ENTRIES {
+            return;
+        }
+        entries.sort();
+        for (_, path) in &entries[..entries.len() / 2] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// The process's cache, as the environment asks (see [`DiskCache::from_env`]).
+    pub fn global() -> Option<&'static DiskCache> {
+        static GLOBAL: OnceLock<Option<DiskCache>> = OnceLock::new();
+        GLOBAL.get_or_init(DiskCache::from_env).as_ref()
+    }
+
+    /// A [`CacheKvStore`] on this cache for one compile.
+    pub(crate) fn store_for(&self) -> Store<'_> {
+        Store(self)
+    }
+}
+
+/// The payload of an entry file, if its header says it is whole.
+fn unwrap_entry(bytes: &[u8]) -> Option<&[u8]> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let (hash, payload) = rest.split_first_chunk::<8>()?;
+    let whole = u64::from_le_bytes(*len) == payload.len() as u64
+        && u64::from_le_bytes(*hash) == crate::aot::fnv1a(payload);
+    whole.then_some(payload)
+}
+
+/// Cranelift's view of a [`DiskCache`].
+pub(crate) struct Store<'a>(&'a DiskCache);
+
+impl CacheKvStore for Store<'_> {
+    fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
+        self.0.load(key).map(Cow::Owned)
+    }
+
+    fn insert(&mut self, key: &[u8], val: Vec<u8>) {
+        self.0.store(key, &val);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("tfn-code-cache-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn entries_round_trip_and_damaged_ones_are_misses() {
+        let dir = temp_dir("entries");
+        let cache = DiskCache::at(dir.clone());
+        assert_eq!(cache.load(b"k1"), None, "nothing yet");
+        cache.store(b"k1", b"machine code");
+        assert_eq!(cache.load(b"k1").as_deref(), Some(&b"machine code"[..]));
+        // Truncated, flipped, foreign and empty files are misses, counted.
+        let path = cache.path(b"k1");
+        let whole = std::fs::read(&path).unwrap();
+        let mut flipped = whole.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        let damaged: [&[u8]; 4] = [&whole[..whole.len() - 1], &flipped, b"not an entry", b""];
+        for (i, bytes) in damaged.iter().enumerate() {
+            std::fs::write(&path, bytes).unwrap();
+            assert_eq!(cache.load(b"k1"), None, "damaged file {i}");
+        }
+        assert_eq!(cache.stats.bad.load(Ordering::Relaxed), 4);
+        // No temporary file is left behind.
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![hex(b"k1")]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn hex(key: &[u8]) -> String {
+        key.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn an_unwritable_directory_means_no_cache() {
+        let file = temp_dir("file");
+        std::fs::write(&file, b"a file, not a directory").unwrap();
+        let cache = DiskCache::at(file.join("code"));
+        cache.store(b"k", b"v");
+        assert_eq!(cache.load(b"k"), None);
+        assert_eq!(cache.stats.bad.load(Ordering::Relaxed), 1);
+        let _ = std::fs::remove_file(&file);
+    }
+
+    #[test]
+    fn the_older_half_is_pruned_beyond_the_limit() {
+        let dir = temp_dir("prune");
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..MAX_ENTRIES + 2 {
+            std::fs::write(dir.join(format!("{i:08}")), b"x").unwrap();
+        }
+        let cache = DiskCache::at(dir.clone());
+        cache.store(b"new", b"v");
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        assert!(left <= MAX_ENTRIES / 2 + 3, "{left} entries left");
+        assert!(cache.load(b"new").is_some(), "the newest entry is kept");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
