@@ -23,6 +23,17 @@ fn has_f16c() -> bool {
     }
 }
 
+fn has_avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -66,6 +77,10 @@ pub(crate) fn narrow(dtype: DType, src: &[f32], dst: &mut [u16]) {
         DType::F16 => {
             #[cfg(target_arch = "x86_64")]
             if has_f16c() {
+                if has_avx512f() {
+                    // SAFETY: the CPU has AVX-512F, F16C and AVX.
+                    return unsafe { f16c::narrow_avx512(src, dst) };
+                }
                 // SAFETY: the CPU has F16C and AVX.
                 return unsafe { f16c::narrow(src, dst) };
             }
@@ -104,8 +119,8 @@ unsafe fn narrow_bf16_avx2(src: &[f32], dst: &mut [u16]) {
 #[cfg(target_arch = "x86_64")]
 mod f16c {
     use std::arch::x86_64::{
-        __m128i, _mm256_cvtph_ps, _mm256_cvtps_ph, _mm256_loadu_ps, _mm256_storeu_ps,
-        _mm_loadu_si128, _mm_storeu_si128, _MM_FROUND_TO_NEAREST_INT,
+        __m128i, __m256i, _mm256_cvtph_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_storeu_si256,
+        _mm512_loadu_ps, _mm_loadu_si128, _mm_storeu_si128,
     };
     use tfn_ir::storage::bits;
 
@@ -127,6 +142,33 @@ mod f16c {
         }
     }
 
+    /// [`narrow`] 16 elements at a time.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, F16C and AVX.
+    #[target_feature(enable = "avx512f,f16c,avx")]
+    pub(super) unsafe fn narrow_avx512(src: &[f32], dst: &mut [u16]) {
+        let n = src.len().min(dst.len());
+        let body = n / 16 * 16;
+        for i in (0..body).step_by(16) {
+            // SAFETY: `i + 16 <= n`, inside both slices.
+            unsafe {
+                let x = _mm512_loadu_ps(src.as_ptr().add(i));
+                let h: __m256i;
+                // The register form, then a store (see `narrow`).
+                std::arch::asm!(
+                    "vcvtps2ph {h}, {x}, 0",
+                    h = lateout(ymm_reg) h,
+                    x = in(zmm_reg) x,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
+                _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, h);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { narrow(&src[body..n], &mut dst[body..n]) }
+    }
+
     /// # Safety
     /// The CPU must have F16C and AVX.
     #[target_feature(enable = "f16c,avx")]
@@ -137,7 +179,15 @@ mod f16c {
             // SAFETY: `i + 8 <= n`, inside both slices.
             unsafe {
                 let x = _mm256_loadu_ps(src.as_ptr().add(i));
-                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                let h: __m128i;
+                // The register form, then a store: LLVM folds `_mm256_cvtps_ph` into a
+                // store as `vcvtps2ph m128, ymm`, which Zen 4 runs several times slower.
+                std::arch::asm!(
+                    "vcvtps2ph {h}, {x}, 0",
+                    h = lateout(xmm_reg) h,
+                    x = in(ymm_reg) x,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
                 _mm_storeu_si128(dst.as_mut_ptr().add(i) as *mut __m128i, h);
             }
         }
@@ -185,6 +235,21 @@ mod tests {
         narrow(DType::F16, &xs, &mut got);
         for (x, &g) in xs.iter().zip(&got) {
             assert_eq!(g, bits::f32_to_f16(*x), "f16 of {:#010x}", x.to_bits());
+        }
+        // Each F16C path this CPU runs, not only the one `narrow` picks (odd lengths: tails).
+        #[cfg(target_arch = "x86_64")]
+        if has_f16c() {
+            let paths: [(&str, bool, unsafe fn(&[f32], &mut [u16])); 2] =
+                [("avx", true, f16c::narrow), ("avx512", has_avx512f(), f16c::narrow_avx512)];
+            for (name, _, path) in paths.into_iter().filter(|p| p.1) {
+                let n = xs.len() - 7;
+                got.fill(0);
+                // SAFETY: the CPU has the path's features (filtered above).
+                unsafe { path(&xs[..n], &mut got[..n]) };
+                for (x, &g) in xs[..n].iter().zip(&got) {
+                    assert_eq!(g, bits::f32_to_f16(*x), "{name}: f16 of {:#010x}", x.to_bits());
+                }
+            }
         }
         narrow(DType::BF16, &xs, &mut got);
         for (x, &g) in xs.iter().zip(&got) {
