@@ -239,7 +239,8 @@ mod tests {
         // Each F16C path this CPU runs, not only the one `narrow` picks (odd lengths: tails).
         #[cfg(target_arch = "x86_64")]
         if has_f16c() {
-            let paths: [(&str, bool, unsafe fn(&[f32], &mut [u16])); 2] =
+            type Narrow = unsafe fn(&[f32], &mut [u16]);
+            let paths: [(&str, bool, Narrow); 2] =
                 [("avx", true, f16c::narrow), ("avx512", has_avx512f(), f16c::narrow_avx512)];
             for (name, _, path) in paths.into_iter().filter(|p| p.1) {
                 let n = xs.len() - 7;
