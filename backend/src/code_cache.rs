@@ -19,7 +19,9 @@
 //! **Files.** One per entry, named by the key in hex, written to a temporary name and renamed
 //! (readers never see part of one). The payload follows a header of a magic word, its length
 //! and its FNV-1a hash: a truncated, corrupt or foreign file is a miss, counted, and rewritten.
-//! A directory that cannot be created or written means no cache, never an error. The first
+//! A directory that cannot be created or written means no cache, never an error; so does one
+//! that others can write or that belongs to another user (its code would be theirs to
+//! choose): the cache makes its directory private (`0700`) and checks it once. The first
 //! process to write more than [`MAX_ENTRIES`] entries removes the older half (by modification
 //! time), so the directory stays within a few tens of megabytes.
 
@@ -100,6 +102,8 @@ pub struct DiskCache {
     temps: AtomicU64,
     /// Whether this process has checked the number of entries yet.
     pruned: OnceLock<()>,
+    /// Whether the directory exists (made if missing) and only this user can write it.
+    usable: OnceLock<bool>,
 }
 
 impl DiskCache {
@@ -119,6 +123,7 @@ impl DiskCache {
             stats: Stats::default(),
             temps: AtomicU64::new(0),
             pruned: OnceLock::new(),
+            usable: OnceLock::new(),
         }
     }
 
@@ -131,8 +136,24 @@ impl DiskCache {
         self.dir.join(name)
     }
 
+    /// Whether the cache may be used: its directory exists (it is made, private, if missing)
+    /// and no one but this user can write it — machine code from a directory others can write
+    /// would be theirs to choose. Decided once; a refusal is reported once on stderr.
+    pub fn usable(&self) -> bool {
+        *self.usable.get_or_init(|| match private_dir(&self.dir) {
+            Ok(()) => true,
+            Err(why) => {
+                tfn_ir::tfn_log!("tfn: not using the code cache {}: {why}", self.dir.display());
+                false
+            }
+        })
+    }
+
     /// The payload of the entry `key`, if it exists and is whole.
     pub fn load(&self, key: &[u8]) -> Option<Vec<u8>> {
+        if !self.usable() {
+            return None;
+        }
         let bytes = std::fs::read(self.path(key)).ok()?;
         let payload = unwrap_entry(&bytes);
         if payload.is_none() {
@@ -152,7 +173,9 @@ impl DiskCache {
     }
 
     fn write(&self, key: &[u8], payload: &[u8]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
+        if !self.usable() {
+            return Err(std::io::Error::other("the cache directory is not usable"));
+        }
         let n = self.temps.fetch_add(1, Ordering::Relaxed);
         let temp = self.dir.join(format!(".tmp-{}-{n}", std::process::id()));
         let mut entry = Vec::with_capacity(payload.len() + 24);
@@ -195,6 +218,34 @@ impl DiskCache {
     pub(crate) fn store_for(&self) -> Store<'_> {
         Store(self)
     }
+}
+
+/// Makes `dir` if missing (private: `0700` on Unix) and checks that it is a directory only this
+/// user can write.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|e| format!("cannot create it ({e})"))?;
+    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot read it ({e})"))?;
+    if !meta.is_dir() {
+        return Err("not a directory".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!("others can write it (mode {:o})", meta.mode() & 0o777));
+        }
+        // The owner of `/proc/self` is this process's user (Linux; elsewhere not checked).
+        if let Ok(me) = std::fs::metadata("/proc/self") {
+            if meta.uid() != me.uid() {
+                return Err(format!("it belongs to user {}, not {}", meta.uid(), me.uid()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The payload of an entry file, if its header says it is whole.
@@ -270,7 +321,30 @@ mod tests {
         cache.store(b"k", b"v");
         assert_eq!(cache.load(b"k"), None);
         assert_eq!(cache.stats.bad.load(Ordering::Relaxed), 1);
+        assert!(!cache.usable());
         let _ = std::fs::remove_file(&file);
+    }
+
+    /// A directory others can write is not used (they could choose the code loaded from it);
+    /// one made by the cache is private.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_others_can_write_is_not_used_and_a_new_one_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("shared");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let cache = DiskCache::at(dir.clone());
+        cache.store(b"k", b"v");
+        assert!(!cache.usable());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing written");
+        assert_eq!(cache.load(b"k"), None);
+        let fresh = DiskCache::at(dir.join("made"));
+        fresh.store(b"k", b"v");
+        let mode = std::fs::metadata(dir.join("made")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        assert_eq!(fresh.load(b"k").as_deref(), Some(&b"v"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
