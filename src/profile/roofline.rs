@@ -26,7 +26,7 @@
 //! instead (tests, or figures measured elsewhere).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The cache file's format: a file without this `format=` line is measured again.
@@ -119,7 +119,8 @@ impl Roofline {
             return r;
         }
         let cpu = cpu_name();
-        let path = cache_dir().map(|d| d.join(format!("roofline-{threads}t.txt")));
+        let path = tfn_backend::code_cache::cache_dir()
+            .map(|d| d.join(format!("roofline-{threads}t.txt")));
         let key = CacheKey { path: path.as_deref(), cpu: &cpu, threads };
         let force = std::env::var("TFN_ROOFLINE_REPROBE").is_ok_and(|v| !v.is_empty() && v != "0");
         Roofline::resolve(&key, force, attained, &mut || {
@@ -294,13 +295,6 @@ fn utc_now() -> String {
     )
 }
 
-fn cache_dir() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("TFN_CACHE_DIR")
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("tfn")))
-        .or_else(|| var("HOME").map(|d| d.join(".cache").join("tfn")))
-}
-
 /// The CPU's model name (`/proc/cpuinfo`), or the architecture.
 fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
@@ -317,6 +311,7 @@ fn cpu_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     /// A scratch cache directory, removed when dropped.
     struct Dir(PathBuf);
