@@ -484,3 +484,52 @@ fn define_compiled<M: Module>(
         .map_err(|e| CodegenError::Cranelift(format!("{e:?}")))?;
     Ok(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cranelift::codegen::ir::{
+        types, AbiParam, ExtFuncData, ExternalName, InstBuilder, Signature,
+    };
+    use cranelift::frontend::FunctionBuilder;
+
+    /// A function that calls the module's import `index` once with its own argument.
+    fn caller(index: u32) -> Function {
+        let isa = crate::isa::native_isa().expect("host ISA");
+        let call_conv = isa.default_call_conv();
+        let mut sig = Signature::new(call_conv);
+        sig.params.push(AbiParam::new(types::I64));
+        let mut func = Function::with_name_signature(Default::default(), sig.clone());
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+        let block = b.create_block();
+        b.append_block_params_for_function_params(block);
+        b.switch_to_block(block);
+        let signature = b.import_signature(sig);
+        let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
+        let callee = b.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature,
+            colocated: false,
+            patchable: false,
+        });
+        let arg = b.block_params(block)[0];
+        b.ins().call(callee, &[arg]);
+        b.ins().return_(&[]);
+        b.seal_all_blocks();
+        b.finalize(isa.frontend_config());
+        func
+    }
+
+    /// Two functions alike but for the routine they call have the same Cranelift cache hash
+    /// (it abstracts external names) and different keys: the kernel dedupe must not hand one
+    /// the other's code.
+    #[test]
+    fn functions_calling_different_routines_have_different_keys() {
+        let isa = crate::isa::native_isa().expect("host ISA");
+        let (tanh, exp) = (caller(3), caller(4));
+        assert!(compute_cache_key(&*isa, &tanh) == compute_cache_key(&*isa, &exp));
+        assert!(FunctionKey::of(&*isa, &tanh) != FunctionKey::of(&*isa, &exp));
+        assert!(FunctionKey::of(&*isa, &tanh) == FunctionKey::of(&*isa, &caller(3)));
+    }
+}
