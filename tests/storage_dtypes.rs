@@ -61,6 +61,9 @@ fn bias_rows(Tensor x, Tensor b) -> (Tensor, Tensor) {
 fn mm(Tensor a, Tensor b) -> Tensor {
     return matmul(a, b)
 }
+fn linear_t(Tensor x, Tensor w, Tensor bias) -> Tensor {
+    return maximum(matmul(x, transpose(w)) + bias, 0.0)
+}
 fn moves(Tensor x) -> Tensor {
     return concat([transpose(x), slice(transpose(x), dim=0, start=1)], dim=0)
 }
@@ -548,6 +551,65 @@ fn large_half_kernels_run_widened_with_the_same_bits() {
         ] {
             let want = jit(1, f, &args32).into_iter().map(narrow).collect();
             check(f, &args16, want);
+        }
+    }
+}
+
+/// A 16-bit matmul is the f32 matmul of its widened operands, rounded once: the GEMM widens
+/// them while packing (no widened copy; `packed_gemm::half`), so its sums are the f32 GEMM's
+/// own, bit for bit, on 1 and 3 threads — a row-major `x`, a `[out, in]` weight read
+/// transposed, a broadcast bias, sizes crossing the packers' blocks.
+#[test]
+fn half_matmuls_are_the_f32_matmul_of_their_values_rounded_once() {
+    let (m, k, n) = (197, 300, 77);
+    let data = |len: usize, f: f32| -> Vec<f32> {
+        (0..len).map(|i| ((i as f32) * f).sin() * 2.0 + (i % 5) as f32 * 1e-3).collect()
+    };
+    let jit = |threads: usize, args: &[Value]| -> Tensor {
+        let s = Session::with_options(tfn::SessionOptions {
+            backend: Backend::Jit,
+            threads,
+            ..Default::default()
+        });
+        s.load_str("storage.tfn", SOURCE).unwrap();
+        let out = s.call("linear_t", args).unwrap_or_else(|e| panic!("linear_t: {e}"));
+        out.into_iter().next().and_then(Value::into_tensor).expect("one tensor")
+    };
+    for half in [true, false] {
+        let round = |v: f32| {
+            if half {
+                bits::f16_to_f32(bits::f32_to_f16(v))
+            } else {
+                bits::bf16_to_f32(bits::f32_to_bf16(v))
+            }
+        };
+        let array = |shape: &[usize], v: Vec<f32>| {
+            ArrayD::from_shape_vec(IxDyn(shape), v.into_iter().map(round).collect()).unwrap()
+        };
+        let (x, w, b) = (
+            array(&[m, k], data(m * k, 0.37)),
+            array(&[n, k], data(n * k, 0.71)),
+            array(&[n], data(n, 0.5)),
+        );
+        let as16 = |a: &ArrayD<f32>| -> Value {
+            if half {
+                Value::from(a.mapv(f16::from_f32))
+            } else {
+                Value::from(a.mapv(bf16::from_f32))
+            }
+        };
+        let Tensor::F32(want) = jit(1, &[x.clone().into(), w.clone().into(), b.clone().into()])
+        else {
+            panic!("f32 reference")
+        };
+        let want = if half {
+            bit_patterns(&Tensor::F16(want.mapv(f16::from_f32)))
+        } else {
+            bit_patterns(&Tensor::BF16(want.mapv(bf16::from_f32)))
+        };
+        for threads in [1, 3] {
+            let got = jit(threads, &[as16(&x), as16(&w), as16(&b)]);
+            assert!(bit_patterns(&got) == want, "half {half} on {threads} threads differs");
         }
     }
 }

@@ -25,7 +25,7 @@
 
 use crate::buffers::RawBuf;
 use crate::error::RunError;
-use crate::packed_gemm::{self, Dims, OutputMatrix, PackBuffers, StridedMatrix};
+use crate::packed_gemm::{self, Dims, OutputMatrix, PackBuffers};
 use std::cell::Cell;
 use tfn_ir::DType;
 
@@ -191,10 +191,16 @@ pub(crate) unsafe fn matmul(
 ) -> Result<EpilogueRun, RunError> {
     let problem = Problem::new(shapes, &a, &b)?;
     #[cfg(target_arch = "x86_64")]
-    if a.buf.dtype == DType::F32 && packed_gemm::available() {
+    if out.dtype == DType::F32 && packed_gemm::available() {
+        let matrix = |o: &Operand, (rs, cs): (usize, usize)| {
+            let m = packed_gemm::Matrix::new(o.buf.ptr, o.buf.dtype, rs as isize, cs as isize);
+            m.ok_or_else(|| {
+                RunError::Internal(format!("the packed GEMM does not read {}", o.buf.dtype))
+            })
+        };
         let job = PackedJob {
-            a: a.buf.ptr as *const f32,
-            b: b.buf.ptr as *const f32,
+            a: matrix(&a, problem.a_strides)?,
+            b: matrix(&b, problem.b_strides)?,
             out: out.ptr as *mut f32,
             problem: &problem,
         };
@@ -203,8 +209,61 @@ pub(crate) unsafe fn matmul(
         return Ok(if epilogue.is_some() { EpilogueRun::Done } else { EpilogueRun::Pending });
     }
     // SAFETY: guaranteed by the caller.
-    unsafe { run_gemm_crate(a.buf, b.buf, out, &problem, threads)? };
+    unsafe { run_unpacked(&a, &b, out, shapes, &problem, threads)? };
     Ok(EpilogueRun::Pending)
+}
+
+/// The product through the `gemm` crate, which reads f32 or f64: a 16-bit operand (an f32
+/// product's, read through a folded widening cast) is widened whole first.
+///
+/// # Safety
+/// As [`matmul`].
+unsafe fn run_unpacked(
+    a: &Operand,
+    b: &Operand,
+    out: RawBuf,
+    shapes: &MatMulShapes<'_>,
+    problem: &Problem,
+    threads: usize,
+) -> Result<(), RunError> {
+    let (_wide_a, a_buf) = widened(a, shapes.a)?;
+    let (_wide_b, b_buf) = widened(b, shapes.b)?;
+    // SAFETY: guaranteed by the caller; a widened operand is a live f32 copy at the same
+    // element offsets.
+    unsafe { run_gemm_crate(a_buf, b_buf, out, problem, threads) }
+}
+
+/// An `f16`/`bf16` operand widened to `f32` (every element its strides reach over `shape`),
+/// with the buffer to read; other operands as they are.
+///
+/// # Safety (of the returned buffer)
+/// The `f32` copy lives as long as the returned vector.
+fn widened(operand: &Operand, shape: &[usize]) -> Result<(Vec<f32>, RawBuf), RunError> {
+    if !matches!(operand.buf.dtype, DType::F16 | DType::BF16) {
+        return Ok((Vec::new(), operand.buf));
+    }
+    let strides = match &operand.strides {
+        Some(s) => s.clone(),
+        None => {
+            let mut s = vec![1usize; shape.len()];
+            for i in (0..shape.len().saturating_sub(1)).rev() {
+                s[i] = s[i + 1] * shape[i + 1];
+            }
+            s
+        }
+    };
+    let extent = if shape.contains(&0) {
+        0
+    } else {
+        1 + shape.iter().zip(&strides).map(|(d, s)| (d - 1) * s).sum::<usize>()
+    };
+    // SAFETY: the buffer holds every element its strides reach over `shape` (the executor's
+    // contract for an operand), `extent` 16-bit values from its start.
+    let src = unsafe { std::slice::from_raw_parts(operand.buf.ptr as *const u16, extent) };
+    let mut wide = vec![0f32; extent];
+    crate::convert16::widen(operand.buf.dtype, src, &mut wide);
+    let buf = RawBuf { ptr: wide.as_mut_ptr() as *mut u8, dtype: DType::F32 };
+    Ok((wide, buf))
 }
 
 /// The `gemm` crate, single-threaded per row block of each batch matrix, the blocks claimed by
@@ -271,10 +330,11 @@ unsafe fn run_gemm_crate(
     crate::workers::run(blocks, threads, &run_block).map_err(|e| RunError::Internal(e.to_string()))
 }
 
-/// The raw operands of a packed f32 product, shared by the threads computing it.
+/// The raw operands of a packed f32 product, shared by the threads computing it: each input at
+/// its start with its dtype (`f32`, or 16-bit widened while packed) and matrix strides.
 struct PackedJob<'p> {
-    a: *const f32,
-    b: *const f32,
+    a: packed_gemm::Matrix,
+    b: packed_gemm::Matrix,
     out: *mut f32,
     problem: &'p Problem,
 }
@@ -354,7 +414,7 @@ unsafe fn run_packed_columns(
     threads: usize,
     epilogue: Option<&TileEpilogue<'_>>,
 ) -> Result<(), RunError> {
-    let Problem { m, n, k, a_strides: (rs_a, cs_a), b_strides: (rs_b, cs_b), .. } = *job.problem;
+    let Problem { m, n, k, b_strides: (_, cs_b), .. } = *job.problem;
     let per = n.div_ceil(threads).div_ceil(packed_gemm::NR) * packed_gemm::NR;
     let bands: Vec<(usize, usize)> = (0..threads)
         .map(|t| ((t * per).min(n), ((t + 1) * per).min(n)))
@@ -364,13 +424,8 @@ unsafe fn run_packed_columns(
     bufs.resize_with(bands.len().max(bufs.len()), PackBuffers::default);
     let band = |c: usize, band_bufs: &mut PackBuffers| {
         let (j0, j1) = bands[c];
-        let a = StridedMatrix { ptr: job.a, row_stride: rs_a as isize, col_stride: cs_a as isize };
-        let b = StridedMatrix {
-            // SAFETY: column `j0 < n` of `b` is inside it.
-            ptr: unsafe { job.b.add(j0 * cs_b) },
-            row_stride: rs_b as isize,
-            col_stride: cs_b as isize,
-        };
+        // SAFETY: column `j0 < n` of `b` is inside it.
+        let (a, b) = (job.a, unsafe { job.b.offset(j0 * cs_b) });
         // SAFETY: `a` is `m × k`, `b` from column `j0` is `k × (j1 - j0)`; columns `j0..j1`
         // of every output row are this band's alone and do not overlap the inputs; AVX-512F
         // is present (caller contract).
@@ -430,25 +485,16 @@ unsafe fn run_region(
     bufs: &mut PackBuffers,
     epilogue: Option<&TileEpilogue<'_>>,
 ) {
-    let Problem { m, n, k, a_strides: (rs_a, cs_a), b_strides: (rs_b, cs_b), .. } = *job.problem;
+    let Problem { m, n, k, a_strides: (rs_a, _), .. } = *job.problem;
     let mut next_step = epilogue.map_or(0, |e| (lo * n).div_ceil(e.unit));
     let mut row = lo;
     while row < hi {
         let (batch, i0) = (row / m, row % m);
         let i1 = m.min(i0 + (hi - row));
         let Some(&(a_off, b_off)) = job.problem.offsets.get(batch) else { return };
-        let a = StridedMatrix {
-            // SAFETY: row `i0 < m` of batch matrix `batch` is inside `a`.
-            ptr: unsafe { job.a.add(a_off + i0 * rs_a) },
-            row_stride: rs_a as isize,
-            col_stride: cs_a as isize,
-        };
-        let b = StridedMatrix {
-            // SAFETY: batch matrix `batch` of `b` starts inside `b` (or is empty).
-            ptr: unsafe { job.b.add(b_off) },
-            row_stride: rs_b as isize,
-            col_stride: cs_b as isize,
-        };
+        // SAFETY: row `i0 < m` of batch matrix `batch` is inside `a`; batch matrix `batch` of
+        // `b` starts inside `b` (or is empty).
+        let (a, b) = unsafe { (job.a.offset(a_off + i0 * rs_a), job.b.offset(b_off)) };
         let first_row = batch * m + i0;
         let mut rows_done = |_: usize, done: usize| {
             if let Some(e) = epilogue {
@@ -468,5 +514,51 @@ unsafe fn run_region(
             packed_gemm::gemm_f32(dims, &a, &b, c, bufs, &mut rows_done);
         }
         row = first_row + (i1 - i0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfn_ir::half::{bf16, f16};
+
+    /// The `gemm`-crate path (CPUs without AVX-512) on 16-bit operands, one stored
+    /// transposed, batched: every element against an f64 sum of the widened values.
+    #[test]
+    fn the_unpacked_path_widens_16_bit_operands() {
+        let (batch, m, k, n) = (2usize, 13usize, 37usize, 9usize);
+        let value = |i: usize| ((i * 7919 % 1009) as f32 / 504.5 - 1.0) * 2.0;
+        for dtype in [DType::F16, DType::BF16] {
+            let bits = |x: f32| match dtype {
+                DType::F16 => f16::from_f32(x).to_bits(),
+                _ => bf16::from_f32(x).to_bits(),
+            };
+            let wide = |h: u16| match dtype {
+                DType::F16 => f16::from_bits(h).to_f32(),
+                _ => bf16::from_bits(h).to_f32(),
+            };
+            // `a`: [batch, m, k] row-major; `b`: [k, n] stored as its [n, k] transpose.
+            let mut a: Vec<u16> = (0..batch * m * k).map(|i| bits(value(i))).collect();
+            let mut b: Vec<u16> = (0..n * k).map(|i| bits(value(i + 5000))).collect();
+            let mut out = vec![f32::NAN; batch * m * n];
+            let op_a =
+                Operand { buf: RawBuf { ptr: a.as_mut_ptr() as *mut u8, dtype }, strides: None };
+            let op_b = Operand {
+                buf: RawBuf { ptr: b.as_mut_ptr() as *mut u8, dtype },
+                strides: Some(vec![1, k]),
+            };
+            let shapes = MatMulShapes { a: &[batch, m, k], b: &[k, n], out: &[batch, m, n] };
+            let problem = Problem::new(&shapes, &op_a, &op_b).unwrap();
+            let c = RawBuf { ptr: out.as_mut_ptr() as *mut u8, dtype: DType::F32 };
+            // SAFETY: the buffers hold the shapes above; `out` does not overlap them.
+            unsafe { run_unpacked(&op_a, &op_b, c, &shapes, &problem, 2).unwrap() };
+            for (e, got) in out.iter().enumerate() {
+                let (bm, i, j) = (e / (m * n), e / n % m, e % n);
+                let want: f64 = (0..k)
+                    .map(|p| wide(a[(bm * m + i) * k + p]) as f64 * wide(b[j * k + p]) as f64)
+                    .sum();
+                assert!((*got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "{dtype} {e}");
+            }
+        }
     }
 }

@@ -328,3 +328,169 @@ fn strided_gemm_operands_are_read_in_place() {
         }
     }
 }
+
+/// `f16`/`bf16` operands are read by the GEMM where they lie and widened while it packs them:
+/// the `cast` to `f32` in front of a matmul (and a transpose above or below it) leaves no
+/// kernel of its own, in every packing path — row-major and column-major `B` (a weight read
+/// transposed), `A` read down its columns, attention's head split — against the interpreter
+/// on one and two threads, with shapes crossing the packers' blocks (`MR` 12, `NR` 32, `MC` 96,
+/// 256-row column runs, `KC` 1536). A cast something else also reads keeps its kernel.
+#[test]
+fn half_operands_are_widened_while_packed() {
+    /// (name, graph with `DT` for the 16-bit dtype, shapes per run, kernels after fusion)
+    type Case<'c> = (&'c str, &'c str, &'c [&'c [&'c [usize]]], usize);
+    let cases: &[Case] = &[
+        (
+            "linear_bias_relu",
+            "func f(a: DT[s0, s1], b: DT[s1, s2], bias: DT[s2]) -> (DT[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1, param 2 axis 0)
+  %0 = param 0 : DT[s0, s1]
+  %1 = param 1 : DT[s1, s2]
+  %2 = param 2 : DT[s2]
+  %3 = cast %0 {to=f32} : f32[s0, s1]
+  %4 = cast %1 {to=f32} : f32[s1, s2]
+  %5 = cast %2 {to=f32} : f32[s2]
+  %6 = matmul %3, %4 : f32[s0, s2]
+  %7 = add %6, %5 : f32[s0, s2]
+  %8 = const 0.0 : f32[]
+  %9 = maximum %7, %8 : f32[s0, s2]
+  %10 = cast %9 {to=DT} : DT[s0, s2]
+  return %10
+}",
+            &[
+                &[&[1, 1], &[1, 1], &[1]],
+                &[&[101, 70], &[70, 45], &[45]],
+                &[&[13, 1600], &[1600, 33], &[33]],
+            ],
+            // The bias's cast is the epilogue's input (its own kernel).
+            2,
+        ),
+        (
+            "weight_transposed_then_cast",
+            "func f(a: DT[s0, s1], w: DT[s2, s1]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 1)
+  sym s2 = input(param 1 axis 0)
+  %0 = param 0 : DT[s0, s1]
+  %1 = param 1 : DT[s2, s1]
+  %2 = transpose %1 {perm=[1, 0]} : DT[s1, s2]
+  %3 = cast %2 {to=f32} : f32[s1, s2]
+  %4 = cast %0 {to=f32} : f32[s0, s1]
+  %5 = matmul %4, %3 : f32[s0, s2]
+  return %5
+}",
+            &[&[&[7, 5], &[3, 5]], &[&[98, 300], &[77, 300]], &[&[2, 9], &[64, 9]]],
+            1,
+        ),
+        (
+            "weight_cast_then_transposed",
+            "func f(a: DT[s0, s1], w: DT[s2, s1]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 1)
+  sym s2 = input(param 1 axis 0)
+  %0 = param 0 : DT[s0, s1]
+  %1 = param 1 : DT[s2, s1]
+  %2 = cast %1 {to=f32} : f32[s2, s1]
+  %3 = transpose %2 {perm=[1, 0]} : f32[s1, s2]
+  %4 = cast %0 {to=f32} : f32[s0, s1]
+  %5 = matmul %4, %3 : f32[s0, s2]
+  return %5
+}",
+            &[&[&[98, 263], &[40, 263]]],
+            1,
+        ),
+        (
+            "a_read_down_its_columns",
+            "func f(x: DT[s1, s0], b: DT[s1, s2]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 1)
+  sym s1 = input(param 0 axis 0, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : DT[s1, s0]
+  %1 = param 1 : DT[s1, s2]
+  %2 = transpose %0 {perm=[1, 0]} : DT[s0, s1]
+  %3 = cast %2 {to=f32} : f32[s0, s1]
+  %4 = cast %1 {to=f32} : f32[s1, s2]
+  %5 = matmul %3, %4 : f32[s0, s2]
+  return %5
+}",
+            &[&[&[31, 100], &[31, 50]], &[&[5, 3], &[5, 2]]],
+            1,
+        ),
+        (
+            "attention_scores",
+            "func f(q: DT[s0, s1, s2, s3], k: DT[s0, s4, s2, s3]) -> (f32[s0, s2, s1, s4]) {
+  sym s0 = input(param 0 axis 0, param 1 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 2)
+  sym s3 = input(param 0 axis 3, param 1 axis 3)
+  sym s4 = input(param 1 axis 1)
+  %0 = param 0 : DT[s0, s1, s2, s3]
+  %1 = param 1 : DT[s0, s4, s2, s3]
+  %2 = transpose %0 {perm=[0, 2, 1, 3]} : DT[s0, s2, s1, s3]
+  %3 = cast %2 {to=f32} : f32[s0, s2, s1, s3]
+  %4 = transpose %1 {perm=[0, 2, 3, 1]} : DT[s0, s2, s3, s4]
+  %5 = cast %4 {to=f32} : f32[s0, s2, s3, s4]
+  %6 = matmul %3, %5 : f32[s0, s2, s1, s4]
+  return %6
+}",
+            &[&[&[2, 37, 3, 16], &[2, 29, 3, 16]]],
+            1,
+        ),
+        (
+            "cast_also_read_elsewhere",
+            "func f(a: DT[s0, s1], b: DT[s1, s2]) -> (f32[s0, s2], f32[s0, s1]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : DT[s0, s1]
+  %1 = param 1 : DT[s1, s2]
+  %2 = cast %0 {to=f32} : f32[s0, s1]
+  %3 = cast %1 {to=f32} : f32[s1, s2]
+  %4 = matmul %2, %3 : f32[s0, s2]
+  %5 = exp %2 : f32[s0, s1]
+  return %4, %5
+}",
+            &[&[&[20, 30], &[30, 40]]],
+            2,
+        ),
+    ];
+    let mut rng = Rng::new(0x16B1_7F00_D5EE_D123);
+    let mut failures = Vec::new();
+    for (name, text, runs, kernels) in cases {
+        for dtype in ["f16", "bf16"] {
+            let graph = match tfn_ir::text::parse_graph(&text.replace("DT", dtype)) {
+                Ok(g) => g,
+                Err(e) => {
+                    failures.push(format!("{name} {dtype}: parse: {e}"));
+                    continue;
+                }
+            };
+            for shapes in *runs {
+                let inputs: Vec<_> = graph
+                    .params
+                    .iter()
+                    .zip(shapes.iter())
+                    .map(|(p, s)| random_tensor(&mut rng, p.ty.dtype, s, (-1.0, 1.0)))
+                    .collect();
+                for threads in [1, 2] {
+                    match check_against_interp(&graph, &inputs, Tolerance::ACCUMULATED, threads) {
+                        Ok(f) if !f.interpreted_kernels().is_empty() => failures.push(format!(
+                            "{name} {dtype}: interpreted {:?}",
+                            f.interpreted_kernels()
+                        )),
+                        Ok(f) if f.fused().kernels.len() != *kernels => failures.push(format!(
+                            "{name} {dtype}: {} kernels, expected {kernels}",
+                            f.fused().kernels.len()
+                        )),
+                        Ok(_) => {}
+                        Err(e) => failures
+                            .push(format!("{name} {dtype} {shapes:?} threads {threads}: {e}")),
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

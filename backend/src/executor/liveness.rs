@@ -53,10 +53,10 @@ pub(super) fn release_points(
                 .iter()
                 .filter(|op| !op.index)
                 .for_each(|op| read(op.value, &root, &mut last)),
-            Step::MatMul { transposed_from, epilogue, .. } => {
-                transposed_from.iter().flatten().for_each(|&v| read(v, &root, &mut last));
-                if let Some((plan, _)) = epilogue {
-                    let data = plan.inputs.iter().filter(|op| !op.index);
+            Step::MatMul { folded, epilogue, .. } => {
+                folded.iter().flatten().for_each(|f| read(f.source, &root, &mut last));
+                if let Some(e) = epilogue {
+                    let data = e.plan.inputs.iter().filter(|op| !op.index);
                     data.for_each(|op| read(op.value, &root, &mut last));
                 }
             }

@@ -169,6 +169,10 @@ impl LoopCall {
     /// # Safety
     /// As [`Self::call_all`], for the elements of those steps; `lo <= hi <=` the split size.
     pub(super) unsafe fn call_range(&self, func: KernelFn, lo: usize, hi: usize) {
+        if let Some(widened) = &self.widened {
+            // SAFETY: guaranteed by the caller.
+            return unsafe { widened.run_range(func, &self.args, lo, hi) };
+        }
         let mut args = self.args.clone();
         if let Some(slots) = args.get_mut(self.begin_slot..self.begin_slot + 2) {
             slots[0] = lo as i64;

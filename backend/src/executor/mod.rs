@@ -56,6 +56,7 @@ use crate::wide::SimdLevel;
 use loop_call::{ErrorRecord, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, State};
+use steps::Epilogue;
 use steps::{compile_kernel, Step};
 pub(crate) use steps::{KernelRequest, KernelSource};
 
@@ -102,8 +103,7 @@ fn in_place_params(graph: &Graph, fused: &FusedGraph, steps: &[Step]) -> Vec<boo
             if !kernel.inputs.contains(&v) {
                 return true;
             }
-            let Step::MatMul { node: mm, transposed_from, .. } = step else { return false };
-            let operands = &graph.node(*mm).inputs;
+            let Step::MatMul { node: mm, folded, .. } = step else { return false };
             kernel.nodes.iter().all(|n| {
                 if !graph.node(*n).inputs.contains(&v) {
                     return true;
@@ -112,9 +112,9 @@ fn in_place_params(graph: &Graph, fused: &FusedGraph, steps: &[Step]) -> Vec<boo
                     // Directly an operand (a product has no other inputs).
                     return true;
                 }
-                // The transpose an operand is read through.
+                // The transpose or widening cast an operand is read through.
                 !kernel.outputs.contains(n)
-                    && (0..2).any(|s| operands.get(s) == Some(n) && transposed_from[s] == Some(v))
+                    && folded.iter().flatten().any(|f| f.source == v && f.nodes.contains(n))
             })
         };
         let in_place =
@@ -639,33 +639,38 @@ impl CompiledFunction {
                 let domain = st.shape(&kernel.domain)?;
                 self.run_loop(st, plan, *func, &domain, *checks_empty, widened.as_ref())
             }
-            Step::MatMul { node, transposed_from, epilogue } => {
+            Step::MatMul { node, folded, epilogue } => {
                 let n = self.graph.node(*node);
                 let (Some(a), Some(b)) = (n.inputs.first(), n.inputs.get(1)) else {
                     return Err(RunError::Internal("matmul needs two inputs".into()));
                 };
                 let operand = |slot: usize, v: ValueId| -> Result<matmul::Operand, RunError> {
-                    let Some(source) = transposed_from[slot] else {
+                    let Some(f) = &folded[slot] else {
                         // A strided argument read in place keeps its own strides.
                         let strides = st.strided(v).map(<[usize]>::to_vec);
                         return Ok(matmul::Operand { buf: st.buf(v)?, strides });
                     };
-                    // Read through a folded transpose: the source's strides, permuted.
-                    let Op::Transpose { perm } = &self.graph.node(v).op else {
-                        return Err(RunError::Internal(
-                            "a folded operand view is a transpose".into(),
-                        ));
+                    // Read through folded nodes: the source's strides, permuted; its dtype
+                    // (a 16-bit source is widened while packing).
+                    let source_strides = match st.strided(f.source) {
+                        Some(s) => Some(s.to_vec()),
+                        None if f.perm.is_some() => {
+                            Some(row_major_strides(&st.shape(&self.graph.ty(f.source).shape)?))
+                        }
+                        None => None,
                     };
-                    let source_strides = match st.strided(source) {
-                        Some(s) => s.to_vec(),
-                        None => row_major_strides(&st.shape(&self.graph.ty(source).shape)?),
+                    let strides = match (&f.perm, source_strides) {
+                        (Some(perm), Some(s)) => Some(
+                            perm.iter()
+                                .map(|&p| s.get(p as usize).copied())
+                                .collect::<Option<Vec<usize>>>()
+                                .ok_or_else(|| {
+                                    RunError::Internal("transpose of the wrong rank".into())
+                                })?,
+                        ),
+                        (_, s) => s,
                     };
-                    let strides = perm
-                        .iter()
-                        .map(|&p| source_strides.get(p as usize).copied())
-                        .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(|| RunError::Internal("transpose of the wrong rank".into()))?;
-                    Ok(matmul::Operand { buf: st.buf(source)?, strides: Some(strides) })
+                    Ok(matmul::Operand { buf: st.buf(f.source)?, strides })
                 };
                 let (op_a, op_b) = (operand(0, *a)?, operand(1, *b)?);
                 let sa = st.shape(&self.graph.ty(*a).shape)?;
@@ -796,7 +801,7 @@ impl CompiledFunction {
         st: &mut State,
         kernel: &Kernel,
         node: ValueId,
-        epilogue: &Option<(LoopPlan, KernelFn)>,
+        epilogue: &Option<Epilogue>,
     ) -> Result<(), RunError> {
         let n = self.graph.node(node);
         let Op::Window { kind, attrs } = &n.op else {
@@ -823,13 +828,14 @@ impl CompiledFunction {
         &self,
         st: &mut State,
         kernel: &Kernel,
-        epilogue: &Option<(LoopPlan, KernelFn)>,
+        epilogue: &Option<Epilogue>,
         body: impl FnOnce(Option<&matmul::TileEpilogue>) -> Result<matmul::EpilogueRun, RunError>,
     ) -> Result<(), RunError> {
         let call = match epilogue {
-            Some((plan, func)) => {
+            Some(Epilogue { plan, func, widened }) => {
                 let domain = st.shape(&kernel.domain)?;
-                self.prepare_loop(st, plan, &domain, false, None)?.map(|c| (c, plan, *func))
+                let call = self.prepare_loop(st, plan, &domain, false, widened.as_ref())?;
+                call.map(|c| (c, plan, *func))
             }
             None => None,
         };

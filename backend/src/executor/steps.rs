@@ -5,7 +5,7 @@ use crate::error::CodegenError;
 use crate::plan::LoopPlan;
 use crate::scan::{axis_spec, AxisKernel, AxisSpec};
 use tfn_ir::{Graph, Op, ReduceOp, ValueId};
-use tfn_passes::fusion::{matmul_operand_view, Kernel, KernelKind};
+use tfn_passes::fusion::{matmul_operand_chain, Kernel, KernelKind};
 
 pub(super) enum Step {
     Loop {
@@ -17,10 +17,10 @@ pub(super) enum Step {
     },
     MatMul {
         node: ValueId,
-        /// Per operand (`a`, `b`): read it as a transpose of this value (the operand node's
-        /// permutation), a `Transpose` that fusion folded into this kernel (no copy is made).
-        transposed_from: [Option<ValueId>; 2],
-        epilogue: Option<(LoopPlan, KernelFn)>,
+        /// Per operand (`a`, `b`): read it through nodes fusion folded into this kernel (a
+        /// transpose, a widening cast of a 16-bit value), from their source (no copy is made).
+        folded: [Option<FoldedOperand>; 2],
+        epilogue: Option<Epilogue>,
     },
     View {
         input: ValueId,
@@ -42,7 +42,7 @@ pub(super) enum Step {
     /// convolution (run per image as it becomes final).
     Window {
         node: ValueId,
-        epilogue: Option<(LoopPlan, KernelFn)>,
+        epilogue: Option<Epilogue>,
     },
     /// The interpreter, on this kernel's nodes: by design for the kinds listed in
     /// [`compile_kernel`] (`fallback: false`), or because the code generator rejected a kernel
@@ -104,13 +104,35 @@ impl KernelSource for Requests {
     }
 }
 
+/// The elementwise kernel fused after a native kernel (a GEMM, a window op), run on the
+/// native kernel's output as it becomes final.
+#[derive(Clone)]
+pub(crate) struct Epilogue {
+    pub plan: LoopPlan,
+    pub func: KernelFn,
+    /// Its 16-bit float operands run as f32 blocks (`widened.rs`).
+    pub widened: Option<super::widened::Widened>,
+}
+
+/// A matmul operand read through nodes fusion folded into its kernel
+/// (`tfn_passes::fusion::matmul_operand_chain`).
+#[derive(Clone, Debug)]
+pub(crate) struct FoldedOperand {
+    /// The value the GEMM reads (`f16`/`bf16` under a widening cast: widened while packing).
+    pub source: ValueId,
+    /// The folded nodes, from the operand down to `source`'s reader.
+    pub nodes: Vec<ValueId>,
+    /// Operand axis `i` is axis `perm[i]` of `source` (`None`: the same axes).
+    pub perm: Option<Vec<u32>>,
+}
+
 impl Step {
     /// The step's compiled kernel, if it has one (each step asks its source for at most one).
     pub fn kernel_mut(&mut self) -> Option<&mut KernelFn> {
         match self {
             Step::Loop { func, .. } => Some(func),
             Step::MatMul { epilogue, .. } | Step::Window { epilogue, .. } => {
-                epilogue.as_mut().map(|(_, func)| func)
+                epilogue.as_mut().map(|e| &mut e.func)
             }
             Step::Scan(k) | Step::Arg(k) => Some(&mut k.func),
             Step::View { .. } | Step::Copy { .. } | Step::Scatter { .. } | Step::Interp { .. } => {
@@ -168,22 +190,19 @@ pub(super) fn compile_kernel(
                 let reason = format!("integer matmul ({dtype}): reference kernel");
                 return Ok(Step::Interp { reason, fallback: false });
             }
-            // Operands read through a transpose that fusion folded into this kernel: the GEMM
-            // reads the transpose's source with permuted strides.
-            let mut transposed_from = [None, None];
+            // Operands read through a transpose or a widening cast that fusion folded into this
+            // kernel: the GEMM reads their source with permuted strides, widening 16-bit values
+            // while packing.
+            let mut folded = [None, None];
             for (slot, x) in graph.node(node).inputs.iter().take(2).enumerate() {
-                if kernel.nodes.contains(x) && matmul_operand_view(graph, *x).is_some() {
-                    transposed_from[slot] = graph.node(*x).inputs.first().copied();
+                let (nodes, source, perm) = matmul_operand_chain(graph, &kernel.nodes, *x);
+                if !nodes.is_empty() {
+                    folded[slot] = Some(FoldedOperand { source, nodes, perm });
                 }
             }
-            let operand_view = |v: &ValueId| {
-                transposed_from
-                    .iter()
-                    .zip(&graph.node(node).inputs)
-                    .any(|(t, x)| t.is_some() && x == v)
-            };
+            let in_operand = |v: &ValueId| folded.iter().flatten().any(|f| f.nodes.contains(v));
             let rest: Vec<ValueId> =
-                kernel.nodes.iter().copied().filter(|v| *v != node && !operand_view(v)).collect();
+                kernel.nodes.iter().copied().filter(|v| *v != node && !in_operand(v)).collect();
             let epilogue = if rest.iter().any(|v| !matches!(graph.node(*v).op, Op::Const(_))) {
                 let used = |v: &ValueId| rest.iter().any(|n| graph.node(*n).inputs.contains(v));
                 let mut inputs: Vec<ValueId> = kernel.inputs.iter().copied().filter(used).collect();
@@ -191,12 +210,13 @@ pub(super) fn compile_kernel(
                 let outputs: Vec<ValueId> =
                     kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
+                let (plan, widened) = super::widened::Widened::plan(plan);
                 let func = jit.loop_kernel(&plan)?;
-                Some((plan, func))
+                Some(Epilogue { plan, func, widened })
             } else {
                 None
             };
-            Ok(Step::MatMul { node, transposed_from, epilogue })
+            Ok(Step::MatMul { node, folded, epilogue })
         }
         KernelKind::View => match kernel.nodes.as_slice() {
             [v] if matches!(graph.node(*v).op, Op::Reshape) => {
@@ -241,8 +261,9 @@ pub(super) fn compile_kernel(
                 let outputs: Vec<ValueId> =
                     kernel.outputs.iter().copied().filter(|v| *v != node).collect();
                 let plan = LoopPlan::build(graph, &rest, &inputs, &outputs, &kernel.domain, &[])?;
+                let (plan, widened) = super::widened::Widened::plan(plan);
                 let func = jit.loop_kernel(&plan)?;
-                Some((plan, func))
+                Some(Epilogue { plan, func, widened })
             } else {
                 None
             };

@@ -195,6 +195,33 @@ impl WidenedCall {
         args: &[i64],
         threads: usize,
     ) -> Result<(), RunError> {
+        let threads = if self.work >= MIN_PARALLEL_ELEMENTS { threads } else { 1 };
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.run_steps(func, args, 0..self.range, Some(threads)) }
+    }
+
+    /// Runs steps `lo..hi` of the split axis on the calling thread (a GEMM epilogue's tile),
+    /// in the same blocks as [`Self::run`] would within them.
+    ///
+    /// # Safety
+    /// As [`Self::run`], for the elements of those steps; `lo <= hi <=` the split size.
+    pub(super) unsafe fn run_range(&self, func: KernelFn, args: &[i64], lo: usize, hi: usize) {
+        // SAFETY: guaranteed by the caller; on the calling thread, a panic unwinds from here
+        // as a direct kernel call's would.
+        let _inline = unsafe { self.run_steps(func, args, lo..hi, None) };
+    }
+
+    /// Runs steps `steps` in blocks: on the pool with `threads`, or inline for `None`.
+    ///
+    /// # Safety
+    /// As [`Self::run`], for the elements of those steps.
+    unsafe fn run_steps(
+        &self,
+        func: KernelFn,
+        args: &[i64],
+        steps: std::ops::Range<usize>,
+        threads: Option<usize>,
+    ) -> Result<(), RunError> {
         let mut base = args.to_vec();
         // Inputs broadcast along the split axis: widened whole, once.
         let mut wholes: Vec<Vec<f32>> = Vec::new();
@@ -212,10 +239,10 @@ impl WidenedCall {
             self.operands.iter().filter(|o| o.whole.is_none()).collect();
         let region: Vec<usize> = blocked.iter().map(|o| self.block * o.unit).collect();
         let scratch_len: usize = region.iter().sum();
-        let blocks = self.range.div_ceil(self.block);
+        let blocks = steps.len().div_ceil(self.block);
         let run_block = |c: usize| {
-            let lo = c * self.block;
-            let hi = (lo + self.block).min(self.range);
+            let lo = steps.start + c * self.block;
+            let hi = (lo + self.block).min(steps.end);
             SCRATCH.with(|scratch| {
                 let mut scratch = scratch.borrow_mut();
                 let Scratch { f32s: s, args: mine, regions } = &mut *scratch;
@@ -260,8 +287,13 @@ impl WidenedCall {
                 }
             });
         };
-        let threads = if self.work >= MIN_PARALLEL_ELEMENTS { threads } else { 1 };
-        let ran = workers::run(blocks, threads, &run_block);
+        let ran = match threads {
+            Some(threads) => workers::run(blocks, threads, &run_block),
+            None => {
+                (0..blocks).for_each(run_block);
+                Ok(())
+            }
+        };
         drop(wholes);
         ran.map_err(|e| RunError::Internal(e.to_string()))
     }

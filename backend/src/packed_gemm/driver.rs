@@ -23,10 +23,11 @@
 //! `ic` block, while that `MC × n` tile is still in L2 — which is when the fused epilogue
 //! runs on it.
 
+use super::half::RowPanelSource;
 #[cfg(target_arch = "x86_64")]
 use super::kernel::{micro_kernel, TileOut};
 use super::kernel::{MR, NR};
-use super::pack::{pack_a, PanelSource, StridedMatrix};
+use super::pack::PanelSource;
 
 /// Depth of a packed block (the `k` extent one micro-kernel call accumulates).
 pub(crate) const KC: usize = 1536;
@@ -78,7 +79,8 @@ pub(crate) struct OutputMatrix {
     pub row_stride: usize,
 }
 
-/// `C = A · B` for an `m × k` matrix `A`, a `k × n` matrix `B` (strided, or any
+/// `C = A · B` for an `m × k` matrix `A` (strided, `f32` or 16-bit: [`super::half`]), a
+/// `k × n` matrix `B` (the same, or any
 /// [`PanelSource`] that packs its panels itself, like a convolution's image) and a row-major
 /// `C`. Calls `rows_done(i0, i1)` as soon as rows `i0..i1` of
 /// `C` hold their final values, in increasing row order, covering `0..m` exactly once.
@@ -88,9 +90,9 @@ pub(crate) struct OutputMatrix {
 /// `k × n` one; `c` must be valid for writes of `m` rows of `n` elements at its row stride
 /// (`>= n`) and must not overlap `a` or `b`.
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn gemm_f32<B: PanelSource + ?Sized>(
+pub(crate) unsafe fn gemm_f32<A: RowPanelSource + ?Sized, B: PanelSource + ?Sized>(
     dims: Dims,
-    a: &StridedMatrix,
+    a: &A,
     b: &B,
     c: OutputMatrix,
     bufs: &mut PackBuffers,
@@ -128,7 +130,7 @@ pub(crate) unsafe fn gemm_f32<B: PanelSource + ?Sized>(
                 let mc = (m - ic).min(MC);
                 // SAFETY: the block is inside `A`, `kc <= KC < A_ROW_STRIDE`; `pa` holds
                 // `ceil(MC / MR) * MR * A_ROW_STRIDE` floats.
-                unsafe { pack_a(a, ic, pc, mc, kc, pa) };
+                unsafe { a.pack_a(ic, pc, mc, kc, pa) };
                 let block = Block { mc, nc, kc, accumulate: pc > 0 };
                 // SAFETY: AVX-512F is present (caller contract); `C` rows `ic..ic + mc`,
                 // columns `jc..jc + nc` are inside `C`; the panels were just packed.

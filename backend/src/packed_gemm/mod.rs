@@ -12,18 +12,21 @@
 //!
 //! - `kernel`: the micro-kernel and its edge-tile stores;
 //! - `pack`: packing strided `A`/`B` blocks into micro-panels (`StridedMatrix`);
+//! - `half`: `f16`/`bf16` operands widened while packed (`HalfMatrix`, `Matrix`);
 //! - `driver`: the five-loop nest, block sizes and the packing buffers callers keep.
 //!
-//! Everything here is f32 and x86-64 only; `available` says whether it may be called, and
+//! Everything here computes in f32 (16-bit operands are widened exactly) and is x86-64 only; `available` says whether it may be called, and
 //! callers fall back to the `gemm` crate otherwise (and for f64).
 
 mod driver;
+mod half;
 mod kernel;
 mod pack;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use driver::gemm_f32;
 pub(crate) use driver::{Dims, OutputMatrix, PackBuffers};
+pub(crate) use half::Matrix;
 pub(crate) use kernel::{MR, NR};
 pub(crate) use pack::{PanelSource, StridedMatrix};
 

@@ -224,7 +224,12 @@ pub(crate) unsafe fn pack_b(
 /// those 8 writes of 8 floats, not overlapping.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-unsafe fn transpose8(src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
+pub(super) unsafe fn transpose8(
+    src: *const f32,
+    src_stride: isize,
+    dst: *mut f32,
+    dst_stride: usize,
+) {
     use std::arch::x86_64::*;
     // SAFETY: the caller's contract: eight 8-float loads and stores inside the buffers.
     unsafe {

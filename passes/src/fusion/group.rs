@@ -1,6 +1,6 @@
 //! The grouping walk behind [`fuse`]: assigns every node to a group, then orders the groups.
 
-use super::view::{matmul_operand_view, ViewOp};
+use super::view::{matmul_operand_view, matmul_operand_widening, ViewOp};
 use super::{FusedGraph, Kernel, KernelKind};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -18,8 +18,20 @@ pub fn fuse(graph: &Graph) -> FusedGraph {
         walk.place(index);
     }
     walk.materialise_constants();
+    walk.fold_widening_casts();
     walk.fold_views();
     walk.into_fused()
+}
+
+/// Per node, the nodes that read it as data ([`data_inputs`]).
+fn consumers(graph: &Graph) -> Vec<Vec<usize>> {
+    let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
+    for index in 0..graph.nodes.len() {
+        for v in data_inputs(graph, index) {
+            consumers[v.index()].push(index);
+        }
+    }
+    consumers
 }
 
 /// Data inputs of a node: `Full` and `Iota` only read their input's shape, which the sizes
@@ -455,6 +467,60 @@ impl Walk<'_> {
         }
     }
 
+    /// Lets matmuls read `f16`/`bf16` operands in place ([`matmul_operand_widening`]): a
+    /// `cast` to `f32` of a 16-bit value that sits alone in its kernel, is not a graph output,
+    /// whose source is not a constant, and whose every consumer is a matmul (in another kernel
+    /// than the source's) taking it as an operand loses its kernel and is listed in each
+    /// consuming matmul kernel, whose GEMM widens while packing. A transpose between the cast
+    /// and the matmuls is allowed when `fold_views` will fold it. Runs before
+    /// [`Self::fold_views`], so a transpose read only by such casts folds too.
+    fn fold_widening_casts(&mut self) {
+        let graph = self.graph;
+        let consumers = consumers(graph);
+        for (index, node) in graph.nodes.iter().enumerate() {
+            let v = ValueId(index as u32);
+            let Some(g) = self.group_of[index] else { continue };
+            let Some(&source) = node.inputs.first() else { continue };
+            if !matmul_operand_widening(graph, v)
+                || self.groups[g].kind != KernelKind::Elementwise
+                || self.groups[g].nodes != [index]
+                || graph.outputs.contains(&v)
+                || matches!(graph.node(source).op, Op::Const(_))
+                || consumers[index].is_empty()
+            {
+                continue;
+            }
+            let source_group = self.group_of[source.index()];
+            // `c` reads `x` as a matmul operand, in a matmul kernel other than the source's.
+            let operand_of = |c: usize, x: ValueId| {
+                matches!(graph.nodes[c].op, Op::MatMul)
+                    && graph.nodes[c].inputs.iter().take(2).any(|y| *y == x)
+                    && self.group_of[c].is_some_and(|h| {
+                        Some(h) != source_group && self.groups[h].kind == KernelKind::MatMul
+                    })
+            };
+            // … or is a transpose alone in its copy kernel that only matmuls read as an
+            // operand (`fold_views` then folds it too).
+            let folding_transpose = |c: usize| {
+                let t = ValueId(c as u32);
+                matmul_operand_view(graph, t).is_some()
+                    && self.group_of[c].is_some_and(|h| {
+                        self.groups[h].kind == KernelKind::Copy && self.groups[h].nodes == [c]
+                    })
+                    && !graph.outputs.contains(&t)
+                    && !consumers[c].is_empty()
+                    && consumers[c].iter().all(|&d| operand_of(d, t))
+            };
+            let in_place =
+                consumers[index].iter().all(|&c| operand_of(c, v) || folding_transpose(c));
+            if in_place {
+                self.groups[g].alive = false;
+                self.group_of[index] = None;
+                self.folded[index] = true;
+            }
+        }
+    }
+
     /// Lets kernels read eligible `Slice`/`Transpose` results in place (see `view.rs`): a
     /// view that is not a graph output, whose source is not a constant, and whose every
     /// consumer sits in a kernel other than its source's that can read it — an elementwise or
@@ -462,12 +528,7 @@ impl Walk<'_> {
     /// [`matmul_operand_view`]) — loses its copy kernel and is listed in each consuming kernel instead.
     fn fold_views(&mut self) {
         let graph = self.graph;
-        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
-        for index in 0..graph.nodes.len() {
-            for v in data_inputs(graph, index) {
-                consumers[v.index()].push(index);
-            }
-        }
+        let consumers = consumers(graph);
         for (index, node) in graph.nodes.iter().enumerate() {
             let v = ValueId(index as u32);
             let Some(g) = self.group_of[index] else { continue };
@@ -494,6 +555,12 @@ impl Walk<'_> {
                         }
                         _ => false,
                     },
+                    // A widening cast already folded into the matmuls that read it.
+                    None => {
+                        operand_view
+                            && self.folded[c]
+                            && matmul_operand_widening(graph, ValueId(c as u32))
+                    }
                     _ => false,
                 });
             if in_place {
@@ -524,9 +591,20 @@ impl Walk<'_> {
                         continue;
                     }
                     if self.folded[v.index()] {
-                        // Read in place: the view node joins this kernel, its source is read.
-                        nodes.insert(*v);
-                        inputs.extend(graph.node(*v).inputs.first().copied());
+                        // Read in place: the view node joins this kernel, its source is read
+                        // (through every folded node below it: a transpose of a matmul
+                        // operand under a folded widening cast).
+                        let mut at = *v;
+                        while self.folded[at.index()] {
+                            nodes.insert(at);
+                            match graph.node(at).inputs.first() {
+                                Some(&source) => at = source,
+                                None => break,
+                            }
+                        }
+                        if !self.folded[at.index()] {
+                            inputs.insert(at);
+                        }
                         continue;
                     }
                     let fusable = matches!(

@@ -59,7 +59,9 @@ pub use dot::print_dot;
 pub use group::fuse;
 pub use print::print_fused;
 pub use verify::verify_fused;
-pub use view::{contiguous_strides, matmul_operand_view, ViewOp};
+pub use view::{
+    contiguous_strides, matmul_operand_chain, matmul_operand_view, matmul_operand_widening, ViewOp,
+};
 
 use tfn_ir::{Shape, ValueId};
 

@@ -17,11 +17,17 @@
 //! transpose), or the head split of attention (`[B, T, H, D]` read as `[B, H, T, D]` or
 //! `[B, H, D, T]`), whenever the source's contiguous axis stays one of the two matrix axes.
 //!
+//! A matmul also reads an `f16`/`bf16` operand in place ([`matmul_operand_widening`]): the
+//! `cast` to `f32` that lowering puts in front of it is folded into the matmul kernel and the
+//! GEMM's packers widen the 16-bit values while packing, so no `f32` copy is written. A
+//! transpose and a widening cast may be folded together, in either order
+//! ([`matmul_operand_chain`]).
+//!
 //! Adjacent view axes `a − 1, a` are *contiguous* when `stride[a − 1] = size[a] · stride[a]`
 //! for every source shape; only those may be collapsed into one loop axis ([`ViewOp::breaks`]).
 
 use tfn_ir::bind::slice_range;
-use tfn_ir::{Dim, Graph, Op, ValueId};
+use tfn_ir::{DType, Dim, Graph, Op, ValueId};
 
 /// A shape op a kernel can read as a strided view of its source.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -161,6 +167,44 @@ pub fn matmul_operand_view(graph: &Graph, v: ValueId) -> Option<&[u32]> {
     let r = perm.len();
     let last = (r as u32).checked_sub(1)?;
     (r >= 2 && (perm[r - 1] == last || perm[r - 2] == last)).then_some(perm.as_slice())
+}
+
+/// Whether node `v` is a `cast` to `f32` of an `f16`/`bf16` value: a matmul reads such an
+/// operand in place, its packers widening the 16-bit source exactly as the cast would.
+pub fn matmul_operand_widening(graph: &Graph, v: ValueId) -> bool {
+    let Some(node) = graph.nodes.get(v.index()) else { return false };
+    let Op::Cast(DType::F32) = node.op else { return false };
+    node.inputs.first().is_some_and(|x| matches!(graph.ty(*x).dtype, DType::F16 | DType::BF16))
+}
+
+/// How a matmul reads operand `v` when the nodes in `kernel` that produce it were folded into
+/// it: the folded nodes from `v` down (transposes and widening casts), the value the GEMM
+/// reads, and the permutation from the operand's axes to that value's (`None`: none moved).
+pub fn matmul_operand_chain(
+    graph: &Graph,
+    kernel: &[ValueId],
+    v: ValueId,
+) -> (Vec<ValueId>, ValueId, Option<Vec<u32>>) {
+    let mut nodes = Vec::new();
+    let mut perm: Option<Vec<u32>> = None;
+    let mut at = v;
+    while kernel.contains(&at) {
+        let folded = matmul_operand_view(graph, at);
+        if folded.is_none() && !matmul_operand_widening(graph, at) {
+            break;
+        }
+        if let Some(p) = folded {
+            // Operand axis `i` is axis `p[q[i]]` of the transpose's source.
+            perm = Some(match perm {
+                None => p.to_vec(),
+                Some(q) => q.iter().map(|&i| p.get(i as usize).copied().unwrap_or(i)).collect(),
+            });
+        }
+        let Some(&source) = graph.node(at).inputs.first() else { break };
+        nodes.push(at);
+        at = source;
+    }
+    (nodes, at, perm)
 }
 
 #[cfg(test)]
