@@ -1,6 +1,7 @@
 //! Raw buffers of the executor: allocation, pointers and copies between tensors and memory.
 
 use crate::error::RunError;
+use crate::huge_pages;
 use crate::tensors::{TensorView, TensorViewMut};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use tfn_ir::{DType, Tensor};
@@ -13,19 +14,37 @@ pub(crate) struct RawBuf {
     pub dtype: DType,
 }
 
-/// A zero-filled tensor (large ones come from `calloc`, so untouched pages cost nothing).
+/// A zero-filled tensor (large ones come from `calloc`, so untouched pages cost nothing; from
+/// [`huge_pages::MIN_BYTES`] on they are advised onto huge pages before anything touches
+/// them).
 pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Tensor {
-    let s = IxDyn(shape);
+    /// `ArrayD::zeros` (calloc), advised.
+    macro_rules! zeros {
+        ($t:ty) => {{
+            let a = ArrayD::<$t>::zeros(IxDyn(shape));
+            huge_pages::advise(a.as_ptr() as *const u8, a.len() * std::mem::size_of::<$t>());
+            a
+        }};
+    }
+    /// Zero bit patterns that are not `num_traits::Zero` (bool, the 16-bit floats): written,
+    /// after the advice.
+    fn filled<T: Clone>(shape: &[usize], zero: T) -> ArrayD<T> {
+        let n: usize = shape.iter().product();
+        let mut v = huge_pages::with_capacity(n).unwrap_or_default();
+        v.resize(n, zero.clone());
+        // `n` is the shape's element count, so this never falls back.
+        ArrayD::from_shape_vec(IxDyn(shape), v).unwrap_or_else(|_| ArrayD::from_elem(shape, zero))
+    }
     match dtype {
-        DType::Bool => Tensor::Bool(ArrayD::from_elem(s, false)),
-        DType::I32 => Tensor::I32(ArrayD::zeros(s)),
-        DType::I64 => Tensor::I64(ArrayD::zeros(s)),
-        DType::F32 => Tensor::F32(ArrayD::zeros(s)),
-        DType::F64 => Tensor::F64(ArrayD::zeros(s)),
-        DType::I8 => Tensor::I8(ArrayD::from_elem(s, Default::default())),
-        DType::U8 => Tensor::U8(ArrayD::from_elem(s, Default::default())),
-        DType::F16 => Tensor::F16(ArrayD::from_elem(s, Default::default())),
-        DType::BF16 => Tensor::BF16(ArrayD::from_elem(s, Default::default())),
+        DType::Bool => Tensor::Bool(filled(shape, false)),
+        DType::I32 => Tensor::I32(zeros!(i32)),
+        DType::I64 => Tensor::I64(zeros!(i64)),
+        DType::F32 => Tensor::F32(zeros!(f32)),
+        DType::F64 => Tensor::F64(zeros!(f64)),
+        DType::I8 => Tensor::I8(zeros!(i8)),
+        DType::U8 => Tensor::U8(zeros!(u8)),
+        DType::F16 => Tensor::F16(filled(shape, Default::default())),
+        DType::BF16 => Tensor::BF16(filled(shape, Default::default())),
     }
 }
 

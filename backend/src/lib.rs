@@ -45,6 +45,7 @@ mod convert16;
 mod copy;
 pub mod error;
 pub mod executor;
+pub mod huge_pages;
 #[cfg(feature = "jit")]
 mod jit;
 #[cfg(feature = "jit")]

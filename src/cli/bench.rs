@@ -46,8 +46,9 @@ fn random_tensor(
 ) -> Result<Tensor, String> {
     fn array<T>(shape: &[usize], mut value: impl FnMut() -> T) -> Result<ArrayD<T>, String> {
         let n: usize = shape.iter().product();
-        let mut values = Vec::new();
-        values.try_reserve_exact(n).map_err(|_| format!("not enough memory for {n} elements"))?;
+        // Advised onto huge pages from 4 MB on, as NumPy's arrays are (`huge_pages`).
+        let mut values = tfn_backend::huge_pages::with_capacity(n)
+            .ok_or_else(|| format!("not enough memory for {n} elements"))?;
         values.extend((0..n).map(|_| value()));
         // The element count is the product of the shape by construction.
         ArrayD::from_shape_vec(IxDyn(shape), values).map_err(|e| e.to_string())

@@ -165,13 +165,14 @@ fn read_data<T: Element>(
     r: &mut impl Read,
     h: &Header,
 ) -> Result<Result<ArrayD<T>, u64>, DataError> {
-    let mut values: Vec<T> = Vec::new();
-    values.try_reserve_exact(h.elements).map_err(|_| {
-        DataError::Format(format!(
-            "not enough memory for its {}{:?} ({} bytes)",
-            h.dtype, h.shape, h.data_bytes
-        ))
-    })?;
+    // Advised onto huge pages from 4 MB on, as NumPy's arrays are (`huge_pages`).
+    let mut values: Vec<T> =
+        tfn_backend::huge_pages::with_capacity(h.elements).ok_or_else(|| {
+            DataError::Format(format!(
+                "not enough memory for its {}{:?} ({} bytes)",
+                h.dtype, h.shape, h.data_bytes
+            ))
+        })?;
     let mut buf = vec![0u8; (64 << 10) / T::SIZE * T::SIZE];
     let mut done = 0usize;
     while done < h.data_bytes {
