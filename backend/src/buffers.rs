@@ -15,14 +15,15 @@ pub(crate) struct RawBuf {
 }
 
 /// A zero-filled tensor (large ones come from `calloc`, so untouched pages cost nothing; from
-/// [`huge_pages::MIN_BYTES`] on they are advised onto huge pages before anything touches
+/// [`huge_pages::MIN_OWN_BYTES`] on they are advised onto huge pages before anything touches
 /// them).
 pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Tensor {
     /// `ArrayD::zeros` (calloc), advised.
     macro_rules! zeros {
         ($t:ty) => {{
             let a = ArrayD::<$t>::zeros(IxDyn(shape));
-            huge_pages::advise(a.as_ptr() as *const u8, a.len() * std::mem::size_of::<$t>());
+            let bytes = a.len() * std::mem::size_of::<$t>();
+            huge_pages::advise_from(a.as_ptr() as *const u8, bytes, huge_pages::MIN_OWN_BYTES);
             a
         }};
     }
@@ -30,7 +31,8 @@ pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Tensor {
     /// after the advice.
     fn filled<T: Clone>(shape: &[usize], zero: T) -> ArrayD<T> {
         let n: usize = shape.iter().product();
-        let mut v = huge_pages::with_capacity(n).unwrap_or_default();
+        let mut v =
+            huge_pages::with_capacity_from(n, huge_pages::MIN_OWN_BYTES).unwrap_or_default();
         v.resize(n, zero.clone());
         // `n` is the shape's element count, so this never falls back.
         ArrayD::from_shape_vec(IxDyn(shape), v).unwrap_or_else(|_| ArrayD::from_elem(shape, zero))

@@ -5,8 +5,9 @@
 //! boundary. Linux backs a region with 2 MB pages when asked (`madvise(MADV_HUGEPAGE)`; the
 //! usual `transparent_hugepage=madvise` setting does it only then), and NumPy asks for every
 //! array of 4 MB or more — so the arrays a Python caller passes are on huge pages, and the
-//! buffers tfn allocates (outputs, intermediates, `tfnc bench`'s and `.npy` inputs) should be
-//! too. Measured on a 64 MB `sum` (1 thread, SSE loop): 21–30 GB/s on 4 KB pages, 31–35 GB/s
+//! inputs tfn reads itself (`tfnc bench`'s random ones, `.npy` files) are advised the same
+//! way. The buffers the executor allocates (outputs, intermediates) are advised only beyond
+//! [`MIN_OWN_BYTES`], a last-level cache's size. Measured on a 64 MB `sum` (1 thread, SSE loop): 21–30 GB/s on 4 KB pages, 31–35 GB/s
 //! advised (docs/benchmarks.md).
 //!
 //! [`advise`] marks the 2 MB-aligned interior of a buffer before it is first written; it is
@@ -14,8 +15,14 @@
 //! `TFN_HUGE_PAGES=off` turns it off (NumPy's `NUMPY_MADVISE_HUGEPAGE=0`), for machines where
 //! the kernel compacting memory on a fault costs more than the pages save.
 
-/// Buffers from this many bytes on are advised (NumPy's threshold).
+/// Inputs from this many bytes on are advised (NumPy's threshold for its arrays).
 pub const MIN_BYTES: usize = 4 << 20;
+
+/// Buffers the executor allocates (outputs, intermediates) are advised from this size on:
+/// larger than a last-level cache, where streaming them is what the pages speed up. Below
+/// it the 2 MB faults cost more than they save: advising from 4 MB made the char-LM's first
+/// training step 6–33 ms slower (its later steps alike).
+pub const MIN_OWN_BYTES: usize = 32 << 20;
 
 /// The huge page size the advice is aligned to.
 const HUGE: usize = 2 << 20;
@@ -32,7 +39,12 @@ fn enabled() -> bool {
 /// Asks for huge pages under the `bytes` from `ptr` (an allocation of this process, not yet
 /// written, for the advice to take effect) when there are at least [`MIN_BYTES`].
 pub fn advise(ptr: *const u8, bytes: usize) {
-    if bytes < MIN_BYTES || !enabled() {
+    advise_from(ptr, bytes, MIN_BYTES);
+}
+
+/// [`advise`] with the threshold `min` bytes.
+pub(crate) fn advise_from(ptr: *const u8, bytes: usize, min: usize) {
+    if bytes < min || !enabled() {
         return;
     }
     let start = (ptr as usize).next_multiple_of(HUGE);
@@ -56,9 +68,14 @@ pub fn advise(ptr: *const u8, bytes: usize) {
 /// An empty vector with room for exactly `n` elements, advised ([`advise`]) before anything
 /// is written; `None` when the memory is not there.
 pub fn with_capacity<T>(n: usize) -> Option<Vec<T>> {
+    with_capacity_from(n, MIN_BYTES)
+}
+
+/// [`with_capacity`] with the threshold `min` bytes.
+pub(crate) fn with_capacity_from<T>(n: usize, min: usize) -> Option<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).ok()?;
-    advise(v.as_ptr() as *const u8, n.saturating_mul(std::mem::size_of::<T>()));
+    advise_from(v.as_ptr() as *const u8, n.saturating_mul(std::mem::size_of::<T>()), min);
     Some(v)
 }
 
