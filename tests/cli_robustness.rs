@@ -326,6 +326,32 @@ fn stream_settings_never_change_results_and_unknown_ones_are_reported() {
     }
 }
 
+/// `TFN_HUGE_PAGES` (`tfn_backend::huge_pages`) changes no result: a 9 MB `.npy` input (read
+/// into an advised buffer) and 9 MB outputs give the same bytes `on`, `off` and for an unknown
+/// value, which is reported once on stderr.
+#[test]
+fn huge_page_settings_never_change_results_and_unknown_ones_are_reported() {
+    let dir = scratch("huge_pages");
+    let n = 9 << 18;
+    let values: Vec<f32> = (0..n).map(|i| ((i * 37) % 1001) as f32 * 0.013 - 6.5).collect();
+    write_f32(&dir.join("x.npy"), &[n], values);
+    let mut written: Vec<(String, Vec<u8>)> = Vec::new();
+    for setting in ["on", "off", "sometimes"] {
+        let (a, b) = (format!("{setting}-a.npy"), format!("{setting}-b.npy"));
+        let args = ["run", "f.tfn", "two", "--arg", "x=x.npy", "--out", &a, "--out", &b];
+        let o = tfnc_cmd(&dir, &args).env("TFN_HUGE_PAGES", setting).output().expect("run");
+        let err = expect_exit(&o, 0, setting);
+        let reports = err.matches("ignoring TFN_HUGE_PAGES").count();
+        assert_eq!(reports, usize::from(setting == "sometimes"), "{setting}: {err}");
+        let mut bytes = std::fs::read(dir.join(&a)).expect("first output");
+        bytes.extend(std::fs::read(dir.join(&b)).expect("second output"));
+        written.push((setting.to_string(), bytes));
+    }
+    for (setting, bytes) in &written[1..] {
+        assert!(bytes == &written[0].1, "TFN_HUGE_PAGES={setting} wrote other bytes than `on`");
+    }
+}
+
 /// `TFN_MAX_TENSOR_BYTES` limits the tensors a call allocates: the JIT never stores the
 /// `[n, n]` product a reduction fuses with, so it runs; the interpreter, which stores every
 /// value, refuses it. A size that overflows 64 bits is said so, not printed as 2^64 - 1.

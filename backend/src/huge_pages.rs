@@ -30,9 +30,16 @@ const HUGE: usize = 2 << 20;
 /// Whether advice is given (`TFN_HUGE_PAGES`, read once).
 fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| match std::env::var("TFN_HUGE_PAGES") {
-        Ok(v) => !matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off" | "no" | "false"),
-        Err(_) => true,
+    *ON.get_or_init(|| {
+        let Ok(v) = std::env::var("TFN_HUGE_PAGES") else { return true };
+        match v.trim().to_ascii_lowercase().as_str() {
+            "" | "1" | "on" | "yes" | "true" => true,
+            "0" | "off" | "no" | "false" => false,
+            _ => {
+                eprintln!("tfn: ignoring TFN_HUGE_PAGES={v:?} (expected on or off); using on");
+                true
+            }
+        }
     })
 }
 
