@@ -467,6 +467,19 @@ impl Walk<'_> {
         }
     }
 
+    /// The group and source of node `index` if it may be folded into its consumers' kernels:
+    /// it has a group and a source that is not a constant, is not a graph output, and some
+    /// node reads it.
+    fn fold_candidate(&self, index: usize, consumers: &[Vec<usize>]) -> Option<(usize, ValueId)> {
+        let graph = self.graph;
+        let g = self.group_of[index]?;
+        let &source = graph.nodes[index].inputs.first()?;
+        let foldable = !graph.outputs.contains(&ValueId(index as u32))
+            && !matches!(graph.node(source).op, Op::Const(_))
+            && !consumers[index].is_empty();
+        foldable.then_some((g, source))
+    }
+
     /// Lets matmuls read `f16`/`bf16` operands in place ([`matmul_operand_widening`]): a
     /// `cast` to `f32` of a 16-bit value that sits alone in its kernel, is not a graph output,
     /// whose source is not a constant, and whose every consumer is a matmul (in another kernel
@@ -477,16 +490,12 @@ impl Walk<'_> {
     fn fold_widening_casts(&mut self) {
         let graph = self.graph;
         let consumers = consumers(graph);
-        for (index, node) in graph.nodes.iter().enumerate() {
+        for index in 0..graph.nodes.len() {
             let v = ValueId(index as u32);
-            let Some(g) = self.group_of[index] else { continue };
-            let Some(&source) = node.inputs.first() else { continue };
+            let Some((g, source)) = self.fold_candidate(index, &consumers) else { continue };
             if !matmul_operand_widening(graph, v)
                 || self.groups[g].kind != KernelKind::Elementwise
                 || self.groups[g].nodes != [index]
-                || graph.outputs.contains(&v)
-                || matches!(graph.node(source).op, Op::Const(_))
-                || consumers[index].is_empty()
             {
                 continue;
             }
@@ -529,18 +538,12 @@ impl Walk<'_> {
     fn fold_views(&mut self) {
         let graph = self.graph;
         let consumers = consumers(graph);
-        for (index, node) in graph.nodes.iter().enumerate() {
+        for index in 0..graph.nodes.len() {
             let v = ValueId(index as u32);
-            let Some(g) = self.group_of[index] else { continue };
-            let Some(&source) = node.inputs.first() else { continue };
+            let Some((g, source)) = self.fold_candidate(index, &consumers) else { continue };
             let loop_view = ViewOp::of_node(graph, v).is_some();
             let operand_view = matmul_operand_view(graph, v).is_some();
-            if self.groups[g].kind != KernelKind::Copy
-                || !(loop_view || operand_view)
-                || graph.outputs.contains(&v)
-                || matches!(graph.node(source).op, Op::Const(_))
-                || consumers[index].is_empty()
-            {
+            if self.groups[g].kind != KernelKind::Copy || !(loop_view || operand_view) {
                 continue;
             }
             let source_group = self.group_of[source.index()];
