@@ -363,6 +363,8 @@ fn half_operands_are_widened_while_packed() {
                 &[&[1, 1], &[1, 1], &[1]],
                 &[&[101, 70], &[70, 45], &[45]],
                 &[&[13, 1600], &[1600, 33], &[33]],
+                &[&[0, 3], &[3, 4], &[4]],
+                &[&[5, 0], &[0, 7], &[7]],
             ],
             // The bias's cast is the epilogue's input (its own kernel).
             2,
@@ -439,6 +441,36 @@ fn half_operands_are_widened_while_packed() {
             1,
         ),
         (
+            "batched_shared_weight",
+            "func f(a: DT[s0, s1, s2], b: DT[s2, s3]) -> (DT[s0, s1, s3]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1)
+  sym s2 = input(param 0 axis 2, param 1 axis 0)
+  sym s3 = input(param 1 axis 1)
+  %0 = param 0 : DT[s0, s1, s2]
+  %1 = param 1 : DT[s2, s3]
+  %2 = cast %0 {to=f32} : f32[s0, s1, s2]
+  %3 = cast %1 {to=f32} : f32[s2, s3]
+  %4 = matmul %2, %3 : f32[s0, s1, s3]
+  %5 = cast %4 {to=DT} : DT[s0, s1, s3]
+  return %5
+}",
+            &[&[&[3, 29, 40], &[40, 33]]],
+            1,
+        ),
+        (
+            "square_operand_twice",
+            "func f(a: DT[s0, s0]) -> (f32[s0, s0]) {
+  sym s0 = input(param 0 axis 0, param 0 axis 1)
+  %0 = param 0 : DT[s0, s0]
+  %1 = cast %0 {to=f32} : f32[s0, s0]
+  %2 = matmul %1, %1 : f32[s0, s0]
+  return %2
+}",
+            &[&[&[45, 45]]],
+            1,
+        ),
+        (
             "cast_also_read_elsewhere",
             "func f(a: DT[s0, s1], b: DT[s1, s2]) -> (f32[s0, s2], f32[s0, s1]) {
   sym s0 = input(param 0 axis 0)
@@ -493,4 +525,52 @@ fn half_operands_are_widened_while_packed() {
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A 16-bit weight passed as a strided view (a `[out, in]` tensor bound as its transpose) is
+/// read where it lies by the GEMM through the folded widening cast, as an f32 one is.
+#[test]
+fn strided_half_weights_are_read_in_place() {
+    use ndarray::{ArrayD, IxDyn};
+    let text = "func f(a: bf16[s0, s1], b: bf16[s1, s2]) -> (f32[s0, s2]) {
+  sym s0 = input(param 0 axis 0)
+  sym s1 = input(param 0 axis 1, param 1 axis 0)
+  sym s2 = input(param 1 axis 1)
+  %0 = param 0 : bf16[s0, s1]
+  %1 = param 1 : bf16[s1, s2]
+  %2 = cast %0 {to=f32} : f32[s0, s1]
+  %3 = cast %1 {to=f32} : f32[s1, s2]
+  %4 = matmul %2, %3 : f32[s0, s2]
+  return %4
+}";
+    let graph = tfn_ir::text::parse_graph(text).unwrap();
+    let mut rng = Rng::new(0xB_F16);
+    let a = random_tensor(&mut rng, tfn_ir::DType::BF16, &[37, 70], (-1.0, 1.0));
+    let tfn_ir::Tensor::BF16(stored) =
+        random_tensor(&mut rng, tfn_ir::DType::BF16, &[45, 70], (-1.0, 1.0))
+    else {
+        unreachable!("bf16")
+    };
+    let b_view = stored.view().reversed_axes();
+    let b_copy: ArrayD<_> =
+        b_view.as_standard_layout().into_owned().into_shape_with_order(IxDyn(&[70, 45])).unwrap();
+    let want = tfn_ir::interp::run(&graph, &[a.clone(), tfn_ir::Tensor::BF16(b_copy)]).unwrap();
+    for threads in [1, 2] {
+        let f = tfn_backend::CompiledFunction::compile(
+            &graph,
+            &tfn_backend::CompileOptions { threads, ..Default::default() },
+        )
+        .unwrap();
+        assert!(f.reads_in_place(1), "the weight is read in place");
+        let tfn_ir::Tensor::BF16(a_arr) = &a else { unreachable!("bf16") };
+        let inputs = [
+            tfn_backend::TensorView::BF16(a_arr.view()),
+            tfn_backend::TensorView::BF16(b_view.clone()),
+        ];
+        let got = f.run(&inputs).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            tfn_test_utils::compare(g, w, Tolerance::ACCUMULATED)
+                .unwrap_or_else(|e| panic!("threads {threads}: {e}"));
+        }
+    }
 }
