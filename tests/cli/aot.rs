@@ -760,6 +760,17 @@ fn every_step_kind_gives_the_sessions_bits() {
                 ("bias", rng.tensor(tfn::DType::F16, &[1031], (-2.0, 2.0))),
             ],
         ),
+        // 16-bit GEMM operands widened while packed, the epilogues on f32 blocks.
+        (
+            "mlp",
+            vec![
+                ("x", rng.tensor(tfn::DType::F16, &[129, 65], (-2.0, 2.0))),
+                ("w1", rng.tensor(tfn::DType::F16, &[65, 255], (-2.0, 2.0))),
+                ("b1", rng.tensor(tfn::DType::F16, &[255], (-2.0, 2.0))),
+                ("w2", rng.tensor(tfn::DType::F16, &[255, 33], (-2.0, 2.0))),
+                ("b2", rng.tensor(tfn::DType::F16, &[33], (-2.0, 2.0))),
+            ],
+        ),
         (
             "ints",
             vec![
