@@ -34,6 +34,17 @@ fn has_avx512f() -> bool {
     }
 }
 
+fn has_avx512bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -96,6 +107,10 @@ pub(crate) fn narrow(dtype: DType, src: &[f32], dst: &mut [u16]) {
         _ => {
             #[cfg(target_arch = "x86_64")]
             if has_avx512f() {
+                if has_avx512bf16() {
+                    // SAFETY: the CPU has AVX-512F and AVX512_BF16.
+                    return unsafe { bf16_avx512::narrow_bf16_instruction(src, dst) };
+                }
                 // SAFETY: the CPU has AVX-512F.
                 return unsafe { bf16_avx512::narrow(src, dst) };
             }
@@ -178,6 +193,43 @@ mod bf16_avx512 {
                 let is_nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, abs), inf);
                 let h = _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, nan));
                 _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, h);
+            }
+        }
+        super::narrow_bf16(&src[body..n], &mut dst[body..n]);
+    }
+
+    /// [`narrow`] with AVX512_BF16's `vcvtneps2bf16`: one instruction rounds 16 lanes to
+    /// nearest even and quiets NaNs as `bits::f32_to_bf16` does, but flushes subnormal inputs
+    /// to zero; a vector holding one (rare) is narrowed by [`narrow`]'s integer code instead.
+    /// bf16 over 256K, 1 thread: saxpy 70–74 → 63.4–63.6 µs, gelu 149 → 139.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX512_BF16.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn narrow_bf16_instruction(src: &[f32], dst: &mut [u16]) {
+        use std::arch::x86_64::{
+            _mm512_cmplt_epu32_mask, _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_sub_epi32,
+        };
+        let n = src.len().min(dst.len());
+        let body = n / 16 * 16;
+        let (abs, one, below) =
+            (_mm512_set1_epi32(0x7fff_ffff), _mm512_set1_epi32(1), _mm512_set1_epi32(0x007f_ffff));
+        for i in (0..body).step_by(16) {
+            // SAFETY: `i + 16 <= n`, inside both slices.
+            unsafe {
+                let x = _mm512_loadu_ps(src.as_ptr().add(i));
+                let b = _mm512_loadu_si512(src.as_ptr().add(i).cast());
+                // Subnormal: `1 <= |bits| <= 0x7fffff`, i.e. `|bits| - 1 < 0x7fffff` unsigned.
+                let magnitude = _mm512_and_si512(b, abs);
+                if _mm512_cmplt_epu32_mask(_mm512_sub_epi32(magnitude, one), below) != 0 {
+                    narrow(&src[i..i + 16], &mut dst[i..i + 16]);
+                    continue;
+                }
+                let h = _mm512_cvtneps_pbh(x);
+                _mm256_storeu_si256(
+                    dst.as_mut_ptr().add(i) as *mut __m256i,
+                    std::mem::transmute(h),
+                );
             }
         }
         super::narrow_bf16(&src[body..n], &mut dst[body..n]);
@@ -323,6 +375,24 @@ mod tests {
         narrow(DType::BF16, &xs, &mut got);
         for (x, &g) in xs.iter().zip(&got) {
             assert_eq!(g, bits::f32_to_bf16(*x), "bf16 of {:#010x}", x.to_bits());
+        }
+        // Each AVX-512 bf16 path this CPU runs (odd lengths: tails).
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512f() {
+            type Narrow = unsafe fn(&[f32], &mut [u16]);
+            let paths: [(&str, bool, Narrow); 2] = [
+                ("avx512f", true, bf16_avx512::narrow),
+                ("avx512bf16", has_avx512bf16(), bf16_avx512::narrow_bf16_instruction),
+            ];
+            for (name, _, path) in paths.into_iter().filter(|p| p.1) {
+                let n = xs.len() - 7;
+                got.fill(0);
+                // SAFETY: the CPU has the path's features (filtered above).
+                unsafe { path(&xs[..n], &mut got[..n]) };
+                for (x, &g) in xs[..n].iter().zip(&got) {
+                    assert_eq!(g, bits::f32_to_bf16(*x), "{name}: bf16 of {:#010x}", x.to_bits());
+                }
+            }
         }
         // The portable bf16 narrowing too, where `narrow` picked a vector path.
         got.fill(0);
