@@ -228,7 +228,7 @@ mod bf16_avx512 {
                 let h = _mm512_cvtneps_pbh(x);
                 _mm256_storeu_si256(
                     dst.as_mut_ptr().add(i) as *mut __m256i,
-                    std::mem::transmute(h),
+                    std::mem::transmute::<std::arch::x86_64::__m256bh, __m256i>(h),
                 );
             }
         }
