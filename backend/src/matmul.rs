@@ -226,21 +226,24 @@ unsafe fn run_unpacked(
     problem: &Problem,
     threads: usize,
 ) -> Result<(), RunError> {
-    let (_wide_a, a_buf) = widened(a, shapes.a)?;
-    let (_wide_b, b_buf) = widened(b, shapes.b)?;
-    // SAFETY: guaranteed by the caller; a widened operand is a live f32 copy at the same
-    // element offsets.
-    unsafe { run_gemm_crate(a_buf, b_buf, out, problem, threads) }
+    // SAFETY: guaranteed by the caller (the operands are valid for their shapes); a widened
+    // operand is an f32 copy at the same element offsets, alive until this function returns.
+    unsafe {
+        let (_wide_a, a_buf) = widened(a, shapes.a);
+        let (_wide_b, b_buf) = widened(b, shapes.b);
+        run_gemm_crate(a_buf, b_buf, out, problem, threads)
+    }
 }
 
-/// An `f16`/`bf16` operand widened to `f32` (every element its strides reach over `shape`),
-/// with the buffer to read; other operands as they are.
+/// An `f16`/`bf16` operand widened to `f32` (every element its strides reach over `shape`, at
+/// the same offsets), and the buffer to read: the returned vector's, valid while it lives;
+/// other operands as they are (and an empty vector).
 ///
-/// # Safety (of the returned buffer)
-/// The `f32` copy lives as long as the returned vector.
-fn widened(operand: &Operand, shape: &[usize]) -> Result<(Vec<f32>, RawBuf), RunError> {
+/// # Safety
+/// The operand's buffer must hold every element its strides reach over `shape`.
+unsafe fn widened(operand: &Operand, shape: &[usize]) -> (Vec<f32>, RawBuf) {
     if !matches!(operand.buf.dtype, DType::F16 | DType::BF16) {
-        return Ok((Vec::new(), operand.buf));
+        return (Vec::new(), operand.buf);
     }
     let strides = match &operand.strides {
         Some(s) => s.clone(),
@@ -257,13 +260,12 @@ fn widened(operand: &Operand, shape: &[usize]) -> Result<(Vec<f32>, RawBuf), Run
     } else {
         1 + shape.iter().zip(&strides).map(|(d, s)| (d - 1) * s).sum::<usize>()
     };
-    // SAFETY: the buffer holds every element its strides reach over `shape` (the executor's
-    // contract for an operand), `extent` 16-bit values from its start.
+    // SAFETY: the caller's contract: `extent` 16-bit values from the buffer's start.
     let src = unsafe { std::slice::from_raw_parts(operand.buf.ptr as *const u16, extent) };
     let mut wide = vec![0f32; extent];
     crate::convert16::widen(operand.buf.dtype, src, &mut wide);
     let buf = RawBuf { ptr: wide.as_mut_ptr() as *mut u8, dtype: DType::F32 };
-    Ok((wide, buf))
+    (wide, buf)
 }
 
 /// The `gemm` crate, single-threaded per row block of each batch matrix, the blocks claimed by

@@ -196,8 +196,11 @@ impl WidenedCall {
         threads: usize,
     ) -> Result<(), RunError> {
         let threads = if self.work >= MIN_PARALLEL_ELEMENTS { threads } else { 1 };
+        let pool = |blocks: usize, block: &(dyn Fn(usize) + Sync)| {
+            workers::run(blocks, threads, block).map_err(|e| RunError::Internal(e.to_string()))
+        };
         // SAFETY: guaranteed by the caller.
-        unsafe { self.run_steps(func, args, 0..self.range, Some(threads)) }
+        unsafe { self.run_steps(func, args, 0..self.range, pool) }
     }
 
     /// Runs steps `lo..hi` of the split axis on the calling thread (a GEMM epilogue's tile),
@@ -206,22 +209,23 @@ impl WidenedCall {
     /// # Safety
     /// As [`Self::run`], for the elements of those steps; `lo <= hi <=` the split size.
     pub(super) unsafe fn run_range(&self, func: KernelFn, args: &[i64], lo: usize, hi: usize) {
-        // SAFETY: guaranteed by the caller; on the calling thread, a panic unwinds from here
-        // as a direct kernel call's would.
-        let _inline = unsafe { self.run_steps(func, args, lo..hi, None) };
+        let inline = |blocks: usize, block: &(dyn Fn(usize) + Sync)| (0..blocks).for_each(block);
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.run_steps(func, args, lo..hi, inline) }
     }
 
-    /// Runs steps `steps` in blocks: on the pool with `threads`, or inline for `None`.
+    /// Runs steps `steps` in blocks, handing `dispatch` the block count and the block runner
+    /// (the pool, or a plain loop).
     ///
     /// # Safety
     /// As [`Self::run`], for the elements of those steps.
-    unsafe fn run_steps(
+    unsafe fn run_steps<R>(
         &self,
         func: KernelFn,
         args: &[i64],
         steps: std::ops::Range<usize>,
-        threads: Option<usize>,
-    ) -> Result<(), RunError> {
+        dispatch: impl FnOnce(usize, &(dyn Fn(usize) + Sync)) -> R,
+    ) -> R {
         let mut base = args.to_vec();
         // Inputs broadcast along the split axis: widened whole, once.
         let mut wholes: Vec<Vec<f32>> = Vec::new();
@@ -287,14 +291,8 @@ impl WidenedCall {
                 }
             });
         };
-        let ran = match threads {
-            Some(threads) => workers::run(blocks, threads, &run_block),
-            None => {
-                (0..blocks).for_each(run_block);
-                Ok(())
-            }
-        };
+        let ran = dispatch(blocks, &run_block);
         drop(wholes);
-        ran.map_err(|e| RunError::Internal(e.to_string()))
+        ran
     }
 }
