@@ -346,6 +346,26 @@ mod tests {
         }
     }
 
+    /// A narrowing path: `f32` values to 16-bit patterns.
+    #[cfg(target_arch = "x86_64")]
+    type Narrow = unsafe fn(&[f32], &mut [u16]);
+
+    /// Runs every path this CPU has (its flag) on all of `xs` but the last 7 (odd lengths:
+    /// tails), each against `want`.
+    #[cfg(target_arch = "x86_64")]
+    fn check_paths(xs: &[f32], paths: &[(&str, bool, Narrow)], want: fn(f32) -> u16) {
+        let n = xs.len() - 7;
+        let mut got = vec![0u16; n];
+        for &(name, _, path) in paths.iter().filter(|p| p.1) {
+            got.fill(0);
+            // SAFETY: the CPU has the path's features (filtered above).
+            unsafe { path(&xs[..n], &mut got) };
+            for (x, &g) in xs[..n].iter().zip(&got) {
+                assert_eq!(g, want(*x), "{name}: narrowing {:#010x}", x.to_bits());
+            }
+        }
+    }
+
     /// A sweep of `f32` patterns (every 251st, so every exponent, both signs, NaNs, the
     /// subnormal and overflow boundaries) plus every value just around each `f16`/`bf16`
     /// boundary narrows to `bits`' result, bit for bit.
@@ -369,18 +389,9 @@ mod tests {
         // Each F16C path this CPU runs, not only the one `narrow` picks (odd lengths: tails).
         #[cfg(target_arch = "x86_64")]
         if has_f16c() {
-            type Narrow = unsafe fn(&[f32], &mut [u16]);
             let paths: [(&str, bool, Narrow); 2] =
                 [("avx", true, f16c::narrow), ("avx512", has_avx512f(), f16c::narrow_avx512)];
-            for (name, _, path) in paths.into_iter().filter(|p| p.1) {
-                let n = xs.len() - 7;
-                got.fill(0);
-                // SAFETY: the CPU has the path's features (filtered above).
-                unsafe { path(&xs[..n], &mut got[..n]) };
-                for (x, &g) in xs[..n].iter().zip(&got) {
-                    assert_eq!(g, bits::f32_to_f16(*x), "{name}: f16 of {:#010x}", x.to_bits());
-                }
-            }
+            check_paths(&xs, &paths, bits::f32_to_f16);
         }
         narrow(DType::BF16, &xs, &mut got);
         for (x, &g) in xs.iter().zip(&got) {
@@ -389,20 +400,11 @@ mod tests {
         // Each AVX-512 bf16 path this CPU runs (odd lengths: tails).
         #[cfg(target_arch = "x86_64")]
         if has_avx512f() {
-            type Narrow = unsafe fn(&[f32], &mut [u16]);
             let paths: [(&str, bool, Narrow); 2] = [
                 ("avx512f", true, bf16_avx512::narrow),
                 ("avx512bf16", has_avx512bf16(), bf16_avx512::narrow_bf16_instruction),
             ];
-            for (name, _, path) in paths.into_iter().filter(|p| p.1) {
-                let n = xs.len() - 7;
-                got.fill(0);
-                // SAFETY: the CPU has the path's features (filtered above).
-                unsafe { path(&xs[..n], &mut got[..n]) };
-                for (x, &g) in xs[..n].iter().zip(&got) {
-                    assert_eq!(g, bits::f32_to_bf16(*x), "{name}: bf16 of {:#010x}", x.to_bits());
-                }
-            }
+            check_paths(&xs, &paths, bits::f32_to_bf16);
         }
         // The portable bf16 narrowing too, where `narrow` picked a vector path.
         got.fill(0);
