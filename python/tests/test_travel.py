@@ -178,8 +178,13 @@ def test_two_python_threads_call_in_parallel(threads):
     # A short call finishes while a long call runs: neither the GIL nor a lock of tfn's is
     # held while a kernel runs. The short call starts a quarter into the long one (the largest
     # input takes ~0.1 s on two fast threads: a fixed 0.1 s start was sometimes after its end).
+    # Serialised calls fail every attempt; a busy machine (the other core taken mid-call) can
+    # make one attempt's short call end late, so three attempts are allowed.
     long_call, short_call = lambda: lib.f(big), lambda: lib.f(small)
-    assert finishes_inside(long_call, short_call, delay=min(0.1, took / 4)), "calls are serialised"
+    overlapped = any(
+        finishes_inside(long_call, short_call, delay=min(0.1, took / 4)) for _ in range(3)
+    )
+    assert overlapped, "calls are serialised"
 
     # CPU time: with two free cores, two threads calling keep both busy. A machine shared with
     # other work gives fewer; a GIL-free NumPy loop measures what it gives, and a serialised
