@@ -31,7 +31,7 @@ pub mod tolerance;
 pub use config::{fuzz_cases, fuzz_seed, proptest_config};
 pub use diff::diff;
 pub use random::{random_array, random_inputs, random_tensor, Rng};
-pub use random_graph::{graph_signature, graph_source, random_graph, GRAPH_DTYPES};
+pub use random_graph::{graph_signature, graph_source, random_graph, stored_in, GRAPH_DTYPES};
 pub use scratch::Scratch;
 pub use tensors::{bits, zeros_like};
 pub use tfn_ir::rng::SplitMix;

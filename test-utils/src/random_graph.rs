@@ -207,6 +207,52 @@ pub fn random_graph(rng: &mut Rng, dtype: DType, rank: usize, ops: usize) -> Gra
     g
 }
 
+/// `graph` (a float graph of [`random_graph`]) with its parameters stored as `storage` (`f16`,
+/// `bf16`): each is widened back to the graph's dtype where the graph reads it, and every
+/// output is narrowed to `storage`. The same computation as users write it on 16-bit
+/// tensors, so the kernels take their widened (convert-while-blocking) paths.
+pub fn stored_in(graph: &Graph, storage: DType) -> Graph {
+    let mut g = Graph {
+        name: graph.name.clone(),
+        syms: graph.syms.clone(),
+        checks: graph.checks.clone(),
+        ..Graph::default()
+    };
+    g.params = graph
+        .params
+        .iter()
+        .map(|p| GraphParam {
+            name: p.name.clone(),
+            ty: TensorType { dtype: storage, shape: p.ty.shape.clone() },
+        })
+        .collect();
+    let mut map: Vec<ValueId> = Vec::with_capacity(graph.nodes.len());
+    for node in &graph.nodes {
+        let v = match node.op {
+            Op::Param(p) => {
+                let ty = g.params[p as usize].ty.clone();
+                let raw = g.push(Op::Param(p), vec![], ty, node.origin.clone());
+                g.push(Op::Cast(node.ty.dtype), vec![raw], node.ty.clone(), node.origin.clone())
+            }
+            _ => {
+                let inputs = node.inputs.iter().map(|i| map[i.index()]).collect();
+                g.push(node.op.clone(), inputs, node.ty.clone(), node.origin.clone())
+            }
+        };
+        map.push(v);
+    }
+    g.outputs = graph
+        .outputs
+        .iter()
+        .map(|&o| {
+            let from = &graph.node(o).ty;
+            let ty = TensorType { dtype: storage, shape: from.shape.clone() };
+            g.push(Op::Cast(storage), vec![map[o.index()]], ty, Default::default())
+        })
+        .collect();
+    g
+}
+
 /// The dtypes [`random_graph`] is drawn in by the differential tests.
 pub const GRAPH_DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
 

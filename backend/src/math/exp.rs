@@ -67,11 +67,14 @@ fn exp_bounds<L: Lanes>(cx: &L) -> (f64, f64) {
 pub(crate) fn reduce_ln2<L: Lanes>(cx: &mut L, x: L::F) -> (L::F, L::F, L::I) {
     let (hi, lo) = ln2_parts(cx);
     let (n, bits) = cx.round_int_of_product(x, LOG2E);
-    let neg_n = cx.neg(n);
-    let khi = cx.c(hi);
-    let r = cx.mul_add(neg_n, khi, x);
-    let klo = cx.c(lo);
-    let r = cx.mul_add(neg_n, klo, r);
+    // `n·(−ln2)` rather than `(−n)·ln2`: the same exact product (negation is exact), but a NaN
+    // `x` stays one NaN through `n` and `r` (a negated `n` would be a second NaN of the other
+    // sign, and which of two NaN operands an `fma` returns depends on the operand order the
+    // code generator picks).
+    let khi = cx.c(-hi);
+    let r = cx.mul_add(n, khi, x);
+    let klo = cx.c(-lo);
+    let r = cx.mul_add(n, klo, r);
     (r, n, bits)
 }
 

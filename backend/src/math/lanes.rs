@@ -10,7 +10,8 @@
 //!   `#[target_feature]` routine compiles to straight AVX-512/AVX2 code.
 //!
 //! Both run the same operations in the same order on the same constants, so a routine is bit
-//! for bit the inline code (NaN payloads aside): every method is a single IEEE operation or an
+//! for bit the inline code (NaN payloads aside, which `math::canonical_nan` then makes
+//! one): every method is a single IEEE operation or an
 //! exact bit manipulation, `mul_add` is one fused rounding exactly where [`Lanes::has_fma`]
 //! says so, comparisons are IEEE predicates with Cranelift's [`FloatCC`]/[`IntCC`] meaning,
 //! and `min_c`/`max_c` keep a NaN operand as `minps`/`maxps` with the constant first do. The
@@ -179,6 +180,19 @@ pub(crate) trait Lanes {
         let mag_bits = self.bits_of(magnitude);
         let out = self.bor(mag_bits, sign);
         self.float_of_bits(out)
+    }
+
+    /// `x` with every NaN lane replaced by the canonical NaN: the x86 default NaN (negative,
+    /// quiet, no payload: `0xffc0_0000` for `f32`), what an invalid operation such as `0/0`
+    /// produces. An implementation may override this with one instruction of the same meaning
+    /// (AVX-512's `vfixupimmps`).
+    #[inline(always)]
+    fn canonical_nan(&mut self, x: Self::F) -> Self::F {
+        let nan = self.fcmp(FloatCC::Unordered, x, x);
+        let bits = if self.fmt().is_f32() { 0xffc0_0000 } else { 0xfff8_0000_0000_0000u64 as i64 };
+        let q = self.ci(bits);
+        let q = self.float_of_bits(q);
+        self.select(nan, q, x)
     }
 
     /// Returns `x` itself in lanes where `x` is `±0` (keeps the sign of zero for odd functions)

@@ -99,15 +99,61 @@ pub(crate) use ops::{FloatCC, IntCC};
 use ops::Ctx;
 
 /// The generic approximations, for instantiations of [`Lanes`] other than [`emit`]'s (the wide
-/// routines of `crate::wide`).
+/// routines of `crate::wide`), returning NaNs as [`emit`] does (see [`canonical_nan`]), so a
+/// routine and the inline code agree on every bit, NaNs included.
 pub(crate) mod generic {
-    pub(crate) use super::atan::{acos, asin, atan};
-    pub(crate) use super::erf::erf;
-    pub(crate) use super::exp::{exp, exp_non_positive, expm1};
-    pub(crate) use super::hyperbolic::{cosh, sinh};
-    pub(crate) use super::log::{log, log1p, log2};
+    use super::{canonical_nan, Lanes};
+
+    // The functions whose NaN is one lineage already (see `MathFn::keeps_one_nan`).
+    pub(crate) use super::exp::{exp, exp_non_positive};
     pub(crate) use super::tanh::{sigmoid, tanh};
-    pub(crate) use super::trig::{cos, sin};
+
+    macro_rules! canonical {
+        ($($name:ident = $path:path,)*) => {
+            $(
+                #[inline(always)]
+                pub(crate) fn $name<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
+                    let r = $path(cx, x);
+                    canonical_nan(cx, r)
+                }
+            )*
+        };
+    }
+
+    canonical! {
+        acos = super::atan::acos,
+        asin = super::atan::asin,
+        atan = super::atan::atan,
+        erf = super::erf::erf,
+        expm1 = super::exp::expm1,
+        cosh = super::hyperbolic::cosh,
+        sinh = super::hyperbolic::sinh,
+        log = super::log::log,
+        log1p = super::log::log1p,
+        log2 = super::log::log2,
+        cos = super::trig::cos,
+        sin = super::trig::sin,
+    }
+}
+
+/// The NaN a math function returns is the same bits whatever code computes it. The inline code
+/// ([`emit`]) and the wide routines ([`generic`]) run the same operations, but where two
+/// different NaNs meet in one operation (an input NaN and its negation, or a default NaN of an
+/// invalid operation), which one an `fma` or `fadd` returns depends on the operand order the
+/// code generator picks: Cranelift's, or LLVM's in a debug or a release build. So:
+///
+/// - a function whose NaN is one lineage — every operation sees at most one NaN, derived from
+///   the input's by quieting and by no sign change after it is combined
+///   ([`MathFn::keeps_one_nan`]: `exp`, `exp_non_positive`, `sigmoid`, `tanh`, the hot ones)
+///   returns that NaN, which no operand order changes;
+/// - every other function returns the canonical NaN ([`Lanes::canonical_nan`], the x86 default
+///   NaN `0xffc0_0000`, which the kernels' own invalid operations and libm's `log(-1)` produce
+///   too), replacing whatever NaN its arithmetic carried. One `vfixupimmps` per 16 lanes on
+///   AVX-512; `tests/wide.rs` compares every routine with the inline code bit for bit, NaNs
+///   included.
+#[inline(always)]
+pub(crate) fn canonical_nan<L: Lanes>(cx: &mut L, r: L::F) -> L::F {
+    cx.canonical_nan(r)
 }
 
 /// The functions [`emit`] can inline, declared once: rows `Variant "name" arity` (the name
@@ -184,6 +230,15 @@ macro_rules! define_math_fns {
                 }
             }
 
+            /// Whether the function's NaN is one lineage (see [`canonical_nan`]), so it is
+            /// returned as computed: `exp`, `exp_non_positive`, `sigmoid` (`1/(1 + exp(−|x|))`:
+            /// the NaN `−|x|` throughout) and `tanh` (`f32`: a rational in the clamped `x`;
+            /// `f64`: `expm1(2|x|)` and `x`'s sign copied at the end). Every other function
+            /// returns the canonical NaN.
+            pub fn keeps_one_nan(self) -> bool {
+                matches!(self, MathFn::Exp | MathFn::ExpNonPositive | MathFn::Sigmoid | MathFn::Tanh)
+            }
+
             /// Lower-case name, as in C's `math.h` where one exists.
             pub fn name(self) -> &'static str {
                 match self {
@@ -239,7 +294,7 @@ pub fn emit(
     let fmt = LaneFormat::of(ty).ok_or(MathError::UnsupportedType(ty))?;
     let mut cx = Ctx::new(b, consts, fmt, ty);
     let cx = &mut cx;
-    Ok(match f {
+    let r = match f {
         MathFn::Exp => exp::exp(cx, x),
         MathFn::ExpNonPositive => exp::exp_non_positive(cx, x),
         MathFn::Expm1 => exp::expm1(cx, x),
@@ -261,5 +316,6 @@ pub fn emit(
         MathFn::Sinh => hyperbolic::sinh(cx, x),
         MathFn::Cosh => hyperbolic::cosh(cx, x),
         MathFn::Atan2 => atan::atan2(cx, x, rest.first().copied().unwrap_or(x)),
-    })
+    };
+    Ok(if f.keeps_one_nan() { r } else { canonical_nan(cx, r) })
 }
