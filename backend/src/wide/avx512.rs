@@ -112,9 +112,9 @@ impl Lanes for Avx512F32 {
     fn float_of_bits(&mut self, i: __m512i) -> __m512 {
         unsafe { _mm512_castsi512_ps(i) }
     }
-    /// One `vfixupimmps`: the table maps the quiet and signalling NaN classes (tokens 0 and
-    /// 1) to response 3, the default ("indefinite") NaN `0xffc0_0000`, and every other class
-    /// to response 0, `x` unchanged (no exception is reported: `imm8 = 0`).
+    /// One `vfixupimmps`: the table maps the quiet and the signalling NaN class (tokens zero
+    /// and one) to response 3, the default ("indefinite") NaN `0xffc0_0000`, and every other
+    /// class to response 0, `x` unchanged (no exception is reported: `imm8 = 0`).
     #[inline(always)]
     fn canonical_nan(&mut self, x: __m512) -> __m512 {
         unsafe { _mm512_fixupimm_ps::<0>(x, x, _mm512_set1_epi32(0x33)) }
