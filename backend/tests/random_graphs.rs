@@ -68,7 +68,7 @@ fn check_thread_counts(seed: u64, dtype: DType, rank: usize, ops: usize) -> Resu
     // Per output: its shape and its elements' bits.
     type Bits = Vec<(Vec<usize>, Vec<u64>)>;
     let run = |threads, stream, simd| -> Result<Bits, String> {
-        let options = CompileOptions { threads, stream, simd, ..Default::default() };
+        let options = CompileOptions { threads, stream, simd };
         let f = CompiledFunction::compile(&graph, &options).map_err(|e| format!("compile: {e}"))?;
         let outs = f.run(&views(&inputs)).map_err(|e| format!("{threads} threads: {e}"))?;
         Ok(outs.iter().map(|t| (t.shape().to_vec(), bits(t))).collect())
