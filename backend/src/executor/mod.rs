@@ -1044,7 +1044,7 @@ impl CompiledFunction {
         // Splitting the inner axis keeps whole unrolled vector blocks per chunk (and output
         // cache lines apart), so every element is computed by the same code on any split.
         let align = if split + 1 == rank { 64 } else { 1 };
-        let widened = widened.map(|w| w.call(plan, &sizes));
+        let widened = widened.map(|w| w.call(plan, &sizes, self.stream));
         let chunked = if widened.is_none() { ChunkedReduce::of(plan, &sizes) } else { None };
         let streamed = if widened.is_none()
             && chunked.is_none()

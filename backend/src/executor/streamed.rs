@@ -240,7 +240,7 @@ impl StreamedCall {
 
 /// Orders this thread's non-temporal stores before what it does next (the thread that waits
 /// for it then sees them).
-fn fence() {
+pub(super) fn fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of x86-64.
     unsafe {

@@ -15,7 +15,14 @@
 //! Taken by kernels split along their first collapsed axis, without indexed reads, whose
 //! 16-bit operands are read without views and, for outputs, span that axis. A 16-bit input
 //! broadcast along the split axis (a bias) is widened whole once per call.
+//!
+//! A call touching at least as many bytes as the last-level cache holds (or any call under
+//! `Streaming::Always`) narrows each block's outputs into a per-thread 16-bit scratch and
+//! streams that into the real buffers with non-temporal stores (`streamed::stream_copy`), as
+//! light f32 kernels do (`streamed.rs`): an output the cache cannot keep is then written
+//! without first being read. Each thread runs a contiguous run of blocks and fences once.
 
+use super::streamed::{self, Streaming};
 use crate::abi::{KernelFn, LoopAbi};
 use crate::convert16;
 use crate::error::RunError;
@@ -113,8 +120,9 @@ impl Widened {
         (plan, Some(Widened { operands }))
     }
 
-    /// The widened form of one call over collapsed `sizes`.
-    pub(super) fn call(&self, plan: &LoopPlan, sizes: &[usize]) -> WidenedCall {
+    /// The widened form of one call over collapsed `sizes`; its outputs are streamed (see the
+    /// module documentation) as `mode` says.
+    pub(super) fn call(&self, plan: &LoopPlan, sizes: &[usize], mode: Streaming) -> WidenedCall {
         let abi = LoopAbi::of(plan);
         let per_step = |full: &[bool]| -> usize {
             sizes.iter().zip(full).skip(1).filter(|(_, &f)| f).map(|(s, _)| s).product()
@@ -141,7 +149,30 @@ impl Widened {
         let block = if sizes.len() == 1 { steps.div_ceil(64) * 64 } else { steps };
         let range = sizes.first().copied().unwrap_or(1);
         let work = sizes.iter().product();
-        WidenedCall { operands, block, range, work, begin_slot: abi.begin() }
+        let stream = operands.iter().any(|o| o.output && o.whole.is_none())
+            && match mode {
+                Streaming::Never => false,
+                Streaming::Always => true,
+                Streaming::Auto => self.bytes(plan, sizes) >= streamed::llc_bytes(),
+            };
+        WidenedCall { operands, block, range, work, begin_slot: abi.begin(), stream }
+    }
+
+    /// The bytes one call over `sizes` reads and writes (16-bit operands at 2 bytes).
+    fn bytes(&self, plan: &LoopPlan, sizes: &[usize]) -> usize {
+        let operands = plan.inputs.iter().chain(&plan.outputs).enumerate();
+        operands
+            .filter(|(_, o)| !o.key_only && !o.index)
+            .map(|(k, o)| {
+                let spanned: usize =
+                    sizes.iter().zip(&o.full).filter(|(_, &f)| f).map(|(s, _)| s).product();
+                let size = match self.operands.iter().find(|w| w.k == k) {
+                    Some(w) => w.dtype.size_bytes(),
+                    None => o.dtype.size_bytes(),
+                };
+                spanned.saturating_mul(size)
+            })
+            .fold(0, usize::saturating_add)
     }
 }
 
@@ -164,6 +195,8 @@ pub(super) struct WidenedCall {
     /// Elements of the domain (the threading decision).
     work: usize,
     begin_slot: usize,
+    /// Whether [`Self::run`] streams the narrowed outputs (non-temporal stores).
+    stream: bool,
 }
 
 /// A thread's buffers for running blocks, kept between blocks and calls (no allocation per
@@ -172,6 +205,8 @@ pub(super) struct WidenedCall {
 struct Scratch {
     /// The `f32` blocks of the 16-bit operands.
     f32s: Vec<f32>,
+    /// A block's narrowed output, when streamed.
+    narrowed: Vec<u16>,
     /// The kernel's arguments for the block.
     args: Vec<i64>,
     /// Per blocked operand: (offset in `f32s`, first element, element count).
@@ -196,11 +231,23 @@ impl WidenedCall {
         threads: usize,
     ) -> Result<(), RunError> {
         let threads = if self.work >= MIN_PARALLEL_ELEMENTS { threads } else { 1 };
+        let stream = self.stream;
         let pool = |blocks: usize, block: &(dyn Fn(usize) + Sync)| {
-            workers::run(blocks, threads, block).map_err(|e| RunError::Internal(e.to_string()))
+            let ran = if stream {
+                // One task per thread, a contiguous run of blocks fenced once at its end.
+                let tasks = threads.min(blocks).max(1);
+                let task = |t: usize| {
+                    (blocks * t / tasks..blocks * (t + 1) / tasks).for_each(block);
+                    streamed::fence();
+                };
+                workers::run(tasks, threads, &task)
+            } else {
+                workers::run(blocks, threads, block)
+            };
+            ran.map_err(|e| RunError::Internal(e.to_string()))
         };
         // SAFETY: guaranteed by the caller.
-        unsafe { self.run_steps(func, args, 0..self.range, pool) }
+        unsafe { self.run_steps(func, args, 0..self.range, stream, pool) }
     }
 
     /// Runs steps `lo..hi` of the split axis on the calling thread (a GEMM epilogue's tile),
@@ -211,11 +258,12 @@ impl WidenedCall {
     pub(super) unsafe fn run_range(&self, func: KernelFn, args: &[i64], lo: usize, hi: usize) {
         let inline = |blocks: usize, block: &(dyn Fn(usize) + Sync)| (0..blocks).for_each(block);
         // SAFETY: guaranteed by the caller.
-        unsafe { self.run_steps(func, args, lo..hi, inline) }
+        unsafe { self.run_steps(func, args, lo..hi, false, inline) }
     }
 
     /// Runs steps `steps` in blocks, handing `dispatch` the block count and the block runner
-    /// (the pool, or a plain loop).
+    /// (the pool, or a plain loop); `stream`: narrow outputs into scratch and stream them
+    /// (`dispatch` then fences each thread's stores).
     ///
     /// # Safety
     /// As [`Self::run`], for the elements of those steps.
@@ -224,6 +272,7 @@ impl WidenedCall {
         func: KernelFn,
         args: &[i64],
         steps: std::ops::Range<usize>,
+        stream: bool,
         dispatch: impl FnOnce(usize, &(dyn Fn(usize) + Sync)) -> R,
     ) -> R {
         let mut base = args.to_vec();
@@ -249,7 +298,7 @@ impl WidenedCall {
             let hi = (lo + self.block).min(steps.end);
             SCRATCH.with(|scratch| {
                 let mut scratch = scratch.borrow_mut();
-                let Scratch { f32s: s, args: mine, regions } = &mut *scratch;
+                let Scratch { f32s: s, narrowed, args: mine, regions } = &mut *scratch;
                 if s.len() < scratch_len {
                     s.resize(scratch_len, 0.0);
                 }
@@ -281,12 +330,28 @@ impl WidenedCall {
                 unsafe { func(mine.as_ptr()) };
                 for (o, &(at, first, n)) in blocked.iter().zip(regions.iter()) {
                     if o.output {
-                        // SAFETY: elements `first..first + n` of the live output, which only
-                        // this block writes.
-                        let dst = unsafe {
-                            std::slice::from_raw_parts_mut((args[o.slot] as *mut u16).add(first), n)
-                        };
-                        convert16::narrow(o.dtype, &s[at..at + n], dst);
+                        // Elements `first..first + n` of the live output, which only this
+                        // block writes.
+                        let dst = (args[o.slot] as *mut u16).wrapping_add(first);
+                        if stream {
+                            if narrowed.len() < n {
+                                narrowed.resize(n, 0);
+                            }
+                            convert16::narrow(o.dtype, &s[at..at + n], &mut narrowed[..n]);
+                            // SAFETY: `dst` as above, `2n` bytes; `narrowed` holds the
+                            // block's `n` elements.
+                            unsafe {
+                                streamed::stream_copy(
+                                    dst as *mut u8,
+                                    narrowed.as_ptr() as *const u8,
+                                    2 * n,
+                                )
+                            };
+                        } else {
+                            // SAFETY: `dst` as above.
+                            let dst = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+                            convert16::narrow(o.dtype, &s[at..at + n], dst);
+                        }
                     }
                 }
             });
