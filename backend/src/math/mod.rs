@@ -99,40 +99,41 @@ pub(crate) use ops::{FloatCC, IntCC};
 use ops::Ctx;
 
 /// The generic approximations, for instantiations of [`Lanes`] other than [`emit`]'s (the wide
-/// routines of `crate::wide`), returning NaNs as [`emit`] does (see [`canonical_nan`]), so a
-/// routine and the inline code agree on every bit, NaNs included.
+/// routines of `crate::wide`), returning NaNs as [`emit`] does (by the same
+/// [`MathFn::keeps_one_nan`], see [`canonical_nan`]), so a routine and the inline code agree
+/// on every bit, NaNs included.
 pub(crate) mod generic {
-    use super::{canonical_nan, Lanes};
+    use super::{canonical_nan, Lanes, MathFn};
 
-    // The functions whose NaN is one lineage already (see `MathFn::keeps_one_nan`).
-    pub(crate) use super::exp::{exp, exp_non_positive};
-    pub(crate) use super::tanh::{sigmoid, tanh};
-
-    macro_rules! canonical {
-        ($($name:ident = $path:path,)*) => {
+    macro_rules! generic {
+        ($($name:ident = $path:path, $f:ident;)*) => {
             $(
                 #[inline(always)]
                 pub(crate) fn $name<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
                     let r = $path(cx, x);
-                    canonical_nan(cx, r)
+                    if MathFn::$f.keeps_one_nan() { r } else { canonical_nan(cx, r) }
                 }
             )*
         };
     }
 
-    canonical! {
-        acos = super::atan::acos,
-        asin = super::atan::asin,
-        atan = super::atan::atan,
-        erf = super::erf::erf,
-        expm1 = super::exp::expm1,
-        cosh = super::hyperbolic::cosh,
-        sinh = super::hyperbolic::sinh,
-        log = super::log::log,
-        log1p = super::log::log1p,
-        log2 = super::log::log2,
-        cos = super::trig::cos,
-        sin = super::trig::sin,
+    generic! {
+        acos = super::atan::acos, Acos;
+        asin = super::atan::asin, Asin;
+        atan = super::atan::atan, Atan;
+        erf = super::erf::erf, Erf;
+        exp = super::exp::exp, Exp;
+        exp_non_positive = super::exp::exp_non_positive, ExpNonPositive;
+        expm1 = super::exp::expm1, Expm1;
+        cosh = super::hyperbolic::cosh, Cosh;
+        sinh = super::hyperbolic::sinh, Sinh;
+        log = super::log::log, Log;
+        log1p = super::log::log1p, Log1p;
+        log2 = super::log::log2, Log2;
+        sigmoid = super::tanh::sigmoid, Sigmoid;
+        tanh = super::tanh::tanh, Tanh;
+        cos = super::trig::cos, Cos;
+        sin = super::trig::sin, Sin;
     }
 }
 
