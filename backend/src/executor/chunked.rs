@@ -27,6 +27,12 @@ pub(crate) const MIN_LEN: usize = 2 * CHUNK;
 /// rows already).
 pub(crate) const MAX_ROWS: usize = 4;
 
+thread_local! {
+    /// Each thread's copy of a chunk's kernel arguments (kept between chunks and calls: no
+    /// allocation per chunk once it has grown).
+    static ARGS: std::cell::RefCell<Vec<i64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How one output is combined: its reduction and dtype, its argument slots.
 struct Output {
     op: ReduceOp,
@@ -136,29 +142,32 @@ impl ChunkedReduce {
         let mut partials = vec![0u64; self.outputs.len() * chunks * kept];
         let base = partials.as_mut_ptr() as usize;
         let chunk = |c: usize| {
-            let lo = c * CHUNK;
-            let n = CHUNK.min(self.len - lo);
-            let mut mine = args.to_vec();
-            mine[self.len_slot] = n as i64;
-            mine[self.begin_slot] = 0;
-            mine[self.begin_slot + 1] = self.split_range as i64;
-            for &(slot, size) in &self.offset_inputs {
-                mine[slot] = mine[slot].wrapping_add((lo * size) as i64);
-            }
-            for (i, o) in self.outputs.iter().enumerate() {
-                let at = base + ((i * chunks + c) * kept) * 8;
-                mine[o.ptr_slot] = at as i64;
-                // Row-major over the kept axes, one 8-byte slot per position, in elements
-                // of the output's dtype.
-                let mut acc = (8 / o.dtype.size_bytes()) as i64;
-                for (slot, &size) in o.strides.clone().zip(&self.kept).rev() {
-                    mine[slot] = acc;
-                    acc *= size as i64;
+            ARGS.with_borrow_mut(|mine| {
+                let lo = c * CHUNK;
+                let n = CHUNK.min(self.len - lo);
+                mine.clear();
+                mine.extend_from_slice(args);
+                mine[self.len_slot] = n as i64;
+                mine[self.begin_slot] = 0;
+                mine[self.begin_slot + 1] = self.split_range as i64;
+                for &(slot, size) in &self.offset_inputs {
+                    mine[slot] = mine[slot].wrapping_add((lo * size) as i64);
                 }
-            }
-            // SAFETY: the caller's arguments with a shorter inner axis and inputs offset to
-            // the chunk (inside their buffers); outputs into this chunk's own partials.
-            unsafe { func(mine.as_ptr()) };
+                for (i, o) in self.outputs.iter().enumerate() {
+                    let at = base + ((i * chunks + c) * kept) * 8;
+                    mine[o.ptr_slot] = at as i64;
+                    // Row-major over the kept axes, one 8-byte slot per position, in elements
+                    // of the output's dtype.
+                    let mut acc = (8 / o.dtype.size_bytes()) as i64;
+                    for (slot, &size) in o.strides.clone().zip(&self.kept).rev() {
+                        mine[slot] = acc;
+                        acc *= size as i64;
+                    }
+                }
+                // SAFETY: the caller's arguments with a shorter inner axis and inputs offset to
+                // the chunk (inside their buffers); outputs into this chunk's own partials.
+                unsafe { func(mine.as_ptr()) };
+            })
         };
         workers::run(chunks, threads, &chunk).map_err(|e| RunError::Internal(e.to_string()))?;
         for (i, o) in self.outputs.iter().enumerate() {
