@@ -79,6 +79,27 @@ pub(crate) fn llc_bytes() -> usize {
     })
 }
 
+/// The bytes one call of `plan` over collapsed `sizes` reads and writes: each data operand
+/// (inputs, then outputs, numbered as the kernel's operands) over the axes it spans, at
+/// `size(operand, dtype)` bytes per element.
+pub(super) fn call_bytes(
+    plan: &LoopPlan,
+    sizes: &[usize],
+    size: impl Fn(usize, tfn_ir::DType) -> usize,
+) -> usize {
+    plan.inputs
+        .iter()
+        .chain(&plan.outputs)
+        .enumerate()
+        .filter(|(_, o)| !o.key_only && !o.index)
+        .map(|(k, o)| {
+            let spanned: usize =
+                sizes.iter().zip(&o.full).filter(|(_, &f)| f).map(|(s, _)| s).product();
+            spanned.saturating_mul(size(k, o.dtype))
+        })
+        .fold(0, usize::saturating_add)
+}
+
 /// Whether a call over `elements` of the domain may be large enough to stream (a cheap test
 /// before [`streamable`] and [`StreamedCall::of`]: no operand has more than 64 bytes per
 /// element of the domain).
@@ -140,16 +161,7 @@ impl StreamedCall {
     /// The streamed form of one call of a [`streamable`] kernel over collapsed `sizes`, if the
     /// call is large enough.
     pub(super) fn of(mode: Streaming, plan: &LoopPlan, sizes: &[usize]) -> Option<StreamedCall> {
-        let spanned = |full: &[bool]| -> usize {
-            sizes.iter().zip(full).filter(|(_, &f)| f).map(|(s, _)| s).product()
-        };
-        let bytes: usize = plan
-            .inputs
-            .iter()
-            .filter(|o| !o.key_only && !o.index)
-            .chain(&plan.outputs)
-            .map(|o| spanned(&o.full).saturating_mul(o.dtype.size_bytes()))
-            .fold(0, usize::saturating_add);
+        let bytes = call_bytes(plan, sizes, |_, dtype| dtype.size_bytes());
         if mode == Streaming::Auto && bytes < llc_bytes() {
             return None;
         }

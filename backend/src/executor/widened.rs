@@ -153,26 +153,16 @@ impl Widened {
             && match mode {
                 Streaming::Never => false,
                 Streaming::Always => true,
-                Streaming::Auto => self.bytes(plan, sizes) >= streamed::llc_bytes(),
+                Streaming::Auto => {
+                    // The 16-bit operands at their own size (the plan says f32 for them).
+                    let size = |k: usize, dtype: DType| {
+                        let w = self.operands.iter().find(|w| w.k == k);
+                        w.map_or(dtype, |w| w.dtype).size_bytes()
+                    };
+                    streamed::call_bytes(plan, sizes, size) >= streamed::llc_bytes()
+                }
             };
         WidenedCall { operands, block, range, work, begin_slot: abi.begin(), stream }
-    }
-
-    /// The bytes one call over `sizes` reads and writes (16-bit operands at 2 bytes).
-    fn bytes(&self, plan: &LoopPlan, sizes: &[usize]) -> usize {
-        let operands = plan.inputs.iter().chain(&plan.outputs).enumerate();
-        operands
-            .filter(|(_, o)| !o.key_only && !o.index)
-            .map(|(k, o)| {
-                let spanned: usize =
-                    sizes.iter().zip(&o.full).filter(|(_, &f)| f).map(|(s, _)| s).product();
-                let size = match self.operands.iter().find(|w| w.k == k) {
-                    Some(w) => w.dtype.size_bytes(),
-                    None => o.dtype.size_bytes(),
-                };
-                spanned.saturating_mul(size)
-            })
-            .fold(0, usize::saturating_add)
     }
 }
 

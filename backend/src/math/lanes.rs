@@ -10,8 +10,8 @@
 //!   `#[target_feature]` routine compiles to straight AVX-512/AVX2 code.
 //!
 //! Both run the same operations in the same order on the same constants, so a routine is bit
-//! for bit the inline code (NaN payloads aside, which `math::canonical_nan` then makes
-//! one): every method is a single IEEE operation or an
+//! for bit the inline code (NaN payloads aside, which `math::canonical_nan` settles): every
+//! method is a single IEEE operation or an
 //! exact bit manipulation, `mul_add` is one fused rounding exactly where [`Lanes::has_fma`]
 //! says so, comparisons are IEEE predicates with Cranelift's [`FloatCC`]/[`IntCC`] meaning,
 //! and `min_c`/`max_c` keep a NaN operand as `minps`/`maxps` with the constant first do. The

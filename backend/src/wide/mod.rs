@@ -8,8 +8,8 @@
 //! [`SimdLevel::Avx512`]) or `__m256` (8 lanes, [`SimdLevel::Avx2`]) inside a
 //! `#[target_feature]` function, with the operations, constants and rounding steps of
 //! [`crate::math::emit`] on `F32X4` with `MathFeatures { fma: true }`. So a routine's result is
-//! bit for bit the inline code's, NaNs included (both return the canonical NaN:
-//! `math::canonical_nan`), whatever block size or level is chosen,
+//! bit for bit the inline code's, NaNs included (both return NaNs as `math::canonical_nan`
+//! says), whatever block size or level is chosen,
 //! and the inline code stays every routine's twin (`tests/wide.rs` compares them exhaustively
 //! on specials, strided bit patterns and every tail length).
 //!
