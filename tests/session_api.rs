@@ -499,12 +499,23 @@ fn finishes_inside(long: &(dyn Fn() + Sync), short: &dyn Fn()) -> bool {
 
 #[test]
 fn the_overlap_check_sees_a_lock() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let lock = std::sync::Mutex::new(());
+    // The long call takes the lock before the short one asks for it, however late the busy
+    // machine schedules it (the short one waits for `held`, not only for the 50 ms).
+    let held = AtomicBool::new(false);
     let hold = |ms: u64| {
         let _g = lock.lock().unwrap();
+        held.store(true, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(ms));
     };
-    assert!(!finishes_inside(&|| hold(400), &|| hold(1)));
+    let wait_then_hold = || {
+        while !held.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        let _g = lock.lock().unwrap();
+    };
+    assert!(!finishes_inside(&|| hold(400), &wait_then_hold));
     let sleep = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
     assert!(finishes_inside(&|| sleep(400), &|| sleep(1)));
 }
