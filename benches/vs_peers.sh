@@ -9,6 +9,9 @@
 #   THREADS=2 bash benches/vs_peers.sh           # 2 threads each
 #   SIZES="262144" TFN_SIMD=128 bash benches/vs_peers.sh   # one size, tfn's 128-bit fallback
 #   PEERS=jax bash benches/vs_peers.sh           # without torch
+#   ISA=avx2 bash benches/vs_peers.sh            # every engine held to AVX2 (an AVX2-only CPU):
+#                                                # TFN_SIMD=avx2, XLA's --xla_cpu_max_isa=AVX2,
+#                                                # torch's ATEN_CPU_CAPABILITY=avx2 (eager and Inductor)
 #
 # Needs benches/peers/.venv (`bash benches/peers/setup.sh`, jax; `--torch` adds torch, several
 # GB, never installed by CI). A peer that is not installed shows as "–".
@@ -22,6 +25,11 @@ sizes=${SIZES:-"4096 262144 4194304 16777216"}
 threads=${THREADS:-1}
 millis=${MILLIS:-800}
 peers=${PEERS:-"jax torch"}
+case ${ISA:-native} in
+  native) ;;
+  avx2) export TFN_SIMD=avx2 PEERS_XLA_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ;;
+  *) echo "vs_peers.sh: ISA=${ISA} (expected native or avx2)" >&2; exit 2 ;;
+esac
 has() { "$py" -c "import $1" 2>/dev/null; }
 with_jax=no; with_torch=no
 case " $peers " in *" jax "*) has jax && with_jax=yes ;; esac

@@ -20,6 +20,7 @@ mod fallbacks;
 // The `Session` API and whole programs through it.
 mod derived_sizes;
 mod index_ops;
+mod large_programs;
 mod loops;
 mod one_hot;
 mod profile;

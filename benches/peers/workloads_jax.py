@@ -22,6 +22,9 @@ if ARGS.threads == 1:
     os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 else:
     os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=true"
+# PEERS_XLA_ISA=AVX2 (benches/vs_peers.sh's ISA=avx2): XLA's code held to that instruction set.
+if os.environ.get("PEERS_XLA_ISA"):
+    os.environ["XLA_FLAGS"] += " --xla_cpu_max_isa=" + os.environ["PEERS_XLA_ISA"]
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -92,25 +92,101 @@ impl Emitter<'_> {
                 let off = (at.delta * out.dtype.size_bytes() as i64) as i32;
                 storage::load(b, at.width, out.dtype, addr, off)?
             }
-            _ => match self.row_reciprocal(vals, k, at.width) {
-                Some(recip) => {
-                    let x = match node.args.first() {
-                        Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
-                        None => return Err(CodegenError::Internal("division lacks x".into())),
-                    };
-                    b.ins().fmul(x, recip)
-                }
-                None => {
-                    let mut args = Vec::with_capacity(node.args.len());
-                    for &a in &node.args {
-                        args.push(self.eval_ref(b, vals, a, at, memo)?);
-                    }
-                    self.op(b, k, at.width, &args)?
-                }
-            },
+            _ => {
+                self.eval_operands_first(b, vals, k, at, memo)?;
+                self.eval_computed(b, vals, k, at, memo)?
+            }
         };
         memo.insert(Ref::Node(k), v);
         Ok(v)
+    }
+
+    /// The nodes [`Self::eval_elem`] evaluates as operands of node `k`: none where `k`'s value
+    /// comes from elsewhere (a row value, the memo, a staged block, a stashed output, a random
+    /// draw; an indexed read evaluates its own), only `x` of `x / s` by a row reciprocal.
+    fn operand_nodes(&self, vals: &RowVals, k: usize, at: At<'_>, memo: &Memo) -> &[Ref] {
+        let node = &self.plan.nodes[k];
+        let elsewhere = self.is_row_node(k)
+            || memo.contains_key(&Ref::Node(k))
+            || vals.staged.contains_key(&k)
+            || matches!(node.op, Op::Index { .. } | Op::Random { .. })
+            || (self.stash.contains_key(&k) && vals.stashed.contains(&k));
+        if elsewhere {
+            &[]
+        } else if self.row_reciprocal(vals, k, at.width).is_some() {
+            node.args.get(..1).unwrap_or(&[])
+        } else {
+            &node.args
+        }
+    }
+
+    /// Evaluates the not yet evaluated nodes `k` depends on, deepest first and in the order
+    /// the recursion of [`Self::eval_elem`] would (operands left to right, each before its
+    /// user), so that it then recurses one level at most: the depth of a kernel's expression
+    /// (20,000 chained `let`s fuse into one kernel) is bounded by the heap, not the stack.
+    fn eval_operands_first(
+        &self,
+        b: &mut FunctionBuilder,
+        vals: &RowVals,
+        k: usize,
+        at: At<'_>,
+        memo: &mut Memo,
+    ) -> Result<(), CodegenError> {
+        let pending = |m: usize, memo: &Memo| {
+            self.operand_nodes(vals, m, at, memo)
+                .iter()
+                .filter_map(|r| match *r {
+                    Ref::Node(n) if !memo.contains_key(r) => Some(n),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let first = pending(k, memo);
+        if first.iter().all(|&n| pending(n, memo).is_empty()) {
+            return Ok(()); // one level deep already: the plain recursion is enough
+        }
+        // (node, its operands pushed): a node is evaluated when popped the second time.
+        let mut stack: Vec<(usize, bool)> = first.into_iter().rev().map(|n| (n, false)).collect();
+        while let Some((m, expanded)) = stack.pop() {
+            if memo.contains_key(&Ref::Node(m)) {
+                continue;
+            }
+            if expanded {
+                self.eval_elem(b, vals, m, at, memo)?;
+                continue;
+            }
+            stack.push((m, true));
+            stack.extend(pending(m, memo).into_iter().rev().map(|n| (n, false)));
+        }
+        Ok(())
+    }
+
+    /// Node `k` computed from its operands (see [`Self::eval_elem`]).
+    fn eval_computed(
+        &self,
+        b: &mut FunctionBuilder,
+        vals: &RowVals,
+        k: usize,
+        at: At<'_>,
+        memo: &mut Memo,
+    ) -> Result<Value, CodegenError> {
+        let node = &self.plan.nodes[k];
+        Ok(match self.row_reciprocal(vals, k, at.width) {
+            Some(recip) => {
+                let x = match node.args.first() {
+                    Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
+                    None => return Err(CodegenError::Internal("division lacks x".into())),
+                };
+                b.ins().fmul(x, recip)
+            }
+            None => {
+                let mut args = Vec::with_capacity(node.args.len());
+                for &a in &node.args {
+                    args.push(self.eval_ref(b, vals, a, at, memo)?);
+                }
+                self.op(b, k, at.width, &args)?
+            }
+        })
     }
 
     /// Row node `m` is a float divisor of an element-level division (`e / sum(e)` in softmax).

@@ -3,7 +3,7 @@
 //! dispatcher and inlines it, and hands primitive and extern calls to their builders.
 
 use super::call::{diag, flatten, list_dtype, no_match, BoundCall, Val};
-use super::instantiate::{Lowerer, MAX_DEPTH};
+use super::instantiate::{Lowerer, MAX_DEPTH, MAX_NODES};
 use super::{primitives, static_eval};
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
@@ -504,6 +504,14 @@ impl<'a> Lowerer<'a> {
         }
         if self.active.len() >= MAX_DEPTH {
             let msg = format!("calls nested deeper than {MAX_DEPTH} functions at `{name}`");
+            return Err(diag("E0506", msg, Some(callee_span)));
+        }
+        if self.graph.nodes.len() > MAX_NODES {
+            let msg = format!(
+                "the function grows past {MAX_NODES} ops when its calls are inlined (at \
+                 `{name}`): calls that each call a function twice grow exponentially; a `for` \
+                 loop compiles its body once"
+            );
             return Err(diag("E0506", msg, Some(callee_span)));
         }
         let call = BoundCall { fdef, resolved, vals, spans, labels, span: Some(span) };

@@ -20,6 +20,11 @@ use std::collections::HashMap;
 /// Calls nested deeper than this (through composed functions) are rejected.
 pub(super) const MAX_DEPTH: usize = 64;
 
+/// How many ops a lowered function may hold before a call is refused (E0506): inlining
+/// doubles a function that calls another twice per level, so twenty levels would be a million
+/// ops and minutes of compiling. 65,536 chained ops compile in about 4 s.
+pub(super) const MAX_NODES: usize = 250_000;
+
 pub(super) struct Lowerer<'a> {
     pub lib: &'a Library,
     pub graph: Graph,

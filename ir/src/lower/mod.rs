@@ -17,7 +17,7 @@
 //! | E0503 | shapes cannot broadcast or do not fit the op                   |
 //! | E0504 | a literal does not fit the dtype it is used as                 |
 //! | E0505 | an axis/dim argument is out of range or repeated               |
-//! | E0506 | recursion, or inlining deeper than the limit                   |
+//! | E0506 | recursion, or inlining deeper or larger than the limits        |
 //! | E0507 | a static `if` condition or attribute expression is not static  |
 //! | E0508 | a function's body does not produce what its signature declares |
 //! | E0509 | internal error: the lowered graph failed verification (a bug)  |

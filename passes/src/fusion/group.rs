@@ -263,19 +263,21 @@ impl Walk<'_> {
     /// Whether merging `set` would put an indexed read and the producer of its `x` or index
     /// in one kernel (the read addresses any element, so its operands must be complete).
     fn indexed_conflict(&self, set: &[usize]) -> bool {
-        set.iter().any(|&g| {
-            self.groups[g].nodes.iter().any(|&n| {
-                let node = &self.graph.nodes[n];
-                is_indexed_read(&node.op)
-                    && node.inputs.iter().any(|v| {
-                        self.group_of
-                            .get(v.index())
-                            .copied()
-                            .flatten()
-                            .is_some_and(|h| h != g && set.contains(&h))
-                    })
+        // Only a second group of the set can hold the read's producer.
+        set.len() > 1
+            && set.iter().any(|&g| {
+                self.groups[g].nodes.iter().any(|&n| {
+                    let node = &self.graph.nodes[n];
+                    is_indexed_read(&node.op)
+                        && node.inputs.iter().any(|v| {
+                            self.group_of
+                                .get(v.index())
+                                .copied()
+                                .flatten()
+                                .is_some_and(|h| h != g && set.contains(&h))
+                        })
+                })
             })
-        })
     }
 
     /// Whether elementwise node `index` can join reduction group `g` (element or row level).
@@ -378,6 +380,14 @@ impl Walk<'_> {
     /// Whether merging `set` and adding node `index` to it keeps the group graph acyclic:
     /// no group outside the set may be reachable from it and also feed it.
     fn acyclic_after_merge(&self, set: &[usize], index: usize) -> bool {
+        // One group (acyclic with the rest, as every group is) taking a node fed only by it
+        // or by no group: no new edge, so no cycle. The common case (a chain of elementwise
+        // ops) then costs nothing; the general check below walks the whole group graph.
+        if let [g] = set {
+            if self.input_groups(index).iter().all(|h| h == g) {
+                return true;
+            }
+        }
         let succ = self.successors();
         let mut producers: BTreeSet<usize> = self.input_groups(index).into_iter().collect();
         for (h, s) in succ.iter().enumerate() {
@@ -429,7 +439,10 @@ impl Walk<'_> {
             }
             self.groups[keep].nodes.extend(nodes);
         }
-        self.groups[keep].nodes.sort_unstable();
+        // Nodes are placed in index order, so a group stays sorted until groups merge.
+        if set.len() > 1 {
+            self.groups[keep].nodes.sort_unstable();
+        }
         keep
     }
 

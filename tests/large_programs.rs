@@ -1,0 +1,68 @@
+//! Programs far larger than people write, which must compile or be refused cleanly: a long
+//! chain of ops fused into one kernel (its code generation once recursed per op and overflowed
+//! the stack at ~17,000), and calls whose inlining grows exponentially (refused, E0506).
+
+use ndarray::{ArrayD, IxDyn};
+use tfn::{Backend, Session, Tensor, Value};
+
+/// `f`: `n` chained multiplications; `g`: their sum (a row reduction over the chain).
+fn chain(n: usize) -> String {
+    let lets: String = (1..=n).map(|i| format!("    let a{i} = a{} * 1.0001\n", i - 1)).collect();
+    format!(
+        "fn f(Tensor x) -> Tensor {{\n    let a0 = x\n{lets}    return a{n}\n}}\n\
+         fn g(Tensor x) -> Tensor {{\n    let a0 = x\n{lets}    return sum(a{n}, dims=[-1])\n}}\n"
+    )
+}
+
+fn run(backend: Backend, source: &str, name: &str, x: &ArrayD<f32>) -> ArrayD<f32> {
+    let s = Session::with_backend(backend);
+    s.load_str("chain.tfn", source).unwrap_or_else(|e| panic!("load: {e}"));
+    let out = s.call(name, &[Value::from(x.view())]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    match out.into_iter().next().and_then(Value::into_tensor) {
+        Some(Tensor::F32(a)) => a,
+        other => panic!("expected one f32 result, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_long_chain_compiles_on_a_small_stack() {
+    // 4,000 ops on a 1 MB stack: the recursive code generation needed several KB per op in a
+    // debug build. The JIT's kernel must also be the interpreter's op-by-op result.
+    let source = chain(4000);
+    let x = ArrayD::from_shape_vec(IxDyn(&[3, 37]), (0..111).map(|i| i as f32 * 0.25).collect())
+        .expect("shape");
+    let jit = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn({
+            let (source, x) = (source.clone(), x.clone());
+            move || ["f", "g"].map(|name| run(Backend::Jit, &source, name, &x))
+        })
+        .expect("spawn")
+        .join()
+        .expect("the JIT compiled the chain");
+    for (name, got) in ["f", "g"].iter().zip(jit) {
+        let want = run(Backend::Interp, &source, name, &x);
+        assert_eq!(got.shape(), want.shape(), "{name}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{name}: {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn exponential_inlining_is_refused_with_e0506() {
+    // Each level calls the one below four times: 4^9 = 262,144 multiplications inlined.
+    let mut source = String::from("fn g0(Tensor x) -> Tensor {\n    return x * 1.5\n}\n");
+    for i in 1..=9 {
+        let p = i - 1;
+        source +=
+            &format!("fn g{i}(Tensor x) -> Tensor {{\n    return g{p}(g{p}(g{p}(g{p}(x))))\n}}\n");
+    }
+    let s = Session::with_backend(Backend::Interp);
+    s.load_str("exp.tfn", &source).unwrap_or_else(|e| panic!("load: {e}"));
+    let x = ArrayD::<f32>::zeros(IxDyn(&[4]));
+    let started = std::time::Instant::now();
+    let err = s.call("g9", &[Value::from(x.view())]).expect_err("refused").to_string();
+    assert!(err.contains("E0506") && err.contains("grows past"), "{err}");
+    eprintln!("refused after {:?}", started.elapsed());
+}
