@@ -37,6 +37,24 @@ const MAGIC: &[u8; 8] = b"tfn-kc\0\x01";
 /// Entries kept before the older half is removed.
 pub const MAX_ENTRIES: usize = 8192;
 
+/// The largest cache file tfn reads (an entry of a function's kernels is tens of KB).
+pub const MAX_CACHE_FILE_BYTES: u64 = 256 << 20;
+
+/// A cache file's bytes: `None` unless `path` is a regular file (checked before opening, so a
+/// FIFO does not block and `/dev/zero` is not read forever) of at most `max_bytes`. A cache
+/// is advisory: what is not readable is a miss.
+pub fn read_cache_file(path: &Path, max_bytes: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > max_bytes {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // It may have grown since: never read past the limit.
+    std::fs::File::open(path).ok()?.take(max_bytes + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= max_bytes).then_some(bytes)
+}
+
 /// Where tfn keeps what it caches across processes: `$TFN_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/tfn`, else `~/.cache/tfn` (`None` without any of them).
 pub fn cache_dir() -> Option<PathBuf> {
@@ -154,7 +172,14 @@ impl DiskCache {
         if !self.usable() {
             return None;
         }
-        let bytes = std::fs::read(self.path(key)).ok()?;
+        let path = self.path(key);
+        let bytes = read_cache_file(&path, MAX_CACHE_FILE_BYTES);
+        let Some(bytes) = bytes else {
+            if std::fs::symlink_metadata(&path).is_ok() {
+                self.stats.bad.fetch_add(1, Ordering::Relaxed); // there, but not a readable entry
+            }
+            return None;
+        };
         let payload = unwrap_entry(&bytes);
         if payload.is_none() {
             self.stats.bad.fetch_add(1, Ordering::Relaxed);
@@ -306,6 +331,27 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, vec![hex(b"k1")]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_entry_that_is_not_a_regular_file_is_a_miss_not_a_wait() {
+        let dir = temp_dir("special");
+        let cache = DiskCache::at(dir.clone());
+        cache.store(b"k1", b"machine code");
+        let path = cache.path(b"k1");
+        std::fs::remove_file(&path).unwrap();
+        // A FIFO would block the open; /dev/zero would be read until memory runs out.
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert_eq!(cache.load(b"k1"), None, "a FIFO");
+            std::fs::remove_file(&path).unwrap();
+        }
+        if Path::new("/dev/zero").exists() {
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+            assert_eq!(cache.load(b"k1"), None, "a device");
+            assert_eq!(read_cache_file(&path, 1 << 20), None);
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -61,11 +61,19 @@ pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
 /// `Err` is a one-line reason.
 pub fn read_source_file(path: &Path) -> Result<String, String> {
     use std::io::Read;
+    let not_regular = |meta: &std::fs::Metadata| {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
+        format!("it is {what}")
+    };
+    // Checked before opening too: opening a FIFO would wait for a writer.
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
-        let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
-        return Err(format!("it is {what}"));
+        return Err(not_regular(&meta));
     }
     let too_large =
         || format!("it is larger than the {} MiB limit for a source file", MAX_SOURCE_BYTES >> 20);

@@ -35,6 +35,12 @@ fn use_of_a_device_or_a_huge_file_is_refused_at_the_use() {
         }
     }
     cases.push((dir.display().to_string(), "a directory"));
+    // A FIFO: refused before it is opened (opening one waits for a writer).
+    let fifo = dir.join("fifo.tfn");
+    let _ = std::fs::remove_file(&fifo);
+    if std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()) {
+        cases.push((fifo.display().to_string(), "not a regular file"));
+    }
     for (path, reason) in cases {
         let text = format!("use \"{path}\"\n");
         let mut lib = Library::default();
@@ -47,6 +53,7 @@ fn use_of_a_device_or_a_huge_file_is_refused_at_the_use() {
         assert_eq!(&text[span.range()], format!("\"{path}\""));
     }
     let _ = std::fs::remove_file(&huge);
+    let _ = std::fs::remove_file(&fifo);
 }
 
 #[test]

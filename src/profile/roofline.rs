@@ -210,7 +210,8 @@ impl Cached {
     /// The cache at `path` if it is of this [`FORMAT`] and matches `key`, every figure
     /// finite; `None` for anything else (a missing, unreadable or malformed file).
     fn read(path: &Path, key: &CacheKey) -> Option<Cached> {
-        let text = std::fs::read_to_string(path).ok()?;
+        let bytes = tfn_backend::code_cache::read_cache_file(path, 64 << 10)?;
+        let text = String::from_utf8(bytes).ok()?;
         let field = |name: &str| {
             text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
         };

@@ -81,10 +81,15 @@ impl Weights {
         let path = path.as_ref();
         let shown = path.display().to_string();
         let io = |source| WeightsError::Io { path: shown.clone(), source };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
         let format =
             |reason: &str| WeightsError::Format { path: shown.clone(), reason: reason.into() };
+        // Opening a FIFO would wait for a writer: refuse what is not a file before opening.
+        let before = std::fs::metadata(path).map_err(io)?;
+        if !before.is_file() && !before.is_dir() {
+            return Err(format("it is not a regular file (a checkpoint is memory-mapped)"));
+        }
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
         if meta.is_dir() {
             return Err(format("it is a directory"));
         }
