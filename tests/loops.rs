@@ -83,6 +83,15 @@ fn two(Tensor x, *, Int n) -> (Tensor, Tensor) {
     }
     return (c + y, s)
 }
+
+// The loop variable in arithmetic with sizes: the layers in reverse, then offset by a size.
+fn reversed(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    for i in 0..size(w, 0) {
+        h = h * 0.5 + w[size(w, 0) - 1 - i] + (i + size(w, 1) - 2 * size(w, 1))
+    }
+    return h
+}
 "#;
 
 fn session(backend: Backend, checkpoint: bool) -> Session {
@@ -504,5 +513,27 @@ fn a_body_deciding_on_a_derived_size_guards_the_function() {
         if backend == Backend::Jit {
             assert_eq!(s.stats().compiles, 3, "heads_loop once, bcast_loop twice: {:?}", s.stats());
         }
+    }
+}
+
+#[test]
+fn the_loop_variable_meets_sizes_in_index_arithmetic() {
+    let mut rng = Rng::new(23);
+    let (layers, c) = (3, 4);
+    let x = randn(&mut rng, &[c], 1.0);
+    let w = randn(&mut rng, &[layers, c], 1.0);
+    let (Tensor::F32(xa), Tensor::F32(wa)) = (&x, &w) else { unreachable!() };
+    let mut want: Vec<f32> = xa.iter().copied().collect();
+    for i in 0..layers {
+        let row = wa.index_axis(ndarray::Axis(0), layers - 1 - i);
+        for (h, w) in want.iter_mut().zip(row.iter()) {
+            *h = *h * 0.5 + w + (i as f32 - c as f32);
+        }
+    }
+    for backend in [Backend::Interp, Backend::Jit] {
+        let got = session(backend, false)
+            .call("reversed", &[Value::from(x.clone()), Value::from(w.clone())])
+            .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        close(&f32s(&got[0]), &want, 1e-6, &format!("{backend:?}"));
     }
 }

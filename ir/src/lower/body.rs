@@ -384,11 +384,12 @@ impl<'a> Lowerer<'a> {
         self.sizes_as_tensors(callee, overload, &mut positional)?;
         let is_static = static_eval::is_static_op(callee, overload) && keywords.is_empty();
         let any_index = positional.iter().any(|(v, _)| matches!(v, Val::Index(_)));
-        let index_math = positional
-            .iter()
-            .all(|(v, _)| matches!(v, Val::Index(_) | Val::Attr(Attr::Int(_) | Attr::Float(_))));
+        let index_math = positional.iter().all(|(v, _)| {
+            matches!(v, Val::Index(_) | Val::Size(_) | Val::Attr(Attr::Int(_) | Attr::Float(_)))
+        });
         if is_static && any_index && index_math {
-            // Arithmetic on a loop variable: `i64[]` tensors (`f32` with a float literal).
+            // Arithmetic on a loop variable (with literals and sizes: `size(w, 0) - 1 - i`):
+            // `i64[]` tensors (`f32` with a float literal).
             let float = positional.iter().any(|(v, _)| matches!(v, Val::Attr(Attr::Float(_))));
             let dtype = if float { crate::dtype::DType::F32 } else { crate::dtype::DType::I64 };
             for (v, s) in positional.iter_mut() {
@@ -400,6 +401,7 @@ impl<'a> Lowerer<'a> {
                         *s,
                     )?,
                     Val::Index(t) => Val::Tensor(*t),
+                    Val::Size(e) => Val::Tensor(self.size_tensor(e, dtype, Some(*s))?),
                     Val::Attr(a) => Val::Tensor(self.literal(a, dtype, Some(*s))?),
                     other => other.clone(),
                 };
