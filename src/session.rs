@@ -68,10 +68,21 @@ impl Default for SessionOptions {
     }
 }
 
-/// Whether `TFN_STRICT` asks for strict mode (`1`, `true` or `yes`).
+/// Whether `TFN_STRICT` asks for strict mode (`1`, `true`, `yes` or `on`; `0`, `false`, `no`,
+/// `off` or empty do not). Any other value is reported once, on stderr, and means off.
 pub fn strict_from_env() -> bool {
-    std::env::var("TFN_STRICT")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+    let Ok(v) = std::env::var("TFN_STRICT") else { return false };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => true,
+        "" | "0" | "false" | "no" | "off" => false,
+        _ => {
+            static REPORTED: std::sync::Once = std::sync::Once::new();
+            REPORTED.call_once(|| {
+                eprintln!("tfn: ignoring TFN_STRICT={v:?} (expected 1 or 0); strict mode is off")
+            });
+            false
+        }
+    }
 }
 
 /// Counters reported by [`Session::stats`].

@@ -66,3 +66,20 @@ fn exponential_inlining_is_refused_with_e0506() {
     assert!(err.contains("E0506") && err.contains("grows past"), "{err}");
     eprintln!("refused after {:?}", started.elapsed());
 }
+
+#[test]
+fn an_empty_tensor_with_a_huge_axis_is_empty_on_both_backends() {
+    // `[2^63 - 1, 0]` holds no bytes: the size limit must not overflow on its other axis.
+    let source = "fn r(Tensor x, *, Int n) -> Tensor {\n    return reshape(x, [n, -1])\n}\n";
+    let x = ArrayD::<f32>::zeros(IxDyn(&[0]));
+    for backend in [Backend::Interp, Backend::Jit] {
+        let s = Session::with_backend(backend);
+        s.load_str("r.tfn", source).unwrap_or_else(|e| panic!("load: {e}"));
+        let n = Value::from(i64::MAX);
+        let out = s
+            .call_kw("r", &[Value::from(x.view())], &[("n", n)])
+            .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        let shape = out[0].as_tensor().map(|t| t.shape().to_vec());
+        assert_eq!(shape, Some(vec![i64::MAX as usize, 0]), "{backend:?}");
+    }
+}

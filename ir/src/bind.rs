@@ -125,13 +125,15 @@ fn check_value_sizes(
     let limit = max_tensor_bytes()?;
     let check = |i: usize| -> Result<(), BindError> {
         let Some(node) = graph.nodes.get(i) else { return Ok(()) };
-        let mut bytes = Some(node.ty.dtype.size_bytes() as u64);
+        let size = |d: &Dim| match *d {
+            Dim::Const(c) => c,
+            Dim::Sym(s) => sizes.get(s.0 as usize).map_or(u64::MAX, |&v| v as u64),
+        };
+        // An empty tensor holds no bytes, whatever its other axes (`[2^63 - 1, 0]`).
+        let empty = node.ty.shape.dims().iter().any(|d| size(d) == 0);
+        let mut bytes = Some(if empty { 0 } else { node.ty.dtype.size_bytes() as u64 });
         for d in node.ty.shape.dims() {
-            let size = match *d {
-                Dim::Const(c) => c,
-                Dim::Sym(s) => sizes.get(s.0 as usize).map_or(u64::MAX, |&v| v as u64),
-            };
-            bytes = bytes.and_then(|b| b.checked_mul(size));
+            bytes = bytes.and_then(|b| b.checked_mul(size(d)));
         }
         if bytes.is_none_or(|b| b > limit) {
             let shape = concrete_shape(&node.ty.shape, sizes);
