@@ -240,6 +240,17 @@ fn outputs_are_written_all_or_none() {
     );
     let err = expect_exit(&o, 2, "one path twice");
     assert!(err.contains("a.npy"), "{err}");
+    // The same file spelled two ways, existing or not yet.
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    for (first, second) in [("a.npy", "./a.npy"), ("new.npy", "sub/../new.npy")] {
+        let o = tfnc(
+            &dir,
+            &["run", "f.tfn", "two", "--arg", "x=x.npy", "--out", first, "--out", second],
+        );
+        let err = expect_exit(&o, 2, &format!("{first} and {second}"));
+        assert!(err.contains("given twice"), "{err}");
+    }
+    assert!(!dir.join("new.npy").exists());
 }
 
 #[test]

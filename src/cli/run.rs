@@ -211,7 +211,22 @@ fn check_mapping(
     Ok(())
 }
 
-/// The first path given twice (both outputs would go to one file).
+/// The first path given twice (both outputs would go to one file), however it is spelled
+/// (`s.npy` and `./s.npy`, a symlinked directory): paths compare resolved, as far as they exist.
 fn first_duplicate(paths: &[PathBuf]) -> Option<&PathBuf> {
-    paths.iter().enumerate().find(|(i, p)| paths[..*i].contains(p)).map(|(_, p)| p)
+    let resolved = |p: &PathBuf| -> PathBuf {
+        if let Ok(whole) = std::fs::canonicalize(p) {
+            return whole;
+        }
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        match (std::fs::canonicalize(parent), p.file_name()) {
+            (Ok(dir), Some(name)) => dir.join(name),
+            _ => p.clone(),
+        }
+    };
+    let keys: Vec<PathBuf> = paths.iter().map(resolved).collect();
+    (0..paths.len()).find(|&i| keys[..i].contains(&keys[i])).map(|i| &paths[i])
 }
