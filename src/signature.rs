@@ -481,7 +481,9 @@ fn run_error(e: RunError) -> Error {
         RunError::InputDType { .. } | RunError::ZeroSizeReduction { .. } | RunError::Shape { .. } => {
             Error::Shape(e.to_string())
         }
-        RunError::IndexOutOfRange { .. } | RunError::LoopRun(_) => Error::Runtime(e.to_string()),
+        RunError::IndexOutOfRange { .. } | RunError::LoopRun(_) | RunError::OutOfMemory { .. } => {
+            Error::Runtime(e.to_string())
+        }
         RunError::LoopShape(m) => Error::Shape(m),
         RunError::InputCount { .. } | RunError::Internal(_) => Error::Internal(e.to_string()),
     }

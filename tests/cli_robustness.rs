@@ -34,6 +34,10 @@ fn outer_sum(Tensor x, Tensor y) -> Tensor {
 fn huge(Tensor x) -> Tensor {
     return full([100000, 100000, 100000, 100000], 0.0) + x
 }
+
+fn big(Tensor x) -> Tensor {
+    return full([1000000000], 1.0) + sum(x)
+}
 "#;
 
 fn scratch(test: &str) -> Scratch {
@@ -495,4 +499,22 @@ fn the_code_cache_is_reused_across_processes_and_damaged_entries_are_recompiled(
     assert!(got == want, "without a usable cache: other bytes");
     let temps = entries().iter().filter(|p| p.to_string_lossy().contains(".tmp-")).count();
     assert_eq!(temps, 0, "temporary files left in the cache");
+}
+
+#[test]
+fn a_value_the_memory_limit_refuses_is_an_error_not_an_abort() {
+    // 4 GB for one value under a 3 GB address-space limit (`ulimit -v`: a container's limit
+    // acts the same): the JIT's allocation fails the call, exit 1, nothing aborts.
+    let dir = scratch("oom");
+    write_f32(&dir.join("x.npy"), &[2], vec![1.0, 2.0]);
+    let tfnc = env!("CARGO_BIN_EXE_tfnc");
+    let script = format!("ulimit -v 3000000 && exec '{tfnc}' run f.tfn big --arg x=x.npy");
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(&*dir)
+        .env_remove("TFN_MAX_TENSOR_BYTES")
+        .output()
+        .expect("run sh");
+    let err = expect_exit(&o, 1, "out of memory");
+    assert!(err.contains("not enough memory for a f32[1000000000] value"), "{err}");
 }

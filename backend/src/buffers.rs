@@ -16,41 +16,65 @@ pub(crate) struct RawBuf {
 
 /// A zero-filled tensor (large ones come from `calloc`, so untouched pages cost nothing; from
 /// [`huge_pages::MIN_OWN_BYTES`] on they are advised onto huge pages before anything touches
-/// them).
-pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Tensor {
-    /// `ArrayD::zeros` (calloc), advised.
+/// them), or [`RunError::OutOfMemory`] when the allocator has not the memory (a process or
+/// container limit): a call fails instead of aborting the process.
+pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Result<Tensor, RunError> {
+    let out_of_memory = || {
+        let bytes = shape.iter().fold(dtype.size_bytes() as u128, |b, &d| b * d as u128);
+        RunError::OutOfMemory { dtype, shape: shape.to_vec(), bytes }
+    };
     macro_rules! zeros {
         ($t:ty) => {{
-            let a = ArrayD::<$t>::zeros(IxDyn(shape));
-            let bytes = a.len() * std::mem::size_of::<$t>();
-            huge_pages::advise_from(a.as_ptr() as *const u8, bytes, huge_pages::MIN_OWN_BYTES);
-            a
+            let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+            let v = n.and_then(zeroed::<$t>).ok_or_else(out_of_memory)?;
+            let bytes = v.len() * std::mem::size_of::<$t>();
+            huge_pages::advise_from(v.as_ptr() as *const u8, bytes, huge_pages::MIN_OWN_BYTES);
+            // `v` holds the shape's element count.
+            ArrayD::from_shape_vec(IxDyn(shape), v)
+                .map_err(|e| RunError::Internal(e.to_string()))?
         }};
     }
-    /// Zero bit patterns that are not `num_traits::Zero` (bool, the 16-bit floats): written,
-    /// after the advice.
-    fn filled<T: Clone>(shape: &[usize], zero: T) -> ArrayD<T> {
-        let n: usize = shape.iter().product();
-        let mut v =
-            huge_pages::with_capacity_from(n, huge_pages::MIN_OWN_BYTES).unwrap_or_default();
-        v.resize(n, zero.clone());
-        // `n` is the shape's element count, so this never falls back.
-        ArrayD::from_shape_vec(IxDyn(shape), v).unwrap_or_else(|_| ArrayD::from_elem(shape, zero))
-    }
-    match dtype {
-        DType::Bool => Tensor::Bool(filled(shape, false)),
+    Ok(match dtype {
+        DType::Bool => Tensor::Bool(zeros!(bool)),
         DType::I32 => Tensor::I32(zeros!(i32)),
         DType::I64 => Tensor::I64(zeros!(i64)),
         DType::F32 => Tensor::F32(zeros!(f32)),
         DType::F64 => Tensor::F64(zeros!(f64)),
         DType::I8 => Tensor::I8(zeros!(i8)),
         DType::U8 => Tensor::U8(zeros!(u8)),
-        DType::F16 => Tensor::F16(filled(shape, Default::default())),
-        DType::BF16 => Tensor::BF16(filled(shape, Default::default())),
+        DType::F16 => Tensor::F16(zeros!(tfn_ir::half::f16)),
+        DType::BF16 => Tensor::BF16(zeros!(tfn_ir::half::bf16)),
+    })
+}
+
+/// Element types whose all-zero bits are their zero (`false`, `+0.0`, `0`).
+trait ZeroBits {}
+impl ZeroBits for bool {}
+impl ZeroBits for i8 {}
+impl ZeroBits for u8 {}
+impl ZeroBits for i32 {}
+impl ZeroBits for i64 {}
+impl ZeroBits for f32 {}
+impl ZeroBits for f64 {}
+impl ZeroBits for tfn_ir::half::f16 {}
+impl ZeroBits for tfn_ir::half::bf16 {}
+
+/// `n` zeros from `calloc` (`alloc_zeroed`), or `None` when the allocator has not the memory
+/// (what `vec![0; n]` does, without aborting).
+fn zeroed<T: ZeroBits>(n: usize) -> Option<Vec<T>> {
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    if layout.size() == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: a nonzero-sized layout; all-zero bits are a valid `T` (`ZeroBits`), so the `n`
+    // elements are initialised, and the block was allocated by the global allocator with
+    // exactly the layout of `n` `T`s, as `Vec::from_raw_parts` requires.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut T;
+        (!p.is_null()).then(|| Vec::from_raw_parts(p, n, n))
     }
 }
 
-/// The data pointer of a standard-layout tensor.
 pub(crate) fn tensor_buf(t: &mut Tensor) -> RawBuf {
     let dtype = t.dtype();
     let ptr = match t {
@@ -136,7 +160,7 @@ pub(crate) fn strided_to_tensor(v: &TensorView<'_>, threads: usize) -> Result<Te
         TensorView::BF16(a) => (a.as_ptr() as *const u8, a.strides()),
     };
     let shape = v.shape().to_vec();
-    let mut out = alloc(v.dtype(), &shape);
+    let mut out = alloc(v.dtype(), &shape)?;
     let dst = tensor_buf(&mut out).ptr;
     let mut dense = vec![1isize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
@@ -225,13 +249,13 @@ pub(crate) fn assign(dst: &mut TensorViewMut<'_>, src: &TensorView<'_>) -> Resul
 ///
 /// # Safety
 /// As [`buf_view`].
-pub(crate) unsafe fn buf_to_tensor(buf: RawBuf, shape: &[usize]) -> Tensor {
-    let mut out = alloc(buf.dtype, shape);
+pub(crate) unsafe fn buf_to_tensor(buf: RawBuf, shape: &[usize]) -> Result<Tensor, RunError> {
+    let mut out = alloc(buf.dtype, shape)?;
     let bytes = shape.iter().product::<usize>() * buf.dtype.size_bytes();
     // SAFETY: `buf` holds `bytes` initialised bytes (the caller's contract); `out` is a fresh
     // allocation of as many.
     unsafe { std::ptr::copy_nonoverlapping(buf.ptr, tensor_buf(&mut out).ptr, bytes) };
-    out
+    Ok(out)
 }
 
 /// Copies the owned tensor `src` into `dst` (any strides): [`assign`]'s copy, for the

@@ -64,6 +64,9 @@ pub enum RunError {
     /// A loop of a program failed on the values (a `while` past its `at most`).
     #[error("{0}")]
     LoopRun(String),
+    /// The memory for a value could not be allocated (a process memory limit, a full machine).
+    #[error("not enough memory for a {dtype}{shape:?} value ({bytes} bytes)")]
+    OutOfMemory { dtype: DType, shape: Vec<usize>, bytes: u128 },
 }
 
 /// A program's loops fail with these (`tfn_ir::program::run`).

@@ -616,7 +616,7 @@ impl CompiledFunction {
                             st.owned[v.index()] = other;
                             let buf = st.buf(*v)?;
                             // SAFETY: as above.
-                            unsafe { buffers::buf_to_tensor(buf, &shape) }
+                            unsafe { buffers::buf_to_tensor(buf, &shape)? }
                         }
                     };
                     results.push(t);
@@ -676,7 +676,7 @@ impl CompiledFunction {
                 let sa = st.shape(&self.graph.ty(*a).shape)?;
                 let sb = st.shape(&self.graph.ty(*b).shape)?;
                 let so = st.shape(&n.ty.shape)?;
-                let out = st.alloc(*node, n.ty.dtype, &so);
+                let out = st.alloc(*node, n.ty.dtype, &so)?;
                 let shapes = MatMulShapes { a: &sa, b: &sb, out: &so };
                 // SAFETY: buffers are alive in `st` and sized by the bound shapes; the
                 // epilogue only reads the product and writes its own outputs.
@@ -697,7 +697,7 @@ impl CompiledFunction {
                     inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
                 }
                 let shape = st.shape(&n.ty.shape)?;
-                let out = st.alloc(*node, n.ty.dtype, &shape);
+                let out = st.alloc(*node, n.ty.dtype, &shape)?;
                 // SAFETY: inputs are finished values alive in `st`, `out` is a fresh or caller
                 // buffer of the node's bound shape; shapes are the graph's (checked in `copy`).
                 unsafe { copy::run_copy(&n.op, &inputs, out, &shape, self.threads) }
@@ -711,7 +711,7 @@ impl CompiledFunction {
                 for (k, v) in n.inputs.iter().enumerate() {
                     args[abi.ptr(k)] = st.buf(*v)?.ptr as i64;
                 }
-                let out = st.alloc(scan.node, n.ty.dtype, &shape);
+                let out = st.alloc(scan.node, n.ty.dtype, &shape)?;
                 args[abi.ptr(n.inputs.len())] = out.ptr as i64;
                 args[abi.outer()] = outer as i64;
                 args[abi.len_slot()] = len as i64;
@@ -748,7 +748,7 @@ impl CompiledFunction {
                 }
                 let out_shape = st.shape(&n.ty.shape)?;
                 let x_buf = st.buf(x)?;
-                let out = st.alloc(arg.node, n.ty.dtype, &out_shape);
+                let out = st.alloc(arg.node, n.ty.dtype, &out_shape)?;
                 let abi = AxisAbi { operands: 2 };
                 let mut args = vec![0i64; abi.len()];
                 args[abi.ptr(0)] = x_buf.ptr as i64;
@@ -776,7 +776,7 @@ impl CompiledFunction {
                     inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
                 }
                 let shape = st.shape(&n.ty.shape)?;
-                let out = st.alloc(*node, n.ty.dtype, &shape);
+                let out = st.alloc(*node, n.ty.dtype, &shape)?;
                 // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller
                 // buffer of the node's bound shape (never an input's).
                 unsafe { scatter::run_scatter(*node, kind, axis, &inputs, out) }
@@ -812,7 +812,7 @@ impl CompiledFunction {
             inputs.push((st.buf(*v)?, st.shape(&self.graph.ty(*v).shape)?));
         }
         let shape = st.shape(&n.ty.shape)?;
-        let out = st.alloc(node, n.ty.dtype, &shape);
+        let out = st.alloc(node, n.ty.dtype, &shape)?;
         // SAFETY: inputs are finished values alive in `st`, `out` a fresh or caller buffer of
         // the node's bound shape (never an input's); the epilogue only reads the result.
         self.with_epilogue(st, kernel, epilogue, |tiles| unsafe {
@@ -980,7 +980,7 @@ impl CompiledFunction {
                     let shape = st.shape(&self.graph.ty(op.value).shape)?;
                     // The value's own dtype: a widened kernel's 16-bit output is an f32
                     // operand of its plan (`widened.rs`).
-                    st.alloc(op.value, self.graph.ty(op.value).dtype, &shape)
+                    st.alloc(op.value, self.graph.ty(op.value).dtype, &shape)?
                 }
             };
             args[abi.ptr(plan.inputs.len() + i)] = buf.ptr as i64;

@@ -104,14 +104,22 @@ impl State<'_> {
 
     /// The buffer a kernel writes value `v` into: the caller's, a recycled one of the same
     /// dtype and length (contents unspecified: kernels write every element), or a fresh one.
-    pub(super) fn alloc(&mut self, v: ValueId, dtype: DType, shape: &[usize]) -> RawBuf {
+    pub(super) fn alloc(
+        &mut self,
+        v: ValueId,
+        dtype: DType,
+        shape: &[usize],
+    ) -> Result<RawBuf, RunError> {
         if let Some(buf) = self.take_direct(v) {
-            return buf;
+            return Ok(buf);
         }
-        let mut t = self.pool.take(dtype, shape).unwrap_or_else(|| buffers::alloc(dtype, shape));
+        let mut t = match self.pool.take(dtype, shape) {
+            Some(t) => t,
+            None => buffers::alloc(dtype, shape)?,
+        };
         let buf = buffers::tensor_buf(&mut t);
         self.owned[v.index()] = Some(t);
         self.bufs[v.index()] = Some(buf);
-        buf
+        Ok(buf)
     }
 }
