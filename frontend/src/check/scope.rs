@@ -89,6 +89,10 @@ pub struct Walker<'a> {
     pub loop_depth: usize,
     /// A `return` inside a loop was reported in the function being checked.
     pub returned_in_loop: bool,
+    /// How many of `diags` were counted, and how many errors among those added since this
+    /// walker began: every scope asks (`error_count`), so counting all the diagnostics each
+    /// time was quadratic in them.
+    error_tally: std::cell::Cell<(usize, usize)>,
 }
 
 impl<'a> Walker<'a> {
@@ -98,6 +102,7 @@ impl<'a> Walker<'a> {
         edges: &'a mut Vec<CallEdge>,
         mode: Mode,
     ) -> Self {
+        let before = diags.len();
         Walker {
             env,
             diags,
@@ -111,6 +116,7 @@ impl<'a> Walker<'a> {
             pattern_vars: Vec::new(),
             loop_depth: 0,
             returned_in_loop: false,
+            error_tally: std::cell::Cell::new((before, 0)),
         }
     }
 
@@ -119,8 +125,15 @@ impl<'a> Walker<'a> {
         self.scopes.push((self.locals.len(), errors));
     }
 
+    /// Errors reported since this walker began (scopes compare it when they open and close).
     fn error_count(&self) -> usize {
-        self.diags.iter().filter(|d| d.is_error()).count()
+        let (mut seen, mut errors) = self.error_tally.get();
+        if seen > self.diags.len() {
+            (seen, errors) = (0, 0); // diagnostics were taken away: count them all
+        }
+        errors += self.diags[seen..].iter().filter(|d| d.is_error()).count();
+        self.error_tally.set((self.diags.len(), errors));
+        errors
     }
 
     /// Leaves a scope, warning about its unused bindings (unless the scope had errors: a name
