@@ -40,11 +40,13 @@ fn a_long_chain_compiles_on_a_small_stack() {
         .expect("spawn")
         .join()
         .expect("the JIT compiled the chain");
+    // 4,000 f32 roundings (which the optimiser may regroup, folding constants, as far as its
+    // time limit lets it on a busy machine) bound the difference by about 4000 * 2^-24.
     for (name, got) in ["f", "g"].iter().zip(jit) {
         let want = run(Backend::Interp, &source, name, &x);
         assert_eq!(got.shape(), want.shape(), "{name}");
         for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{name}: {g} vs {w}");
+            assert!((g - w).abs() <= 1e-3 * w.abs().max(1.0), "{name}: {g} vs {w}");
         }
     }
 }

@@ -178,9 +178,15 @@ fn parse_dict(text: &str) -> Result<Header, String> {
         _ => descr.to_string(),
     };
     let dtype = DESCRS.iter().find(|(d, _)| *d == descr).map(|(_, t)| *t).ok_or_else(|| {
-        let hint = if descr.starts_with('>') { " (big-endian: save it little-endian)" } else { "" };
+        let hint = if descr.starts_with('>') {
+            " (big-endian: save it little-endian)"
+        } else if descr.contains("bfloat16") {
+            " (a bfloat16 array is saved by ml_dtypes as the 2-byte void `<V2`, which tfn reads)"
+        } else {
+            ""
+        };
         format!(
-            "dtype `{descr}` is not supported{hint}; use bool, int8, uint8, int32, int64, float16, bfloat16, float32 or float64"
+            "dtype `{descr}` is not supported{hint}; use bool, int8, uint8, int32, int64, float16, float32, float64 or bfloat16 (as `<V2`)"
         )
     })?;
     let too_large = || format!("shape {shape:?} of dtype {dtype} is too large");
@@ -195,6 +201,13 @@ fn parse_shape(c: &mut Cursor) -> Result<Vec<usize>, String> {
     let mut dims = Vec::new();
     while !c.eat(')') {
         let word = c.word();
+        if word.is_empty() {
+            let found =
+                c.text[c.at..].chars().next().map_or("the end".into(), |ch| format!("`{ch}`"));
+            return Err(format!(
+                "malformed header: expected a dimension of `shape`, found {found}"
+            ));
+        }
         let dim = word
             .strip_suffix('L') // Python 2 longs
             .unwrap_or(word)
