@@ -19,10 +19,7 @@ pub(crate) struct RawBuf {
 /// them), or [`RunError::OutOfMemory`] when the allocator has not the memory (a process or
 /// container limit): a call fails instead of aborting the process.
 pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Result<Tensor, RunError> {
-    let out_of_memory = || {
-        let bytes = shape.iter().fold(dtype.size_bytes() as u128, |b, &d| b * d as u128);
-        RunError::OutOfMemory { dtype, shape: shape.to_vec(), bytes }
-    };
+    let out_of_memory = || RunError::OutOfMemory { dtype, shape: shape.to_vec() };
     macro_rules! zeros {
         ($t:ty) => {{
             let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));

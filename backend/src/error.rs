@@ -65,8 +65,13 @@ pub enum RunError {
     #[error("{0}")]
     LoopRun(String),
     /// The memory for a value could not be allocated (a process memory limit, a full machine).
-    #[error("not enough memory for a {dtype}{shape:?} value ({bytes} bytes)")]
-    OutOfMemory { dtype: DType, shape: Vec<usize>, bytes: u128 },
+    #[error("not enough memory for a {dtype}{shape:?} value ({} bytes)", value_bytes(*dtype, shape))]
+    OutOfMemory { dtype: DType, shape: Vec<usize> },
+}
+
+/// The bytes of a `dtype` value of `shape` (exact: no overflow in `u128`).
+fn value_bytes(dtype: DType, shape: &[usize]) -> u128 {
+    shape.iter().fold(dtype.size_bytes() as u128, |b, &d| b.saturating_mul(d as u128))
 }
 
 /// A program's loops fail with these (`tfn_ir::program::run`).
