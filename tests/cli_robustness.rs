@@ -518,3 +518,19 @@ fn a_value_the_memory_limit_refuses_is_an_error_not_an_abort() {
     let err = expect_exit(&o, 1, "out of memory");
     assert!(err.contains("not enough memory for a f32[1000000000] value"), "{err}");
 }
+
+#[test]
+fn a_gradcheck_tolerance_must_be_a_finite_non_negative_number() {
+    let dir = scratch("tolerance");
+    for bad in ["nan", "inf", "--tolerance=-1", "abc"] {
+        let args: Vec<&str> = if bad.starts_with("--") {
+            vec!["gradcheck", "f.tfn", bad]
+        } else {
+            vec!["gradcheck", "f.tfn", "--tolerance", bad]
+        };
+        let o = tfnc(&dir, &args);
+        expect_exit(&o, 2, bad);
+    }
+    let o = tfnc(&dir, &["gradcheck", "f.tfn", "outer_sum", "--tolerance", "1e-3"]);
+    expect_exit(&o, 0, "a tolerance");
+}

@@ -136,7 +136,7 @@ pub enum Command {
         file: PathBuf,
         function: Option<String>,
         /// Largest accepted error |analytic - numeric| / max(1, |analytic|, |numeric|)
-        #[arg(long)]
+        #[arg(long, value_parser = parse_tolerance)]
         tolerance: Option<f64>,
     },
     /// Time a function on random inputs of the given shapes
@@ -333,5 +333,14 @@ fn session_for(
             Ok(session)
         }
         Err(e) => Err(Outcome::from(e)),
+    }
+}
+
+/// `--tolerance`: a finite, non-negative number (NaN would fail every check, `inf` pass any,
+/// a negative one fail all).
+fn parse_tolerance(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("`{text}` is not a tolerance (a finite number >= 0, such as 1e-3)")),
     }
 }
