@@ -525,13 +525,29 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
     let fail = |what: String, e: std::io::Error| {
         Outcome::UserError(format!("error: cannot write {what}: {e}"))
     };
-    std::fs::create_dir_all(dir).map_err(|e| fail(dir.display().to_string(), e))?;
+    // The directories this call creates, deepest first: removed again (if still empty) when
+    // it fails, so a failure leaves nothing behind.
+    let created: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    let remove_created = || {
+        for d in &created {
+            let _ = std::fs::remove_dir(d);
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        remove_created();
+        return Err(fail(dir.display().to_string(), e));
+    }
     let temp = |name: &str| dir.join(format!(".{name}.tmp{}", std::process::id()));
     let mut written: Vec<PathBuf> = Vec::new();
     let cleanup = |written: &[PathBuf]| {
         for p in written {
             let _ = std::fs::remove_file(p);
         }
+        remove_created();
     };
     for (name, bytes) in files {
         let path = temp(name);
@@ -544,10 +560,10 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
     }
     for (i, (name, _)) in files.iter().enumerate() {
         if let Err(e) = std::fs::rename(temp(name), dir.join(name)) {
-            cleanup(&written[i..]);
             for (done, _) in &files[..i] {
                 let _ = std::fs::remove_file(dir.join(done));
             }
+            cleanup(&written[i..]);
             return Err(fail(dir.join(name).display().to_string(), e));
         }
     }

@@ -413,6 +413,12 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("no-such-lib.a is missing"), "{}", stderr(&o));
     assert!(files(&dir.join("out")).is_empty());
+    // A name the file system refuses (a 300-byte prefix): the directories made for it go too.
+    let long = "a".repeat(300);
+    let argv = ["build", "nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "deep/er"];
+    let o = tfnc_build(&dir, &[&argv[..], &["--prefix", &long]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!dir.join("deep").exists(), "deep/er left behind");
     let mut names = files(&dir);
     names.sort();
     assert_eq!(names, ["a-file", "bad.tfn", "nn.tfn"], "nothing else written");
