@@ -183,6 +183,13 @@ fn block(out: &mut String, b: &Block, depth: usize) {
     }
 }
 
+/// A `grad` block's canonical text (one formula per line, infix shown as calls).
+pub fn grad_text(g: &GradDef) -> String {
+    let mut out = String::new();
+    grad(&mut out, g);
+    out
+}
+
 fn grad(out: &mut String, g: &GradDef) {
     let name = match &g.overload {
         Some(o) => format!("{}.{}", g.function, o),

@@ -14,6 +14,7 @@ mod grad;
 mod literal;
 mod loops;
 mod recursion;
+mod restate;
 mod rewrite;
 mod scope;
 mod signature;
@@ -41,6 +42,8 @@ struct NewFn<'a> {
     name_spans: Vec<Span>,
     broken_params: Vec<bool>,
     added: bool,
+    /// Repeats the prelude's declaration (`W0102`): checked, never added.
+    restates: bool,
 }
 
 /// Checks `files` (in load order) against `lib`. Returns the templates when there is no error,
@@ -61,8 +64,19 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         if let Item::Op(op) = item {
             signature::check_op_item(op, &checked.def, &mut diags);
         }
+        // Only a primitive `op` can restate the prelude; a `fn` or `extern op` of a
+        // primitive's name is a second definition.
+        let restated = match item {
+            Item::Op(op) if op.extern_kw.is_none() && !checked.broken => {
+                restate::restated_primitive(lib, &checked.def)
+            }
+            _ => None,
+        };
+        if let Some(prelude) = restated {
+            diags.push(restate::primitive_warning(prelude, &checked.def));
+        }
         let meta = Meta { new_item: Some(new_fns.len()), broken: checked.broken };
-        let added = env.add(checked.def.clone(), meta, &mut diags);
+        let added = restated.is_none() && env.add(checked.def.clone(), meta, &mut diags);
         let name_spans = sig.params.iter().map(|p| p.name.span).collect();
         new_fns.push(NewFn {
             item,
@@ -70,6 +84,7 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
             name_spans,
             broken_params: checked.broken_params,
             added,
+            restates: restated.is_some(),
         });
     }
 
@@ -87,9 +102,15 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         lib.grads.iter().map(|g| (g.function.clone(), g.overload.clone(), g.span)).collect();
     let mut rules_seen: Vec<(String, Span)> =
         lib.rewrites.iter().map(|r| (r.name.clone(), r.span)).collect();
+    let mut restated_grads = Vec::new();
     for item in items() {
         match item {
             Item::Grad(g) => {
+                if let Some(prelude) = restate::restated_grad(lib, &convert::grad(g)) {
+                    diags.push(restate::grad_warning(prelude, &convert::grad(g), g.name.span));
+                    restated_grads.push(g.name.span);
+                    continue;
+                }
                 let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::Grad);
                 w.grad_block(g, &grads_seen);
                 let overload = g.name.overload.as_ref().map(|o| o.name.clone());
@@ -112,7 +133,7 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         return (None, diags);
     }
     let mut checked = Checked::default();
-    for f in new_fns {
+    for f in new_fns.into_iter().filter(|f| !f.restates) {
         let mut def = f.def;
         def.body = match f.item {
             Item::Op(op) => convert::op_body(op, &def),
@@ -123,7 +144,9 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
     }
     for item in items() {
         match item {
-            Item::Grad(g) => checked.grads.push(convert::grad(g)),
+            Item::Grad(g) if !restated_grads.contains(&g.name.span) => {
+                checked.grads.push(convert::grad(g))
+            }
             Item::Rewrite(r) => checked.rewrites.push(convert::rewrite(r)),
             _ => {}
         }
