@@ -29,6 +29,7 @@ mod session_api;
 mod size_values;
 mod storage_dtypes;
 mod thread_counts;
+mod trig_range;
 mod weights;
 
 // File tests (`tests/cases/`).

@@ -77,6 +77,8 @@ pub fn new_jit_module(isa: OwnedTargetIsa) -> JITModule {
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     // The wide math routines kernels may call (`crate::wide`), resolved by name.
     builder.symbols(crate::wide::symbols());
+    // The scalar fallbacks of lanes beyond a vector approximation's range (`math::Fallback`).
+    builder.symbols(crate::math::Fallback::symbols());
     JITModule::new(builder)
 }
 

@@ -505,6 +505,10 @@ fn short(Tensor x, Tensor w) -> Tensor {
     }
     return h
 }
+// sin/cos beyond their vector reduction's range: those lanes call the runtime's fallback.
+fn wave(Tensor x) -> Tensor {
+    return sin(x) + cos(x * 3.0)
+}
 "#;
 
 /// A C program that calls any of `modules` (`(prefix, function, outputs)`) on raw input files
@@ -777,6 +781,8 @@ fn every_step_kind_gives_the_sessions_bits() {
                 ("b2", rng.tensor(tfn::DType::F16, &[33], (-2.0, 2.0))),
             ],
         ),
+        ("wave", vec![("x", rng.tensor(tfn::DType::F32, &[263, 1031], (-1e7, 1e7)))]),
+        ("wave", vec![("x", rng.tensor(tfn::DType::F64, &[33, 65], (-1e10, 1e10)))]),
         (
             "ints",
             vec![

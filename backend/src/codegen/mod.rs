@@ -402,9 +402,13 @@ impl Emitter<'_> {
             if let Some(t) = self.vector {
                 tys.push(Width::Vector(t).ty(d)?);
             }
+            let fallbacks = self.import_fallbacks(b, d, &list);
             for ty in tys {
-                let consts = MathConsts::new(b, ty, &list, features)
+                let mut consts = MathConsts::new(b, ty, &list, features)
                     .map_err(|e| CodegenError::Unsupported(e.to_string()))?;
+                for &(f, func) in &fallbacks {
+                    consts.set_fallback(f, func);
+                }
                 self.math.insert(ty, consts);
             }
         }

@@ -14,11 +14,11 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use cranelift::codegen::ir::immediates::{Ieee32, Ieee64};
-use cranelift::codegen::ir::{types, Function, InstBuilder, Type, Value};
+use cranelift::codegen::ir::{types, FuncRef, Function, InstBuilder, Type, Value};
 use cranelift::codegen::isa::TargetIsa;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
 
-use super::{emit, MathError, MathFn};
+use super::{emit, Fallback, MathError, MathFn};
 
 /// ISA features that change which instruction sequences the approximations use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,6 +48,8 @@ pub struct MathConsts {
     ty: Type,
     features: MathFeatures,
     hoisted: HashMap<ConstKey, Value>,
+    /// The function's imports of the scalar fallbacks (`fallback.rs`), `f(lane) -> lane`.
+    fallbacks: HashMap<Fallback, FuncRef>,
     /// Keys requested but not hoisted, in first-request order (the scratch pass reads these).
     missing: RefCell<Vec<ConstKey>>,
 }
@@ -90,7 +92,24 @@ impl MathConsts {
     }
 
     fn empty(ty: Type, features: MathFeatures) -> Self {
-        Self { ty, features, hoisted: HashMap::new(), missing: RefCell::new(Vec::new()) }
+        Self {
+            ty,
+            features,
+            hoisted: HashMap::new(),
+            fallbacks: HashMap::new(),
+            missing: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Lets the emitted code call `f` (imported into the function as `func`, taking and
+    /// returning one lane of [`Self::ty`]). Without it, lanes that need `f` are NaN.
+    pub fn set_fallback(&mut self, f: Fallback, func: FuncRef) {
+        self.fallbacks.insert(f, func);
+    }
+
+    /// The function's import of `f`, if [`Self::set_fallback`] gave one.
+    pub(crate) fn fallback(&self, f: Fallback) -> Option<FuncRef> {
+        self.fallbacks.get(&f).copied()
     }
 
     /// The type the constants were hoisted for.

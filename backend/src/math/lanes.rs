@@ -19,7 +19,7 @@
 //! from bits, sign copies): implementations must not override them with anything but the same
 //! operation sequence.
 
-use super::{FloatCC, IntCC, LaneFormat};
+use super::{Fallback, FloatCC, IntCC, LaneFormat};
 
 /// Lane-wise float (`F`), integer (`I`, same lane width) and mask (`M`) arithmetic.
 ///
@@ -78,6 +78,12 @@ pub(crate) trait Lanes {
     fn shl(&mut self, x: Self::I, amount: u32) -> Self::I;
     /// Logical `x >> amount` (`amount` below the lane width).
     fn ushr(&mut self, x: Self::I, amount: u32) -> Self::I;
+
+    /// `y` with the lanes `mask` sets replaced by `f` of the same lanes of `x`, computed by
+    /// the scalar [`Fallback`] (`fallback.rs`): the slow path for lanes outside an
+    /// approximation's accurate range. Implementations pay a test of `mask` when no lane is
+    /// set, and branch (never computing anything else differently) when one is.
+    fn fallback(&mut self, f: Fallback, mask: Self::M, x: Self::F, y: Self::F) -> Self::F;
 
     /// `x` clamped to `≤ hi`; NaN lanes stay NaN: `hi < x ? hi : x` (one `minps(hi, x)`).
     #[inline(always)]

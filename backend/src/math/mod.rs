@@ -32,7 +32,7 @@
 //! | tanh    | 4 | 4 | 3 | `f32`: half-angle rational, 14 ops; `f64`: via `expm1` |
 //! | sigmoid | 2 | 2 | 2 | |
 //! | erf     | 2 | 2 | 2 | |
-//! | sin/cos | 2 | 2 | 2 | NaN beyond [`sin_cos_reduction_limit`] |
+//! | sin/cos | 2 | 2 | 2 | beyond [`sin_cos_reduction_limit`]: the interpreter's `libm` per lane ([`Fallback`]) |
 //! | pow     | 1 | 1 | 0 | `f32` on a grid; `f64` (fdlibm, `math/pow_f64.rs`) against libm on ~5.5M pairs, exact powers exact |
 //! | rsqrt   | 1 | 1 | 0 | sqrt and reciprocal: 0 |
 //! | asin/acos | 3 | 3 | 3 | `atan2(x, √((1−x)(1+x)))`, NaN outside `[−1, 1]` |
@@ -65,6 +65,7 @@ mod atan;
 mod consts;
 mod erf;
 mod exp;
+mod fallback;
 mod hyperbolic;
 mod lane_format;
 mod lanes;
@@ -86,6 +87,7 @@ use cranelift::frontend::FunctionBuilder;
 
 #[cfg(feature = "jit")]
 pub use consts::{MathConsts, MathFeatures};
+pub use fallback::Fallback;
 pub use trig::reduction_limit as sin_cos_reduction_limit;
 
 pub(crate) use lane_format::LaneFormat;
@@ -183,10 +185,10 @@ macro_rules! math_fns {
             Sigmoid "sigmoid" 1,
             /// Error function.
             Erf "erf" 1,
-            /// Sine; `NaN` for `|x|` beyond [`sin_cos_reduction_limit`] (`2¹⁸` for `f32` with
-            /// `fma`).
+            /// Sine; lanes with `|x|` beyond [`sin_cos_reduction_limit`] (`2¹⁸` for `f32` with
+            /// `fma`) call the scalar [`Fallback`] (NaN where there is none to call).
             Sin "sin" 1,
-            /// Cosine; `NaN` for `|x|` beyond [`sin_cos_reduction_limit`].
+            /// Cosine; beyond [`sin_cos_reduction_limit`] as [`MathFn::Sin`].
             Cos "cos" 1,
             /// `xʸ` with C99 special cases (binary: `args = [x, y]`).
             Pow "pow" 2,

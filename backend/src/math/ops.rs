@@ -13,6 +13,7 @@ use cranelift::frontend::FunctionBuilder;
 
 use super::consts::{ConstKey, MathConsts};
 use super::lanes::Lanes;
+use super::Fallback;
 
 pub use cranelift::codegen::ir::condcodes::{FloatCC, IntCC};
 
@@ -185,5 +186,38 @@ impl Lanes for Ctx<'_, '_> {
     }
     fn ushr(&mut self, x: Value, amount: u32) -> Value {
         self.b.ins().ushr_imm_u(x, i64::from(amount))
+    }
+
+    /// A branch to a cold block when any lane of `mask` is set; there, one call of the
+    /// fallback per lane, kept where `mask` is set. The code continues in a new block.
+    fn fallback(&mut self, f: Fallback, mask: Value, x: Value, y: Value) -> Value {
+        let Some(func) = self.consts.fallback(f) else {
+            return self.select_c(mask, f64::NAN, y);
+        };
+        let any = if self.ty.is_vector() { self.b.ins().vany_true(mask) } else { mask };
+        let cold = self.b.create_block();
+        let done = self.b.create_block();
+        let out = self.b.append_block_param(done, self.ty);
+        self.b.set_cold_block(cold);
+        self.b.ins().brif(any, cold, &[], done, &[y.into()]);
+        self.b.switch_to_block(cold);
+        self.b.seal_block(cold);
+        let patched = if self.ty.is_vector() {
+            let mut v = y;
+            for lane in 0..self.ty.lane_count() as u8 {
+                let xi = self.b.ins().extractlane(x, lane);
+                let call = self.b.ins().call(func, &[xi]);
+                let r = self.b.inst_results(call)[0];
+                v = self.b.ins().insertlane(v, r, lane);
+            }
+            self.select(mask, v, y)
+        } else {
+            let call = self.b.ins().call(func, &[x]);
+            self.b.inst_results(call)[0]
+        };
+        self.b.ins().jump(done, &[patched.into()]);
+        self.b.switch_to_block(done);
+        self.b.seal_block(done);
+        out
     }
 }

@@ -12,10 +12,14 @@
 //! each subtraction is exact or a rounding at the size of `r` (`x − j·P₁ − j·P₂ − j·P₃ − j·P₄`).
 //!
 //! **Accurate range** ([`reduction_limit`]): `f32`: `|x| ≤ 2¹⁸` with `fma`, `≤ 12 864` without;
-//! `f64`: `≤ 2²⁸` with `fma`, `≤ 1 647 099` (`2²⁰·π/2`) without. Beyond it (and for `±inf`) the result is NaN: no
-//! Payne–Hanek reduction is implemented, and a NaN is preferred to a silently wrong value.
+//! `f64`: `≤ 2²⁸` with `fma`, `≤ 1 647 099` (`2²⁰·π/2`) without. Lanes beyond it (and `±inf`)
+//! go to the scalar [`Fallback`]: the interpreter's `libm` function, with its exact
+//! Payne–Hanek reduction, called only when some lane of a vector needs it. Where there is no
+//! fallback to call (a self-contained aarch64 object) those lanes are NaN, never a silently
+//! wrong value.
 
 use super::lanes::Lanes;
+use super::Fallback;
 use super::{FloatCC, IntCC};
 
 const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
@@ -131,5 +135,6 @@ fn sin_cos<L: Lanes>(cx: &mut L, x: L::F, quadrant_shift: i64) -> L::F {
     let a = cx.abs(x);
     let limit = reduction_limit(is_f32, cx.has_fma());
     let out_of_range = cx.fcmp_c(FloatCC::GreaterThan, a, limit);
-    cx.select_c(out_of_range, f64::NAN, y)
+    let f = if quadrant_shift == 0 { Fallback::Sin } else { Fallback::Cos };
+    cx.fallback(f, out_of_range, x, y)
 }

@@ -8,7 +8,7 @@
 use std::arch::x86_64::*;
 
 use super::predicates::float_cmp;
-use crate::math::{FloatCC, IntCC, LaneFormat, Lanes};
+use crate::math::{Fallback, FloatCC, IntCC, LaneFormat, Lanes};
 
 /// [`Lanes`] on 8 `f32` lanes. Only constructed inside routines compiled for AVX2 and FMA, on
 /// CPUs that have them.
@@ -107,6 +107,20 @@ impl Lanes for Avx2F32 {
     #[inline(always)]
     fn icmp(&mut self, cc: IntCC, x: __m256i, y: __m256i) -> __m256 {
         unsafe { _mm256_castsi256_ps(int_cmp(cc, x, y)) }
+    }
+    #[inline(always)]
+    fn fallback(&mut self, f: Fallback, mask: __m256, x: __m256, y: __m256) -> __m256 {
+        let bits = unsafe { _mm256_movemask_ps(mask) } as u32;
+        if bits == 0 {
+            return y;
+        }
+        let (mut xs, mut ys) = ([0f32; 8], [0f32; 8]);
+        unsafe {
+            _mm256_storeu_ps(xs.as_mut_ptr(), x);
+            _mm256_storeu_ps(ys.as_mut_ptr(), y);
+        }
+        f.patch_f32(bits, &xs, &mut ys);
+        unsafe { _mm256_loadu_ps(ys.as_ptr()) }
     }
     #[inline(always)]
     fn select(&mut self, mask: __m256, x: __m256, y: __m256) -> __m256 {

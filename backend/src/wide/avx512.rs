@@ -10,7 +10,7 @@
 use std::arch::x86_64::*;
 
 use super::predicates::{float_cmp, int_cmp_avx512};
-use crate::math::{FloatCC, IntCC, LaneFormat, Lanes};
+use crate::math::{Fallback, FloatCC, IntCC, LaneFormat, Lanes};
 
 /// [`Lanes`] on 16 `f32` lanes. Only constructed inside routines compiled for AVX-512F/DQ/VL
 /// and FMA, on CPUs that have them.
@@ -87,6 +87,19 @@ impl Lanes for Avx512F32 {
     #[inline(always)]
     fn icmp(&mut self, cc: IntCC, x: __m512i, y: __m512i) -> __mmask16 {
         unsafe { int_cmp_avx512!(cc, _mm512_cmp_epi32_mask, _mm512_cmp_epu32_mask, x, y) }
+    }
+    #[inline(always)]
+    fn fallback(&mut self, f: Fallback, mask: __mmask16, x: __m512, y: __m512) -> __m512 {
+        if mask == 0 {
+            return y;
+        }
+        let (mut xs, mut ys) = ([0f32; 16], [0f32; 16]);
+        unsafe {
+            _mm512_storeu_ps(xs.as_mut_ptr(), x);
+            _mm512_storeu_ps(ys.as_mut_ptr(), y);
+        }
+        f.patch_f32(u32::from(mask), &xs, &mut ys);
+        unsafe { _mm512_loadu_ps(ys.as_ptr()) }
     }
     #[inline(always)]
     fn select(&mut self, mask: __mmask16, x: __m512, y: __m512) -> __m512 {

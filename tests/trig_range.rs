@@ -1,0 +1,142 @@
+//! `sin` and `cos` of arguments beyond their vector reduction's accurate range (`2¹⁸` for `f32`,
+//! `2²⁸` for `f64`, with `fma`): those lanes call the interpreter's own `libm` function
+//! (`tfn_backend::math::Fallback`), so the JIT gives exactly the interpreter's bits there, on
+//! every thread count and SIMD level, in inline code, wide routines, row kernels and scalar
+//! tails alike. In range, both backends agree to a few ULP (the kernels' own polynomials).
+
+use ndarray::{ArrayD, IxDyn};
+use tfn::{Backend, Session, SessionOptions, Tensor, Value};
+use tfn_backend::SimdLevel;
+use tfn_test_utils::Rng;
+
+const SOURCE: &str = r#"
+fn wave(Tensor x) -> Tensor {
+    return sin(x) + cos(x * 3.0)
+}
+fn rows(Tensor x) -> Tensor {
+    let s = sin(x)
+    return s - max(s, dims=[-1], keepdim=true) + sum(cos(x), dims=[-1], keepdim=true)
+}
+"#;
+
+fn session(backend: Backend, threads: usize, simd: SimdLevel) -> Session {
+    let s = Session::with_options(SessionOptions {
+        backend,
+        threads,
+        simd,
+        strict: true,
+        ..Default::default()
+    });
+    s.load_str("trig.tfn", SOURCE).expect("loads");
+    s
+}
+
+/// Huge finite values of every magnitude, ±inf, NaN, zeros and ordinary values, mixed so that
+/// most vectors have lanes on both sides of the limit.
+fn inputs(rng: &mut Rng, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| match i % 9 {
+            0 => rng.uniform(-3.0, 3.0),
+            1 => rng.uniform(-1.0, 1.0) * 2f64.powi((rng.next_u64() % 127) as i32),
+            2 => rng.uniform(-1.0, 1.0) * 2f64.powi(18 + (rng.next_u64() % 12) as i32),
+            3 => [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0, -0.0][i / 9 % 5],
+            4 => rng.uniform(-1e30, 1e30),
+            _ => rng.uniform(-4e5, 4e5),
+        })
+        .collect()
+}
+
+fn tensor(dtype: &str, shape: &[usize], v: Vec<f64>) -> Tensor {
+    let dim = IxDyn(shape);
+    match dtype {
+        "f32" => {
+            Tensor::F32(ArrayD::from_shape_vec(dim, v.iter().map(|&x| x as f32).collect()).unwrap())
+        }
+        _ => Tensor::F64(ArrayD::from_shape_vec(dim, v).unwrap()),
+    }
+}
+
+/// The bits of every element, NaN payloads folded (a NaN's sign and payload are not promised
+/// between kernels, only where NaNs are).
+fn bits(t: &Tensor) -> Vec<u64> {
+    match t {
+        Tensor::F32(a) => {
+            a.iter().map(|x| if x.is_nan() { u64::MAX } else { u64::from(x.to_bits()) }).collect()
+        }
+        Tensor::F64(a) => {
+            a.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect()
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn sin_and_cos_beyond_the_reduction_range_are_the_interpreters_bits() {
+    let mut rng = Rng::new(0x7319);
+    let levels: Vec<SimdLevel> =
+        SimdLevel::ALL.into_iter().filter(|l| l.clamp_to_cpu() == *l).collect();
+    for dtype in ["f32", "f64"] {
+        // A long row (staged through the wide routines), odd lengths (scalar tails), rows.
+        for (function, shape) in [("wave", vec![4099]), ("wave", vec![7]), ("rows", vec![37, 131])]
+        {
+            let n = shape.iter().product();
+            let x = tensor(dtype, &shape, inputs(&mut rng, n));
+            let args = [Value::from(x.clone())];
+            let call = |s: &mut Session| {
+                let out = s.call(function, &args).unwrap_or_else(|e| panic!("{function}: {e}"));
+                out[0].clone().into_tensor().expect("a tensor")
+            };
+            let want = call(&mut session(Backend::Interp, 1, SimdLevel::V128));
+            let first = call(&mut session(Backend::Jit, 1, levels[0]));
+            // Against the interpreter: equal bits wherever an argument is out of range for
+            // every lane that reads it (so `wave`'s `x` and `3x` both are), close elsewhere.
+            let (w, g) = (bits(&want), bits(&first));
+            let xs: Vec<f64> = match &x {
+                Tensor::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
+                Tensor::F64(a) => a.iter().copied().collect(),
+                _ => unreachable!(),
+            };
+            let limit = if dtype == "f32" { 262_144.0 } else { 268_435_456.0 };
+            let mut beyond = 0;
+            for (i, &xv) in xs.iter().enumerate() {
+                if function == "wave" && xv.abs() > limit {
+                    beyond += 1;
+                    assert_eq!(
+                        g[i], w[i],
+                        "{dtype} {function}{shape:?}: element {i} (x = {xv:e}) is not the interpreter's"
+                    );
+                }
+            }
+            assert!(function != "wave" || beyond > 0, "the inputs reach beyond the limit");
+            let (want_f, got_f) = (as_f64(&want), as_f64(&first));
+            for (i, (a, b)) in want_f.iter().zip(&got_f).enumerate() {
+                assert!(
+                    a.is_nan() == b.is_nan()
+                        && (a.is_nan() || (a - b).abs() <= 1e-4 * a.abs().max(1.0) * 8.0),
+                    "{dtype} {function}{shape:?}: element {i}: interpreter {a}, JIT {b} (x = {:e})",
+                    xs.get(i).copied().unwrap_or(f64::NAN)
+                );
+            }
+            // Every thread count and SIMD level: the same bits.
+            for &level in &levels {
+                for threads in [1, 3] {
+                    let got = call(&mut session(Backend::Jit, threads, level));
+                    assert_eq!(
+                        bits(&got),
+                        g,
+                        "{dtype} {function}{shape:?} on {threads} threads at {}",
+                        level.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn as_f64(t: &Tensor) -> Vec<f64> {
+    match t {
+        Tensor::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
+        Tensor::F64(a) => a.iter().copied().collect(),
+        other => panic!("unexpected {other:?}"),
+    }
+}
