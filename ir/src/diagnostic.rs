@@ -93,7 +93,7 @@ impl Diagnostic {
         let label = self.primary.as_ref()?;
         let file = sources.get(label.span.file)?;
         let (line, col) = sources.line_col(label.span.file, label.span.start);
-        Some(format!("{}:{}:{}", file.name, line, col))
+        Some(format!("{}:{}:{}", escaped(&file.name), line, col))
     }
 
     /// Renders rustc-style, without colour, ending in a newline. The output is bounded
@@ -120,14 +120,14 @@ impl Diagnostic {
             let Some(file) = sources.get(label.span.file) else { continue };
             let (line, col) = file.line_col(label.span.start as usize);
             if first {
-                let _ = writeln!(out, "{pad}--> {}:{}:{}", file.name, line, col);
+                let _ = writeln!(out, "{pad}--> {}:{}:{}", escaped(&file.name), line, col);
                 first = false;
             } else if sources
                 .get(self.primary.as_ref().map_or(label.span.file, |p| p.span.file))
                 .map(|f| &f.name)
                 != Some(&file.name)
             {
-                let _ = writeln!(out, "{pad}::: {}:{}:{}", file.name, line, col);
+                let _ = writeln!(out, "{pad}::: {}:{}:{}", escaped(&file.name), line, col);
             }
             let text = file.line(line);
             // Marker under the span, clipped to the first line of a multi-line span.
@@ -136,7 +136,7 @@ impl Diagnostic {
             let len = end_col.saturating_sub(col).max(1);
             let (shown, col, len) = snippet(text, col, len);
             let _ = writeln!(out, "{pad} |");
-            let _ = writeln!(out, "{:>width$} | {}", line, shown.replace('\t', " "));
+            let _ = writeln!(out, "{:>width$} | {}", line, shown_line(&shown));
             let marks: String = std::iter::repeat_n(*marker, len).collect();
             let msg = if label.message.is_empty() {
                 String::new()
@@ -165,11 +165,44 @@ pub const MAX_SNIPPET_CHARS: usize = 160;
 /// Most diagnostics of one code rendered by [`render_all`]; the rest are counted.
 pub const MAX_PER_CODE: usize = 50;
 
-/// `s`, or its start and end around `…` and the number of characters left out.
+/// Whether `c` must not reach a terminal as it is: control characters (escape sequences,
+/// bells, carriage returns) and the bidirectional overrides that make text read otherwise than
+/// it parses. Newlines and tabs are layout.
+fn is_hostile(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every hostile character written as its escape (`\u{1b}`): messages, labels,
+/// notes and file names quote source text, which may hold anything.
+fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(is_hostile) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| if is_hostile(c) { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
+}
+
+/// A source line as shown under a diagnostic: a tab or hostile character becomes one
+/// visible character (a space, `�`), so the marker's columns still line up.
+fn shown_line(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\t' => ' ',
+            c if is_hostile(c) => '\u{fffd}',
+            c => c,
+        })
+        .collect()
+}
+
+/// `s` (escaped), or its start and end around `…` and the number of characters left out.
 fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    let s = escaped(s);
     let count = s.chars().count();
     if count <= MAX_MESSAGE_CHARS {
-        return s.into();
+        return s;
     }
     let keep = MAX_MESSAGE_CHARS / 2;
     let head: String = s.chars().take(keep).collect();
@@ -257,6 +290,23 @@ macro_rules! tfn_log {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_and_bidi_overrides_never_reach_the_terminal() {
+        let mut sm = SourceMap::new();
+        let f = sm.add("a\u{1b}[2Jb.tfn", "let y = \u{1b}[31m\u{7}x\u{202e}z\r\n");
+        let d = Diagnostic::error("E0001", "unexpected `\u{1b}`")
+            .at(Span::new(f, 8, 9), "here \u{7}")
+            .with_note("bidi \u{2066} and tab\tkept");
+        let text = d.render(&sm);
+        assert!(!text.chars().any(is_hostile), "{text:?}");
+        assert!(text.contains("unexpected `\\u{1b}`"), "{text}");
+        assert!(text.contains("a\\u{1b}[2Jb.tfn"), "{text}");
+        // One shown character per source character: the marker stays under the culprit.
+        assert!(text.contains("1 | let y = \u{fffd}[31m\u{fffd}x\u{fffd}z\n"), "{text}");
+        assert!(text.contains("  |         ^ here \\u{7}"), "{text}");
+        assert!(text.contains("tab\tkept"), "{text}");
+    }
 
     #[test]
     fn renders_rustc_style() {

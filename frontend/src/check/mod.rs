@@ -75,8 +75,21 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         if let Some(prelude) = restated {
             diags.push(restate::primitive_warning(prelude, &checked.def));
         }
+        builtin_warning(&checked.def, &mut diags);
+        let prelude = restate::prelude_primitive(lib, &checked.def);
         let meta = Meta { new_item: Some(new_fns.len()), broken: checked.broken };
-        let added = restated.is_none() && env.add(checked.def.clone(), meta, &mut diags);
+        // A broken signature of a prelude primitive's name was meant as a restatement: its own
+        // errors say what is wrong, a second "defined twice" would not.
+        let attempted = matches!(item, Item::Op(op) if op.extern_kw.is_none()) && checked.broken;
+        let added = restated.is_none()
+            && !(attempted && prelude.is_some())
+            && env.add(checked.def.clone(), meta, &mut diags);
+        let is_op = matches!(item, Item::Op(op) if op.extern_kw.is_none());
+        if let (false, None, Some(prelude), true) = (added, restated, prelude, is_op) {
+            if let Some(d) = diags.last_mut().filter(|d| d.code == "E0115") {
+                d.notes.push(restate::primitive_note(prelude));
+            }
+        }
         let name_spans = sig.params.iter().map(|p| p.name.span).collect();
         new_fns.push(NewFn {
             item,
@@ -111,8 +124,18 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
                     restated_grads.push(g.name.span);
                     continue;
                 }
+                if let Some(d) = restate::grad_of_primitive(lib, g) {
+                    diags.push(d);
+                    continue;
+                }
+                let first = diags.len();
                 let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::Grad);
                 w.grad_block(g, &grads_seen);
+                if let Some(prelude) = restate::prelude_grad(lib, &convert::grad(g)) {
+                    if let Some(d) = diags[first..].iter_mut().find(|d| d.code == "E0405") {
+                        d.notes.push(restate::grad_note(prelude));
+                    }
+                }
                 let overload = g.name.overload.as_ref().map(|o| o.name.clone());
                 grads_seen.push((g.name.base.name.clone(), overload, g.name.span));
             }
@@ -152,4 +175,26 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         }
     }
     (Some(checked), diags)
+}
+
+/// `W0103` for a definition that hides the built-in `size` or `shape` (allowed, like shadowing
+/// a Python builtin, but every later `size(x, 0)` of the session then calls it).
+fn builtin_warning(def: &FunctionDef, diags: &mut Vec<Diagnostic>) {
+    let builtin = match def.name.as_str() {
+        "size" => "size(x, dim)",
+        "shape" => "shape(x)",
+        _ => return,
+    };
+    diags.push(
+        Diagnostic::warning(
+            "W0103",
+            format!("`{}` hides the built-in `{builtin}`", def.full_name()),
+        )
+        .at(def.name_span, "hides the built-in")
+        .with_note(format!(
+            "from here on, every `{}(...)` in the session calls this definition",
+            def.name
+        ))
+        .with_help("rename it unless replacing the built-in is the point"),
+    );
 }
