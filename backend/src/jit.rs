@@ -12,7 +12,6 @@ use crate::kernel_define::{BuildFn, Candidates, Compile, KernelDefiner, SyncBuil
 use crate::math::MathFeatures;
 use crate::plan::LoopPlan;
 use crate::wide::{self, SimdLevel};
-use cranelift::codegen::ir::{types, AbiParam};
 use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module};
 use std::sync::{Arc, Mutex};
@@ -238,16 +237,12 @@ pub(crate) fn declare_wide_with<M: Module>(
     symbols: WideSymbols,
 ) -> Result<codegen::WideFns, CodegenError> {
     let mut fns = codegen::WideFns::default();
-    for f in crate::math::Fallback::ALL {
-        for (is_f32, ty) in [(true, types::F32), (false, types::F64)] {
-            let mut sig = module.make_signature();
-            sig.params.push(AbiParam::new(ty));
-            sig.returns.push(AbiParam::new(ty));
-            let id = module
-                .declare_function(f.symbol(is_f32), Linkage::Import, &sig)
-                .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
-            fns.fallbacks.insert((f, is_f32), id.as_u32());
-        }
+    if crate::math::fallback_trampoline().is_some() {
+        let sig = crate::math::trampoline_signature();
+        let id = module
+            .declare_function(crate::math::TRAMPOLINE_SYMBOL, Linkage::Import, &sig)
+            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        fns.trampoline = Some(id.as_u32());
     }
     if !features.fma || level == SimdLevel::V128 {
         return Ok(fns);

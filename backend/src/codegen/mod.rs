@@ -402,12 +402,12 @@ impl Emitter<'_> {
             if let Some(t) = self.vector {
                 tys.push(Width::Vector(t).ty(d)?);
             }
-            let fallbacks = self.import_fallbacks(b, d, &list);
+            let trampoline = self.import_trampoline(b, &list);
             for ty in tys {
                 let mut consts = MathConsts::new(b, ty, &list, features)
                     .map_err(|e| CodegenError::Unsupported(e.to_string()))?;
-                for &(f, func) in &fallbacks {
-                    consts.set_fallback(f, func);
+                if let Some(t) = trampoline {
+                    consts.set_trampoline(t);
                 }
                 self.math.insert(ty, consts);
             }

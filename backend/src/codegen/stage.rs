@@ -27,7 +27,7 @@
 
 use super::{loop_begin, loop_end, At, Emitter, Memo, RowVals, Width, ROW_UNROLL};
 use crate::error::CodegenError;
-use crate::math::{Fallback, MathFn};
+use crate::math::MathFn;
 use crate::plan::Ref;
 use crate::wide::{Helper, SimdLevel};
 use cranelift::codegen::ir::{
@@ -65,9 +65,9 @@ pub(crate) struct WideFns {
     pub sum_f32: HashMap<MathFn, u32>,
     /// The running max and the scaling routine (`crate::wide::Helper`).
     pub helpers: HashMap<Helper, u32>,
-    /// The scalar fallbacks (`crate::math::Fallback`) by function and `is_f32`, at every
-    /// level (empty in a self-contained object).
-    pub fallbacks: HashMap<(Fallback, bool), u32>,
+    /// The fallback trampoline (`crate::math::Fallback`), at every level (`None` in a
+    /// self-contained object, or off x86-64).
+    pub trampoline: Option<u32>,
 }
 
 impl Default for WideFns {
@@ -77,7 +77,7 @@ impl Default for WideFns {
             f32: HashMap::new(),
             sum_f32: HashMap::new(),
             helpers: HashMap::new(),
-            fallbacks: HashMap::new(),
+            trampoline: None,
         }
     }
 }
@@ -193,36 +193,26 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Imports the scalar fallbacks (`math::Fallback`) the math functions `fns` on `d` lanes
-    /// may call, where the module declares them (not in a self-contained object).
-    pub(super) fn import_fallbacks(
+    /// Imports the fallback trampoline (`math::Fallback`) when the math functions `fns` may
+    /// call it and the module declares it (not in a self-contained object).
+    pub(super) fn import_trampoline(
         &self,
         b: &mut FunctionBuilder,
-        d: DType,
         fns: &[MathFn],
-    ) -> Vec<(Fallback, FuncRef)> {
+    ) -> Option<FuncRef> {
         if !fns.iter().any(|f| matches!(f, MathFn::Sin | MathFn::Cos)) {
-            return Vec::new();
+            return None;
         }
-        let lane = super::ops::scalar_type(d);
-        let is_f32 = lane == types::F32;
-        let mut refs = Vec::new();
-        for f in Fallback::ALL {
-            let Some(&index) = self.wide.fallbacks.get(&(f, is_f32)) else { continue };
-            let mut sig = Signature::new(self.call_conv);
-            sig.params.push(AbiParam::new(lane));
-            sig.returns.push(AbiParam::new(lane));
-            let signature = b.import_signature(sig);
-            let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
-            let data = ExtFuncData {
-                name: ExternalName::user(name),
-                signature,
-                colocated: false,
-                patchable: false,
-            };
-            refs.push((f, b.import_function(data)));
-        }
-        refs
+        let index = self.wide.trampoline?;
+        let signature = b.import_signature(crate::math::trampoline_signature());
+        let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
+        let data = ExtFuncData {
+            name: ExternalName::user(name),
+            signature,
+            colocated: false,
+            patchable: false,
+        };
+        Some(b.import_function(data))
     }
 
     /// Imports the JIT module's function `index` taking `params` pointers.

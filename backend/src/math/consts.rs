@@ -18,7 +18,7 @@ use cranelift::codegen::ir::{types, FuncRef, Function, InstBuilder, Type, Value}
 use cranelift::codegen::isa::TargetIsa;
 use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
 
-use super::{emit, Fallback, MathError, MathFn};
+use super::{emit, MathError, MathFn};
 
 /// ISA features that change which instruction sequences the approximations use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,8 +48,8 @@ pub struct MathConsts {
     ty: Type,
     features: MathFeatures,
     hoisted: HashMap<ConstKey, Value>,
-    /// The function's imports of the scalar fallbacks (`fallback.rs`), `f(lane) -> lane`.
-    fallbacks: HashMap<Fallback, FuncRef>,
+    /// The function's import of the fallback trampoline (`fallback.rs`).
+    trampoline: Option<FuncRef>,
     /// Keys requested but not hoisted, in first-request order (the scratch pass reads these).
     missing: RefCell<Vec<ConstKey>>,
 }
@@ -96,20 +96,21 @@ impl MathConsts {
             ty,
             features,
             hoisted: HashMap::new(),
-            fallbacks: HashMap::new(),
+            trampoline: None,
             missing: RefCell::new(Vec::new()),
         }
     }
 
-    /// Lets the emitted code call `f` (imported into the function as `func`, taking and
-    /// returning one lane of [`Self::ty`]). Without it, lanes that need `f` are NaN.
-    pub fn set_fallback(&mut self, f: Fallback, func: FuncRef) {
-        self.fallbacks.insert(f, func);
+    /// Lets the emitted code call the scalar fallbacks through `trampoline`: the function's
+    /// import of [`super::fallback::TRAMPOLINE_SYMBOL`] with [`trampoline_signature`]. Without
+    /// it, lanes that need a fallback are NaN.
+    pub fn set_trampoline(&mut self, trampoline: FuncRef) {
+        self.trampoline = Some(trampoline);
     }
 
-    /// The function's import of `f`, if [`Self::set_fallback`] gave one.
-    pub(crate) fn fallback(&self, f: Fallback) -> Option<FuncRef> {
-        self.fallbacks.get(&f).copied()
+    /// The function's import of the trampoline, if [`Self::set_trampoline`] gave one.
+    pub(crate) fn trampoline(&self) -> Option<FuncRef> {
+        self.trampoline
     }
 
     /// The type the constants were hoisted for.
@@ -164,4 +165,15 @@ fn materialize(b: &mut FunctionBuilder<'_>, key: ConstKey) -> Value {
     } else {
         scalar
     }
+}
+
+/// The signature of the fallback trampoline: `(lanes: ptr, n: i64, kind: i64)` in Cranelift's
+/// `preserve_all` convention (it clobbers no register, so calls of it cost the hot path
+/// nothing).
+pub fn trampoline_signature() -> cranelift::codegen::ir::Signature {
+    use cranelift::codegen::ir::AbiParam;
+    let mut sig =
+        cranelift::codegen::ir::Signature::new(cranelift::codegen::isa::CallConv::PreserveAll);
+    sig.params.extend([AbiParam::new(types::I64); 3]);
+    sig
 }

@@ -86,8 +86,8 @@ use cranelift::codegen::ir::{Type, Value};
 use cranelift::frontend::FunctionBuilder;
 
 #[cfg(feature = "jit")]
-pub use consts::{MathConsts, MathFeatures};
-pub use fallback::Fallback;
+pub use consts::{trampoline_signature, MathConsts, MathFeatures};
+pub use fallback::{trampoline as fallback_trampoline, Fallback, TRAMPOLINE_SYMBOL};
 pub use trig::reduction_limit as sin_cos_reduction_limit;
 
 pub(crate) use lane_format::LaneFormat;

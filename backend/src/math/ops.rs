@@ -8,7 +8,9 @@
 //! branch-free: conditions are lane masks (`fcmp`/`icmp` results) consumed by `bitselect`
 //! (vectors) or `select` (scalars).
 
-use cranelift::codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
+use cranelift::codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
+};
 use cranelift::frontend::FunctionBuilder;
 
 use super::consts::{ConstKey, MathConsts};
@@ -188,10 +190,11 @@ impl Lanes for Ctx<'_, '_> {
         self.b.ins().ushr_imm_u(x, i64::from(amount))
     }
 
-    /// A branch to a cold block when any lane of `mask` is set; there, one call of the
-    /// fallback per lane, kept where `mask` is set. The code continues in a new block.
+    /// A branch to a cold block when any lane of `mask` is set; there, the vector goes
+    /// through a stack slot to the `preserve_all` trampoline, which replaces every lane by
+    /// its fallback, and the lanes of `mask` are kept. The code continues in a new block.
     fn fallback(&mut self, f: Fallback, mask: Value, x: Value, y: Value) -> Value {
-        let Some(func) = self.consts.fallback(f) else {
+        let Some(trampoline) = self.consts.trampoline() else {
             return self.select_c(mask, f64::NAN, y);
         };
         let any = if self.ty.is_vector() { self.b.ins().vany_true(mask) } else { mask };
@@ -202,19 +205,15 @@ impl Lanes for Ctx<'_, '_> {
         self.b.ins().brif(any, cold, &[], done, &[y.into()]);
         self.b.switch_to_block(cold);
         self.b.seal_block(cold);
-        let patched = if self.ty.is_vector() {
-            let mut v = y;
-            for lane in 0..self.ty.lane_count() as u8 {
-                let xi = self.b.ins().extractlane(x, lane);
-                let call = self.b.ins().call(func, &[xi]);
-                let r = self.b.inst_results(call)[0];
-                v = self.b.ins().insertlane(v, r, lane);
-            }
-            self.select(mask, v, y)
-        } else {
-            let call = self.b.ins().call(func, &[x]);
-            self.b.inst_results(call)[0]
-        };
+        let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4);
+        let slot = self.b.create_sized_stack_slot(data);
+        self.b.ins().stack_store(types::I64, x, slot, 0);
+        let lanes = self.b.ins().stack_addr(types::I64, slot, 0);
+        let n = self.b.ins().iconst(types::I64, i64::from(self.ty.lane_count()));
+        let kind = self.b.ins().iconst(types::I64, f.code(self.fmt.is_f32()));
+        self.b.ins().call(trampoline, &[lanes, n, kind]);
+        let v = self.b.ins().stack_load(types::I64, self.ty, slot, 0);
+        let patched = self.select(mask, v, y);
         self.b.ins().jump(done, &[patched.into()]);
         self.b.switch_to_block(done);
         self.b.seal_block(done);

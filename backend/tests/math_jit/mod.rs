@@ -11,7 +11,9 @@ use cranelift::frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 use tfn_backend::isa::native_jit_module;
-use tfn_backend::math::{emit, Fallback, MathConsts, MathFeatures, MathFn};
+use tfn_backend::math::{
+    emit, trampoline_signature, MathConsts, MathFeatures, MathFn, TRAMPOLINE_SYMBOL,
+};
 
 pub type Kernel = unsafe extern "C" fn(*const u8, *const u8, *mut u8, u64);
 
@@ -62,19 +64,13 @@ impl Jit {
             .module
             .declare_function(&name, Linkage::Local, &ctx.func.signature)
             .expect("declare");
-        // The scalar fallbacks, as the code generator imports them (`math::Fallback`).
-        let mut fallbacks = Vec::new();
-        for g in Fallback::ALL {
-            let mut sig = self.module.make_signature();
-            sig.params.push(AbiParam::new(lane));
-            sig.returns.push(AbiParam::new(lane));
-            let symbol = g.symbol(lane == types::F32);
-            let id = self.module.declare_function(symbol, Linkage::Import, &sig).expect("import");
-            fallbacks.push((g, self.module.declare_func_in_func(id, &mut ctx.func)));
-        }
+        // The fallback trampoline, as the code generator imports it (`math::Fallback`).
+        let sig = trampoline_signature();
+        let imported = self.module.declare_function(TRAMPOLINE_SYMBOL, Linkage::Import, &sig);
+        let trampoline = self.module.declare_func_in_func(imported.expect("import"), &mut ctx.func);
         let mut fctx = FunctionBuilderContext::new();
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        build_loop_unrolled(&mut b, f, lane, features, unroll, &fallbacks);
+        build_loop_unrolled(&mut b, f, lane, features, unroll, Some(trampoline));
         self.module.define_function(id, &mut ctx).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         id
     }
@@ -83,7 +79,7 @@ impl Jit {
 /// The kernel body: `for i in (0..n).step_by(lanes)` vector, then `for i in ..n` scalar.
 /// Without fallbacks (lanes beyond `sin`/`cos`'s range are NaN).
 pub fn build_loop(b: &mut FunctionBuilder, f: MathFn, lane: Type, features: MathFeatures) {
-    build_loop_unrolled(b, f, lane, features, 1, &[]);
+    build_loop_unrolled(b, f, lane, features, 1, None);
 }
 
 /// [`build_loop`] with a first loop of `unroll` vectors per iteration (the code generator's
@@ -94,7 +90,7 @@ pub fn build_loop_unrolled(
     lane: Type,
     features: MathFeatures,
     unroll: i64,
-    fallbacks: &[(Fallback, FuncRef)],
+    trampoline: Option<FuncRef>,
 ) {
     let vty = if lane == types::F32 { types::F32X4 } else { types::F64X2 };
     let lanes = i64::from(vty.lane_count());
@@ -113,9 +109,9 @@ pub fn build_loop_unrolled(
     let (x, y, out, n) = (*x, *y, *out, *n);
     let mut vconsts = MathConsts::new(b, vty, &[f], features).expect("vector consts");
     let mut sconsts = MathConsts::new(b, lane, &[f], features).expect("scalar consts");
-    for &(g, func) in fallbacks {
-        vconsts.set_fallback(g, func);
-        sconsts.set_fallback(g, func);
+    if let Some(t) = trampoline {
+        vconsts.set_trampoline(t);
+        sconsts.set_trampoline(t);
     }
     let n_unrolled = b.ins().band_imm_s(n, !(lanes * unroll - 1));
     let n_vec = b.ins().band_imm_s(n, !(lanes - 1));
