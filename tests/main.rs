@@ -22,6 +22,7 @@ mod derived_sizes;
 mod index_ops;
 mod large_programs;
 mod loops;
+mod numerics;
 mod one_hot;
 mod profile;
 mod random;
@@ -29,7 +30,6 @@ mod session_api;
 mod size_values;
 mod storage_dtypes;
 mod thread_counts;
-mod trig_range;
 mod weights;
 
 // File tests (`tests/cases/`).

@@ -98,6 +98,9 @@ impl Lowerer<'_> {
         inputs: &[ValueId],
         span: Option<Span>,
     ) -> Result<Option<ValueId>, String> {
+        if let Some(out) = self.emit_prod_in_f64(op, inputs, span)? {
+            return Ok(Some(out));
+        }
         // The data operands: all but `where`'s condition and an indexed op's index.
         let is_data = |i: usize| match op {
             Op::Where => i > 0,
@@ -133,6 +136,31 @@ impl Lowerer<'_> {
             return Ok(Some(narrow));
         }
         Ok(Some(out))
+    }
+
+    /// A `prod` of `f32`/`f16`/`bf16` values, computed in `f64` and rounded once:
+    /// `cast(prod(cast(x, f64)), dtype)`. A product's partial results overflow and underflow
+    /// where the whole does not (the JIT keeps 32 partial products per row); in `f64` they
+    /// cannot for any realistic length, so both backends give the product rounded once (the
+    /// interpreter's in-order `f64` fold, bit for bit, on the interpreter).
+    fn emit_prod_in_f64(
+        &mut self,
+        op: &Op,
+        inputs: &[ValueId],
+        span: Option<Span>,
+    ) -> Result<Option<ValueId>, String> {
+        let (Op::Reduce { op: ReduceOp::Prod, .. }, [x]) = (op, inputs) else {
+            return Ok(None);
+        };
+        let dtype = self.ty(*x).dtype;
+        if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+            return Ok(None);
+        }
+        // A carried 16-bit value is read wide (its f32 value is exact in f64 too).
+        let source = self.carried.get(x).copied().unwrap_or(*x);
+        let wide = self.emit_inferred(Op::Cast(DType::F64), vec![source], span)?;
+        let product = self.emit_inferred(op.clone(), vec![wide], span)?;
+        Ok(Some(self.emit_inferred(Op::Cast(dtype), vec![product], span)?))
     }
 
     /// A data-movement op of one operand `v` with result type `ty` (`reshape`, `broadcast_to`

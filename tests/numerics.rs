@@ -1,8 +1,12 @@
-//! `sin` and `cos` of arguments beyond their vector reduction's accurate range (`2¹⁸` for `f32`,
-//! `2²⁸` for `f64`, with `fma`): those lanes call the interpreter's own `libm` function
-//! (`tfn_backend::math::Fallback`), so the JIT gives exactly the interpreter's bits there, on
-//! every thread count and SIMD level, in inline code, wide routines, row kernels and scalar
-//! tails alike. In range, both backends agree to a few ULP (the kernels' own polynomials).
+//! Numerics where the JIT once parted from the interpreter (`docs/language.md`, "Numerics"):
+//!
+//! - `sin` and `cos` of arguments beyond their vector reduction's accurate range (`2¹⁸` for
+//!   `f32`, `2²⁸` for `f64`, with `fma`): those lanes call the interpreter's own `libm` function
+//!   (`tfn_backend::math::Fallback`), so the JIT gives exactly the interpreter's bits there, on
+//!   every thread count and SIMD level, in inline code, wide routines, row kernels and scalar
+//!   tails alike. In range, both backends agree to a few ULP (the kernels' own polynomials).
+//! - `prod` of `f32`/`f16`/`bf16` values is computed in `f64` and rounded once, so partial
+//!   products that overflow or underflow `f32` no longer turn a finite product into NaN.
 
 use ndarray::{ArrayD, IxDyn};
 use tfn::{Backend, Session, SessionOptions, Tensor, Value};
@@ -12,6 +16,9 @@ use tfn_test_utils::Rng;
 const SOURCE: &str = r#"
 fn wave(Tensor x) -> Tensor {
     return sin(x) + cos(x * 3.0)
+}
+fn products(Tensor x) -> (Tensor, Tensor, Tensor) {
+    return (prod(x), prod(x, dims=[-1]), prod(x, dims=[0]))
 }
 fn rows(Tensor x) -> Tensor {
     let s = sin(x)
@@ -138,5 +145,47 @@ fn as_f64(t: &Tensor) -> Vec<f64> {
         Tensor::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
         Tensor::F64(a) => a.iter().copied().collect(),
         other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn f32_products_are_rounded_once_on_both_backends() {
+    // Each row repeats 10, 10, 0.1, 0.1 (then a 1): every prefix of it is within 100 of 1,
+    // but a lane of the old JIT's `f32` reduction (every 32nd element) multiplies only 10s or
+    // only 0.1s: 10^±128 per row, past `f32`'s range, and `inf · 0` was NaN. In `f64` it is
+    // not. (`f64` data keeps `f64` lanes, whose own partial products can still leave `f64`'s
+    // range on adversarial data: `docs/language.md`, "Numerics".)
+    let (rows, cols) = (3, 4097);
+    let values: Vec<f64> = (0..rows * cols)
+        .map(|i| match i % cols {
+            c if c == cols - 1 => 1.0,
+            c if c % 4 < 2 => 10.0,
+            _ => 0.1,
+        })
+        .collect();
+    for dtype in ["f32"] {
+        let x = tensor(dtype, &[rows, cols], values.clone());
+        let args = [Value::from(x)];
+        let mut results = Vec::new();
+        for (backend, threads, simd) in [
+            (Backend::Interp, 1, SimdLevel::V128),
+            (Backend::Jit, 1, SimdLevel::detect()),
+            (Backend::Jit, 3, SimdLevel::V128),
+        ] {
+            let out = session(backend, threads, simd).call("products", &args).expect("products");
+            let out: Vec<Vec<f64>> =
+                out.into_iter().map(|v| as_f64(&v.into_tensor().expect("tensor"))).collect();
+            results.push(out);
+        }
+        for r in &results {
+            assert!((r[0][0] - 1.0).abs() < 1e-2, "{dtype}: full product {:?}", r[0]);
+            assert!(
+                r[1].iter().all(|v| (v - 1.0).abs() < 1e-2),
+                "{dtype}: row products {:?} in {results:?}",
+                r[1]
+            );
+            assert!(r[2].iter().all(|v| v.is_finite() && *v > 0.0), "{dtype}: column products");
+        }
+        assert_eq!(results[1], results[2], "{dtype}: the JIT on any thread count and level");
     }
 }
