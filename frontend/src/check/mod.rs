@@ -66,26 +66,22 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
         }
         // Only a primitive `op` can restate the prelude; a `fn` or `extern op` of a
         // primitive's name is a second definition.
-        let restated = match item {
-            Item::Op(op) if op.extern_kw.is_none() && !checked.broken => {
-                restate::restated_primitive(lib, &checked.def)
-            }
-            _ => None,
-        };
+        let is_op = matches!(item, Item::Op(op) if op.extern_kw.is_none());
+        let prelude = restate::prelude_primitive(lib, &checked.def).filter(|_| is_op);
+        let restated = prelude
+            .filter(|_| !checked.broken)
+            .and_then(|_| restate::restated_primitive(lib, &checked.def));
         if let Some(prelude) = restated {
             diags.push(restate::primitive_warning(prelude, &checked.def));
         }
         builtin_warning(&checked.def, &mut diags);
-        let prelude = restate::prelude_primitive(lib, &checked.def);
         let meta = Meta { new_item: Some(new_fns.len()), broken: checked.broken };
         // A broken signature of a prelude primitive's name was meant as a restatement: its own
         // errors say what is wrong, a second "defined twice" would not.
-        let attempted = matches!(item, Item::Op(op) if op.extern_kw.is_none()) && checked.broken;
         let added = restated.is_none()
-            && !(attempted && prelude.is_some())
+            && !(checked.broken && prelude.is_some())
             && env.add(checked.def.clone(), meta, &mut diags);
-        let is_op = matches!(item, Item::Op(op) if op.extern_kw.is_none());
-        if let (false, None, Some(prelude), true) = (added, restated, prelude, is_op) {
+        if let (false, None, Some(prelude)) = (added, restated, prelude) {
             if let Some(d) = diags.last_mut().filter(|d| d.code == "E0115") {
                 d.notes.push(restate::primitive_note(prelude));
             }
@@ -119,8 +115,9 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
     for item in items() {
         match item {
             Item::Grad(g) => {
-                if let Some(prelude) = restate::restated_grad(lib, &convert::grad(g)) {
-                    diags.push(restate::grad_warning(prelude, &convert::grad(g), g.name.span));
+                let converted = convert::grad(g);
+                if let Some(prelude) = restate::restated_grad(lib, &converted) {
+                    diags.push(restate::grad_warning(prelude, &converted, g.name.span));
                     restated_grads.push(g.name.span);
                     continue;
                 }
@@ -131,7 +128,7 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
                 let first = diags.len();
                 let mut w = Walker::new(&env, &mut diags, &mut edges, Mode::Grad);
                 w.grad_block(g, &grads_seen);
-                if let Some(prelude) = restate::prelude_grad(lib, &convert::grad(g)) {
+                if let Some(prelude) = restate::prelude_grad(lib, &converted) {
                     if let Some(d) = diags[first..].iter_mut().find(|d| d.code == "E0405") {
                         d.notes.push(restate::grad_note(prelude));
                     }
