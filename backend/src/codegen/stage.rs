@@ -204,15 +204,7 @@ impl Emitter<'_> {
             return None;
         }
         let index = self.wide.trampoline?;
-        let signature = b.import_signature(crate::math::trampoline_signature());
-        let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
-        let data = ExtFuncData {
-            name: ExternalName::user(name),
-            signature,
-            colocated: false,
-            patchable: false,
-        };
-        Some(b.import_function(data))
+        Some(import_function(b, index, crate::math::trampoline_signature()))
     }
 
     /// Imports the JIT module's function `index` taking `params` pointers.
@@ -221,15 +213,7 @@ impl Emitter<'_> {
         for _ in 0..params {
             sig.params.push(AbiParam::new(self.ptr_ty));
         }
-        let signature = b.import_signature(sig);
-        let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
-        let data = ExtFuncData {
-            name: ExternalName::user(name),
-            signature,
-            colocated: false,
-            patchable: false,
-        };
-        b.import_function(data)
+        import_function(b, index, sig)
     }
 
     /// The first f32 `sum`/`mean` of the plan whose argument is node `k` itself.
@@ -488,4 +472,17 @@ impl Emitter<'_> {
 fn scratch_address(b: &mut FunctionBuilder, adj: Value, at: At<'_>) -> (Value, i32) {
     let bytes = b.ins().ishl_imm_u(at.i, 2);
     (b.ins().iadd(adj, bytes), (at.delta * 4) as i32)
+}
+
+/// Imports the JIT module's function `index` (`UserExternalName` namespace 0) with `sig`.
+fn import_function(b: &mut FunctionBuilder, index: u32, sig: Signature) -> FuncRef {
+    let signature = b.import_signature(sig);
+    let name = b.func.declare_imported_user_function(UserExternalName::new(0, index));
+    let data = ExtFuncData {
+        name: ExternalName::user(name),
+        signature,
+        colocated: false,
+        patchable: false,
+    };
+    b.import_function(data)
 }
