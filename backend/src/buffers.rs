@@ -3,7 +3,7 @@
 use crate::error::RunError;
 use crate::huge_pages;
 use crate::tensors::{TensorView, TensorViewMut};
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayViewD, IxDyn};
 use tfn_ir::{DType, Tensor};
 
 /// A contiguous row-major buffer somewhere in memory (a tensor, an input view, a caller
@@ -14,21 +14,21 @@ pub(crate) struct RawBuf {
     pub dtype: DType,
 }
 
-/// A zero-filled tensor (large ones come from `calloc`, so untouched pages cost nothing; from
-/// [`huge_pages::MIN_OWN_BYTES`] on they are advised onto huge pages before anything touches
-/// them), or [`RunError::OutOfMemory`] when the allocator has not the memory (a process or
+/// A zero-filled tensor starting on a cache line (`tfn_ir::BUFFER_ALIGN`; large ones come
+/// from `calloc`, so untouched pages cost nothing; from [`huge_pages::MIN_OWN_BYTES`] on they
+/// are advised onto huge pages before anything touches them), or [`RunError::OutOfMemory`] when the allocator has not the memory (a process or
 /// container limit): a call fails instead of aborting the process.
 pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Result<Tensor, RunError> {
     let out_of_memory = || RunError::OutOfMemory { dtype, shape: shape.to_vec() };
     macro_rules! zeros {
         ($t:ty) => {{
             let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-            let v = n.and_then(zeroed::<$t>).ok_or_else(out_of_memory)?;
+            let padded = n.and_then(|n| n.checked_add(tfn_ir::align_pad::<$t>(n)));
+            let v = padded.and_then(zeroed::<$t>).ok_or_else(out_of_memory)?;
             let bytes = v.len() * std::mem::size_of::<$t>();
             huge_pages::advise_from(v.as_ptr() as *const u8, bytes, huge_pages::MIN_OWN_BYTES);
-            // `v` holds the shape's element count.
-            ArrayD::from_shape_vec(IxDyn(shape), v)
-                .map_err(|e| RunError::Internal(e.to_string()))?
+            // `v` holds the shape's element count and its alignment padding.
+            tfn_ir::aligned_array(v, shape).map_err(|e| RunError::Internal(e.to_string()))?
         }};
     }
     Ok(match dtype {

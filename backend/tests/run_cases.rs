@@ -193,3 +193,45 @@ fn softmax_rows_of_every_tail_and_special_values() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The row passes that run on the running-sum, sum-of-squares and shifting-scale routines
+/// (`layernorm.tir`, `rmsnorm.tir`, `sum_all.tir`) at every kind of row length, below and at
+/// the staged minimum, partial 32-element groups and 4-element tails, with rows starting at
+/// every alignment (odd lengths move each row's start within a cache line): the interpreter's
+/// values at every SIMD level with identical bits (`check_against_interp`), on 1–4 threads with
+/// identical bits.
+#[test]
+fn normalisation_rows_and_sums_of_every_tail_length() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let lengths = [1usize, 3, 31, 63, 64, 65, 95, 97, 130, 513, 1031];
+    let tol = Tolerance::uniform("f32 accumulation in the JIT, f64 in the interpreter", 1e-4, 1e-5);
+    let mut rng = Rng::new(0x1a7e);
+    let mut failures = Vec::new();
+    for name in ["layernorm.tir", "rmsnorm.tir", "sum_all.tir"] {
+        let graph =
+            tfn_ir::text::parse_graph(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        let mut shapes: Vec<Vec<usize>> = lengths.iter().map(|&n| vec![7, n]).collect();
+        shapes.push(vec![67, 1031]);
+        for shape in shapes {
+            let inputs = random_inputs(&mut rng, &graph, &shape, (-3.0, 5.0));
+            let mut first: Option<Vec<u64>> = None;
+            for threads in 1..=4 {
+                let got = check_against_interp(&graph, &inputs, tol, threads)
+                    .and_then(|f| f.run(&common::views(&inputs)).map_err(|e| e.to_string()));
+                match got {
+                    Err(e) => failures.push(format!("{name} {shape:?}, {threads} threads: {e}")),
+                    Ok(out) => {
+                        let b = tfn_test_utils::bits(&out[0]);
+                        match &first {
+                            None => first = Some(b),
+                            Some(one) if *one != b => failures
+                                .push(format!("{name} {shape:?}: {threads} threads differ from 1")),
+                            Some(_) => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -17,8 +17,8 @@ use cranelift::codegen::ir::types;
 use math_jit::{run, Jit, Kernel};
 use tfn_backend::math::{MathFeatures, MathFn};
 use tfn_backend::wide::{
-    helper, routine_f32, routine_sum_f32, symbols, Helper, Routine, SimdLevel, WideMaxF32,
-    WideScaleF32, ACC_LANES, SUM_ACC,
+    helper, routine_f32, routine_sum_f32, symbols, Helper, Routine, SimdLevel, WideAddF32,
+    WideAddSquaresF32, WideMaxF32, WideScaleF32, WideShiftScaleF32, ACC_LANES, SUM_ACC,
 };
 use tfn_test_utils::Rng;
 
@@ -157,7 +157,8 @@ fn inline_kernel(jit: &mut Jit, f: MathFn) -> Kernel {
 }
 
 /// Checks `got` against `want` bit for bit, NaNs included (a math function's NaN is the same
-/// on every level: `math::canonical_nan`); panics naming the first mismatches. (A plain indexed loop: the test crate is unoptimised.)
+/// on every level: `math::canonical_nan`); panics naming the first mismatches (a plain indexed
+/// loop: the test crate is unoptimised).
 fn assert_same(what: &str, xs: &[f32], got: &[f32], want: &[f32]) {
     assert_eq!((got.len(), want.len()), (xs.len(), xs.len()), "{what}: lengths");
     let mut bad = Vec::new();
@@ -174,7 +175,7 @@ fn assert_same(what: &str, xs: &[f32], got: &[f32], want: &[f32]) {
         }
     }
     if !bad.is_empty() {
-        eprintln!("MISMATCH {what}: differs from the inline code:\n{}", bad.join("\n"));
+        panic!("{what}: differs from the inline code:\n{}", bad.join("\n"));
     }
 }
 
@@ -466,6 +467,93 @@ fn max_and_scale_helpers_match_the_inline_steps() {
                 // SAFETY: `p` holds `n` values, read and written in place.
                 unsafe { scale(p, p, n, &k) };
                 assert_same(&format!("scale {what}"), src, &buf, &want);
+            }
+        }
+    }
+}
+
+/// The running max, sum and sum of squares and the shifting scale from every start within a
+/// cache line (a NumPy array starts
+/// 16 bytes past one; the AVX-512 routines then load whole lines and shift them into place) and
+/// lengths around the aligned loop's bounds (where it hands over to the unaligned one): the
+/// inline loop's bits, NaNs and running values from earlier calls included.
+#[test]
+fn running_sum_and_max_helpers_match_the_inline_steps_at_every_alignment() {
+    let mut rng = Rng::new(47);
+    let mut pool: Vec<f32> =
+        (0..9000).map(|_| (rng.next_u64() % 20000) as f32 / 64.0 - 150.0).collect();
+    for (k, x) in specials().into_iter().enumerate() {
+        pool[(k * 977) % 9000] = x;
+    }
+    let lengths: Vec<usize> =
+        (0..=130).chain([143, 144, 145, 159, 160, 161, 1023, 1024, 1025, 4099]).collect();
+    // 16 f32 per line, plus a 64-byte-aligned base: `base[off..]` starts `off` lanes into one.
+    let mut backing = vec![0f32; pool.len() + 32];
+    let lead = (16 - (backing.as_ptr() as usize % 64) / 4) % 16;
+    for level in levels() {
+        let (add_symbol, add) = helper(level, Helper::Add).expect("add");
+        let (_, max) = helper(level, Helper::Max).expect("max");
+        assert_eq!(add_symbol, format!("tfn_wide_add_f32_{}", level.name()));
+        // SAFETY: the addresses are these routines' (`helper`'s contract).
+        let add = unsafe { std::mem::transmute::<*const u8, WideAddF32>(add) };
+        let max = unsafe { std::mem::transmute::<*const u8, WideMaxF32>(max) };
+        let (_, squares) = helper(level, Helper::AddSquares).expect("add_squares");
+        let (_, shift_scale) = helper(level, Helper::ShiftScale).expect("shift_scale");
+        // SAFETY: as above.
+        let squares = unsafe { std::mem::transmute::<*const u8, WideAddSquaresF32>(squares) };
+        let shift_scale =
+            unsafe { std::mem::transmute::<*const u8, WideShiftScaleF32>(shift_scale) };
+        for &n in &lengths {
+            for off in 0..16 {
+                let start = lead + off;
+                let from = (n * 37 + off * 101) % (pool.len() - n);
+                backing[start..start + n].copy_from_slice(&pool[from..from + n]);
+                let src = &backing[start..start + n];
+                assert_eq!((src.as_ptr() as usize % 64) / 4, off);
+                let what = format!("{} n = {n} at lane {off}", level.name());
+                let bits = |a: &[f32]| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let mut want = [0f32; SUM_ACC];
+                want[5] = 3.25; // running values from earlier calls
+                want[ACC_LANES] = -1.5;
+                let mut got = want;
+                inline_sum_order(&mut want, src);
+                // SAFETY: `src` holds `n` values, `got` SUM_ACC; the CPU runs `level`.
+                unsafe { add(src.as_ptr(), n, got.as_mut_ptr()) };
+                // Where two different NaNs meet in one add, which one comes out depends on the
+                // operand order the code generator picked (ARCHITECTURE.md, "NaNs too").
+                let nan_blind = |a: &[f32]| {
+                    a.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect()
+                };
+                let (got_bits, want_bits): (Vec<u32>, Vec<u32>) =
+                    (nan_blind(&got), nan_blind(&want));
+                assert_eq!(got_bits, want_bits, "add {what}");
+                let mut want = [f32::NEG_INFINITY; SUM_ACC];
+                want[9] = 2.0;
+                let mut got = want;
+                inline_max_order(&mut want, src);
+                // SAFETY: as above.
+                unsafe { max(src.as_ptr(), n, got.as_mut_ptr()) };
+                assert_eq!(bits(&got), bits(&want), "max {what}");
+                for shift in [None, Some(-2.75f32)] {
+                    // The inline steps: `d = x - m` (or `x`), `d·d` summed; `d·s` stored.
+                    let d: Vec<f32> = src.iter().map(|&x| shift.map_or(x, |m| x - m)).collect();
+                    let sq: Vec<f32> = d.iter().map(|&d| d * d).collect();
+                    let mut want = [0.5f32; SUM_ACC];
+                    let mut got = want;
+                    inline_sum_order(&mut want, &sq);
+                    let m = shift.as_ref().map_or(std::ptr::null(), |m| m as *const f32);
+                    // SAFETY: as above; `m` null or one value.
+                    unsafe { squares(src.as_ptr(), n, got.as_mut_ptr(), m) };
+                    let (got_bits, want_bits): (Vec<u32>, Vec<u32>) =
+                        (nan_blind(&got), nan_blind(&want));
+                    assert_eq!(got_bits, want_bits, "add_squares {shift:?} {what}");
+                    let k = 0.37f32;
+                    let want: Vec<f32> = d.iter().map(|&d| d * k).collect();
+                    let mut out = vec![0f32; n];
+                    // SAFETY: `out` holds `n` values; `m` null or one value, `k` one.
+                    unsafe { shift_scale(src.as_ptr(), out.as_mut_ptr(), n, m, &k) };
+                    assert_same(&format!("shift_scale {shift:?} {what}"), src, &out, &want);
+                }
             }
         }
     }

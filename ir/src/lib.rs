@@ -57,7 +57,7 @@ pub use op_index::{IndexError, IndexKind};
 pub use op_window::{WindowAttrs, WindowKind};
 pub use shape::{Dim, DimExpr, Shape, Sym, SymDef};
 pub use span::{FileId, SourceMap, Span};
-pub use tensor::Tensor;
+pub use tensor::{align_pad, aligned_array, Tensor, BUFFER_ALIGN};
 pub use tensor_value::{TensorValue, TensorViewMut};
 pub use text::{parse_graph, print_graph, ParseError};
 pub use verify::{verify, VerifyError};

@@ -181,17 +181,19 @@ impl Emitter<'_> {
                 let acc = if at.width == Width::Scalar { &scalar_acc } else { &vector_acc };
                 self.step(b, st, &job, acc, u, at, memo)
             };
-        let wide_max = if staged.is_empty() && to_stash.is_empty() && outputs.is_empty() {
-            self.wide_max_inputs(&info)
+        let wide_fold = if staged.is_empty() && to_stash.is_empty() && outputs.is_empty() {
+            self.wide_folds(state, &info)
         } else {
             None
         };
-        let wide_scale = if staged.is_empty() && info.is_empty() && to_stash.is_empty() {
-            self.wide_scale_output(state, outputs)
+        let only_outputs = staged.is_empty() && info.is_empty() && to_stash.is_empty();
+        let wide_scale = if only_outputs { self.wide_scale_output(state, outputs) } else { None };
+        let wide_shift_scale = if only_outputs && wide_scale.is_none() {
+            self.wide_shift_scale_output(state, outputs)
         } else {
             None
         };
-        let acc_slot = if wide_max.is_some() {
+        let acc_slot = if wide_fold.is_some() {
             let data =
                 StackSlotData::new(StackSlotKind::ExplicitSlot, ACC_SLOT * info.len() as u32, 4);
             Some(b.create_sized_stack_slot(data))
@@ -199,9 +201,10 @@ impl Emitter<'_> {
             None
         };
         self.reduced_loops(b, &axes, offs, &mut |b, offs| {
-            if let (Some((routine, inputs)), Some(slot)) = (&wide_max, acc_slot) {
+            if let (Some(folds), Some(slot)) = (&wide_fold, acc_slot) {
                 let mut wide = |b: &mut FunctionBuilder| {
-                    for (ri, &j) in inputs.iter().enumerate() {
+                    for (ri, fold) in folds.iter().enumerate() {
+                        let j = fold.input;
                         let base = ri as i32 * ACC_SLOT as i32;
                         let (vector, scalar) = (&vector_acc[ri], scalar_acc[ri][0]);
                         for (u, &var) in vector.iter().enumerate() {
@@ -213,7 +216,13 @@ impl Emitter<'_> {
                         let src = self.address(b, j, offs[j], Some(lo), DType::F32);
                         let n = b.ins().isub(hi, lo);
                         let acc = b.ins().stack_addr(self.ptr_ty, slot, base);
-                        b.ins().call(*routine, &[src, n, acc]);
+                        match fold.squares {
+                            None => b.ins().call(fold.routine, &[src, n, acc]),
+                            Some(shift) => {
+                                let m = self.scalar_arg(b, shift);
+                                b.ins().call(fold.routine, &[src, n, acc, m])
+                            }
+                        };
                         for (u, &var) in vector.iter().enumerate() {
                             let off = base + (u * 16) as i32;
                             let v = b.ins().stack_load(self.ptr_ty, types::F32X4, slot, off);
@@ -241,6 +250,23 @@ impl Emitter<'_> {
                     let n = b.ins().isub(hi, lo);
                     let s = b.ins().stack_addr(self.ptr_ty, slot, 0);
                     b.ins().call(routine, &[at, at, n, s]);
+                    Ok(())
+                };
+                let mut inline = |b: &mut FunctionBuilder| {
+                    self.steps_over(b, offs, lo, hi, false, &mut |b, at, u, memo| {
+                        step(b, state, at, u, memo)
+                    })
+                };
+                self.wide_or_inline(b, lo, hi, &mut wide, &mut inline)
+            } else if let Some(o) = &wide_shift_scale {
+                let mut wide = |b: &mut FunctionBuilder| {
+                    let p = self.plan.inputs.len() + o.output;
+                    let dst = self.address(b, p, offs[p], Some(lo), DType::F32);
+                    let src = self.address(b, o.input, offs[o.input], Some(lo), DType::F32);
+                    let n = b.ins().isub(hi, lo);
+                    let m = self.scalar_arg(b, o.shift);
+                    let s = self.scalar_arg(b, Some(o.factor));
+                    b.ins().call(o.routine, &[src, dst, n, m, s]);
                     Ok(())
                 };
                 let mut inline = |b: &mut FunctionBuilder| {
@@ -335,25 +361,98 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
-    /// A pass of only f32 `max` reductions of plain inputs (softmax's first): the running max
-    /// routine and each reduction's input.
-    fn wide_max_inputs(&self, info: &[ReduceInfo]) -> Option<(FuncRef, Vec<usize>)> {
-        let routine = *self.helper_refs.get(&Helper::Max)?;
+    /// A pass of only f32 `max`, `sum` and `mean` reductions of plain inputs (softmax's
+    /// first, layernorm's first, a full `sum`) or of their squares, shifted by a row value or
+    /// not (layernorm's variance, `mean((x - mu)·(x - mu))`; RMSNorm's `mean(x·x)`): per
+    /// reduction, the running max, sum or sum of squares routine and its input.
+    fn wide_folds(&self, vals: &RowVals, info: &[ReduceInfo]) -> Option<Vec<WideFold>> {
         if self.vector != Some(DType::F32) || info.is_empty() {
             return None;
         }
-        let inputs = info
-            .iter()
-            .map(|&(r, op, d)| match self.plan.nodes[r].args.first() {
-                Some(&Ref::Input(j))
-                    if op == ReduceOp::Max && d == DType::F32 && self.plain_f32_input(j) =>
-                {
-                    Some(j)
+        info.iter()
+            .map(|&(r, op, d)| {
+                let arg = *self.plan.nodes[r].args.first()?;
+                if d != DType::F32 {
+                    return None;
                 }
-                _ => None,
+                let (helper, input, squares) = match (op, arg) {
+                    (ReduceOp::Max, Ref::Input(j)) => (Helper::Max, j, None),
+                    (ReduceOp::Sum | ReduceOp::Mean, Ref::Input(j)) => (Helper::Add, j, None),
+                    (ReduceOp::Sum | ReduceOp::Mean, Ref::Node(k)) => {
+                        let node = &self.plan.nodes[k];
+                        let (Op::Binary(BinaryOp::Mul), [a, b]) = (&node.op, &node.args[..]) else {
+                            return None;
+                        };
+                        if a != b || node.dtype != DType::F32 {
+                            return None;
+                        }
+                        let (j, shift) = self.shifted_input(vals, *a)?;
+                        (Helper::AddSquares, j, Some(shift))
+                    }
+                    _ => return None,
+                };
+                if !self.plain_f32_input(input) {
+                    return None;
+                }
+                let routine = *self.helper_refs.get(&helper)?;
+                Some(WideFold { routine, input, squares })
             })
-            .collect::<Option<Vec<usize>>>()?;
-        Some((routine, inputs))
+            .collect()
+    }
+
+    /// `a` as an f32 plain input `x`, or as `x - m` with `m` an f32 row value: the input and
+    /// `m`'s value.
+    fn shifted_input(&self, vals: &RowVals, a: Ref) -> Option<(usize, Option<Value>)> {
+        match a {
+            Ref::Input(j) => self.plain_f32_input(j).then_some((j, None)),
+            Ref::Node(s) => {
+                let node = &self.plan.nodes[s];
+                let (Op::Binary(BinaryOp::Sub), [Ref::Input(j), Ref::Node(m)]) =
+                    (&node.op, &node.args[..])
+                else {
+                    return None;
+                };
+                let f32_row = self.is_row_node(*m) && self.plan.nodes[*m].dtype == DType::F32;
+                if node.dtype != DType::F32 || !f32_row || !self.plain_f32_input(*j) {
+                    return None;
+                }
+                Some((*j, Some(*vals.node_scalar.get(m)?)))
+            }
+        }
+    }
+
+    /// A pass storing one f32 output `(x - m) · s` or `x · s`, `x` a plain input and `m`, `s`
+    /// f32 row values (layernorm's last pass): the shifting and scaling routine's operands.
+    fn wide_shift_scale_output(&self, vals: &RowVals, outputs: &[usize]) -> Option<ShiftScale> {
+        let routine = *self.helper_refs.get(&Helper::ShiftScale)?;
+        let &[output] = outputs else { return None };
+        let out = &self.plan.outputs[output];
+        let node = &self.plan.nodes[out.node?];
+        if self.vector != Some(DType::F32) || out.dtype != DType::F32 || node.dtype != DType::F32 {
+            return None;
+        }
+        let (Op::Binary(BinaryOp::Mul), [a, Ref::Node(r)]) = (&node.op, &node.args[..]) else {
+            return None;
+        };
+        if !self.is_row_node(*r) || self.plan.nodes[*r].dtype != DType::F32 {
+            return None;
+        }
+        let factor = *vals.node_scalar.get(r)?;
+        let (input, shift) = self.shifted_input(vals, *a)?;
+        Some(ShiftScale { routine, input, output, shift, factor })
+    }
+
+    /// A pointer to a stack copy of f32 scalar `v`, or a null pointer.
+    fn scalar_arg(&self, b: &mut FunctionBuilder, v: Option<Value>) -> Value {
+        match v {
+            Some(v) => {
+                let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2);
+                let slot = b.create_sized_stack_slot(data);
+                b.ins().stack_store(self.ptr_ty, v, slot, 0);
+                b.ins().stack_addr(self.ptr_ty, slot, 0)
+            }
+            None => b.ins().iconst(self.ptr_ty, 0),
+        }
     }
 
     /// A pass storing one f32 output, the product of a value stashed in that same output and
@@ -389,6 +488,24 @@ impl Emitter<'_> {
         };
         Some((routine, o, factor))
     }
+}
+
+/// A reduction of a pass run by a helper routine ([`Emitter::wide_folds`]).
+struct WideFold {
+    routine: FuncRef,
+    /// The plain input it reads.
+    input: usize,
+    /// For a sum of squares, the row value subtracted first (if any).
+    squares: Option<Option<Value>>,
+}
+
+/// A pass's output computed by the shifting and scaling routine.
+struct ShiftScale {
+    routine: FuncRef,
+    input: usize,
+    output: usize,
+    shift: Option<Value>,
+    factor: Value,
 }
 
 /// What a pass computes.

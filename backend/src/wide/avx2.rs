@@ -285,6 +285,100 @@ pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
     }
 }
 
+/// The running sum of `src[..n]` into `acc` (see [`crate::wide::WideAddF32`]): four 8-lane
+/// accumulators, the inline pass's eight 4-lane ones side by side.
+///
+/// # Safety
+/// As [`crate::wide::WideAddF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn add(src: *const f32, n: usize, acc: *mut f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe { add_mapped(src, n, acc, |x| x, |x| x) }
+}
+
+/// The running sum of `(src[i] - *shift)²`, or `src[i]²` with a null `shift` (see
+/// [`crate::wide::WideAddSquaresF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideAddSquaresF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn add_squares(
+    src: *const f32,
+    n: usize,
+    acc: *mut f32,
+    shift: *const f32,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if shift.is_null() {
+            add_mapped(src, n, acc, |x| _mm256_mul_ps(x, x), |x| x * x)
+        } else {
+            let (m, v) = (*shift, _mm256_set1_ps(*shift));
+            let d = |x| _mm256_sub_ps(x, v);
+            add_mapped(src, n, acc, |x| _mm256_mul_ps(d(x), d(x)), |x| (x - m) * (x - m))
+        }
+    }
+}
+
+/// `dst[i] = (src[i] - *shift) · *s`, or `src[i] · *s` with a null `shift` (see
+/// [`crate::wide::WideShiftScaleF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideShiftScaleF32`]; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe extern "C" fn shift_scale(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    shift: *const f32,
+    s: *const f32,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let k = _mm256_set1_ps(*s);
+        if shift.is_null() {
+            run(src, dst, n, |x| _mm256_mul_ps(x, k))
+        } else {
+            let m = _mm256_set1_ps(*shift);
+            run(src, dst, n, |x| _mm256_mul_ps(_mm256_sub_ps(x, m), k))
+        }
+    }
+}
+
+/// `f(src[i])` added into `acc` in the inline pass's order (`g` is `f` on one element, for the
+/// tail): four 8-lane accumulators, the inline pass's eight 4-lane ones side by side.
+///
+/// # Safety
+/// As [`crate::wide::WideAddF32`]; AVX2.
+#[inline(always)]
+unsafe fn add_mapped(
+    src: *const f32,
+    n: usize,
+    acc: *mut f32,
+    f: impl Fn(__m256) -> __m256,
+    g: impl Fn(f32) -> f32,
+) {
+    let mut i = 0;
+    unsafe {
+        let mut a: [__m256; 4] = std::array::from_fn(|k| load_acc(acc.add(8 * k)));
+        while i + 32 <= n {
+            for (k, a) in a.iter_mut().enumerate() {
+                *a = _mm256_add_ps(*a, f(_mm256_loadu_ps(src.add(i + 8 * k))));
+            }
+            i += 32;
+        }
+        for (k, &a) in a.iter().enumerate() {
+            store_acc(acc.add(8 * k), a);
+        }
+        let mut tail = [0f32; super::ACC_LANES];
+        let rest = n - i;
+        for (k, t) in tail[..rest].iter_mut().enumerate() {
+            *t = g(*src.add(i + k));
+        }
+        super::sum_tail(&tail[..rest], acc);
+    }
+}
+
 /// `dst[i] = src[i] · s` (see [`crate::wide::WideScaleF32`]).
 ///
 /// # Safety
@@ -305,7 +399,7 @@ pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, 
 /// AVX; `acc` valid for 8 reads.
 #[inline(always)]
 unsafe fn load_acc(acc: *const f32) -> __m256 {
-    unsafe { _mm256_set_m128(_mm_loadu_ps(acc.add(4)), _mm_loadu_ps(acc)) }
+    unsafe { _mm256_set_m128(super::load_128(acc.add(4)), super::load_128(acc)) }
 }
 
 /// Stores `a` as [`load_acc`] reads it, as two 128-bit vectors.

@@ -260,7 +260,6 @@ fn lanes_mask(left: usize) -> __mmask16 {
 /// As [`crate::wide::WideMaxF32`]; the CPU must have AVX-512F/DQ/VL.
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
 pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
-    let mut i = 0;
     unsafe {
         // The NaN lanes are collected apart and set at the end: `maxps(x, acc)` keeps an
         // all-ones (NaN) accumulator and ignores a NaN `x`, so this is the sticky step's
@@ -268,19 +267,154 @@ pub(super) unsafe extern "C" fn max(src: *const f32, n: usize, acc: *mut f32) {
         let ones = _mm512_castsi512_ps(_mm512_set1_epi32(-1));
         let (mut a0, mut a1) = (load_acc(acc), load_acc(acc.add(16)));
         let (mut nan0, mut nan1): (__mmask16, __mmask16) = (0, 0);
-        while i + 32 <= n {
-            let x0 = _mm512_loadu_ps(src.add(i));
-            let x1 = _mm512_loadu_ps(src.add(i + 16));
+        let mut fold = |x0, x1| {
             nan0 |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x0, x0);
             nan1 |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x1, x1);
             a0 = _mm512_max_ps(x0, a0);
             a1 = _mm512_max_ps(x1, a1);
-            i += 32;
-        }
+        };
+        let i = pairs_of_16(src, n, &mut fold);
         store_acc(acc, _mm512_mask_mov_ps(a0, nan0, ones));
         store_acc(acc.add(16), _mm512_mask_mov_ps(a1, nan1, ones));
         super::max_tail(std::slice::from_raw_parts(src.add(i), n - i), acc);
     }
+}
+
+/// The running sum of `src[..n]` into `acc` (see [`crate::wide::WideAddF32`]): the two
+/// 16-lane accumulators are the inline pass's eight 4-lane ones side by side, each lane adding
+/// its elements in the same order, so the bits are the inline loop's.
+///
+/// # Safety
+/// As [`crate::wide::WideAddF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn add(src: *const f32, n: usize, acc: *mut f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe { add_mapped(src, n, acc, |x| x, |x| x) }
+}
+
+/// The running sum of `(src[i] - *shift)²`, or `src[i]²` with a null `shift` (see
+/// [`crate::wide::WideAddSquaresF32`]): a subtraction, a multiply and an add per element,
+/// unfused, as the inline step.
+///
+/// # Safety
+/// As [`crate::wide::WideAddSquaresF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn add_squares(
+    src: *const f32,
+    n: usize,
+    acc: *mut f32,
+    shift: *const f32,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if shift.is_null() {
+            add_mapped(src, n, acc, |x| _mm512_mul_ps(x, x), |x| x * x)
+        } else {
+            let (m, v) = (*shift, _mm512_set1_ps(*shift));
+            let d = |x| _mm512_sub_ps(x, v);
+            add_mapped(src, n, acc, |x| _mm512_mul_ps(d(x), d(x)), |x| (x - m) * (x - m))
+        }
+    }
+}
+
+/// `dst[i] = (src[i] - *shift) · *s`, or `src[i] · *s` with a null `shift` (see
+/// [`crate::wide::WideShiftScaleF32`]).
+///
+/// # Safety
+/// As [`crate::wide::WideShiftScaleF32`]; the CPU must have AVX-512F/DQ/VL.
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,fma")]
+pub(super) unsafe extern "C" fn shift_scale(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    shift: *const f32,
+    s: *const f32,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let k = _mm512_set1_ps(*s);
+        if shift.is_null() {
+            run(src, dst, n, |x| _mm512_mul_ps(x, k))
+        } else {
+            let m = _mm512_set1_ps(*shift);
+            run(src, dst, n, |x| _mm512_mul_ps(_mm512_sub_ps(x, m), k))
+        }
+    }
+}
+
+/// `f(src[i])` added into `acc` in the inline pass's order (`g` is `f` on one element, for the
+/// tail): two 16-lane accumulators, the inline pass's eight 4-lane ones side by side.
+///
+/// # Safety
+/// As [`crate::wide::WideAddF32`]; AVX-512F.
+#[inline(always)]
+unsafe fn add_mapped(
+    src: *const f32,
+    n: usize,
+    acc: *mut f32,
+    f: impl Fn(__m512) -> __m512,
+    g: impl Fn(f32) -> f32,
+) {
+    unsafe {
+        let (mut a0, mut a1) = (load_acc(acc), load_acc(acc.add(16)));
+        let mut fold = |x0, x1| {
+            a0 = _mm512_add_ps(a0, f(x0));
+            a1 = _mm512_add_ps(a1, f(x1));
+        };
+        let i = pairs_of_16(src, n, &mut fold);
+        store_acc(acc, a0);
+        store_acc(acc.add(16), a1);
+        let mut tail = [0f32; super::ACC_LANES];
+        let rest = n - i;
+        for (k, t) in tail[..rest].iter_mut().enumerate() {
+            *t = g(*src.add(i + k));
+        }
+        super::sum_tail(&tail[..rest], acc);
+    }
+}
+
+/// Calls `fold(x0, x1)` on `src[i..i + 16]` and `src[i + 16..i + 32]` for `i = 0, 32, …` while
+/// `i + 32 <= n`, and returns the first `i` not folded (`n` rounded down to 32).
+///
+/// A `src` that is not on a cache line (a NumPy array starts 16 bytes past one) would make
+/// three of every four 512-bit loads split two lines, a second cache access each; so from such
+/// a `src` the loop loads whole aligned lines and shifts each pair into place with one
+/// `vpermt2ps` (a shuffle port, idle in these loops), which is as fast as aligned data. The
+/// vectors are the same either way, so the bits do not depend on the alignment. Never reads
+/// outside `src[..n]` (the first line is loaded masked; the last lines the unaligned way).
+///
+/// # Safety
+/// `src` valid for `n` reads; AVX-512F.
+#[inline(always)]
+unsafe fn pairs_of_16(src: *const f32, n: usize, fold: &mut impl FnMut(__m512, __m512)) -> usize {
+    let mut i = 0;
+    unsafe {
+        let shift = (src as usize % 64) / 4;
+        if src as usize % 4 == 0 && shift != 0 && n >= 64 {
+            // Before `src` when `shift > 0`: only ever read through a mask or at `+ 16·k`.
+            let base = src.wrapping_sub(shift);
+            let lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+            let idx = _mm512_add_epi32(lane, _mm512_set1_epi32(shift as i32));
+            // Lanes `shift..16` of the line holding `src[0]`: the elements from `src[0]` on.
+            let mut line = _mm512_maskz_load_ps(u16::MAX << shift, base);
+            // Line `base + i + 32` ends at element `i + 48 - shift`: whole while `i + 48 <= n`.
+            while i + 48 <= n {
+                let next = _mm512_load_ps(base.add(i + 16));
+                let after = _mm512_load_ps(base.add(i + 32));
+                fold(
+                    _mm512_permutex2var_ps(line, idx, next),
+                    _mm512_permutex2var_ps(next, idx, after),
+                );
+                line = after;
+                i += 32;
+            }
+        }
+        while i + 32 <= n {
+            fold(_mm512_loadu_ps(src.add(i)), _mm512_loadu_ps(src.add(i + 16)));
+            i += 32;
+        }
+    }
+    i
 }
 
 /// `dst[i] = src[i] · s` (see [`crate::wide::WideScaleF32`]).
@@ -298,15 +432,17 @@ pub(super) unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, 
 
 /// 16 of the vector accumulators of `acc` (see [`crate::wide::SUM_ACC`]), loaded as the four
 /// 128-bit vectors the kernel stores them as (a 512-bit load of four narrower stores cannot be
-/// forwarded from the store buffer: it would wait for them to reach the cache).
+/// forwarded from the store buffer: it would wait for them to reach the cache; see
+/// [`super::load_128`]).
 ///
 /// # Safety
 /// AVX-512F; `acc` valid for 16 reads.
 #[inline(always)]
 unsafe fn load_acc(acc: *const f32) -> __m512 {
+    use super::load_128;
     unsafe {
-        let lo = _mm256_set_m128(_mm_loadu_ps(acc.add(4)), _mm_loadu_ps(acc));
-        let hi = _mm256_set_m128(_mm_loadu_ps(acc.add(12)), _mm_loadu_ps(acc.add(8)));
+        let lo = _mm256_set_m128(load_128(acc.add(4)), load_128(acc));
+        let hi = _mm256_set_m128(load_128(acc.add(12)), load_128(acc.add(8)));
         _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi)
     }
 }

@@ -190,6 +190,35 @@ pub type WideSumF32 = unsafe extern "C" fn(
 /// routine's level.
 pub type WideMaxF32 = unsafe extern "C" fn(src: *const f32, n: usize, acc: *mut f32);
 
+/// A running sum: `src[..n]` added into the accumulators `acc[0..SUM_ACC]` exactly as a
+/// [`WideSumF32`] adds its results (the inline row pass's `sum`/`mean` step on a plain input:
+/// `acc + x` per lane, the same lanes in the same order), so the bits are the inline loop's.
+///
+/// Safety: `src` valid for `n` reads, `acc` for [`SUM_ACC`] reads and writes, the CPU has the
+/// routine's level.
+pub type WideAddF32 = unsafe extern "C" fn(src: *const f32, n: usize, acc: *mut f32);
+
+/// A running sum of squares: `(src[i] - *shift)²`, or `src[i]²` with a null `shift`, added
+/// into `acc` as [`WideAddF32`] adds `src[i]` (a variance's pass: `mean((x - mu)·(x - mu))`).
+/// Per element one subtraction, one multiply and one add, unfused, as the inline step.
+///
+/// Safety: as [`WideAddF32`], and `shift` null or valid for one read.
+pub type WideAddSquaresF32 =
+    unsafe extern "C" fn(src: *const f32, n: usize, acc: *mut f32, shift: *const f32);
+
+/// `dst[i] = (src[i] - *shift) · *s`, or `src[i] · *s` with a null `shift` (a normalisation's
+/// last pass: `(x - mu) · rsqrt(var + eps)`), one subtraction and one multiply, unfused, as the
+/// inline step; `src == dst` allowed, as [`WideF32`].
+///
+/// Safety: as [`WideF32`], `shift` null or valid for one read, `s` valid for one read.
+pub type WideShiftScaleF32 = unsafe extern "C" fn(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    shift: *const f32,
+    s: *const f32,
+);
+
 /// `dst[i] = src[i] · *s` for `i < n` (one IEEE multiply, `src[i]` the first operand, as the
 /// inline `fmul`); `src == dst` allowed, as [`WideF32`].
 ///
@@ -204,17 +233,25 @@ pub enum Helper {
     Max,
     /// [`WideScaleF32`], `tfn_wide_scale_f32_<level>`.
     Scale,
+    /// [`WideAddF32`], `tfn_wide_add_f32_<level>`.
+    Add,
+    /// [`WideAddSquaresF32`], `tfn_wide_add_squares_f32_<level>`.
+    AddSquares,
+    /// [`WideShiftScaleF32`], `tfn_wide_shift_scale_f32_<level>`.
+    ShiftScale,
 }
 
 impl Helper {
-    /// Both helpers.
-    pub const ALL: [Helper; 2] = [Helper::Max, Helper::Scale];
+    /// Every helper.
+    pub const ALL: [Helper; 5] =
+        [Helper::Max, Helper::Scale, Helper::Add, Helper::AddSquares, Helper::ShiftScale];
 
     /// How many pointer-sized parameters the routine takes.
     pub fn params(self) -> usize {
         match self {
-            Helper::Max => 3,
-            Helper::Scale => 4,
+            Helper::Max | Helper::Add => 3,
+            Helper::Scale | Helper::AddSquares => 4,
+            Helper::ShiftScale => 5,
         }
     }
 }
@@ -235,6 +272,22 @@ fn helper_row(level: SimdLevel, h: Helper) -> Option<(&'static str, *const u8)> 
             }
             (SimdLevel::Avx512, Helper::Scale) => {
                 ("tfn_wide_scale_f32_avx512", avx512::scale as *const u8)
+            }
+            (SimdLevel::Avx2, Helper::Add) => ("tfn_wide_add_f32_avx2", avx2::add as *const u8),
+            (SimdLevel::Avx512, Helper::Add) => {
+                ("tfn_wide_add_f32_avx512", avx512::add as *const u8)
+            }
+            (SimdLevel::Avx2, Helper::AddSquares) => {
+                ("tfn_wide_add_squares_f32_avx2", avx2::add_squares as *const u8)
+            }
+            (SimdLevel::Avx512, Helper::AddSquares) => {
+                ("tfn_wide_add_squares_f32_avx512", avx512::add_squares as *const u8)
+            }
+            (SimdLevel::Avx2, Helper::ShiftScale) => {
+                ("tfn_wide_shift_scale_f32_avx2", avx2::shift_scale as *const u8)
+            }
+            (SimdLevel::Avx512, Helper::ShiftScale) => {
+                ("tfn_wide_shift_scale_f32_avx512", avx512::shift_scale as *const u8)
             }
         };
         Some(row)
@@ -267,7 +320,24 @@ pub fn dispatched_helper_symbol(h: Helper) -> Option<&'static str> {
     Some(match h {
         Helper::Max => "tfn_wide_max_f32_best",
         Helper::Scale => "tfn_wide_scale_f32_best",
+        Helper::Add => "tfn_wide_add_f32_best",
+        Helper::AddSquares => "tfn_wide_add_squares_f32_best",
+        Helper::ShiftScale => "tfn_wide_shift_scale_f32_best",
     })
+}
+
+/// Four accumulators at `p`, as one 128-bit load that the compiler may not merge with its
+/// neighbours: the kernel stores its accumulators as 128-bit vectors right before the call, and
+/// a wider load of several such stores cannot be forwarded from the store buffer (it waits for
+/// them to reach the cache, about as long as a whole 1024-element row's additions). LLVM merges
+/// adjacent `_mm_loadu_ps` into one 512-bit load unless it cannot see that they are adjacent.
+///
+/// Safety: `p` valid for 4 reads; SSE.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn load_128(p: *const f32) -> std::arch::x86_64::__m128 {
+    // SAFETY: the caller's promise.
+    unsafe { std::arch::x86_64::_mm_loadu_ps(std::hint::black_box(p)) }
 }
 
 /// Folds the last `vals.len() < ACC_LANES` elements of a [`WideMaxF32`] into `acc`.
@@ -438,6 +508,35 @@ mod exports {
                 // SAFETY: the caller (a kernel) keeps the routine's contract.
                 unsafe { super::super::$level::max(src, n, acc) }
             }
+            /// The running sum at this level.
+            #[export_name = concat!("tfn_wide_add_f32_", $suffix)]
+            unsafe extern "C" fn add(src: *const f32, n: usize, acc: *mut f32) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::add(src, n, acc) }
+            }
+            /// The running sum of squares at this level.
+            #[export_name = concat!("tfn_wide_add_squares_f32_", $suffix)]
+            unsafe extern "C" fn add_squares(
+                src: *const f32,
+                n: usize,
+                acc: *mut f32,
+                shift: *const f32,
+            ) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::add_squares(src, n, acc, shift) }
+            }
+            /// The shifting and scaling routine at this level.
+            #[export_name = concat!("tfn_wide_shift_scale_f32_", $suffix)]
+            unsafe extern "C" fn shift_scale(
+                src: *const f32,
+                dst: *mut f32,
+                n: usize,
+                shift: *const f32,
+                s: *const f32,
+            ) {
+                // SAFETY: the caller (a kernel) keeps the routine's contract.
+                unsafe { super::super::$level::shift_scale(src, dst, n, shift, s) }
+            }
             /// The scaling routine at this level.
             #[export_name = concat!("tfn_wide_scale_f32_", $suffix)]
             unsafe extern "C" fn scale(src: *const f32, dst: *mut f32, n: usize, s: *const f32) {
@@ -518,9 +617,44 @@ mod exports {
     }
     super::for_each_routine!(best_exports);
 
-    /// `tfn_wide_max_f32_best` and `tfn_wide_scale_f32_best`, dispatched as the functions'.
+    /// `tfn_wide_<helper>_f32_best` of every helper, dispatched as the functions'.
     mod best_helpers {
-        use crate::wide::{avx2, avx512, WideMaxF32, WideScaleF32};
+        use crate::wide::{avx2, avx512, WideAddF32, WideMaxF32, WideScaleF32};
+        use crate::wide::{WideAddSquaresF32, WideShiftScaleF32};
+
+        /// The running sum of squares at the widest level this CPU runs.
+        #[export_name = "tfn_wide_add_squares_f32_best"]
+        unsafe extern "C" fn add_squares(src: *const f32, n: usize, acc: *mut f32, m: *const f32) {
+            dispatch_best!(
+                WideAddSquaresF32,
+                avx512::add_squares,
+                avx2::add_squares,
+                (src, n, acc, m)
+            )
+        }
+
+        /// The shifting and scaling routine at the widest level this CPU runs.
+        #[export_name = "tfn_wide_shift_scale_f32_best"]
+        unsafe extern "C" fn shift_scale(
+            src: *const f32,
+            dst: *mut f32,
+            n: usize,
+            m: *const f32,
+            s: *const f32,
+        ) {
+            dispatch_best!(
+                WideShiftScaleF32,
+                avx512::shift_scale,
+                avx2::shift_scale,
+                (src, dst, n, m, s)
+            )
+        }
+
+        /// The running sum at the widest level this CPU runs.
+        #[export_name = "tfn_wide_add_f32_best"]
+        unsafe extern "C" fn add(src: *const f32, n: usize, acc: *mut f32) {
+            dispatch_best!(WideAddF32, avx512::add, avx2::add, (src, n, acc))
+        }
 
         /// The running max at the widest level this CPU runs.
         #[export_name = "tfn_wide_max_f32_best"]
