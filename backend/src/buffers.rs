@@ -265,7 +265,7 @@ pub fn assign_tensor(dst: &mut TensorViewMut<'_>, src: &Tensor) -> Result<bool, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{s, Array3};
+    use ndarray::{s, Array3, ArrayD};
 
     /// The blocked copy of an input view gives what the element-by-element one gives, for
     /// transposes (large enough to split across threads), slices, reversed and stepped axes.

@@ -101,7 +101,7 @@ mod aligned_tests {
             }
             let bytes: Vec<u8> = vec![7; 2 * n + align_pad::<u8>(2 * n)];
             let b = aligned_array(bytes, &[n, 2]).expect("shape");
-            assert!(n == 0 || b.as_ptr() as usize % BUFFER_ALIGN == 0);
+            assert!(n == 0 || (b.as_ptr() as usize).is_multiple_of(BUFFER_ALIGN));
             assert!(b.as_slice().is_some());
         }
         assert!(aligned_array(vec![0f64; 5], &[5]).is_err());

@@ -390,7 +390,7 @@ unsafe fn pairs_of_16(src: *const f32, n: usize, fold: &mut impl FnMut(__m512, _
     let mut i = 0;
     unsafe {
         let shift = (src as usize % 64) / 4;
-        if src as usize % 4 == 0 && shift != 0 && n >= 64 {
+        if (src as usize).is_multiple_of(4) && shift != 0 && n >= 64 {
             // Before `src` when `shift > 0`: only ever read through a mask or at `+ 16·k`.
             let base = src.wrapping_sub(shift);
             let lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
