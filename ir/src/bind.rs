@@ -28,19 +28,21 @@ pub enum BindError {
     /// equal and the message names the two axes.
     #[error("{}", mismatch_message(.first, .second))]
     Mismatch { first: AxisRef, second: AxisRef },
-    #[error("size `s{sym}` = {numerator} / {denominator} is not a whole number")]
-    InexactDiv { sym: u32, numerator: i64, denominator: i64 },
-    #[error("size `s{sym}` divides by {denominator}, which is not positive")]
-    BadDivisor { sym: u32, denominator: i64 },
-    #[error("size `s{sym}` would be negative ({value})")]
-    Negative { sym: u32, value: i64 },
+    // A derived size's errors name it as computed from the inputs' axes (`size`, from
+    // `Binder::describe`: `x.shape[0] * x.shape[1] / 2`), not by its internal symbol `sym`.
+    #[error("size `{size}` = {numerator} / {denominator} is not a whole number")]
+    InexactDiv { sym: u32, size: String, numerator: i64, denominator: i64 },
+    #[error("size `{size}` divides by {denominator}, which is not positive")]
+    BadDivisor { sym: u32, size: String, denominator: i64 },
+    #[error("size `{size}` would be negative ({value})")]
+    Negative { sym: u32, size: String, value: i64 },
     /// A convolution or pooling window does not fit its (padded) input.
-    #[error("size `s{sym}`: {message}")]
-    Window { sym: u32, message: String },
-    #[error("size `s{sym}` overflows")]
-    Overflow { sym: u32 },
-    #[error("size `s{sym}` is a slice with step 0")]
-    ZeroStep { sym: u32 },
+    #[error("size `{size}`: {message}")]
+    Window { sym: u32, size: String, message: String },
+    #[error("size `{size}` overflows")]
+    Overflow { sym: u32, size: String },
+    #[error("size `{size}` is a slice with step 0")]
+    ZeroStep { sym: u32, size: String },
     /// Two sizes the graph requires equal (one of [`Graph::checks`]) differ for these inputs:
     /// e.g. two slices multiplied elementwise have different lengths, or a `reshape` to a
     /// static shape gets the wrong number of elements.
@@ -340,6 +342,10 @@ fn check_sym_references(graph: &Graph) -> Result<(), BindError> {
 /// Nesting bound for derived symbols referring to each other (cycles would recurse forever).
 const MAX_DEPTH: usize = 256;
 
+/// Characters of a size's description in an error message (a generated graph's sizes can be
+/// long expressions).
+const MAX_DESCRIPTION: usize = 200;
+
 /// Evaluates symbols on demand (memoised) from a call's input shapes.
 pub(crate) struct Binder<'a> {
     pub(crate) params: &'a [GraphParam],
@@ -348,8 +354,100 @@ pub(crate) struct Binder<'a> {
     pub(crate) values: Vec<Option<usize>>,
 }
 
+/// Renders sizes for error messages (see [`Describe::describe`]).
+#[derive(Clone, Copy)]
+struct Describe<'a> {
+    params: &'a [GraphParam],
+    syms: &'a [SymDef],
+}
+
+impl Describe<'_> {
+    /// Size `sym` as users can read it: input sizes as `x.shape[1]`, derived ones as their
+    /// expressions over those (`x.shape[0] * x.shape[1] / 2`), bounded in length.
+    pub(crate) fn describe(&self, sym: u32) -> String {
+        let mut out = String::new();
+        self.describe_sym(sym, 0, false, &mut out);
+        if out.chars().count() > MAX_DESCRIPTION {
+            out = out.chars().take(MAX_DESCRIPTION).collect::<String>() + "…";
+        }
+        out
+    }
+
+    fn describe_sym(&self, sym: u32, depth: usize, nested: bool, out: &mut String) {
+        use std::fmt::Write;
+        match self.syms.get(sym as usize) {
+            Some(SymDef::Input { sources }) => match sources.first() {
+                Some(&(param, axis)) => match self.params.get(param as usize) {
+                    Some(p) => {
+                        let _ = write!(out, "{}.shape[{axis}]", p.name);
+                    }
+                    None => {
+                        let _ = write!(out, "s{sym}");
+                    }
+                },
+                None => {
+                    let _ = write!(out, "s{sym}");
+                }
+            },
+            Some(SymDef::Derived(expr)) if depth < 8 && out.len() <= MAX_DESCRIPTION => {
+                self.describe_expr(expr, depth + 1, nested, out)
+            }
+            _ => {
+                let _ = write!(out, "s{sym}");
+            }
+        }
+    }
+
+    /// `nested`: the expression is an operand of an operator (parenthesised if it has one).
+    fn describe_expr(&self, expr: &DimExpr, depth: usize, nested: bool, out: &mut String) {
+        use std::fmt::Write;
+        let binary = |op: &str, a: &DimExpr, b: &DimExpr, out: &mut String| {
+            if nested {
+                out.push('(');
+            }
+            self.describe_expr(a, depth, true, out);
+            let _ = write!(out, " {op} ");
+            self.describe_expr(b, depth, true, out);
+            if nested {
+                out.push(')');
+            }
+        };
+        match expr {
+            DimExpr::Dim(Dim::Const(c)) => {
+                let _ = write!(out, "{c}");
+            }
+            DimExpr::Dim(Dim::Sym(Sym(s))) => self.describe_sym(*s, depth, nested, out),
+            DimExpr::Add(a, b) => binary("+", a, b, out),
+            DimExpr::Sub(a, b) => binary("-", a, b, out),
+            DimExpr::Mul(a, b) => binary("*", a, b, out),
+            DimExpr::Div(a, b) => binary("/", a, b, out),
+            DimExpr::CeilDiv(a, b) => {
+                out.push_str("ceil(");
+                self.describe_expr(a, depth, true, out);
+                out.push_str(" / ");
+                self.describe_expr(b, depth, true, out);
+                out.push(')');
+            }
+            DimExpr::SliceLen { size, start, end, step } => {
+                out.push_str("len(range(");
+                self.describe_expr(size, depth, false, out);
+                let end = end.map_or("end".to_string(), |e| e.to_string());
+                let _ = write!(out, ")[{start}:{end}:{step}])");
+            }
+            DimExpr::Window { size, kernel, stride, padding, dilation, .. } => {
+                out.push_str("window(");
+                self.describe_expr(size, depth, false, out);
+                out.push_str(", kernel ");
+                self.describe_expr(kernel, depth, false, out);
+                let _ = write!(out, ", stride {stride}, padding {padding}, dilation {dilation})");
+            }
+        }
+    }
+}
+
 impl Binder<'_> {
     pub(crate) fn eval_sym(&mut self, sym: u32, depth: usize) -> Result<usize, BindError> {
+        let names = Describe { params: self.params, syms: self.syms };
         let Some(def) = self.syms.get(sym as usize) else {
             return Err(BindError::Malformed(format!("`s{sym}` is not defined")));
         };
@@ -363,7 +461,11 @@ impl Binder<'_> {
             SymDef::Input { sources } => self.bind_input(sym, sources)?,
             SymDef::Derived(expr) => {
                 let v = self.eval_expr(sym, expr, depth)?;
-                usize::try_from(v).map_err(|_| BindError::Negative { sym, value: v })?
+                usize::try_from(v).map_err(|_| BindError::Negative {
+                    sym,
+                    size: names.describe(sym),
+                    value: v,
+                })?
             }
         };
         self.values[sym as usize] = Some(value);
@@ -409,7 +511,8 @@ impl Binder<'_> {
     }
 
     fn eval_expr(&mut self, sym: u32, expr: &DimExpr, depth: usize) -> Result<i64, BindError> {
-        let overflow = || BindError::Overflow { sym };
+        let names = Describe { params: self.params, syms: self.syms };
+        let overflow = || BindError::Overflow { sym, size: names.describe(sym) };
         match expr {
             DimExpr::Dim(Dim::Const(c)) => i64::try_from(*c).map_err(|_| overflow()),
             DimExpr::Dim(Dim::Sym(Sym(s))) => {
@@ -431,28 +534,31 @@ impl Binder<'_> {
             DimExpr::Div(a, b) => {
                 let (a, b) = self.eval_pair(sym, a, b, depth)?;
                 if b == 0 || a.checked_rem(b) != Some(0) {
-                    return Err(BindError::InexactDiv { sym, numerator: a, denominator: b });
+                    let size = names.describe(sym);
+                    return Err(BindError::InexactDiv { sym, size, numerator: a, denominator: b });
                 }
                 a.checked_div(b).ok_or_else(overflow)
             }
             DimExpr::CeilDiv(a, b) => {
                 let (a, b) = self.eval_pair(sym, a, b, depth)?;
                 if b <= 0 {
-                    return Err(BindError::BadDivisor { sym, denominator: b });
+                    let size = names.describe(sym);
+                    return Err(BindError::BadDivisor { sym, size, denominator: b });
                 }
                 Ok(a.div_euclid(b) + i64::from(a.rem_euclid(b) != 0))
             }
             DimExpr::SliceLen { size, start, end, step } => {
                 let size = self.eval_expr(sym, size, depth)?;
-                let (_, len) =
-                    slice_range(size, *start, *end, *step).ok_or(BindError::ZeroStep { sym })?;
+                let (_, len) = slice_range(size, *start, *end, *step)
+                    .ok_or_else(|| BindError::ZeroStep { sym, size: names.describe(sym) })?;
                 i64::try_from(len).map_err(|_| overflow())
             }
             DimExpr::Window { size, kernel, stride, padding, dilation, ceil } => {
                 let (n, k) = self.eval_pair(sym, size, kernel, depth)?;
                 let (s, p, d) = (i64::from(*stride), i64::from(*padding), i64::from(*dilation));
-                crate::op_window::window_len(n, k, s, p, d, *ceil)
-                    .map_err(|message| BindError::Window { sym, message })
+                crate::op_window::window_len(n, k, s, p, d, *ceil).map_err(|message| {
+                    BindError::Window { sym, size: names.describe(sym), message }
+                })
             }
         }
     }
