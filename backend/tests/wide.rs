@@ -521,12 +521,10 @@ fn running_sum_and_max_helpers_match_the_inline_steps_at_every_alignment() {
                 unsafe { add(src.as_ptr(), n, got.as_mut_ptr()) };
                 // Where two different NaNs meet in one add, which one comes out depends on the
                 // operand order the code generator picked (ARCHITECTURE.md, "NaNs too").
-                let nan_blind = |a: &[f32]| {
+                let nan_blind = |a: &[f32]| -> Vec<u32> {
                     a.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect()
                 };
-                let (got_bits, want_bits): (Vec<u32>, Vec<u32>) =
-                    (nan_blind(&got), nan_blind(&want));
-                assert_eq!(got_bits, want_bits, "add {what}");
+                assert_eq!(nan_blind(&got), nan_blind(&want), "add {what}");
                 let mut want = [f32::NEG_INFINITY; SUM_ACC];
                 want[9] = 2.0;
                 let mut got = want;
@@ -534,6 +532,34 @@ fn running_sum_and_max_helpers_match_the_inline_steps_at_every_alignment() {
                 // SAFETY: as above.
                 unsafe { max(src.as_ptr(), n, got.as_mut_ptr()) };
                 assert_eq!(bits(&got), bits(&want), "max {what}");
+                // A summing routine (softmax's `exp(x - max)`, summed), from `src` and in place.
+                let map = routine_f32(level, MathFn::Exp).expect("exp");
+                let (_, exp_sum) = routine_sum_f32(level, MathFn::Exp).expect("exp summing");
+                let m = 40.5f32;
+                let diffs: Vec<f32> = src.iter().map(|x| x - m).collect();
+                let want = call(map, &diffs);
+                let mut want_acc = [0.25f32; SUM_ACC];
+                let mut got_acc = want_acc;
+                inline_sum_order(&mut want_acc, &want);
+                let mut dst = vec![0f32; n];
+                // SAFETY: `src`, `dst` hold `n` values, `m` one; the CPU runs `level`.
+                unsafe { exp_sum(src.as_ptr(), dst.as_mut_ptr(), n, got_acc.as_mut_ptr(), &m) };
+                assert_same(&format!("exp sum {what}"), src, &dst, &want);
+                assert_eq!(nan_blind(&got_acc), nan_blind(&want_acc), "exp sum {what}: sums");
+                let saved = backing.clone();
+                let p = backing[start..].as_mut_ptr();
+                let mut got_acc = [0.25f32; SUM_ACC];
+                // SAFETY: as above, read and written in place.
+                unsafe { exp_sum(p, p, n, got_acc.as_mut_ptr(), &m) };
+                assert_same(
+                    &format!("exp sum in place {what}"),
+                    &want,
+                    &backing[start..start + n],
+                    &want,
+                );
+                assert_eq!(nan_blind(&got_acc), nan_blind(&want_acc), "in place {what}: sums");
+                backing.copy_from_slice(&saved);
+                let src = &backing[start..start + n];
                 for shift in [None, Some(-2.75f32)] {
                     // The inline steps: `d = x - m` (or `x`), `d·d` summed; `d·s` stored.
                     let d: Vec<f32> = src.iter().map(|&x| shift.map_or(x, |m| x - m)).collect();
@@ -544,9 +570,7 @@ fn running_sum_and_max_helpers_match_the_inline_steps_at_every_alignment() {
                     let m = shift.as_ref().map_or(std::ptr::null(), |m| m as *const f32);
                     // SAFETY: as above; `m` null or one value.
                     unsafe { squares(src.as_ptr(), n, got.as_mut_ptr(), m) };
-                    let (got_bits, want_bits): (Vec<u32>, Vec<u32>) =
-                        (nan_blind(&got), nan_blind(&want));
-                    assert_eq!(got_bits, want_bits, "add_squares {shift:?} {what}");
+                    assert_eq!(nan_blind(&got), nan_blind(&want), "add_squares {shift:?} {what}");
                     let k = 0.37f32;
                     let want: Vec<f32> = d.iter().map(|&d| d * k).collect();
                     let mut out = vec![0f32; n];

@@ -211,18 +211,21 @@ unsafe fn run_sum(
     acc: *mut f32,
     f: impl Fn(__m512) -> __m512,
 ) {
-    let mut i = 0;
     unsafe {
         let (mut a0, mut a1) = (load_acc(acc), load_acc(acc.add(16)));
-        while i + 32 <= n {
-            let y0 = f(_mm512_loadu_ps(src.add(i)));
-            let y1 = f(_mm512_loadu_ps(src.add(i + 16)));
-            _mm512_storeu_ps(dst.add(i), y0);
-            _mm512_storeu_ps(dst.add(i + 16), y1);
+        // In place (`src == dst`) too: every element is loaded before a store reaches it (a
+        // pair is stored once the lines it needs, the shifted path's `after` included, are in
+        // registers).
+        let mut at = 0;
+        let mut fold = |x0, x1| {
+            let (y0, y1) = (f(x0), f(x1));
+            _mm512_storeu_ps(dst.add(at), y0);
+            _mm512_storeu_ps(dst.add(at + 16), y1);
             a0 = _mm512_add_ps(a0, y0);
             a1 = _mm512_add_ps(a1, y1);
-            i += 32;
-        }
+            at += 32;
+        };
+        let i = pairs_of_16(src, n, &mut fold);
         store_acc(acc, a0);
         store_acc(acc.add(16), a1);
         let rest = n - i;
