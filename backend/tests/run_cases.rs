@@ -172,23 +172,13 @@ fn softmax_rows_of_every_tail_and_special_values() {
                 }
                 _ => unreachable!("float input"),
             }
-            let mut first: Option<Vec<u64>> = None;
-            for threads in 1..=4 {
-                let got = check_against_interp(graph, &inputs, Tolerance::ROUNDING, threads)
-                    .and_then(|f| f.run(&common::views(&inputs)).map_err(|e| e.to_string()));
-                match got {
-                    Err(e) => failures.push(format!("{name} {shape:?}, {threads} threads: {e}")),
-                    Ok(out) => {
-                        let b = tfn_test_utils::bits(&out[0]);
-                        match &first {
-                            None => first = Some(b),
-                            Some(one) if *one != b => failures
-                                .push(format!("{name} {shape:?}: {threads} threads differ from 1")),
-                            Some(_) => {}
-                        }
-                    }
-                }
-            }
+            let what = format!("{name} {shape:?}");
+            failures.extend(same_bits_on_1_to_4_threads(
+                graph,
+                &inputs,
+                Tolerance::ROUNDING,
+                &what,
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -214,24 +204,39 @@ fn normalisation_rows_and_sums_of_every_tail_length() {
         shapes.push(vec![67, 1031]);
         for shape in shapes {
             let inputs = random_inputs(&mut rng, &graph, &shape, (-3.0, 5.0));
-            let mut first: Option<Vec<u64>> = None;
-            for threads in 1..=4 {
-                let got = check_against_interp(&graph, &inputs, tol, threads)
-                    .and_then(|f| f.run(&common::views(&inputs)).map_err(|e| e.to_string()));
-                match got {
-                    Err(e) => failures.push(format!("{name} {shape:?}, {threads} threads: {e}")),
-                    Ok(out) => {
-                        let b = tfn_test_utils::bits(&out[0]);
-                        match &first {
-                            None => first = Some(b),
-                            Some(one) if *one != b => failures
-                                .push(format!("{name} {shape:?}: {threads} threads differ from 1")),
-                            Some(_) => {}
-                        }
+            let what = format!("{name} {shape:?}");
+            failures.extend(same_bits_on_1_to_4_threads(&graph, &inputs, tol, &what));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `graph` on `inputs` against the interpreter at every SIMD level (`check_against_interp`) on
+/// 1–4 threads, and its first output the same bits on each: the failures, named by `what`.
+fn same_bits_on_1_to_4_threads(
+    graph: &tfn_ir::Graph,
+    inputs: &[tfn_ir::Tensor],
+    tol: Tolerance,
+    what: &str,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut first: Option<Vec<u64>> = None;
+    for threads in 1..=4 {
+        let got = check_against_interp(graph, inputs, tol, threads)
+            .and_then(|f| f.run(&common::views(inputs)).map_err(|e| e.to_string()));
+        match got {
+            Err(e) => failures.push(format!("{what}, {threads} threads: {e}")),
+            Ok(out) => {
+                let b = tfn_test_utils::bits(&out[0]);
+                match &first {
+                    None => first = Some(b),
+                    Some(one) if *one != b => {
+                        failures.push(format!("{what}: {threads} threads differ from 1"))
                     }
+                    Some(_) => {}
                 }
             }
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures
 }
