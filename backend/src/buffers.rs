@@ -16,8 +16,9 @@ pub(crate) struct RawBuf {
 
 /// A zero-filled tensor starting on a cache line (`tfn_ir::BUFFER_ALIGN`; large ones come
 /// from `calloc`, so untouched pages cost nothing; from [`huge_pages::MIN_OWN_BYTES`] on they
-/// are advised onto huge pages before anything touches them), or [`RunError::OutOfMemory`] when the allocator has not the memory (a process or
-/// container limit): a call fails instead of aborting the process.
+/// are advised onto huge pages before anything touches them), or [`RunError::OutOfMemory`]
+/// when the allocator has not the memory (a process or container limit): a call fails
+/// instead of aborting the process.
 pub(crate) fn alloc(dtype: DType, shape: &[usize]) -> Result<Tensor, RunError> {
     let out_of_memory = || RunError::OutOfMemory { dtype, shape: shape.to_vec() };
     macro_rules! zeros {
@@ -269,6 +270,26 @@ mod tests {
 
     /// The blocked copy of an input view gives what the element-by-element one gives, for
     /// transposes (large enough to split across threads), slices, reversed and stepped axes.
+    /// Every dtype's buffers start on a cache line, hold zeros and have the asked shape (the
+    /// wide routines' loads and stores of tfn's own buffers never split a line).
+    #[test]
+    fn allocated_tensors_start_on_a_cache_line() {
+        let dtypes = [DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64];
+        let dtypes = dtypes.into_iter().chain([DType::F16, DType::BF16, DType::F32, DType::F64]);
+        for dtype in dtypes {
+            for shape in [vec![1usize], vec![3, 5], vec![1000], vec![70_001], vec![0, 4]] {
+                let mut t = alloc(dtype, &shape).expect("alloc");
+                assert_eq!(t.shape(), &shape[..]);
+                let n: usize = shape.iter().product();
+                let p = tensor_buf(&mut t).ptr as usize;
+                assert!(n == 0 || p.is_multiple_of(tfn_ir::BUFFER_ALIGN), "{dtype:?} {shape:?}");
+                if let Tensor::F32(a) = &t {
+                    assert!(a.iter().all(|&x| x.to_bits() == 0) && a.as_slice().is_some());
+                }
+            }
+        }
+    }
+
     #[test]
     fn strided_inputs_copy_as_the_element_walk_does() {
         let big = ArrayD::from_shape_fn(IxDyn(&[3, 200, 300]), |i| {

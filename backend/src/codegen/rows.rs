@@ -242,13 +242,10 @@ impl Emitter<'_> {
                 self.wide_or_inline(b, lo, hi, &mut wide, &mut inline)
             } else if let Some((routine, o, factor)) = wide_scale {
                 let mut wide = |b: &mut FunctionBuilder| {
-                    let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2);
-                    let slot = b.create_sized_stack_slot(data);
-                    b.ins().stack_store(self.ptr_ty, factor, slot, 0);
+                    let s = self.scalar_arg(b, Some(factor));
                     let p = self.plan.inputs.len() + o;
                     let at = self.address(b, p, offs[p], Some(lo), DType::F32);
                     let n = b.ins().isub(hi, lo);
-                    let s = b.ins().stack_addr(self.ptr_ty, slot, 0);
                     b.ins().call(routine, &[at, at, n, s]);
                     Ok(())
                 };
