@@ -2,7 +2,7 @@
 //! lookup — TensorFlow's `FunctionLibraryRuntime::Instantiate` then `Run`, for hot loops.
 
 use crate::error::Error;
-use crate::session::{gather_inputs, guards_hold, Session};
+use crate::session::{guards_hold, Session};
 use crate::signature::{CallKind, Prepared};
 use crate::value::{OutputMut, Value};
 use std::sync::Arc;
@@ -45,10 +45,9 @@ impl Instantiated<'_> {
         if !guards_hold(&self.prepared, args, kwargs) {
             return self.session.call_kw(self.prepared.key.name(), args, kwargs);
         }
-        let inputs = gather_inputs(&self.prepared, args, kwargs, &[])?;
         let outputs = self
             .prepared
-            .run(&inputs, self.session.externs())
+            .call(args, kwargs, self.session.externs())
             .map_err(|e| self.session.explain(e, self.prepared.key.name(), args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
@@ -67,9 +66,8 @@ impl Instantiated<'_> {
         if !guards_hold(&self.prepared, args, kwargs) {
             return self.session.call_into_kw(self.prepared.key.name(), args, kwargs, outputs);
         }
-        let inputs = gather_inputs(&self.prepared, args, kwargs, &[])?;
         self.prepared
-            .run_into(&inputs, outputs, self.session.externs())
+            .call_into(args, kwargs, outputs, self.session.externs())
             .map_err(|e| self.session.explain(e, self.prepared.key.name(), args, kwargs))
     }
 }

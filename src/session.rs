@@ -327,9 +327,8 @@ impl Session {
         kwargs: &[(&str, Value)],
     ) -> Result<Vec<Value<'static>>, Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
-        let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
         let outputs = prepared
-            .run(&inputs, &*self.externs)
+            .call(args, kwargs, &*self.externs)
             .map_err(|e| self.explain(e, name, args, kwargs))?;
         Ok(outputs.into_iter().map(Value::from).collect())
     }
@@ -353,9 +352,8 @@ impl Session {
         outputs: &mut [OutputMut],
     ) -> Result<(), Error> {
         let prepared = self.prepare(CallKind::Call, name, args, kwargs)?;
-        let inputs = gather_inputs(&prepared, args, kwargs, &[])?;
         prepared
-            .run_into(&inputs, outputs, &*self.externs)
+            .call_into(args, kwargs, outputs, &*self.externs)
             .map_err(|e| self.explain(e, name, args, kwargs))
     }
 
@@ -673,20 +671,32 @@ fn source_tensor<'a>(
     args: &'a [Value],
     kwargs: &'a [(&str, Value)],
 ) -> Option<TensorValue<'a>> {
-    fn list_item<'a>(list: &'a Value, index: usize) -> Option<TensorValue<'a>> {
+    source_map(src, args, kwargs, |t| t.view())
+}
+
+/// `f` of the tensor argument feeding a graph parameter, borrowed where it is. (`args` and
+/// `kwargs` may borrow arrays for different lifetimes, and `Value` is invariant in its own:
+/// hence a function applied in place rather than a reference returned.)
+pub(crate) fn source_map<'a, R>(
+    src: &ParamSource,
+    args: &'a [Value],
+    kwargs: &'a [(&str, Value)],
+    f: impl for<'v> Fn(&'a TensorValue<'v>) -> R,
+) -> Option<R> {
+    fn list_item<'a, 'v>(list: &'a Value<'v>, index: usize) -> Option<&'a TensorValue<'v>> {
         match list {
-            Value::TensorList(ts) => ts.get(index).map(TensorValue::view),
+            Value::TensorList(ts) => ts.get(index),
             _ => None,
         }
     }
     match src {
-        ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(TensorValue::view),
-        ParamSource::Keyword(k) => {
-            kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(TensorValue::view)
-        }
+        ParamSource::Positional(i) => args.get(*i)?.as_tensor().map(f),
+        ParamSource::Keyword(k) => kwargs.iter().find(|(n, _)| n == k)?.1.as_tensor().map(f),
         ParamSource::ListItem { arg, index } => match &**arg {
-            ParamSource::Positional(i) => list_item(args.get(*i)?, *index),
-            ParamSource::Keyword(k) => list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index),
+            ParamSource::Positional(i) => list_item(args.get(*i)?, *index).map(f),
+            ParamSource::Keyword(k) => {
+                list_item(&kwargs.iter().find(|(n, _)| n == k)?.1, *index).map(f)
+            }
             ParamSource::ListItem { .. } => None,
         },
     }

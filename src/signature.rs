@@ -2,8 +2,9 @@
 //! and compiled function per signature.
 
 use crate::error::Error;
-use crate::session::{Backend, SessionOptions};
+use crate::session::{gather_inputs, source_map, Backend, SessionOptions};
 use crate::value::{OutputMut, TensorValue, Value};
+use smallvec::SmallVec;
 use tfn_backend::{CompiledFunction, JitCompiler, RunError, TensorView, TensorViewMut};
 use tfn_ir::interp::ExternKernels;
 use tfn_ir::lower::ParamSource;
@@ -341,6 +342,66 @@ impl Prepared {
             },
             fallbacks,
         })
+    }
+
+    /// Runs a call on its arguments (a [`CallKind::Call`]): the JIT reads the tensor
+    /// arguments in place, with no intermediate list of inputs on the heap.
+    pub(crate) fn call(
+        &self,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        externs: &dyn ExternKernels,
+    ) -> Result<Vec<Tensor>, Error> {
+        match &self.executor {
+            Executor::Jit(f) => {
+                let views = self.jit_views(args, kwargs)?;
+                f.run_with_externs(&views, externs).map_err(run_error)
+            }
+            Executor::Interp | Executor::Program { .. } => {
+                let inputs = gather_inputs(self, args, kwargs, &[])?;
+                self.run(&inputs, externs)
+            }
+        }
+    }
+
+    /// [`Self::call`] writing into caller-provided outputs.
+    pub(crate) fn call_into(
+        &self,
+        args: &[Value],
+        kwargs: &[(&str, Value)],
+        outputs: &mut [OutputMut],
+        externs: &dyn ExternKernels,
+    ) -> Result<(), Error> {
+        match &self.executor {
+            Executor::Jit(f) => {
+                let views = self.jit_views(args, kwargs)?;
+                let mut outs: SmallVec<[TensorViewMut; 2]> =
+                    outputs.iter_mut().map(OutputMut::reborrow).collect();
+                f.run_into_with_externs(&views, &mut outs, externs).map_err(run_error)
+            }
+            Executor::Interp | Executor::Program { .. } => {
+                let inputs = gather_inputs(self, args, kwargs, &[])?;
+                self.run_into(&inputs, outputs, externs)
+            }
+        }
+    }
+
+    /// The backend's views of the tensors feeding the graph's parameters, in order.
+    fn jit_views<'a>(
+        &self,
+        args: &'a [Value],
+        kwargs: &'a [(&str, Value)],
+    ) -> Result<SmallVec<[TensorView<'a>; 4]>, Error> {
+        self.params
+            .iter()
+            .map(|src| {
+                source_map(src, args, kwargs, backend_view).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "graph parameter source {src:?} is not a tensor argument"
+                    ))
+                })
+            })
+            .collect()
     }
 
     pub(crate) fn run(

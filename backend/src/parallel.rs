@@ -12,6 +12,7 @@
 use crate::abi::KernelFn;
 use crate::error::RunError;
 use crate::workers;
+use smallvec::{smallvec, SmallVec};
 
 /// Below this many elements touched a loop kernel runs on the calling thread. Measured on a
 /// 2-core Zen 4 (ARCHITECTURE.md → "Threads"): from 64K elements 2 threads run elementwise
@@ -34,7 +35,7 @@ pub(crate) struct Split {
 impl Split {
     /// The chunk bounds `[lo, hi)` for `threads` threads: one chunk below the threshold, else
     /// up to `threads` chunks of at least [`MIN_CHUNK_ELEMENTS`] each, aligned.
-    pub(crate) fn bounds(&self, threads: usize) -> Vec<(usize, usize)> {
+    pub(crate) fn bounds(&self, threads: usize) -> SmallVec<[(usize, usize); 4]> {
         let range = self.range;
         let per_step = self.work / range.max(1);
         let by_size = self.work / MIN_CHUNK_ELEMENTS.max(per_step.max(1));
@@ -44,7 +45,7 @@ impl Split {
             1
         };
         if chunks <= 1 {
-            return vec![(0, range)];
+            return smallvec![(0, range)];
         }
         let align = self.align.max(1);
         let per = range.div_ceil(chunks).div_ceil(align) * align;
@@ -127,9 +128,9 @@ mod tests {
     #[test]
     fn small_calls_stay_on_one_chunk() {
         let s = Split { range: 1000, work: MIN_PARALLEL_ELEMENTS - 1, align: 1 };
-        assert_eq!(s.bounds(4), vec![(0, 1000)]);
+        assert_eq!(s.bounds(4).to_vec(), vec![(0, 1000)]);
         let s = Split { range: 1 << 20, work: 1 << 20, align: 64 };
-        assert_eq!(s.bounds(1), vec![(0, 1 << 20)]);
+        assert_eq!(s.bounds(1).to_vec(), vec![(0, 1 << 20)]);
     }
 
     #[test]

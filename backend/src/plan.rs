@@ -15,6 +15,7 @@
 //! axes are walked (see `crate::codegen`).
 
 use crate::error::CodegenError;
+use smallvec::SmallVec;
 use tfn_ir::{DType, Dim, Graph, IndexKind, Op, Shape, ValueId};
 use tfn_passes::fusion::ViewOp;
 
@@ -576,7 +577,7 @@ impl LoopPlan {
     }
 
     /// Collapsed sizes for a concrete domain shape.
-    pub fn sizes(&self, domain: &[usize]) -> Vec<usize> {
+    pub fn sizes(&self, domain: &[usize]) -> SmallVec<[usize; 4]> {
         self.axes
             .iter()
             .map(|g| g.iter().map(|&a| domain.get(a).copied().unwrap_or(1)).product())

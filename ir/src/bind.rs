@@ -276,6 +276,11 @@ pub fn concrete_shape(shape: &Shape, sizes: &[usize]) -> Vec<usize> {
 
 /// Like [`concrete_shape`], but `None` when a symbol is not in `sizes`.
 pub fn try_concrete_shape(shape: &Shape, sizes: &[usize]) -> Option<Vec<usize>> {
+    try_concrete_dims(shape, sizes)
+}
+
+/// [`try_concrete_shape`] into any collection (a stack one on a hot path).
+pub fn try_concrete_dims<C: FromIterator<usize>>(shape: &Shape, sizes: &[usize]) -> Option<C> {
     shape
         .dims()
         .iter()

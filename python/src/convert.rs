@@ -14,6 +14,7 @@ use numpy::{
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use smallvec::SmallVec;
 use tfn::{Attr, DType, OutputMut, TensorValue, Value};
 use tfn_ir::dispatch::ArgKind;
 
@@ -358,22 +359,23 @@ fn view<'a>(a: &'a Bound<'_, PyUntypedArray>, dtype: DType) -> TensorValue<'a> {
     }
 }
 
+/// The `out=` arrays of a call, each with its dtype (on the stack for one or two).
+pub type OutArrays<'py> = SmallVec<[(Bound<'py, PyUntypedArray>, DType); 2]>;
+
 /// The `out=` arrays of a call, checked: supported dtype, writeable, viewable in place.
-pub fn out_arrays<'py>(
-    out: &Bound<'py, PyAny>,
-) -> PyResult<Vec<(Bound<'py, PyUntypedArray>, DType)>> {
+pub fn out_arrays<'py>(out: &Bound<'py, PyAny>) -> PyResult<OutArrays<'py>> {
     let py = out.py();
-    let items: Vec<Bound<'py, PyAny>> =
+    let items: SmallVec<[Bound<'py, PyAny>; 2]> =
         if out.is_instance_of::<PyTuple>() || out.is_instance_of::<PyList>() {
             out.try_iter()?.collect::<PyResult<_>>()?
         } else {
-            vec![out.clone()]
+            smallvec::smallvec![out.clone()]
         };
     let shape_error = |msg: String| -> PyResult<PyErr> {
         let c = errors::classes(py)?;
         Ok(errors::raise(py, &c.shape, msg))
     };
-    let mut arrays = Vec::with_capacity(items.len());
+    let mut arrays = SmallVec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let Ok(a) = item.cast_into::<PyUntypedArray>() else {
             return Err(shape_error(format!("out[{i}] must be a NumPy array"))?);

@@ -17,6 +17,7 @@ use pyo3::exceptions::{PyAttributeError, PyFileNotFoundError, PyKeyError, PyValu
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use smallvec::SmallVec;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use tfn::Value;
@@ -542,7 +543,7 @@ fn unknown(py: Python<'_>, session: &tfn::Session, name: &str) -> PyErr {
 
 /// The arguments of one call, converted.
 struct Call<'py> {
-    positional: Vec<Arg<'py>>,
+    positional: SmallVec<[Arg<'py>; 4]>,
     keywords: Vec<(String, Arg<'py>)>,
     out: Option<Bound<'py, PyAny>>,
 }
@@ -603,7 +604,7 @@ impl<'py> Call<'py> {
             .iter()
             .enumerate()
             .map(|(i, a)| Arg::from_py(a, &|| describe_arg(Some(i), None)))
-            .collect::<PyResult<Vec<_>>>()?;
+            .collect::<PyResult<SmallVec<_>>>()?;
         let mut keywords = Vec::new();
         if let Some(kwargs) = kwargs {
             keywords.reserve(kwargs.len());
@@ -616,7 +617,8 @@ impl<'py> Call<'py> {
         Ok(Call { positional, keywords, out: None })
     }
 
-    fn values(&self) -> (Vec<Value<'_>>, Vec<(&str, Value<'_>)>) {
+    /// The arguments as the session takes them (on the stack for up to four positional).
+    fn values(&self) -> (SmallVec<[Value<'_>; 4]>, Vec<(&str, Value<'_>)>) {
         let pos = self.positional.iter().map(Arg::value).collect();
         let kw = self.keywords.iter().map(|(k, a)| (k.as_str(), a.value())).collect();
         (pos, kw)
@@ -670,7 +672,7 @@ impl Function {
         weights: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let items: SmallVec<[Bound<'_, PyAny>; 4]> = args.iter().collect();
         let session = &*self.session;
         let name = self.name.as_str();
         let mut call = Call::parse(py, session, name, &items, kwargs)?;
@@ -688,7 +690,7 @@ impl Function {
                 let outs = convert::out_arrays(out)?;
                 let inputs = inputs_of(&call);
                 convert::no_overlap(py, &inputs, &outs)?;
-                let mut views: Vec<tfn::OutputMut> =
+                let mut views: SmallVec<[tfn::OutputMut; 2]> =
                     outs.iter().map(|(a, d)| convert::out_view(a, *d)).collect();
                 let r = py.detach(|| match params {
                     Some(p) => session.call_into_with_kw(name, &pos, &kw, p, &mut views),
@@ -730,7 +732,7 @@ impl Function {
         weights: Bound<'_, PyAny>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<String>> {
-        let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let items: SmallVec<[Bound<'_, PyAny>; 4]> = args.iter().collect();
         let session = &*self.session;
         let name = self.name.as_str();
         let call = Call::parse(py, session, name, &items, kwargs)?;
@@ -766,8 +768,8 @@ impl Function {
 /// Each array an input reads, with the argument's position or keyword (for messages).
 fn inputs_of<'a, 'py>(
     call: &'a Call<'py>,
-) -> Vec<(convert::ArgName<'a>, &'a Bound<'py, numpy::PyUntypedArray>)> {
-    let mut inputs = Vec::new();
+) -> SmallVec<[(convert::ArgName<'a>, &'a Bound<'py, numpy::PyUntypedArray>); 4]> {
+    let mut inputs = SmallVec::new();
     for (i, a) in call.positional.iter().enumerate() {
         inputs.extend(a.arrays().map(|arr| (convert::ArgName::Position(i), arr)));
     }

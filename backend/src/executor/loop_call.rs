@@ -6,14 +6,20 @@ use crate::abi::KernelFn;
 use crate::error::RunError;
 use crate::parallel;
 use crate::plan::{IndexedRole, LoopPlan};
+use smallvec::SmallVec;
 use tfn_ir::DType;
 
 /// A loop kernel's bound arguments, ready to call on its whole split range or a part of it.
+/// A kernel's argument slots: on the stack for small kernels (a 1-element call's overhead is
+/// mostly such bookkeeping: a heap list cost a malloc/free per call, a larger inline one a
+/// longer copy each time a `LoopCall` moves).
+pub(super) type KernelArgs = SmallVec<[i64; 16]>;
+
 pub(super) struct LoopCall {
-    pub(super) args: Vec<i64>,
+    pub(super) args: KernelArgs,
     pub(super) begin_slot: usize,
     /// Collapsed loop sizes.
-    pub(super) sizes: Vec<usize>,
+    pub(super) sizes: SmallVec<[usize; 4]>,
     /// The collapsed axis `begin..end` ranges over.
     pub(super) split: usize,
     /// Elements touched (for the threading decision).

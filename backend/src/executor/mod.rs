@@ -53,9 +53,9 @@ mod widened;
 pub use streamed::Streaming;
 
 use crate::wide::SimdLevel;
-use loop_call::{ErrorRecord, LoopCall, ReadIndex};
+use loop_call::{ErrorRecord, KernelArgs, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
-use state::{with_input_shapes, Direct, State};
+use state::{with_input_shapes, Direct, Owned, State};
 use steps::Epilogue;
 use steps::{compile_kernel, Step};
 pub(crate) use steps::{KernelRequest, KernelSource};
@@ -516,8 +516,8 @@ impl CompiledFunction {
         let mut st = State {
             pool: &self.pool,
             sizes,
-            bufs: vec![None; graph.nodes.len()],
-            owned: (0..graph.nodes.len()).map(|_| None).collect(),
+            bufs: smallvec::smallvec![None; graph.nodes.len()],
+            owned: Owned::new(graph.nodes.len()),
             direct: Vec::new(),
             strided: Vec::new(),
         };
@@ -540,7 +540,7 @@ impl CompiledFunction {
                     None => {
                         let mut t = buffers::strided_to_tensor(view, self.threads)?;
                         st.bufs[index] = Some(buffers::tensor_buf(&mut t));
-                        st.owned[index] = Some(t);
+                        st.owned.put(index, t);
                     }
                 }
             }
@@ -610,10 +610,12 @@ impl CompiledFunction {
                 for v in &graph.outputs {
                     let shape = st.shape(&graph.ty(*v).shape)?;
                     let owned_here = matches!(graph.node(*v).op, Op::Param(_));
-                    let t = match st.owned[v.index()].take() {
+                    let t = match st.owned.take(v.index()) {
                         Some(t) if !owned_here && t.shape() == shape.as_slice() => t,
                         other => {
-                            st.owned[v.index()] = other;
+                            if let Some(t) = other {
+                                st.owned.put(v.index(), t);
+                            }
                             let buf = st.buf(*v)?;
                             // SAFETY: as above.
                             unsafe { buffers::buf_to_tensor(buf, &shape)? }
@@ -636,7 +638,7 @@ impl CompiledFunction {
     ) -> Result<(), RunError> {
         match step {
             Step::Loop { plan, func, checks_empty, widened } => {
-                let domain = st.shape(&kernel.domain)?;
+                let domain = st.dims(&kernel.domain)?;
                 self.run_loop(st, plan, *func, &domain, *checks_empty, widened.as_ref())
             }
             Step::MatMul { node, folded, epilogue } => {
@@ -707,7 +709,7 @@ impl CompiledFunction {
                 let shape = st.shape(&n.ty.shape)?;
                 let [outer, len, inner] = crate::scan::scan_sizes(&shape, scan.axis);
                 let abi = AxisAbi { operands: n.inputs.len() + 1 };
-                let mut args = vec![0i64; abi.len()];
+                let mut args: KernelArgs = smallvec::smallvec![0; abi.len()];
                 for (k, v) in n.inputs.iter().enumerate() {
                     args[abi.ptr(k)] = st.buf(*v)?.ptr as i64;
                 }
@@ -750,7 +752,7 @@ impl CompiledFunction {
                 let x_buf = st.buf(x)?;
                 let out = st.alloc(arg.node, n.ty.dtype, &out_shape)?;
                 let abi = AxisAbi { operands: 2 };
-                let mut args = vec![0i64; abi.len()];
+                let mut args: KernelArgs = smallvec::smallvec![0; abi.len()];
                 args[abi.ptr(0)] = x_buf.ptr as i64;
                 args[abi.ptr(1)] = out.ptr as i64;
                 args[abi.outer()] = outer as i64;
@@ -833,7 +835,7 @@ impl CompiledFunction {
     ) -> Result<(), RunError> {
         let call = match epilogue {
             Some(Epilogue { plan, func, widened }) => {
-                let domain = st.shape(&kernel.domain)?;
+                let domain = st.dims(&kernel.domain)?;
                 let call = self.prepare_loop(st, plan, &domain, false, widened.as_ref())?;
                 call.map(|c| (c, plan, *func))
             }
@@ -923,7 +925,7 @@ impl CompiledFunction {
         if abi.rank != rank {
             return Err(RunError::Internal(format!("{rank} loop sizes for rank {}", abi.rank)));
         }
-        let mut args = vec![0i64; abi.len()];
+        let mut args: KernelArgs = smallvec::smallvec![0; abi.len()];
         // Inputs read through a view: the source buffer at the view's base offset, strides
         // from the source's bound shape.
         // (operand index, strides) of the view inputs; empty (no allocation) without views.
@@ -1120,7 +1122,7 @@ impl CompiledFunction {
                 st.bufs[v.index()] = Some(dst);
             } else {
                 st.bufs[v.index()] = Some(buffers::tensor_buf(&mut t));
-                st.owned[v.index()] = Some(t);
+                st.owned.put(v.index(), t);
             }
         }
         Ok(())

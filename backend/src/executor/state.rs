@@ -5,7 +5,8 @@ use crate::buffers::{self, RawBuf};
 use crate::error::RunError;
 use crate::pool::BufferPool;
 use crate::tensors::TensorView;
-use tfn_ir::bind::try_concrete_shape;
+use smallvec::SmallVec;
+use tfn_ir::bind::{try_concrete_dims, try_concrete_shape};
 use tfn_ir::{DType, Dim, Shape, Tensor, ValueId};
 
 /// Per-call state: bound sizes and the buffer of every value computed so far.
@@ -13,12 +14,56 @@ pub(super) struct State<'p> {
     /// Where intermediates come from (and go back to after the call).
     pub(super) pool: &'p BufferPool,
     pub(super) sizes: Vec<usize>,
-    pub(super) bufs: Vec<Option<RawBuf>>,
-    pub(super) owned: Vec<Option<Tensor>>,
+    /// Per graph value (on the stack for functions of up to 16 values).
+    pub(super) bufs: SmallVec<[Option<RawBuf>; 16]>,
+    /// The tensors this call allocated (intermediates, outputs, copied arguments).
+    pub(super) owned: Owned,
     /// Graph outputs written straight into contiguous caller buffers (few: a linear scan).
     pub(super) direct: Vec<Direct>,
     /// Strided arguments read in place (by GEMMs only), with their element strides.
     pub(super) strided: Vec<(ValueId, Vec<usize>)>,
+}
+
+/// The tensors a call owns, by value: a 4-byte slot per graph value into a short list of the
+/// values that own one. A dense `Vec<Option<Tensor>>` cost ~120 bytes per graph value, a
+/// 2–3 KB block for a small function, which is past glibc's small-block caches: every call
+/// paid `malloc_consolidate` for it (~5% of a 1-element Python call).
+pub(super) struct Owned {
+    slot: SmallVec<[u32; 32]>,
+    tensors: Vec<Option<Tensor>>,
+}
+
+impl Owned {
+    const NONE: u32 = u32::MAX;
+
+    /// Room for `values` graph values, none owned.
+    pub(super) fn new(values: usize) -> Self {
+        Owned { slot: smallvec::smallvec![Self::NONE; values], tensors: Vec::new() }
+    }
+
+    /// Records `t` as value `v`'s tensor (dropping one it had).
+    pub(super) fn put(&mut self, v: usize, t: Tensor) {
+        match self.slot[v] {
+            Self::NONE => {
+                self.slot[v] = self.tensors.len() as u32;
+                self.tensors.push(Some(t));
+            }
+            s => self.tensors[s as usize] = Some(t),
+        }
+    }
+
+    /// Value `v`'s tensor, if this call owns one (and `v` is in range).
+    pub(super) fn take(&mut self, v: usize) -> Option<Tensor> {
+        match self.slot.get(v).copied() {
+            None | Some(Self::NONE) => None,
+            Some(s) => self.tensors[s as usize].take(),
+        }
+    }
+
+    /// Every tensor still owned.
+    fn drain(&mut self) -> impl Iterator<Item = Tensor> + '_ {
+        self.tensors.iter_mut().filter_map(Option::take)
+    }
 }
 
 /// A graph output computed straight into the caller's buffer for output `output`.
@@ -53,6 +98,12 @@ impl State<'_> {
             .ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
     }
 
+    /// [`Self::shape`] on the stack (a loop's domain, bound on every call).
+    pub(super) fn dims(&self, shape: &Shape) -> Result<SmallVec<[usize; 6]>, RunError> {
+        try_concrete_dims(shape, &self.sizes)
+            .ok_or_else(|| RunError::Internal(format!("unbound size in {shape}")))
+    }
+
     /// Whether `shape` binds to exactly `dims` (no allocation).
     pub(super) fn shape_is(&self, shape: &Shape, dims: &[usize]) -> bool {
         shape.dims().len() == dims.len()
@@ -80,14 +131,14 @@ impl State<'_> {
 
     /// Hands every buffer this call still owns back to the pool (after the results are out).
     pub(super) fn recycle(&mut self) {
-        self.pool.give(self.owned.iter_mut().filter_map(Option::take));
+        self.pool.give(self.owned.drain());
     }
 
     /// Hands the buffers of values no later step reads back to the pool, so later steps of
     /// this call can reuse them (the values must not be read again: their pointers are gone).
     pub(super) fn release(&mut self, dead: &[ValueId]) {
         for v in dead {
-            if let Some(t) = self.owned.get_mut(v.index()).and_then(Option::take) {
+            if let Some(t) = self.owned.take(v.index()) {
                 self.bufs[v.index()] = None;
                 self.pool.give(std::iter::once(t));
             }
@@ -118,7 +169,7 @@ impl State<'_> {
             None => buffers::alloc(dtype, shape)?,
         };
         let buf = buffers::tensor_buf(&mut t);
-        self.owned[v.index()] = Some(t);
+        self.owned.put(v.index(), t);
         self.bufs[v.index()] = Some(buf);
         Ok(buf)
     }
