@@ -13,6 +13,7 @@
 
 use crate::graph::{Graph, GraphParam};
 use crate::shape::{Dim, DimExpr, Shape, Sym, SymDef};
+use smallvec::SmallVec;
 use thiserror::Error;
 
 /// Why a call's input shapes do not fit a graph.
@@ -222,7 +223,7 @@ pub fn bind_sizes_allocating(
         params: &graph.params,
         syms: &graph.syms,
         input_shapes,
-        values: vec![None; graph.syms.len()],
+        values: smallvec::smallvec![None; graph.syms.len()],
     };
     for i in 0..graph.syms.len() {
         binder.eval_sym(i as u32, 0)?;
@@ -356,7 +357,8 @@ pub(crate) struct Binder<'a> {
     pub(crate) params: &'a [GraphParam],
     pub(crate) syms: &'a [SymDef],
     pub(crate) input_shapes: &'a [&'a [usize]],
-    pub(crate) values: Vec<Option<usize>>,
+    /// Per symbol, once bound (on the stack for up to 8: binding runs on every call).
+    pub(crate) values: SmallVec<[Option<usize>; 8]>,
 }
 
 /// Renders sizes for error messages (see [`Describe::describe`]).
@@ -477,6 +479,16 @@ impl Binder<'_> {
         Ok(value)
     }
 
+    /// The size of axis `axis` of parameter `param` in this call (the error of [`Self::axis_ref`]
+    /// when there is no such axis).
+    fn axis_size(&self, sym: u32, (param, axis): (u32, u32)) -> Result<usize, BindError> {
+        let shape = self.input_shapes.get(param as usize);
+        match (self.params.get(param as usize), shape.and_then(|s| s.get(axis as usize))) {
+            (Some(_), Some(&n)) => Ok(n),
+            _ => self.axis_ref(sym, (param, axis)).map(|a| a.shape[a.axis]),
+        }
+    }
+
     fn axis_ref(&self, sym: u32, (param, axis): (u32, u32)) -> Result<AxisRef, BindError> {
         let p = self.params.get(param as usize);
         let shape = self.input_shapes.get(param as usize);
@@ -494,12 +506,14 @@ impl Binder<'_> {
         let Some(&first_source) = sources.first() else {
             return Err(BindError::Malformed(format!("input size `s{sym}` has no source")));
         };
-        let first = self.axis_ref(sym, first_source)?;
-        let value = first.shape[first.axis];
+        // Sizes are read in place; the named `AxisRef`s (a parameter name and a shape each)
+        // are built only for an error: this runs on every call.
+        let value = self.axis_size(sym, first_source)?;
         for &source in &sources[1..] {
-            let other = self.axis_ref(sym, source)?;
-            if other.shape[other.axis] != value {
-                return Err(BindError::Mismatch { first, second: other });
+            if self.axis_size(sym, source)? != value {
+                let first = self.axis_ref(sym, first_source)?;
+                let second = self.axis_ref(sym, source)?;
+                return Err(BindError::Mismatch { first, second });
             }
         }
         Ok(value)

@@ -54,7 +54,7 @@ impl SizeGuards {
             params: &self.params,
             syms: &self.syms,
             input_shapes,
-            values: vec![None; self.syms.len()],
+            values: smallvec::smallvec![None; self.syms.len()],
         };
         let mut value = |d: Dim| match d {
             Dim::Const(c) => Ok(usize::try_from(c).unwrap_or(usize::MAX)),
