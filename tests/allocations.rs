@@ -1,7 +1,9 @@
-//! How many heap allocations a cache-hit call makes, counted by this test binary's global
-//! allocator on the calling thread. A 1-element call is all overhead; that overhead was once
-//! mostly `malloc`/`free` of per-call lists (16 per call from Python), so this pins the count
-//! rather than a time (which no test asserts).
+//! How many heap allocations a cache-hit call makes, counted on the calling thread by the
+//! global allocator this module declares for the whole `it` binary (per thread, so the tests
+//! running beside it do not disturb the count; otherwise it only forwards to the system's).
+//! A 1-element call is all overhead, and that overhead was once mostly `malloc`/`free` of
+//! per-call lists (16 per call from Python): this pins the count rather than a time (which
+//! no test asserts).
 
 use ndarray::{ArrayD, IxDyn};
 use std::alloc::{GlobalAlloc, Layout, System};

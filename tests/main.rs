@@ -18,6 +18,7 @@ mod cli_robustness;
 mod fallbacks;
 
 // The `Session` API and whole programs through it.
+mod allocations;
 mod derived_sizes;
 mod index_ops;
 mod large_programs;
