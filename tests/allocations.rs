@@ -94,8 +94,7 @@ fn a_cache_hit_call_into_makes_at_most_two_allocations() {
     // until size binding stopped building a named description of every axis it read.)
     assert!(gelu <= 1.0, "{gelu} allocations per 1-element gelu call_into");
     assert!(affine <= 2.0, "{affine} allocations per affine call_into");
-    assert_eq!(y[[0]], {
-        let v = 0.5f32;
-        0.5 * v * (1.0 + (0.7978845608 * (v + 0.044715 * v * v * v)).tanh())
-    });
+    // The calls computed (gelu(0.5) = 0.345714; relu(0.5 * 2 - 1) = 0).
+    assert!((y[[0]] - 0.345_714).abs() < 1e-5, "gelu(0.5) = {}", y[[0]]);
+    assert!(z.iter().all(|&v| v == 0.0), "{z}");
 }
