@@ -192,6 +192,19 @@ pub fn bind_sizes_allocating(
     input_shapes: &[&[usize]],
     allocated: Allocated<'_>,
 ) -> Result<Vec<usize>, BindError> {
+    bind_sizes_inline(graph, input_shapes, allocated).map(SmallVec::into_vec)
+}
+
+/// Bound symbol sizes on the stack for graphs of up to eight symbols (a call's hot path:
+/// no allocation).
+pub type Sizes = SmallVec<[usize; 8]>;
+
+/// [`bind_sizes_allocating`] into [`Sizes`].
+pub fn bind_sizes_inline(
+    graph: &Graph,
+    input_shapes: &[&[usize]],
+    allocated: Allocated<'_>,
+) -> Result<Sizes, BindError> {
     if graph.params.len() != input_shapes.len() {
         return Err(BindError::ArgCount { expected: graph.params.len(), got: input_shapes.len() });
     }
@@ -228,7 +241,7 @@ pub fn bind_sizes_allocating(
     for i in 0..graph.syms.len() {
         binder.eval_sym(i as u32, 0)?;
     }
-    let sizes: Vec<usize> = binder.values.iter().map(|v| v.unwrap_or(0)).collect();
+    let sizes: Sizes = binder.values.iter().map(|v| v.unwrap_or(0)).collect();
 
     // Parameters may also mention derived symbols: their shapes must then come out right too.
     for (param, &shape) in graph.params.iter().zip(input_shapes) {

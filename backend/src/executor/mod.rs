@@ -29,7 +29,7 @@ use chunked::ChunkedReduce;
 pub(crate) use chunked::{CHUNK, MAX_ROWS as CHUNKED_MAX_ROWS, MIN_LEN as CHUNKED_MIN_LEN};
 #[cfg(feature = "jit")]
 use std::collections::HashMap;
-use tfn_ir::bind::{bind_sizes_allocating, Allocated};
+use tfn_ir::bind::{bind_sizes_inline, Allocated};
 #[cfg(feature = "jit")]
 use tfn_ir::interp;
 use tfn_ir::interp::{ExternKernels, NoExterns};
@@ -512,14 +512,14 @@ impl CompiledFunction {
         }
         let allocated = Allocated::Only(&self.allocated);
         let sizes =
-            with_input_shapes(inputs, |shapes| bind_sizes_allocating(graph, shapes, allocated))?;
+            with_input_shapes(inputs, |shapes| bind_sizes_inline(graph, shapes, allocated))?;
         let mut st = State {
             pool: &self.pool,
             sizes,
             bufs: smallvec::smallvec![None; graph.nodes.len()],
             owned: Owned::new(graph.nodes.len()),
-            direct: Vec::new(),
-            strided: Vec::new(),
+            direct: smallvec::SmallVec::new(),
+            strided: smallvec::SmallVec::new(),
         };
         for (index, node) in graph.nodes.iter().enumerate() {
             if let Op::Param(p) = node.op {

@@ -13,15 +13,15 @@ use tfn_ir::{DType, Dim, Shape, Tensor, ValueId};
 pub(super) struct State<'p> {
     /// Where intermediates come from (and go back to after the call).
     pub(super) pool: &'p BufferPool,
-    pub(super) sizes: Vec<usize>,
+    pub(super) sizes: tfn_ir::bind::Sizes,
     /// Per graph value (on the stack for functions of up to 16 values).
     pub(super) bufs: SmallVec<[Option<RawBuf>; 16]>,
     /// The tensors this call allocated (intermediates, outputs, copied arguments).
     pub(super) owned: Owned,
     /// Graph outputs written straight into contiguous caller buffers (few: a linear scan).
-    pub(super) direct: Vec<Direct>,
+    pub(super) direct: SmallVec<[Direct; 2]>,
     /// Strided arguments read in place (by GEMMs only), with their element strides.
-    pub(super) strided: Vec<(ValueId, Vec<usize>)>,
+    pub(super) strided: SmallVec<[(ValueId, Vec<usize>); 1]>,
 }
 
 /// The tensors a call owns, by value: a 4-byte slot per graph value into a short list of the
