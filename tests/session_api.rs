@@ -477,15 +477,16 @@ fn busy_ratio(threads: usize, seconds: f64, work: &(dyn Fn() + Sync)) -> f64 {
 /// Starts `long` on a thread and, once it has run for 50 ms, calls `short` here; whether the
 /// short call finished first. Nothing else runs meanwhile, so the long call holds any lock it
 /// takes from its start: a lock shared by the two calls makes the short one wait for its end.
-fn finishes_inside(long: &(dyn Fn() + Sync), short: &dyn Fn()) -> bool {
+/// `long` returns the instant it ended: for a lock it holds itself, taken before releasing it
+/// (after the release the waiting short call may finish before the long thread runs again).
+fn finishes_inside(long: &(dyn Fn() -> std::time::Instant + Sync), short: &dyn Fn()) -> bool {
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
     let started = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let handle = scope.spawn(|| {
             started.store(true, std::sync::atomic::Ordering::SeqCst);
-            long();
-            Instant::now()
+            long()
         });
         while !started.load(std::sync::atomic::Ordering::SeqCst) {
             std::thread::yield_now();
@@ -505,9 +506,12 @@ fn the_overlap_check_sees_a_lock() {
     // machine schedules it (the short one waits for `held`, not only for the 50 ms).
     let held = AtomicBool::new(false);
     let hold = |ms: u64| {
-        let _g = lock.lock().unwrap();
+        let guard = lock.lock().unwrap();
         held.store(true, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(ms));
+        let end = std::time::Instant::now();
+        drop(guard);
+        end
     };
     let wait_then_hold = || {
         while !held.load(Ordering::SeqCst) {
@@ -517,7 +521,13 @@ fn the_overlap_check_sees_a_lock() {
     };
     assert!(!finishes_inside(&|| hold(400), &wait_then_hold));
     let sleep = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
-    assert!(finishes_inside(&|| sleep(400), &|| sleep(1)));
+    assert!(finishes_inside(
+        &|| {
+            sleep(400);
+            std::time::Instant::now()
+        },
+        &|| sleep(1)
+    ));
 }
 
 /// Two threads calling one session (of one kernel thread) run at the same time: a short call
@@ -545,7 +555,11 @@ fn calls_from_two_threads_run_in_parallel() {
         n *= 4;
     };
     let small = array(&[64], 0.5);
-    assert!(finishes_inside(&|| call(&big), &|| call(&small)), "calls are serialised");
+    let long = || {
+        call(&big);
+        std::time::Instant::now()
+    };
+    assert!(finishes_inside(&long, &|| call(&small)), "calls are serialised");
 
     let spin = || {
         let mut v = 1u64;

@@ -108,12 +108,28 @@ fn viewable(a: &Bound<'_, PyUntypedArray>) -> bool {
     order_ok && a.is_aligned() && a.strides().iter().all(|s| s % item == 0)
 }
 
+/// The most axes an array tfn reads or writes may have: rust-numpy's views take at most 32
+/// (NumPy 2 allows 64).
+pub const MAX_ARRAY_RANK: usize = 32;
+
 /// A supported array as tfn reads it: itself, or a native, aligned copy of it.
 fn array_arg<'py>(
     a: Bound<'py, PyUntypedArray>,
     what: &dyn Fn() -> String,
 ) -> PyResult<(Bound<'py, PyUntypedArray>, DType)> {
     let py = a.py();
+    if a.ndim() > MAX_ARRAY_RANK {
+        let c = errors::classes(py)?;
+        return Err(errors::raise(
+            py,
+            &c.shape,
+            format!(
+                "{} has {} axes; tfn takes arrays of at most {MAX_ARRAY_RANK}",
+                what(),
+                a.ndim()
+            ),
+        ));
+    }
     let Some(dtype) = dtype_of(&a.dtype()) else {
         let c = errors::classes(py)?;
         let got = a.dtype().str()?.to_string();
@@ -386,6 +402,12 @@ pub fn out_arrays<'py>(out: &Bound<'py, PyAny>) -> PyResult<OutArrays<'py>> {
                 "out[{i}] has dtype {got}, which tfn does not write"
             ))?);
         };
+        if a.ndim() > MAX_ARRAY_RANK {
+            return Err(shape_error(format!(
+                "out[{i}] has {} axes; tfn writes arrays of at most {MAX_ARRAY_RANK}",
+                a.ndim()
+            ))?);
+        }
         if !is_writeable(&a) {
             return Err(shape_error(format!("out[{i}] is read-only"))?);
         }

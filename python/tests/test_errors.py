@@ -149,3 +149,18 @@ def test_bad_session_arguments():
         tfn.Session(backend="gpu")
     with pytest.raises(ValueError, match="threads"):
         tfn.Session(threads=0)
+
+
+def test_arrays_of_more_than_32_axes_are_a_shape_error():
+    # NumPy 2 allows 64 axes, rust-numpy's views 32: past that the call is refused with a
+    # catchable error (it was a Rust panic, a BaseException), and the session stays usable.
+    lib = tfn.loads("fn twice(Tensor x) -> Tensor { return x * 2.0 }")
+    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        pytest.skip("NumPy < 2 allows at most 32 axes")
+    deep = np.ones((1,) * 33, np.float32)
+    with pytest.raises(tfn.ShapeError, match="33 axes"):
+        lib.twice(deep)
+    ok = np.ones((1,) * 32, np.float32)
+    with pytest.raises(tfn.ShapeError, match=r"out\[0\] has 33 axes"):
+        lib.twice(ok.reshape((1,) * 32), out=deep)
+    assert np.array_equal(lib.twice(ok), ok * 2)

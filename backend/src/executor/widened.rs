@@ -29,6 +29,7 @@ use crate::error::RunError;
 use crate::parallel::MIN_PARALLEL_ELEMENTS;
 use crate::plan::{LoopPlan, Ref};
 use crate::workers;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use tfn_ir::{DType, Op};
 
@@ -265,9 +266,9 @@ impl WidenedCall {
         stream: bool,
         dispatch: impl FnOnce(usize, &(dyn Fn(usize) + Sync)) -> R,
     ) -> R {
-        let mut base = args.to_vec();
+        let mut base: SmallVec<[i64; 16]> = SmallVec::from_slice(args);
         // Inputs broadcast along the split axis: widened whole, once.
-        let mut wholes: Vec<Vec<f32>> = Vec::new();
+        let mut wholes: SmallVec<[Vec<f32>; 1]> = SmallVec::new();
         for o in &self.operands {
             if let Some(n) = o.whole {
                 // SAFETY: the input's buffer holds its `n` elements (contiguous).
@@ -278,9 +279,9 @@ impl WidenedCall {
                 wholes.push(w);
             }
         }
-        let blocked: Vec<&CallOperand> =
+        let blocked: SmallVec<[&CallOperand; 4]> =
             self.operands.iter().filter(|o| o.whole.is_none()).collect();
-        let region: Vec<usize> = blocked.iter().map(|o| self.block * o.unit).collect();
+        let region: SmallVec<[usize; 4]> = blocked.iter().map(|o| self.block * o.unit).collect();
         let scratch_len: usize = region.iter().sum();
         let blocks = steps.len().div_ceil(self.block);
         let run_block = |c: usize| {
