@@ -139,6 +139,28 @@ fn split_heads_as_written_compiles_once_for_every_size() {
     }
 }
 
+/// A size of 1 is part of the call's signature, so it is a constant when the function is
+/// compiled; its `/` is still the sizes' exact division (an `Int`), not `Int / Int`'s `Float`:
+/// `split_heads` with one head over a last axis of 1 was refused ("`shape` must be Int[], got
+/// Float[]") while every other size worked.
+#[test]
+fn sizes_of_one_divide_as_sizes() {
+    for backend in BACKENDS {
+        let s = session(backend);
+        for (shape, heads) in [([2, 3, 1], 1), ([1, 1, 1], 1), ([2, 1, 4], 2), ([1, 3, 2], 1)] {
+            let x = ramp(&shape);
+            let what = format!("{backend:?} split_heads {shape:?}, heads={heads}");
+            let kwargs = [("heads", (heads as i64).into())];
+            let out = s.call_kw("split_heads", &[Value::from(x.view())], &kwargs);
+            assert_eq!(only_f32(out, &what), split_heads(&x, heads), "{what}");
+        }
+        // An inexact division of a constant size is the sizes' error, as for any other size.
+        let x = ramp(&[2, 3, 1]);
+        let e = call_error(&s, "split_heads", &[Value::from(x.view())], &[("heads", 2i64.into())]);
+        assert!(e.contains("E0510") && e.contains("1 / 2"), "{e}");
+    }
+}
+
 #[test]
 fn sizes_in_creation_ops_arguments_and_arithmetic() {
     for backend in BACKENDS {

@@ -178,7 +178,7 @@ impl<'a> Lowerer<'a> {
                     env.insert(name.name.clone(), v);
                 }
                 Stmt::If { cond, then_block, else_block, .. } => {
-                    let taken = match self.eval(cond, &env)? {
+                    let taken = match self.eval(cond, &env)?.settled() {
                         Val::Attr(Attr::Bool(b)) => b,
                         other => {
                             let msg = format!(
@@ -269,6 +269,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn make_list(&mut self, vals: Vec<Val>, span: Option<Span>) -> Result<Val, Diagnostic> {
+        let vals: Vec<Val> = vals.into_iter().map(Val::settled).collect();
         if let Some(sizes) = Self::size_list_of(&vals) {
             return Ok(sizes);
         }
@@ -367,13 +368,19 @@ impl<'a> Lowerer<'a> {
         callee: &str,
         overload: Option<&str>,
         callee_span: Span,
-        mut positional: Vec<(Val, Span)>,
+        positional: Vec<(Val, Span)>,
         mut keywords: Vec<(String, Val, Span)>,
     ) -> Result<Val, Diagnostic> {
         if self.is_size_builtin(callee, overload) {
             return self.size_builtin(span, callee, &positional, &keywords);
         }
-        if let Some(v) = self.size_float(span, callee, overload, &positional, &keywords)? {
+        // Constant sizes are plain ints for everything but size arithmetic (`Val::Size`).
+        let settled: Vec<(Val, Span)> =
+            positional.iter().map(|(v, s)| (v.clone().settled(), *s)).collect();
+        for (_, v, _) in keywords.iter_mut() {
+            *v = v.clone().settled();
+        }
+        if let Some(v) = self.size_float(span, callee, overload, &settled, &keywords)? {
             return Ok(v);
         }
         if let Some(v) =
@@ -381,6 +388,7 @@ impl<'a> Lowerer<'a> {
         {
             return Ok(v);
         }
+        let mut positional = settled;
         self.sizes_as_tensors(callee, overload, &mut positional)?;
         let is_static = static_eval::is_static_op(callee, overload) && keywords.is_empty();
         let any_index = positional.iter().any(|(v, _)| matches!(v, Val::Index(_)));

@@ -8,7 +8,7 @@ use crate::dispatch::{param_type_name, ArgRef, Rejection, Resolved};
 use crate::dtype::DType;
 use crate::graph::{Graph, ValueId};
 use crate::library::FunctionDef;
-use crate::shape::DimExpr;
+use crate::shape::{Dim, DimExpr};
 use crate::span::Span;
 
 /// The value of an expression during instantiation.
@@ -23,7 +23,10 @@ pub(super) enum Val {
     Index(ValueId),
     /// An `Int` known only at the call (`size(x, 1)`, `size(x, -1) / heads`): a size over the
     /// symbols of the graph being built, evaluated when the call binds its sizes
-    /// ([`crate::bind`]). Never a constant: a size that folds to one is a `Val::Attr(Int)`.
+    /// ([`crate::bind`]). A size that folds to a constant (an axis the signature says is 1)
+    /// stays a size, `DimExpr::Dim(Dim::Const(_))`, for size arithmetic only — its `/` is the
+    /// sizes' exact integer division whatever the call's sizes are — and is a plain
+    /// `Val::Attr(Int)` everywhere else ([`Val::settled`]).
     Size(DimExpr),
     /// An `Int[]` with at least one size in it (`shape(x)`, `[-1, t, heads]`).
     SizeList(Vec<SizeItem>),
@@ -50,6 +53,19 @@ pub(super) enum SizeItem {
 }
 
 impl Val {
+    /// A size that folded to a constant as the plain `Int` it is; any other value as it is.
+    pub(super) fn settled(self) -> Val {
+        match self {
+            Val::Size(DimExpr::Dim(Dim::Const(c))) => Val::Attr(Attr::Int(c as i64)),
+            v => v,
+        }
+    }
+
+    /// Whether this is a size not known until the call (not one that folded to a constant).
+    pub(super) fn is_call_size(&self) -> bool {
+        matches!(self, Val::Size(e) if !matches!(e, DimExpr::Dim(Dim::Const(_))))
+    }
+
     pub(super) fn describe(&self, graph: &Graph) -> String {
         match self {
             Val::Tensor(v) => format!("a {} tensor", graph.ty(*v).dtype),

@@ -76,7 +76,7 @@ impl<'a> Lowerer<'a> {
             LoopStmt::While { cond, max_trips } => {
                 let c = self.eval(cond, env)?;
                 let cond_v = self.loop_condition(c, cond.span)?;
-                let n = match self.eval(max_trips, env)? {
+                let n = match self.eval(max_trips, env)?.settled() {
                     Val::Attr(Attr::Int(n)) if (0..=MAX_WHILE_TRIPS).contains(&n) => n as u64,
                     other => {
                         let msg = format!(
@@ -454,7 +454,7 @@ impl<'a> Lowerer<'a> {
     /// A `for` bound: an `Int` known when the loop starts (an attribute, a literal or a
     /// size), as a size of the outer graph.
     fn trip_bound(&mut self, e: &Expr, env: &HashMap<String, Val>) -> Result<Dim, Diagnostic> {
-        match self.eval(e, env)? {
+        match self.eval(e, env)?.settled() {
             Val::Attr(Attr::Int(n)) if n >= 0 => Ok(Dim::Const(n as u64)),
             Val::Size(e) => Ok(self.syms.derive(e)),
             Val::Attr(Attr::Int(n)) => {
@@ -538,8 +538,8 @@ impl<'a> Lowerer<'a> {
         span: Span,
         env: &HashMap<String, Val>,
     ) -> Result<Val, Diagnostic> {
-        let b = self.eval(base, env)?;
-        let i = self.eval(index, env)?;
+        let b = self.eval(base, env)?.settled();
+        let i = self.eval(index, env)?.settled();
         // In a loop body, `x[k]` with a literal `k` reads its row like a run-time index: a
         // `slice` of a size the body binds would need a size guard, which a body cannot have.
         let i = match (&b, i) {

@@ -5,7 +5,9 @@
 //! of the graph being built. It never specialises the graph: consumers turn it into a
 //! [`Dim`] with [`Lowerer::size_dim`] (a derived symbol, evaluated when the call binds its
 //! sizes, [`crate::bind`]), so one compiled instance serves every size. A size that folds to a
-//! constant (an axis the signature says is 1) is a plain `Int` attribute.
+//! constant (an axis the signature says is 1) stays a size for size arithmetic, so its `/` is
+//! the same exact `Int` division as for every other size of that axis, and is a plain `Int`
+//! attribute everywhere else (`Val::settled`, applied where a call's arguments are bound).
 //!
 //! `size` and `shape` are built-ins, not prelude ops: a library function or op of the same name
 //! hides them (like a Python builtin), so a user's `fn size(...)` keeps working.
@@ -54,12 +56,9 @@ impl Lowerer<'_> {
         self.syms.derive(e.clone())
     }
 
-    /// A size as a value: a plain `Int` when it folds to a constant.
+    /// A size as a value, folded (a constant one stays a size: [`Val::Size`]).
     pub(super) fn size_val(&self, e: DimExpr) -> Val {
-        match super::syms::fold(&e, &|d| self.syms.resolve(d)) {
-            DimExpr::Dim(Dim::Const(c)) => Val::Attr(Attr::Int(c as i64)),
-            e => Val::Size(e),
-        }
+        Val::Size(super::syms::fold(&e, &|d| self.syms.resolve(d)))
     }
 
     /// Whether `callee` is the built-in `size` or `shape` here (no library function hides it).
@@ -124,7 +123,7 @@ impl Lowerer<'_> {
             });
         }
         let (dim, dim_span) = args[1].clone().ok_or_else(|| missing("dim"))?;
-        let dim = match dim {
+        let dim = match dim.settled() {
             Val::Attr(Attr::Int(d)) => d,
             Val::Size(_) => {
                 let msg = "`size`'s `dim` is a size, known only at the call: it must be a \
@@ -143,10 +142,8 @@ impl Lowerer<'_> {
             let msg = format!("dim {dim} is out of range for `{what}` of rank {rank}");
             return Err(diag("E0505", msg, Some(dim_span)));
         };
-        Ok(match item(shape.0[axis]) {
-            SizeItem::Int(v) => Val::Attr(Attr::Int(v)),
-            SizeItem::Size(e) => Val::Size(e),
-        })
+        // A constant axis is a size too (its `/` is the sizes' exact division).
+        Ok(Val::Size(DimExpr::Dim(shape.0[axis])))
     }
 
     /// Arithmetic on sizes (`size(x, -1) / heads`), when the arguments are sizes and ints
@@ -164,6 +161,15 @@ impl Lowerer<'_> {
             .iter()
             .all(|(v, _)| matches!(v, Val::Size(_) | Val::Attr(Attr::Int(_) | Attr::Float(_))));
         if !any_size || !all_numbers || !no_keywords || !super::is_static_op(callee, overload) {
+            return Ok(None);
+        }
+        // Sizes that folded to constants (axes the signature says are 1) are plain ints here
+        // except for `/` by an int: the sizes' exact division (an `Int`), as it is for every
+        // other size of the same axis, not `Int / Int`'s `Float`.
+        let call_size = positional.iter().any(|(v, _)| v.is_call_size());
+        let int_division = callee == "div"
+            && positional.iter().all(|(v, _)| matches!(v, Val::Size(_) | Val::Attr(Attr::Int(_))));
+        if !call_size && !int_division {
             return Ok(None);
         }
         let text = self.label(span, "the expression");
