@@ -154,7 +154,7 @@ def test_bad_session_arguments():
 def test_arrays_of_more_than_32_axes_are_a_shape_error():
     # NumPy 2 allows 64 axes, rust-numpy's views 32: past that the call is refused with a
     # catchable error (it was a Rust panic, a BaseException), and the session stays usable.
-    lib = tfn.loads("fn twice(Tensor x) -> Tensor { return x * 2.0 }")
+    lib = tfn.Session(threads=1).loads("fn twice(Tensor x) -> Tensor { return x * 2.0 }")
     if np.lib.NumpyVersion(np.__version__) < "2.0.0":
         pytest.skip("NumPy < 2 allows at most 32 axes")
     deep = np.ones((1,) * 33, np.float32)
