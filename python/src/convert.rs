@@ -509,6 +509,19 @@ pub fn to_numpy(py: Python<'_>, v: Value<'static>) -> PyResult<Py<PyAny>> {
     fn owned<T: numpy::Element>(py: Python<'_>, a: ArrayD<T>) -> Py<PyAny> {
         numpy::PyArray::from_owned_array(py, a).into_any().unbind()
     }
+    if let Value::Tensor(t) = &v {
+        if t.shape().len() > MAX_ARRAY_RANK {
+            let c = errors::classes(py)?;
+            return Err(errors::raise(
+                py,
+                &c.shape,
+                format!(
+                    "a result has {} axes; NumPy arrays from tfn have at most {MAX_ARRAY_RANK}",
+                    t.shape().len()
+                ),
+            ));
+        }
+    }
     match v {
         Value::Tensor(t) => Ok(match t {
             TensorValue::Bool(a) => owned(py, a.into_owned()),

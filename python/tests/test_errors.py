@@ -164,3 +164,10 @@ def test_arrays_of_more_than_32_axes_are_a_shape_error():
     with pytest.raises(tfn.ShapeError, match=r"out\[0\] has 33 axes"):
         lib.twice(ok.reshape((1,) * 32), out=deep)
     assert np.array_equal(lib.twice(ok), ok * 2)
+    # A result of more than 32 axes (from a reshape, or a checkpoint's tensor) likewise.
+    ones = ", ".join(["1"] * 33)
+    deeper = tfn.Session(threads=1).loads(
+        f"fn up(Tensor x) -> Tensor {{\n    return reshape(x, [{ones}])\n}}\n", name="up.tfn"
+    )
+    with pytest.raises(tfn.ShapeError, match="a result has 33 axes"):
+        deeper.up(np.ones(1, np.float32))

@@ -347,6 +347,16 @@ fn build_files(req: &BuildRequest) -> Result<(), Outcome> {
             symbols.push(format!("{prefix}_{}{suffix}", meta.name));
         }
     }
+    // `--fn g --fn g_alloc`: g's allocating variant and the function g_alloc would be one C
+    // name (the header's static inline would shadow the entry point, silently).
+    let mut seen = std::collections::HashSet::new();
+    if let Some(symbol) = symbols.iter().find(|s| !seen.insert(s.as_str())) {
+        return Err(Outcome::UsageError(format!(
+            "the C symbol `{symbol}` would name two things (a function and another function's \
+             `_output_shape`/`_alloc` variant, or the module's `_module`/`_error_message`); \
+             build the functions into separate modules (another --prefix) or rename one"
+        )));
+    }
     if let Some((symbol, why)) = symbols.iter().find_map(|s| Some((s, reserved_symbol(s)?))) {
         return Err(Outcome::UsageError(format!(
             "--prefix {prefix}: the symbol `{symbol}` is {why}; choose another prefix"

@@ -355,9 +355,32 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (&["--fn", "gelu;", "--arg", "x=f32[?]", "-o", "out"], 2, "the default prefix `gelu;`"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file"], 1, "cannot write a-file"),
         (&["bad.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"], 1, "bad.tfn:2:"),
+        // One C name for two things: `g`'s allocating variant and the function `g_alloc` (the
+        // header's static inline shadowed the entry point: the call ran `g`), or the module's
+        // descriptor and a function named `module`.
+        (
+            &["clash.tfn", "--fn", "g", "--fn", "g_alloc", "--arg", "x=f32[?]", "-o", "out"],
+            2,
+            "_g_alloc` would name two things",
+        ),
+        (
+            &["clash.tfn", "--fn", "g_output_shape", "--fn", "g", "--arg", "x=f32[?]", "-o", "out"],
+            2,
+            "_g_output_shape` would name two things",
+        ),
+        (
+            &["clash.tfn", "--fn", "module", "--arg", "x=f32[?]", "-o", "out"],
+            2,
+            "_module` would name two things",
+        ),
     ];
     std::fs::write(dir.join("bad.tfn"), "fn gelu(Tensor x) -> Tensor {\n  return x +\n}\n")
         .unwrap();
+    let clash = "fn g(Tensor x) -> Tensor { return x * 2.0 }\n\
+                 fn g_alloc(Tensor x) -> Tensor { return x * 3.0 }\n\
+                 fn g_output_shape(Tensor x) -> Tensor { return x }\n\
+                 fn module(Tensor x) -> Tensor { return x }\n";
+    std::fs::write(dir.join("clash.tfn"), clash).unwrap();
     for (args, code, message) in cases {
         let mut argv = vec!["build"];
         if !args[0].ends_with(".tfn") {
@@ -421,7 +444,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     assert!(!dir.join("deep").exists(), "deep/er left behind");
     let mut names = files(&dir);
     names.sort();
-    assert_eq!(names, ["a-file", "bad.tfn", "nn.tfn"], "nothing else written");
+    assert_eq!(names, ["a-file", "bad.tfn", "clash.tfn", "nn.tfn"], "nothing else written");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
