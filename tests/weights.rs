@@ -323,8 +323,8 @@ fn malformed_and_hostile_files_are_errors_not_panics_or_allocations() {
         ("trailing bytes", raw(good, &[0; 12]), "does not end where the file does"),
         (
             "size is not shape x dtype",
-            raw(r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#, &[0; 8]),
-            "shape times",
+            raw(r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[3],"data_offsets":[8,16]}}"#, &[0; 16]),
+            "tensor `w`: its shape [3] of F32 is 12 bytes, but its data_offsets [8, 16] hold 8 bytes",
         ),
         (
             "offsets past the end",
@@ -355,7 +355,7 @@ fn malformed_and_hostile_files_are_errors_not_panics_or_allocations() {
                 r#"{"a":{"dtype":"F64","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}}"#,
                 &[0; 8],
             ),
-            "overflows",
+            "tensor `a`'s shape [4294967296, 4294967296, 4294967296] of F64 overflows",
         ),
         (
             "huge claimed size",

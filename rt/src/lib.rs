@@ -502,6 +502,53 @@ fn overlaps(sizes: &[usize], strides: &[usize]) -> bool {
     false
 }
 
+/// The bytes a buffer spans, from its first element to the end of its last (`None` when it
+/// has no element). [`dims`] has checked it.
+fn span(b: &TfnBuffer) -> Option<(usize, usize)> {
+    let (dtype, sizes, strides) = dims(b, "").ok()?;
+    if sizes.contains(&0) {
+        return None;
+    }
+    let last = sizes
+        .iter()
+        .zip(&strides)
+        .try_fold(0usize, |end, (&n, &s)| end.checked_add((n - 1).checked_mul(s)?))?;
+    let start = b.data as usize;
+    let bytes = last.checked_add(1)?.checked_mul(dtype.size_bytes())?;
+    Some((start, start.checked_add(bytes)?))
+}
+
+/// Refuses outputs whose memory overlaps another output's or an input's: the kernels write
+/// outputs while reading inputs, so an overlap would give results that depend on the order
+/// of the writes. The test is on spans (first to last byte), as NumPy's `may_share_memory`.
+fn check_disjoint(
+    inputs: &[TfnBuffer],
+    outputs: &[TfnBuffer],
+    names: impl Fn(usize) -> String,
+) -> Result<(), Failure> {
+    let meets = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
+    for (k, out) in outputs.iter().enumerate() {
+        let Some(o) = span(out) else { continue };
+        for (j, other) in outputs[..k].iter().enumerate() {
+            if span(other).is_some_and(|p| meets(o, p)) {
+                return Err(Failure::argument(format!(
+                    "output {k}: its memory overlaps output {j}'s (outputs must not overlap)"
+                )));
+            }
+        }
+        for (i, input) in inputs.iter().enumerate() {
+            if span(input).is_some_and(|p| meets(o, p)) {
+                return Err(Failure::argument(format!(
+                    "output {k}: its memory overlaps input `{}`'s (outputs must not overlap \
+                     the inputs; write to a separate buffer)",
+                    names(i)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// An output buffer as a mutable tensor view.
 ///
 /// # Safety
@@ -591,9 +638,16 @@ pub unsafe extern "C" fn tfn_rt_call(
             .enumerate()
             .map(|(i, b)| unsafe { view_mut(b, &format!("output {i}")) })
             .collect::<Result<Vec<_>, _>>()?;
+        let params = &loaded.signature().params;
+        check_disjoint(ins, outs, |i| {
+            loaded.meta.params.get(i).map_or(params[i].name.clone(), |(n, _)| n.clone())
+        })?;
         let failure = |e: RunError| {
             let code = match e {
                 RunError::Internal(_) => TFN_ERR_INTERNAL,
+                // The size limit is a failure of the run (documented so), not of an argument.
+                RunError::Bind(tfn_ir::bind::BindError::TooLarge { .. })
+                | RunError::Bind(tfn_ir::bind::BindError::Limit(_)) => TFN_ERR_RUN,
                 RunError::InputCount { .. }
                 | RunError::OutputCount { .. }
                 | RunError::InputDType { .. }
@@ -658,8 +712,28 @@ pub unsafe extern "C" fn tfn_rt_call_alloc(
             .and_then(|(n, size)| n.checked_mul(size));
         let Some(bytes) = bytes else {
             release(&mut allocated, outputs);
-            return status(|| Err(Failure::argument(format!("output {k}: the size overflows"))));
+            return status(|| Err(Failure(TFN_ERR_RUN, format!("output {k}: the size overflows"))));
         };
+        // The size limit before `malloc`: a huge output is refused, not attempted.
+        let limit = match tfn_ir::bind::max_tensor_bytes() {
+            Ok(limit) => limit,
+            Err(e) => {
+                release(&mut allocated, outputs);
+                return status(|| Err(Failure(TFN_ERR_RUN, e.to_string())));
+            }
+        };
+        if bytes as u64 > limit {
+            release(&mut allocated, outputs);
+            return status(|| {
+                Err(Failure(
+                    TFN_ERR_RUN,
+                    format!(
+                        "output {k} would have {bytes} bytes, more than the limit of {limit} \
+                         bytes (TFN_MAX_TENSOR_BYTES)"
+                    ),
+                ))
+            });
+        }
         // SAFETY: plain allocation (at least one byte, so a null result is a failure).
         let data = unsafe { malloc(bytes.max(1)) };
         if data.is_null() {

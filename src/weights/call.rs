@@ -226,25 +226,41 @@ pub(crate) fn merged<'a>(
     kw
 }
 
-/// Adds to a dispatch or shape error which tensor each parameter it names was bound from.
+/// Adds to a dispatch or shape error which tensor each parameter it names was bound from;
+/// when it names none (an op inside the body refused a bound tensor's dtype or shape), which
+/// tensor every parameter was bound from. The notes go before the closing
+/// `error: aborting due to ...` line.
 pub(crate) fn explain(e: Error, bound: &BoundArgs) -> Error {
     let notes = |text: &str| -> String {
-        bound
+        let named: Vec<&(String, String)> = bound
             .sources
             .iter()
             .filter(|(param, _)| text.contains(&format!("`{param}`")))
-            .map(|(param, source)| format!("\nnote: parameter `{param}` was bound from {source}"))
+            .collect();
+        let shown = if named.is_empty() { bound.sources.iter().collect() } else { named };
+        shown
+            .iter()
+            .map(|(param, source)| format!("note: parameter `{param}` was bound from {source}\n"))
             .collect()
+    };
+    let with_notes = |text: String| -> String {
+        if bound.sources.is_empty() {
+            return text;
+        }
+        let notes = notes(&text);
+        match text.rfind("error: aborting due to") {
+            Some(at) if text[..at].is_empty() || text[..at].ends_with('\n') => {
+                format!("{}{notes}{}", &text[..at], &text[at..])
+            }
+            _ if text.ends_with('\n') => format!("{text}{}", notes.trim_end()),
+            _ => format!("{text}\n{}", notes.trim_end()),
+        }
     };
     match e {
         Error::Call { diagnostics, rendered } => {
-            let rendered = format!("{rendered}{}", notes(&rendered));
-            Error::Call { diagnostics, rendered }
+            Error::Call { diagnostics, rendered: with_notes(rendered) }
         }
-        Error::Shape(text) => {
-            let n = notes(&text);
-            Error::Shape(format!("{text}{n}"))
-        }
+        Error::Shape(text) => Error::Shape(with_notes(text)),
         other => other,
     }
 }

@@ -130,8 +130,11 @@ impl Weights {
                 "its header length says {declared} bytes but only {available} bytes follow (truncated, or not a safetensors file)"
             )));
         }
-        let (header_len, metadata) = safetensors::SafeTensors::read_metadata(buffer)
-            .map_err(|e| format(describe(&e, buffer.len(), declared)))?;
+        let (header_len, metadata) =
+            safetensors::SafeTensors::read_metadata(buffer).map_err(|e| {
+                let header = buffer.get(8..8 + declared as usize).unwrap_or_default();
+                format(describe(&e, buffer.len(), declared, header))
+            })?;
         let data_start = 8 + header_len;
         let mut entries = BTreeMap::new();
         for (name, info) in metadata.tensors() {
@@ -294,8 +297,14 @@ pub(super) fn safetensors_name(d: DType) -> &'static str {
     }
 }
 
-/// The `safetensors` crate's error, in words about this file.
-fn describe(e: &safetensors::SafeTensorError, file_len: usize, header_len: u64) -> String {
+/// The `safetensors` crate's error, in words about this file (`header`: its JSON header, to
+/// name the tensor the crate's error leaves unnamed).
+fn describe(
+    e: &safetensors::SafeTensorError,
+    file_len: usize,
+    header_len: u64,
+    header: &[u8],
+) -> String {
     use safetensors::SafeTensorError as E;
     match e {
         E::HeaderTooLarge => format!("its header length ({header_len} bytes) is over the 100 MB limit"),
@@ -309,10 +318,9 @@ fn describe(e: &safetensors::SafeTensorError, file_len: usize, header_len: u64) 
         E::InvalidOffset(name) => format!(
             "the data offsets of tensor `{name}` are invalid (tensors must be contiguous, in order, without gaps or overlaps)"
         ),
-        E::TensorInvalidInfo => {
+        E::TensorInvalidInfo | E::ValidationOverflow => bad_length(header).unwrap_or_else(|| {
             "a tensor's byte length is not its shape times its dtype's size".to_string()
-        }
-        E::ValidationOverflow => "a tensor's shape overflows (its size does not fit)".to_string(),
+        }),
         E::MetadataIncompleteBuffer => {
             "the tensors' data does not end where the file does (truncated, or trailing bytes)"
                 .to_string()
@@ -320,6 +328,50 @@ fn describe(e: &safetensors::SafeTensorError, file_len: usize, header_len: u64) 
         E::MisalignedSlice => "a tensor of sub-byte elements does not fill whole bytes".to_string(),
         other => other.to_string(),
     }
+}
+
+/// The first tensor of a header whose data offsets do not hold its shape times its dtype's
+/// size, in words (`None` if the header does not parse or every tensor fits).
+fn bad_length(header: &[u8]) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_slice(header).ok()?;
+    for (name, info) in json.as_object()? {
+        if name == "__metadata__" {
+            continue;
+        }
+        let dtype: safetensors::Dtype = serde_json::from_value(info.get("dtype")?.clone()).ok()?;
+        let shape: Vec<u64> =
+            info.get("shape")?.as_array()?.iter().map(|d| d.as_u64()).collect::<Option<_>>()?;
+        let offsets: Vec<u64> = info
+            .get("data_offsets")?
+            .as_array()?
+            .iter()
+            .map(|d| d.as_u64())
+            .collect::<Option<_>>()?;
+        let &[begin, end] = offsets.as_slice() else { continue };
+        let bits = dtype.bitsize() as u64;
+        let held = end.checked_sub(begin);
+        let needed = shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .and_then(|n| n.checked_mul(bits))
+            .map(|b| b.div_ceil(8));
+        let shape_text = format!("{shape:?}");
+        match (needed, held) {
+            (Some(needed), Some(held)) if needed == held => continue,
+            (None, _) => {
+                return Some(format!(
+                    "tensor `{name}`'s shape {shape_text} of {dtype:?} overflows (its size does not fit 64 bits)"
+                ))
+            }
+            (Some(needed), _) => {
+                return Some(format!(
+                    "tensor `{name}`: its shape {shape_text} of {dtype:?} is {needed} bytes, but its data_offsets [{begin}, {end}] hold {}",
+                    held.map_or("a negative length".to_string(), |h| format!("{h} bytes"))
+                ))
+            }
+        }
+    }
+    None
 }
 
 /// The tensor as a view of `bytes`, when the dtype can be borrowed (not bool) and the bytes

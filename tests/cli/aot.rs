@@ -36,6 +36,9 @@ fn up(Tensor x) -> Tensor {
 fn scaled(Tensor x, Int n) -> Tensor {
     return x * n
 }
+fn pair(Tensor x) -> (Tensor, Tensor) {
+    return (x + 1.0, x * 2.0)
+}
 "#
 );
 
@@ -1956,7 +1959,8 @@ fn programs_outputs(programs: &[&mut RandomProgram], name: &str) -> usize {
     }
 }
 
-/// Calls of a linked function with bad buffers, from C: each a `TFN_ERR_ARGUMENT` whose
+/// Calls of a linked function with bad buffers, from C: each a `TFN_ERR_ARGUMENT` (an output
+/// over `TFN_MAX_TENSOR_BYTES` a `TFN_ERR_RUN`) whose
 /// message names the parameter (or the output), never a crash; and an empty output, whose
 /// row-major strides have zeros, is fine. `int_linear(x, w, b)` (a C keyword is a prefix like
 /// any other: every symbol is `int_...`) takes
@@ -1966,6 +1970,7 @@ const HOSTILE_CALLS: &str = r#"#include <stdio.h>
 #include <string.h>
 #include "int.h"
 #include "k.h"
+#include "two.h"
 static float data[4096];
 static void fill(tfn_buffer *b, int64_t dtype, int64_t rank, const int64_t *sizes) {
     memset(b, 0, sizeof *b);
@@ -1979,6 +1984,8 @@ static void report(const char *name, int rc) {
     printf("%s|%d|%s\n", name, rc, rc == TFN_OK ? "" : tfn_rt_error_message());
 }
 int main(void) {
+    /* Read at the first call: outputs of more than a megabyte are refused. */
+    setenv("TFN_MAX_TENSOR_BYTES", "1000000", 1);
     tfn_buffer in[3], out[2];
     const int64_t xs[] = {3, 5}, ws[] = {5, 7}, bs[] = {7}, ys[] = {3, 7};
     const int64_t nine[] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -2009,12 +2016,24 @@ int main(void) {
     RESET(); out[0].strides[0] = 0; report("output_zero_stride", int_linear(in, out));
     RESET(); out[0].strides[1] = -7; report("output_negative_stride", int_linear(in, out));
     RESET(); out[0].strides[0] = 1; report("output_overlap", int_linear(in, out));
+    RESET(); out[0].data = data + 2; report("output_aliases_input", int_linear(in, out));
+    RESET(); out[0].data = data + 34; report("output_meets_input_end", int_linear(in, out));
+    RESET(); out[0].data = data + 35; report("output_after_inputs", int_linear(in, out));
+    RESET(); fill(&out[1], TFN_F32, 2, xs); out[0] = out[1]; out[0].data = data + 1024;
+    out[1].data = data + 1024 + 14; report("outputs_overlap", two_pair(in, out));
+    RESET(); fill(&out[1], TFN_F32, 2, xs); out[0] = out[1]; out[0].data = data + 1024;
+    out[1].data = data + 1024 + 15; report("outputs_apart", two_pair(in, out));
     RESET(); report("null_inputs", int_linear(NULL, out));
     RESET(); report("null_outputs", int_linear(in, NULL));
     RESET(); report("shape_null", int_linear_output_shape(in, 0, NULL));
     RESET(); report("shape_index", int_linear_output_shape(in, 3, out));
     RESET(); in[0].data = NULL; report("shape_of_bad_input", int_linear_output_shape(in, 0, out) == TFN_OK ? TFN_OK : int_linear(in, out));
     RESET(); in[1].sizes[0] = 6; report("alloc_inconsistent", int_linear_alloc(in, out));
+    RESET(); in[0].sizes[0] = 1 << 20; tfn_buffer_row_major(&in[0]);
+    report("alloc_over_limit", int_linear_alloc(in, out));
+    RESET(); in[0].sizes[0] = (int64_t)1 << 60; in[0].sizes[1] = 1; in[1].sizes[0] = 1;
+    tfn_buffer_row_major(&in[0]); tfn_buffer_row_major(&in[1]);
+    report("alloc_past_64_bits", int_linear_alloc(in, out));
     /* An empty output: its row-major strides ([0, 1] for [3, 0]) are fine. */
     {
         const int64_t w0[] = {5, 0}, b0[] = {0}, y0[] = {3, 0};
@@ -2037,6 +2056,7 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
     std::fs::write(dir.join("nn.tfn"), NN).unwrap();
     build(&dir, "linear", "int", &["x=f32[?, ?]", "w=f32[?, ?]", "b=f32[?]"]);
     build(&dir, "gelu", "k", &["x=f32[4, ?]"]);
+    build(&dir, "pair", "two", &["x=f32[?, ?]"]);
     if !have_cc() {
         println!("SKIPPED: no cc");
         return;
@@ -2044,7 +2064,8 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
     std::fs::write(dir.join("hostile.c"), HOSTILE_CALLS).unwrap();
     let o = Command::new("cc")
         .current_dir(&dir)
-        .args(["-O1", "-Ibuild", "hostile.c", "build/int.o", "build/k.o", "build/libtfn_rt.a"])
+        .args(["-O1", "-Ibuild", "hostile.c", "build/int.o", "build/k.o", "build/two.o"])
+        .arg("build/libtfn_rt.a")
         .args(["-lpthread", "-ldl", "-lm", "-o", "hostile"])
         .output()
         .expect("run cc");
@@ -2058,6 +2079,7 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
     );
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let arg = tfn_backend::aot::c_abi::TFN_ERR_ARGUMENT;
+    let run = tfn_backend::aot::c_abi::TFN_ERR_RUN;
     let expected: &[(&str, i32, &str)] = &[
         ("ok", 0, ""),
         ("null_data", arg, "input `w`: null data"),
@@ -2077,12 +2099,23 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
         ("output_zero_stride", arg, "output 0: a zero stride"),
         ("output_negative_stride", arg, "output 0: negative stride -7"),
         ("output_overlap", arg, "output 0: its strides [1, 1] make elements overlap"),
+        ("output_aliases_input", arg, "output 0: its memory overlaps input `x`'s"),
+        ("output_meets_input_end", arg, "output 0: its memory overlaps input `w`'s"),
+        ("output_after_inputs", 0, ""),
+        ("outputs_overlap", arg, "output 1: its memory overlaps output 0's"),
+        ("outputs_apart", 0, ""),
         ("null_inputs", arg, "null inputs"),
         ("null_outputs", arg, "null outputs"),
         ("shape_null", arg, "null output buffer"),
         ("shape_index", arg, "output 3"),
         ("shape_of_bad_input", arg, "input `x`: null data"),
         ("alloc_inconsistent", arg, "`w`"),
+        (
+            "alloc_over_limit",
+            run,
+            "output 0 would have 29360128 bytes, more than the limit of 1000000",
+        ),
+        ("alloc_past_64_bits", run, "output 0"),
         ("empty_output", 0, ""),
         ("empty_output_alloc", 0, ""),
         ("fixed_size", arg, "input `x` must have sizes [4, ?], got [3, 5]"),
@@ -2098,6 +2131,38 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two modules whose prefixes differ only in case are two headers one C file can include
+/// (C names are case-sensitive), and a source path holding `*/` stays inside the header's
+/// comment.
+#[test]
+fn headers_of_any_prefix_and_source_path_compile_together() {
+    let dir = scratch("aot-headers");
+    std::fs::create_dir_all(dir.join("a*")).unwrap();
+    std::fs::write(dir.join("a*/nn.tfn"), NN).unwrap();
+    for prefix in ["gg", "GG"] {
+        let argv = ["build", "a*/nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "build"];
+        let o = tfnc_build(&dir, &[&argv[..], &["--prefix", prefix]].concat());
+        assert!(o.status.success(), "tfnc build --prefix {prefix}: {}", stderr(&o));
+    }
+    let header = std::fs::read_to_string(dir.join("build/gg.h")).unwrap();
+    assert!(header.contains("from a*\\/nn.tfn"), "{}", &header[..200.min(header.len())]);
+    assert!(header.contains("#ifndef TFN_MODULE_gg_H"));
+    if !have_cc() {
+        println!("SKIPPED: no cc");
+        return;
+    }
+    let both = "#include \"gg.h\"\n#include \"GG.h\"\n\
+                int main(void) { return gg_gelu == GG_gelu; }\n";
+    std::fs::write(dir.join("both.c"), both).unwrap();
+    let o = Command::new("cc")
+        .current_dir(&dir)
+        .args(["-Wall", "-Werror", "-Ibuild", "-c", "both.c", "-o", "both.o"])
+        .output()
+        .expect("run cc");
+    assert!(o.status.success(), "cc: {}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

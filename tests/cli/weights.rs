@@ -221,3 +221,56 @@ fn run_refuses_bad_checkpoints_and_mappings() {
     expect_exit(&o, 2, "two outs");
     assert!(stderr(&o).contains("give it alone"), "{}", stderr(&o));
 }
+
+/// A bound tensor an op inside the function refuses (its dtype here) gets a note naming the
+/// tensor and file of every bound parameter, before the closing `aborting` line; an error
+/// naming the parameter gets the note for that parameter only.
+#[test]
+fn errors_about_bound_tensors_say_where_they_came_from() {
+    let dir = scratch("weights-notes");
+    std::fs::write(dir.join("m.tfn"), MODEL).unwrap();
+    let half = ArrayD::from_elem(IxDyn(&[4]), half::f16::ONE);
+    let w = f32s(&[3, 4], 0.0);
+    let named = [("w", TensorValue::from(w.view())), ("h", TensorValue::from(half.view()))];
+    tfn::save_safetensors(&dir.join("m.safetensors"), &named).unwrap();
+    write_f32(&dir.join("x.npy"), &[2, 3], &[0.5; 6]);
+    let o = tfnc(
+        &dir,
+        &[
+            "run",
+            "m.tfn",
+            "layer",
+            "--arg",
+            "x=x.npy",
+            "--weights",
+            "m.safetensors",
+            "--map",
+            "b=h",
+        ],
+    );
+    expect_exit(&o, 1, "an f16 bias");
+    let err = stderr(&o);
+    let notes = "note: parameter `w` was bound from tensor `w` of `m.safetensors`\n\
+                 note: parameter `b` was bound from tensor `h` of `m.safetensors`\n\
+                 error: aborting due to 1 error";
+    assert!(err.contains("no overload of `add`") && err.contains(notes), "{err}");
+    // A misshaped `b`: the shape error names `b`, so only its note.
+    let o = tfnc(
+        &dir,
+        &[
+            "run",
+            "m.tfn",
+            "layer",
+            "--arg",
+            "x=x.npy",
+            "--weights",
+            "m.safetensors",
+            "--map",
+            "b=w",
+        ],
+    );
+    expect_exit(&o, 1, "a [3, 4] bias");
+    let err = stderr(&o);
+    assert!(err.contains("note: parameter `b` was bound from tensor `w`"), "{err}");
+    assert!(!err.contains("note: parameter `w`"), "{err}");
+}
