@@ -112,34 +112,37 @@ fn viewable(a: &Bound<'_, PyUntypedArray>) -> bool {
 /// (NumPy 2 allows 64).
 pub const MAX_ARRAY_RANK: usize = 32;
 
+/// The NumPy dtypes [`dtype_of`] accepts, in words.
+const ARRAY_DTYPES: &str = "float32, float64, float16, int32, int64, int8, uint8 and bool";
+
+/// Refuses an array (an argument, an `out=` array, a result: `what` names it) of more than
+/// [`MAX_ARRAY_RANK`] axes with a `tfn.ShapeError`.
+fn check_rank(py: Python<'_>, ndim: usize, what: &dyn Fn() -> String) -> PyResult<()> {
+    if ndim <= MAX_ARRAY_RANK {
+        return Ok(());
+    }
+    let c = errors::classes(py)?;
+    Err(errors::raise(
+        py,
+        &c.shape,
+        format!("{} has {ndim} axes; tfn's arrays have at most {MAX_ARRAY_RANK}", what()),
+    ))
+}
+
 /// A supported array as tfn reads it: itself, or a native, aligned copy of it.
 fn array_arg<'py>(
     a: Bound<'py, PyUntypedArray>,
     what: &dyn Fn() -> String,
 ) -> PyResult<(Bound<'py, PyUntypedArray>, DType)> {
     let py = a.py();
-    if a.ndim() > MAX_ARRAY_RANK {
-        let c = errors::classes(py)?;
-        return Err(errors::raise(
-            py,
-            &c.shape,
-            format!(
-                "{} has {} axes; tfn takes arrays of at most {MAX_ARRAY_RANK}",
-                what(),
-                a.ndim()
-            ),
-        ));
-    }
+    check_rank(py, a.ndim(), what)?;
     let Some(dtype) = dtype_of(&a.dtype()) else {
         let c = errors::classes(py)?;
         let got = a.dtype().str()?.to_string();
         return Err(errors::raise(
             py,
             &c.dtype,
-            format!(
-                "{} has dtype {got}; tfn takes float32, float64, int32, int64 and bool arrays",
-                what()
-            ),
+            format!("{} has dtype {got}; tfn takes {ARRAY_DTYPES} arrays", what()),
         ));
     };
     if viewable(&a) {
@@ -399,15 +402,11 @@ pub fn out_arrays<'py>(out: &Bound<'py, PyAny>) -> PyResult<OutArrays<'py>> {
         let Some(dtype) = dtype_of(&a.dtype()) else {
             let got = a.dtype().str()?.to_string();
             return Err(shape_error(format!(
-                "out[{i}] has dtype {got}, which tfn does not write"
+                "out[{i}] has dtype {got}, which tfn does not write (it writes {ARRAY_DTYPES} \
+                 arrays)"
             ))?);
         };
-        if a.ndim() > MAX_ARRAY_RANK {
-            return Err(shape_error(format!(
-                "out[{i}] has {} axes; tfn writes arrays of at most {MAX_ARRAY_RANK}",
-                a.ndim()
-            ))?);
-        }
+        check_rank(py, a.ndim(), &|| format!("out[{i}]"))?;
         if !is_writeable(&a) {
             return Err(shape_error(format!("out[{i}] is read-only"))?);
         }
@@ -510,17 +509,7 @@ pub fn to_numpy(py: Python<'_>, v: Value<'static>) -> PyResult<Py<PyAny>> {
         numpy::PyArray::from_owned_array(py, a).into_any().unbind()
     }
     if let Value::Tensor(t) = &v {
-        if t.shape().len() > MAX_ARRAY_RANK {
-            let c = errors::classes(py)?;
-            return Err(errors::raise(
-                py,
-                &c.shape,
-                format!(
-                    "a result has {} axes; NumPy arrays from tfn have at most {MAX_ARRAY_RANK}",
-                    t.shape().len()
-                ),
-            ));
-        }
+        check_rank(py, t.shape().len(), &|| "a result".to_string())?;
     }
     match v {
         Value::Tensor(t) => Ok(match t {

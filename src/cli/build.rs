@@ -188,7 +188,15 @@ pub(crate) fn is_c_ident(s: &str) -> bool {
 /// Where the runtime library is: `TFN_RT_LIB`, else `libtfn_rt.a` beside `tfnc` (where
 /// `cargo build -p tfn-rt` puts it, with the same profile).
 fn runtime_library() -> Result<PathBuf, Outcome> {
-    let path = match std::env::var_os("TFN_RT_LIB") {
+    // (Set but empty is unset, as for PATH-like variables: `TFN_RT_LIB= tfnc build ...`.)
+    let path = match std::env::var_os("TFN_RT_LIB").filter(|p| !p.is_empty()) {
+        Some(p) if Path::new(&p).is_dir() => {
+            return Err(Outcome::UserError(format!(
+                "error: TFN_RT_LIB={} is a directory; it must name the runtime library file \
+                 itself (libtfn_rt.a)",
+                Path::new(&p).display()
+            )))
+        }
         Some(p) => PathBuf::from(p),
         None => std::env::current_exe()
             .ok()
@@ -547,10 +555,18 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
             let _ = std::fs::remove_dir(d);
         }
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(Outcome::UserError(format!(
+            "error: -o {} is not a directory (tfnc build writes P.o, P.h and libtfn_rt.a into \
+             the directory -o names)",
+            dir.display()
+        )));
+    }
     if let Err(e) = std::fs::create_dir_all(dir) {
         remove_created();
         return Err(fail(dir.display().to_string(), e));
     }
+    remove_stale_temporaries(dir, files);
     let temp = |name: &str| dir.join(format!(".{name}.tmp{}", std::process::id()));
     let mut written: Vec<PathBuf> = Vec::new();
     let cleanup = |written: &[PathBuf]| {
@@ -578,6 +594,31 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Outcome> {
         }
     }
     Ok(())
+}
+
+/// Removes the temporary files (`.NAME.tmpPID`) of `files` that a build killed before its
+/// renames left in `dir`: those of processes no longer running (read from `/proc`; where
+/// there is none, nothing is removed).
+fn remove_stale_temporaries(dir: &Path, files: &[(String, Vec<u8>)]) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").is_dir() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let stale = files.iter().any(|(file, _)| {
+            name.strip_prefix(&format!(".{file}.tmp"))
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(|pid| {
+                    pid != std::process::id() && !proc.join(pid.to_string()).exists()
+                })
+        });
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The include guard of module `prefix`'s header: the prefix as written (C identifiers are

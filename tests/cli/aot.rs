@@ -278,6 +278,12 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     let cases: &[(&[&str], i32, &str)] = &[
         (&["--fn", "nope", "--arg", "x=f32[?]", "-o", "out"], 1, "unknown function `nope`"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file/out"], 1, "cannot write"),
+        (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file"], 1, "-o a-file is not a directory"),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[?]", "-o", "/dev/null"],
+            1,
+            "-o /dev/null is not a directory",
+        ),
         (
             &["--fn", "imatmul", "--arg", "a=i32[?, ?]", "--arg", "b=i32[?, ?]", "-o", "out"],
             1,
@@ -356,7 +362,6 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             "reserved by C",
         ),
         (&["--fn", "gelu;", "--arg", "x=f32[?]", "-o", "out"], 2, "the default prefix `gelu;`"),
-        (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "a-file"], 1, "cannot write a-file"),
         (&["bad.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"], 1, "bad.tfn:2:"),
         // One C name for two things: `g`'s allocating variant and the function `g_alloc` (the
         // header's static inline shadowed the entry point: the call ran `g`), or the module's
@@ -438,6 +443,16 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         .expect("run tfnc");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("no-such-lib.a is missing"), "{}", stderr(&o));
+    assert!(files(&dir.join("out")).is_empty());
+    // TFN_RT_LIB naming a directory is an error that says so; set but empty, it is unset.
+    let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(["build", "nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"])
+        .current_dir(&dir)
+        .env("TFN_RT_LIB", &*dir)
+        .output()
+        .expect("run tfnc");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a directory; it must name"), "{}", stderr(&o));
     assert!(files(&dir.join("out")).is_empty());
     // A name the file system refuses (a 300-byte prefix): the directories made for it go too.
     let long = "a".repeat(300);
@@ -2135,13 +2150,19 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
 }
 
 /// Two modules whose prefixes differ only in case are two headers one C file can include
-/// (C names are case-sensitive), and a source path holding `*/` stays inside the header's
-/// comment.
+/// (C names are case-sensitive), a source path holding `*/` stays inside the header's
+/// comment, and a killed build's temporary files are removed by the next.
 #[test]
 fn headers_of_any_prefix_and_source_path_compile_together() {
     let dir = scratch("aot-headers");
     std::fs::create_dir_all(dir.join("a*")).unwrap();
     std::fs::write(dir.join("a*/nn.tfn"), NN).unwrap();
+    // What a build killed before its renames leaves (no process has this id): removed by the
+    // next build into the directory; a file of another name stays.
+    std::fs::create_dir_all(dir.join("build")).unwrap();
+    for stale in [".gg.h.tmp4000000000", ".gg.o.tmp4000000000", ".mine.tmp4000000000"] {
+        std::fs::write(dir.join("build").join(stale), "partial").unwrap();
+    }
     for prefix in ["gg", "GG"] {
         let argv = ["build", "a*/nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "build"];
         let o = tfnc_build(&dir, &[&argv[..], &["--prefix", prefix]].concat());
@@ -2150,6 +2171,9 @@ fn headers_of_any_prefix_and_source_path_compile_together() {
     let header = std::fs::read_to_string(dir.join("build/gg.h")).unwrap();
     assert!(header.contains("from a*\\/nn.tfn"), "{}", &header[..200.min(header.len())]);
     assert!(header.contains("#ifndef TFN_MODULE_gg_H"));
+    let mut left = files(&dir.join("build"));
+    left.sort();
+    assert_eq!(left, [".mine.tmp4000000000", "GG.h", "GG.o", "gg.h", "gg.o", "libtfn_rt.a"]);
     if !have_cc() {
         println!("SKIPPED: no cc");
         return;
