@@ -92,7 +92,8 @@ pub const C_TYPES: &str = r#"#ifndef TFN_TYPES_H
 #define TFN_ERR_INTERNAL 4 /* a bug in tfn */
 
 /* A tensor: data points at element [0, ..., 0]; sizes and strides (in elements, >= 0) have
-   rank entries. Inputs are only read; outputs must not overlap each other or the inputs. */
+   rank entries. Inputs are only read; outputs must not overlap each other or the inputs
+   (a call whose buffers do returns TFN_ERR_ARGUMENT). */
 typedef struct tfn_buffer {
     void *data;
     int64_t dtype;

@@ -249,6 +249,36 @@ fn check_buffer(
     e.fail_if(null, arg, &format!("{what}: null data"))
 }
 
+/// The bytes a checked, contiguous buffer spans: its start, its end, and whether it has an
+/// element at all.
+#[derive(Clone, Copy)]
+struct Span {
+    start: Value,
+    end: Value,
+    nonempty: Value,
+}
+
+/// The [`Span`] of the buffer at `buf` of `rank` axes and elements of `size` bytes (its sizes
+/// checked non-negative and its data non-null before).
+fn span(e: &mut Emit, buf: Value, rank: usize, size: usize) -> Span {
+    let start = e.load(buf, DATA);
+    let sizes: Vec<Value> = (0..rank).map(|a| e.load(buf, SIZES + 8 * a as i32)).collect();
+    let count = e.product(&sizes);
+    let bytes = e.b.ins().imul_imm_s(count, size as i64);
+    let end = e.b.ins().iadd(start, bytes);
+    let nonempty = e.b.ins().icmp_imm_s(IntCC::NotEqual, count, 0);
+    Span { start, end, nonempty }
+}
+
+/// Whether two spans share a byte (both non-empty, each starting before the other ends).
+fn overlap(e: &mut Emit, a: Span, b: Span) -> Value {
+    let before = e.b.ins().icmp(IntCC::UnsignedLessThan, a.start, b.end);
+    let after = e.b.ins().icmp(IntCC::UnsignedLessThan, b.start, a.end);
+    let both = e.b.ins().band(a.nonempty, b.nonempty);
+    let meet = e.b.ins().band(before, after);
+    e.b.ins().band(meet, both)
+}
+
 /// Defines the entry point `name` running `steps` of `graph`.
 pub(super) fn define(
     owner: &mut StandaloneBuilder,
@@ -423,6 +453,40 @@ fn body(
         let ty = graph.ty(*v);
         let want: Vec<Option<Value>> = dims(e, &ty.shape, &syms)?.into_iter().map(Some).collect();
         check_buffer(e, buf, &format!("output {o}"), ty.dtype, &want)?;
+    }
+    // Outputs must not overlap each other or an input: the kernels write outputs while
+    // reading inputs. Every buffer is contiguous here, so each is one span of bytes.
+    let spans: Vec<Span> = (0..graph.params.len())
+        .map(|p| {
+            let buf = buffer(e, inputs, p);
+            span(e, buf, graph.params[p].ty.shape.rank(), graph.params[p].ty.dtype.size_bytes())
+        })
+        .collect();
+    let mut out_spans: Vec<Span> = Vec::new();
+    for (o, v) in graph.outputs.iter().enumerate() {
+        let buf = buffer(e, outputs, o);
+        let ty = graph.ty(*v);
+        let mine = span(e, buf, ty.shape.rank(), ty.dtype.size_bytes());
+        for (j, other) in out_spans.iter().enumerate() {
+            let meet = overlap(e, mine, *other);
+            e.fail_if(
+                meet,
+                arg,
+                &format!("output {o}: its memory overlaps output {j}'s (outputs must not overlap)"),
+            )?;
+        }
+        for (p, other) in spans.iter().enumerate() {
+            let meet = overlap(e, mine, *other);
+            e.fail_if(
+                meet,
+                arg,
+                &format!(
+                    "output {o}: its memory overlaps input {}'s (outputs must not overlap the inputs)",
+                    name_of(p)
+                ),
+            )?;
+        }
+        out_spans.push(mine);
     }
     // The steps' own checks, in step order (all depend on sizes only), and their
     // collapsed sizes.
