@@ -90,6 +90,12 @@ fn root_in_loop(Tensor x, Tensor w) -> Tensor {
 fn int_scaled(Tensor<i32> q) -> Tensor {
     return q * rsqrt(size(q, -1))
 }
+
+// The same through `shape(x)`: its items are sizes, so `/` divides them exactly too.
+fn split_heads_of_shape(Tensor x, *, Int heads) -> Tensor {
+    let s = shape(x)
+    return transpose(reshape(x, [-1, s[1], heads, s[-1] / heads]), [0, 2, 1, 3])
+}
 "#;
 
 const BACKENDS: [Backend; 2] = [Backend::Interp, Backend::Jit];
@@ -142,7 +148,8 @@ fn split_heads_as_written_compiles_once_for_every_size() {
 /// A size of 1 is part of the call's signature, so it is a constant when the function is
 /// compiled; its `/` is still the sizes' exact division (an `Int`), not `Int / Int`'s `Float`:
 /// `split_heads` with one head over a last axis of 1 was refused ("`shape` must be Int[], got
-/// Float[]") while every other size worked.
+/// Float[]") while every other size worked. Items of `shape(x)` likewise (`shape(x)[-1] /
+/// heads` was refused by the checker for every size).
 #[test]
 fn sizes_of_one_divide_as_sizes() {
     for backend in BACKENDS {
@@ -153,11 +160,15 @@ fn sizes_of_one_divide_as_sizes() {
             let kwargs = [("heads", (heads as i64).into())];
             let out = s.call_kw("split_heads", &[Value::from(x.view())], &kwargs);
             assert_eq!(only_f32(out, &what), split_heads(&x, heads), "{what}");
+            let out = s.call_kw("split_heads_of_shape", &[Value::from(x.view())], &kwargs);
+            assert_eq!(only_f32(out, &what), split_heads(&x, heads), "{what} (shape)");
         }
         // An inexact division of a constant size is the sizes' error, as for any other size.
         let x = ramp(&[2, 3, 1]);
-        let e = call_error(&s, "split_heads", &[Value::from(x.view())], &[("heads", 2i64.into())]);
-        assert!(e.contains("E0510") && e.contains("1 / 2"), "{e}");
+        for f in ["split_heads", "split_heads_of_shape"] {
+            let e = call_error(&s, f, &[Value::from(x.view())], &[("heads", 2i64.into())]);
+            assert!(e.contains("E0510") && e.contains("1 / 2"), "{f}: {e}");
+        }
     }
 }
 

@@ -95,7 +95,7 @@ impl Walker<'_> {
     /// The built-ins `size(Tensor x, Int dim) -> Int` (a size: [`Ty::Size`]) and
     /// `shape(Tensor x) -> Int[]`, used when no function of the name is visible.
     fn size_builtin(&mut self, name: &str, args: &[TypedArg], close: Span, bad: bool) -> Ty {
-        let result = if name == "size" { Ty::Size } else { Ty::IntList };
+        let result = if name == "size" { Ty::Size } else { Ty::SizeList };
         let params: &[&str] = if name == "size" { &["x", "dim"] } else { &["x"] };
         let usage = if name == "size" {
             "size(Tensor x, Int dim) -> Int"
@@ -477,7 +477,7 @@ fn arg_kind(ty: &Ty, e: &Expr) -> ArgKind {
         Ty::Float => attr(AttrType::Float, literal),
         Ty::Bool => attr(AttrType::Bool, literal),
         Ty::DType(d) => attr(AttrType::DType, dtype(d).map(Attr::DType)),
-        Ty::IntList => attr(AttrType::IntList, None),
+        Ty::IntList | Ty::SizeList => attr(AttrType::IntList, None),
         Ty::FloatList => attr(AttrType::FloatList, None),
         Ty::EmptyList => attr(AttrType::IntList, Some(Attr::IntList(Vec::new()))),
         Ty::Tuple(_) | Ty::Unknown => ArgKind::Tensor { dtype: None, rank: None },

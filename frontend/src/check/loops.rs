@@ -118,10 +118,14 @@ impl Walker<'_> {
             // `Scalar` is an int or a float.
             (Ty::Scalar, t) | (t, Ty::Scalar) => matches!(t, Ty::Int | Ty::Float | Ty::Scalar),
             (Ty::EmptyList, t) | (t, Ty::EmptyList) => {
-                matches!(t, Ty::IntList | Ty::FloatList | Ty::TensorList(_) | Ty::EmptyList)
+                matches!(
+                    t,
+                    Ty::IntList | Ty::SizeList | Ty::FloatList | Ty::TensorList(_) | Ty::EmptyList
+                )
             }
             (Ty::DType(_), Ty::DType(_)) => true,
             (Ty::Int | Ty::Size, Ty::Int | Ty::Size) => true,
+            (Ty::IntList | Ty::SizeList, Ty::IntList | Ty::SizeList) => true,
             (a, b) => a == b,
         };
         (!same).then(|| (from.clone(), to.clone()))
@@ -291,6 +295,8 @@ impl Walker<'_> {
         let ty = match b {
             Ty::Tensor(dt) => Ty::Tensor(dt),
             Ty::IntList => Ty::Int,
+            // An item of `shape(x)` is a size.
+            Ty::SizeList => Ty::Size,
             Ty::Unknown => Ty::Unknown,
             t => {
                 let mut d =

@@ -44,6 +44,9 @@ pub enum Ty {
     /// A dtype value: known (`f32`), a `DType` parameter (`Var`), or unknown.
     DType(Dt),
     IntList,
+    /// `shape(x)`: an `Int[]` of sizes, known only at the call. It fits `Int[]` parameters;
+    /// an item (`shape(x)[-1]`) is a [`Ty::Size`], so `/` on it divides exactly.
+    SizeList,
     FloatList,
     /// `[]`: fits any list type.
     EmptyList,
@@ -98,7 +101,7 @@ impl fmt::Display for Ty {
             Ty::Float => f.write_str("Float"),
             Ty::Bool => f.write_str("Bool"),
             Ty::DType(_) => f.write_str("DType"),
-            Ty::IntList => f.write_str("Int[]"),
+            Ty::IntList | Ty::SizeList => f.write_str("Int[]"),
             Ty::FloatList => f.write_str("Float[]"),
             Ty::EmptyList => f.write_str("[]"),
             Ty::Tuple(items) => {
@@ -133,9 +136,9 @@ pub fn fit(param: &ParamType, arg: &Ty) -> Fit {
         (ParamType::Float, Ty::Int | Ty::Size | Ty::Scalar) => Promoted,
         (ParamType::Bool, Ty::Bool) => Exact,
         (ParamType::DType, Ty::DType(_)) => Exact,
-        (ParamType::IntList, Ty::IntList | Ty::EmptyList) => Exact,
+        (ParamType::IntList, Ty::IntList | Ty::SizeList | Ty::EmptyList) => Exact,
         (ParamType::FloatList, Ty::FloatList | Ty::EmptyList) => Exact,
-        (ParamType::FloatList, Ty::IntList) => Promoted,
+        (ParamType::FloatList, Ty::IntList | Ty::SizeList) => Promoted,
         _ => No,
     }
 }

@@ -55,8 +55,26 @@ pub(super) enum SizeItem {
 impl Val {
     /// A size that folded to a constant as the plain `Int` it is; any other value as it is.
     pub(super) fn settled(self) -> Val {
+        let konst = |item: SizeItem| match item {
+            SizeItem::Size(DimExpr::Dim(Dim::Const(c))) => SizeItem::Int(c as i64),
+            other => other,
+        };
         match self {
             Val::Size(DimExpr::Dim(Dim::Const(c))) => Val::Attr(Attr::Int(c as i64)),
+            Val::SizeList(items) => {
+                let items: Vec<SizeItem> = items.into_iter().map(konst).collect();
+                let ints: Option<Vec<i64>> = items
+                    .iter()
+                    .map(|i| match i {
+                        SizeItem::Int(v) => Some(*v),
+                        SizeItem::Size(_) => None,
+                    })
+                    .collect();
+                match ints {
+                    Some(ints) => Val::Attr(Attr::IntList(ints)),
+                    None => Val::SizeList(items),
+                }
+            }
             v => v,
         }
     }

@@ -538,7 +538,11 @@ impl<'a> Lowerer<'a> {
         span: Span,
         env: &HashMap<String, Val>,
     ) -> Result<Val, Diagnostic> {
-        let b = self.eval(base, env)?.settled();
+        // (A list of sizes stays one: its items are sizes, constant ones included.)
+        let b = match self.eval(base, env)? {
+            list @ Val::SizeList(_) => list,
+            b => b.settled(),
+        };
         let i = self.eval(index, env)?.settled();
         // In a loop body, `x[k]` with a literal `k` reads its row like a run-time index: a
         // `slice` of a size the body binds would need a size guard, which a body cannot have.

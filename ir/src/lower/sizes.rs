@@ -104,23 +104,12 @@ impl Lowerer<'_> {
             return Err(diag("E0502", msg, Some(x_span)));
         };
         let shape = self.ty(x).shape;
-        let item = |d: Dim| match d {
-            Dim::Const(c) => SizeItem::Int(c as i64),
-            d => SizeItem::Size(DimExpr::Dim(d)),
-        };
         if callee == "shape" {
-            let items: Vec<SizeItem> = shape.0.iter().map(|d| item(*d)).collect();
-            let ints: Option<Vec<i64>> = items
-                .iter()
-                .map(|i| match i {
-                    SizeItem::Int(v) => Some(*v),
-                    SizeItem::Size(_) => None,
-                })
-                .collect();
-            return Ok(match ints {
-                Some(ints) => Val::Attr(Attr::IntList(ints)),
-                None => Val::SizeList(items),
-            });
+            // Every axis a size, constant ones included (as `size` gives them): an item
+            // (`shape(x)[-1]`) then divides as a size whatever the call's sizes are; where the
+            // list is used as a value, `Val::settled` makes it an `Int[]` again.
+            let items = shape.0.iter().map(|d| SizeItem::Size(DimExpr::Dim(*d))).collect();
+            return Ok(Val::SizeList(items));
         }
         let (dim, dim_span) = args[1].clone().ok_or_else(|| missing("dim"))?;
         let dim = match dim.settled() {
