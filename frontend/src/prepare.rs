@@ -14,8 +14,32 @@ use tfn_ir::{Diagnostic, FileId, Span};
 
 /// Deepest allowed nesting of `(`, `[` and `{`.
 pub const MAX_NESTING: usize = 64;
-/// Most operator characters (`+ - * / < > = !`, and `[`: indexing) allowed in one statement.
+/// Most operator characters (`+ - * / % < > = !`, and `[`: indexing) allowed in one statement
+/// (a statement continued over lines next to a binary operator counts as one).
 pub const MAX_OPERATORS: usize = 512;
+
+/// The characters counted as operators (and that continue a statement over a newline when
+/// they end a line or begin the next).
+fn is_operator(c: u8) -> bool {
+    matches!(c, b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!')
+}
+
+/// The first character from `i` on that is not whitespace, a line break or inside a `//`
+/// comment (`None` at the end of the text).
+fn next_significant(bytes: &[u8], mut i: usize) -> Option<u8> {
+    while i < bytes.len() {
+        match bytes[i] {
+            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            c => return Some(c),
+        }
+    }
+    None
+}
 
 /// The text to hand to the grammar, or the limit that was exceeded.
 pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
@@ -25,6 +49,8 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
     let mut stack: Vec<u8> = Vec::new();
     let mut operators = 0usize;
     let mut statement_start = 0usize;
+    // The last character seen outside comments and whitespace.
+    let mut last = 0u8;
     let mut i = 0usize;
     while i < bytes.len() {
         let c = bytes[i];
@@ -86,7 +112,11 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
             b'\n' => {
                 if matches!(stack.last(), Some(b'(') | Some(b'[')) {
                     out[i] = b' ';
-                } else {
+                } else if !is_operator(last)
+                    && !next_significant(bytes, i + 1).is_some_and(is_operator)
+                {
+                    // (A newline next to a binary operator continues the statement: its
+                    // operators keep counting.)
                     operators = 0;
                     statement_start = i + 1;
                 }
@@ -95,13 +125,16 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
                 operators = 0;
                 statement_start = i + 1;
             }
-            b'+' | b'-' | b'*' | b'/' | b'<' | b'>' | b'=' | b'!' => {
+            c if is_operator(c) => {
                 operators += 1;
                 if operators > MAX_OPERATORS {
                     return Err(Box::new(too_complex(file, statement_start, i)));
                 }
             }
             _ => {}
+        }
+        if !matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
+            last = c;
         }
         i += 1;
     }
@@ -141,6 +174,17 @@ mod tests {
         assert!(prepare(FileId(0), &src).is_err());
         let src = format!("x{}", "[0]".repeat(MAX_OPERATORS + 1));
         assert!(prepare(FileId(0), &src).is_err());
+        let src = format!("return x{}", " % x".repeat(MAX_OPERATORS + 1));
+        assert!(prepare(FileId(0), &src).is_err());
+        // A statement continued over lines, the operator ending a line or beginning the next
+        // (a comment between them), is one statement.
+        for line in ["\n    + x", " +\n    x", "\n    // note\n    + x"] {
+            let src = format!("return x{}\n", line.repeat(MAX_OPERATORS + 1));
+            assert!(prepare(FileId(0), &src).is_err(), "{line:?}");
+        }
+        // Statements on lines of their own count apart.
+        let src = "let a = x + x\n".repeat(MAX_OPERATORS);
+        assert!(prepare(FileId(0), &src).is_ok());
         let src = format!("x{}", "[0]".repeat(MAX_OPERATORS));
         assert!(prepare(FileId(0), &src).is_ok());
     }

@@ -164,6 +164,17 @@ fn nested_and_repeated_loops_and_index_chains_stay_bounded() {
     assert_eq!(diags.len(), 1, "{diags:?}");
     assert_eq!(diags[0].code, "E0003");
 
+    // A long expression continued over lines (the operator ending a line or beginning the
+    // next): one statement, refused like the same expression on one line (it overflowed the
+    // stack).
+    for line in ["\n        + x", " +\n        x", " %\n        x"] {
+        let text =
+            format!("fn f(Tensor x) -> Tensor {{\n    return x{}\n}}\n", line.repeat(10_000));
+        let (diags, _) = load(&text);
+        assert_eq!(diags.len(), 1, "{line:?}: {diags:?}");
+        assert_eq!(diags[0].code, "E0003", "{line:?}");
+    }
+
     // Malformed headers: one syntax error each.
     for bad in [
         "for i in 0..n {\n        h = h + x[i]\n",

@@ -72,6 +72,8 @@ pub fn describe_arg(position: Option<usize>, keyword: Option<&str>) -> String {
 pub enum ArgName<'a> {
     Position(usize),
     Keyword(&'a str),
+    /// An array of the `weights=` dict, by key.
+    Weight(&'a str),
 }
 
 impl ArgName<'_> {
@@ -79,6 +81,7 @@ impl ArgName<'_> {
         match self {
             ArgName::Position(i) => describe_arg(Some(i), None),
             ArgName::Keyword(k) => describe_arg(None, Some(k)),
+            ArgName::Weight(k) => format!("weights[{k:?}]"),
         }
     }
 }
@@ -410,6 +413,14 @@ pub fn out_arrays<'py>(out: &Bound<'py, PyAny>) -> PyResult<OutArrays<'py>> {
         if !is_writeable(&a) {
             return Err(shape_error(format!("out[{i}] is read-only"))?);
         }
+        if overlaps_itself(&a) {
+            return Err(shape_error(format!(
+                "out[{i}] has elements that may share memory (strides {:?} over shape {:?}); tfn \
+                 writes every element of an output once",
+                a.strides(),
+                a.shape()
+            ))?);
+        }
         if !viewable(&a) {
             return Err(shape_error(format!(
                 "out[{i}] must be aligned, in native byte order, with whole-element strides"
@@ -469,6 +480,34 @@ fn byte_range(a: &Bound<'_, PyUntypedArray>) -> Option<(usize, usize)> {
         }
     }
     Some((lo as usize, hi as usize + a.dtype().itemsize()))
+}
+
+/// Whether two indices of a (non-empty) array reach the same bytes: walking the axes longer
+/// than 1 from the smallest stride up, each stride must pass the extent of the axes before it
+/// (ndarray's rule for mutable views; a conservative test, as NumPy's `may_share_memory`).
+fn overlaps_itself(a: &Bound<'_, PyUntypedArray>) -> bool {
+    let shape = a.shape();
+    if shape.contains(&0) {
+        return false;
+    }
+    let mut axes: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(a.strides())
+        .filter(|(&n, _)| n > 1)
+        .map(|(&n, &s)| (n, s.unsigned_abs()))
+        .collect();
+    axes.sort_by_key(|&(_, s)| s);
+    // In bytes: `extent` is the offset of the last element the axes so far reach; the next
+    // axis's first step must clear that element entirely.
+    let item = a.dtype().itemsize().max(1);
+    let mut extent = 0usize;
+    for (n, s) in axes {
+        if s < extent.saturating_add(item) {
+            return true;
+        }
+        extent = extent.saturating_add((n - 1).saturating_mul(s));
+    }
+    false
 }
 
 /// Fails when an output may share memory with an input or another output (tfn does not

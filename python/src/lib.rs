@@ -13,7 +13,9 @@ mod errors;
 mod weights;
 
 use convert::{describe_arg, Arg};
-use pyo3::exceptions::{PyAttributeError, PyFileNotFoundError, PyKeyError, PyValueError};
+use pyo3::exceptions::{
+    PyAttributeError, PyFileNotFoundError, PyKeyError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -88,10 +90,11 @@ impl Session {
     #[pyo3(signature = (backend = "jit", threads = None, *, strict = None, optimize = true))]
     fn new(
         backend: &str,
-        threads: Option<usize>,
+        threads: Option<&Bound<'_, PyAny>>,
         strict: Option<bool>,
         optimize: bool,
     ) -> PyResult<Self> {
+        let threads = threads.filter(|t| !t.is_none()).map(threads_arg).transpose()?;
         let backend = match backend {
             "jit" => tfn::Backend::Jit,
             "interp" => tfn::Backend::Interp,
@@ -109,7 +112,6 @@ impl Session {
         };
         let mut options = tfn::SessionOptions { backend, optimize, ..Default::default() };
         match threads {
-            Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
             Some(t) => options.threads = t,
             None => {
                 if let Some(t) = threads_from_env()? {
@@ -184,6 +186,25 @@ impl Session {
 
     fn __repr__(&self) -> String {
         format!("tfn.Session(backend={:?}, threads={})", self.backend(), self.threads())
+    }
+}
+
+/// The most threads a session takes (far more than any machine's cores: a larger number is
+/// more likely a mistake than a wish).
+const MAX_THREADS: usize = 1024;
+
+/// `Session(threads=...)`: a Python `int` (not a `bool`) from 1 to [`MAX_THREADS`].
+fn threads_arg(t: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if t.is_instance_of::<pyo3::types::PyBool>() || !t.is_instance_of::<pyo3::types::PyInt>() {
+        let ty = t.get_type().name()?.to_string();
+        return Err(PyTypeError::new_err(format!("threads must be an int, got {ty}")));
+    }
+    match t.extract::<i64>() {
+        Ok(n) if (1..=MAX_THREADS as i64).contains(&n) => Ok(n as usize),
+        _ => Err(PyValueError::new_err(format!(
+            "threads must be at least 1 and at most {MAX_THREADS}, got {}",
+            t.repr()?
+        ))),
     }
 }
 
@@ -495,11 +516,25 @@ fn run_vjp(
     } else {
         args.try_iter()?.collect::<PyResult<_>>()?
     };
-    let cts: Vec<Bound<'_, PyAny>> = if cotangents.cast::<numpy::PyUntypedArray>().is_ok() {
-        vec![cotangents.clone()]
-    } else {
-        cotangents.try_iter()?.collect::<PyResult<_>>()?
-    };
+    // One cotangent per result: a tuple or list of them, or one alone (an array, a NumPy
+    // scalar such as `np.float32(1.0)` for a rank-0 result, or a number).
+    let cts: Vec<Bound<'_, PyAny>> =
+        if cotangents.is_instance_of::<PyTuple>() || cotangents.is_instance_of::<PyList>() {
+            cotangents.try_iter()?.collect::<PyResult<_>>()?
+        } else {
+            vec![cotangents.clone()]
+        };
+    let cts: Vec<Bound<'_, PyAny>> = cts
+        .into_iter()
+        .map(|c| {
+            let scalar = c.cast::<numpy::PyUntypedArray>().is_err() && c.hasattr("__array__")?;
+            if scalar {
+                py.import("numpy")?.call_method1("asarray", (c,))
+            } else {
+                Ok(c)
+            }
+        })
+        .collect::<PyResult<_>>()?;
     let session = &**session;
     let call = Call::parse(py, session, name, &args, c.kwargs)?;
     let cts = cts
@@ -678,6 +713,7 @@ impl Function {
         let mut call = Call::parse(py, session, name, &items, kwargs)?;
         call.out = out.filter(|o| !o.is_none());
         let (pos, kw) = call.values();
+        let weights = weights.filter(|w| !w.is_none());
         let run = |params: Option<&(dyn tfn::weights::Params + Sync)>| match &call.out {
             None => {
                 let out = py.detach(|| match params {
@@ -688,7 +724,11 @@ impl Function {
             }
             Some(out) => {
                 let outs = convert::out_arrays(out)?;
-                let inputs = inputs_of(&call);
+                let mut inputs = inputs_of(&call);
+                // The arrays `weights=` binds are inputs too.
+                let held =
+                    weights.as_ref().map(|w| weights::held_arrays(py, w)).unwrap_or_default();
+                inputs.extend(held.iter().map(|(k, a)| (convert::ArgName::Weight(k), a)));
                 convert::no_overlap(py, &inputs, &outs)?;
                 let mut views: SmallVec<[tfn::OutputMut; 2]> =
                     outs.iter().map(|(a, d)| convert::out_view(a, *d)).collect();
@@ -700,8 +740,8 @@ impl Function {
                 Ok(out.clone().unbind())
             }
         };
-        match weights.filter(|w| !w.is_none()) {
-            Some(w) => weights::with_params(py, &w, |p| run(Some(p))),
+        match &weights {
+            Some(w) => weights::with_params(py, w, |p| run(Some(p))),
             None => run(None),
         }
     }

@@ -9,6 +9,7 @@
 
 use crate::convert::{self, Arg};
 use crate::errors;
+use numpy::PyUntypedArray;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -149,6 +150,28 @@ pub fn with_params<R>(
     Err(PyTypeError::new_err(
         "weights= takes tfn.weights(path or dict, mapping) or a dict of arrays by name",
     ))
+}
+
+/// The NumPy arrays a `weights=` dict (or a `tfn.weights` of a dict) holds, by key: what
+/// an `out=` array must not share memory with. A file's tensors are read-only mappings of
+/// their own, so none.
+pub fn held_arrays<'py>(
+    py: Python<'py>,
+    weights: &Bound<'py, PyAny>,
+) -> Vec<(String, Bound<'py, PyUntypedArray>)> {
+    let dict = match weights.cast::<Weights>() {
+        Ok(w) => match &w.get().kind {
+            Kind::Dict(d, _) => d.bind(py).clone(),
+            Kind::File(_) => return Vec::new(),
+        },
+        Err(_) => match weights.cast::<PyDict>() {
+            Ok(d) => d.clone(),
+            Err(_) => return Vec::new(),
+        },
+    };
+    dict.iter()
+        .filter_map(|(k, v)| Some((k.extract::<String>().ok()?, v.cast_into().ok()?)))
+        .collect()
 }
 
 /// The arrays of a dict, borrowed, with `mapping` applied.

@@ -226,16 +226,17 @@ pub(crate) fn merged<'a>(
     kw
 }
 
-/// Adds to a dispatch or shape error which tensor each parameter it names was bound from;
-/// when it names none (an op inside the body refused a bound tensor's dtype or shape), which
-/// tensor every parameter was bound from. The notes go before the closing
-/// `error: aborting due to ...` line.
+/// Adds to a dispatch error which tensor every bound parameter was bound from (the error may
+/// come from an op inside the body, whose own argument names say nothing of the function's
+/// parameters: "argument `b` is i32" of `matmul(x, w)`), and to a shape error (whose messages
+/// name the function's parameters) which tensor each parameter it names was bound from (every
+/// one when it names none). The notes go before the closing `error: aborting due to ...` line.
 pub(crate) fn explain(e: Error, bound: &BoundArgs) -> Error {
-    let notes = |text: &str| -> String {
+    let notes = |text: &str, every: bool| -> String {
         let named: Vec<&(String, String)> = bound
             .sources
             .iter()
-            .filter(|(param, _)| text.contains(&format!("`{param}`")))
+            .filter(|(param, _)| !every && text.contains(&format!("`{param}`")))
             .collect();
         let shown = if named.is_empty() { bound.sources.iter().collect() } else { named };
         shown
@@ -243,11 +244,11 @@ pub(crate) fn explain(e: Error, bound: &BoundArgs) -> Error {
             .map(|(param, source)| format!("note: parameter `{param}` was bound from {source}\n"))
             .collect()
     };
-    let with_notes = |text: String| -> String {
+    let with_notes = |text: String, every: bool| -> String {
         if bound.sources.is_empty() {
             return text;
         }
-        let notes = notes(&text);
+        let notes = notes(&text, every);
         match text.rfind("error: aborting due to") {
             Some(at) if text[..at].is_empty() || text[..at].ends_with('\n') => {
                 format!("{}{notes}{}", &text[..at], &text[at..])
@@ -258,9 +259,9 @@ pub(crate) fn explain(e: Error, bound: &BoundArgs) -> Error {
     };
     match e {
         Error::Call { diagnostics, rendered } => {
-            Error::Call { diagnostics, rendered: with_notes(rendered) }
+            Error::Call { diagnostics, rendered: with_notes(rendered, true) }
         }
-        Error::Shape(text) => Error::Shape(with_notes(text)),
+        Error::Shape(text) => Error::Shape(with_notes(text, false)),
         other => other,
     }
 }

@@ -223,8 +223,9 @@ fn run_refuses_bad_checkpoints_and_mappings() {
 }
 
 /// A bound tensor an op inside the function refuses (its dtype here) gets a note naming the
-/// tensor and file of every bound parameter, before the closing `aborting` line; an error
-/// naming the parameter gets the note for that parameter only.
+/// tensor and file of every bound parameter, before the closing `aborting` line, even where
+/// the op's own argument shares a parameter's name (`matmul(x, w)`'s `b` for an i32 `w`); a
+/// shape error naming the parameter gets the note for that parameter only.
 #[test]
 fn errors_about_bound_tensors_say_where_they_came_from() {
     let dir = scratch("weights-notes");
@@ -254,6 +255,18 @@ fn errors_about_bound_tensors_say_where_they_came_from() {
                  note: parameter `b` was bound from tensor `h` of `m.safetensors`\n\
                  error: aborting due to 1 error";
     assert!(err.contains("no overload of `add`") && err.contains(notes), "{err}");
+    let ints = ArrayD::from_elem(IxDyn(&[3, 4]), 1i32);
+    let b = f32s(&[4], 0.0);
+    let named = [("w", TensorValue::from(ints.view())), ("b", TensorValue::from(b.view()))];
+    tfn::save_safetensors(&dir.join("i.safetensors"), &named).unwrap();
+    let o =
+        tfnc(&dir, &["run", "m.tfn", "layer", "--arg", "x=x.npy", "--weights", "i.safetensors"]);
+    expect_exit(&o, 1, "an i32 weight");
+    let err = stderr(&o);
+    assert!(
+        err.contains("note: parameter `w` was bound from tensor `w` of `i.safetensors`"),
+        "{err}"
+    );
     // A misshaped `b`: the shape error names `b`, so only its note.
     let o = tfnc(
         &dir,
