@@ -724,10 +724,10 @@ impl Function {
             }
             Some(out) => {
                 let outs = convert::out_arrays(out)?;
-                let mut inputs = inputs_of(&call);
                 // The arrays `weights=` binds are inputs too.
                 let held =
                     weights.as_ref().map(|w| weights::held_arrays(py, w)).unwrap_or_default();
+                let mut inputs = inputs_of(&call);
                 inputs.extend(held.iter().map(|(k, a)| (convert::ArgName::Weight(k), a)));
                 convert::no_overlap(py, &inputs, &outs)?;
                 let mut views: SmallVec<[tfn::OutputMut; 2]> =

@@ -73,3 +73,29 @@ def test_out_may_not_alias_an_input(lib):
 def test_out_must_be_an_array(lib):
     with pytest.raises(tfn.ShapeError):
         lib.gelu(np.zeros(3), out=[1.0, 2.0, 3.0])
+
+
+def test_out_may_not_share_memory_with_a_weights_array():
+    # An array bound through `weights=` (a dict, or tfn.weights of a dict) is an input like
+    # any other: an `out=` over it would be read while written (the JIT gave wrong values).
+    lib = tfn.Session(threads=1).loads(
+        "fn rv(Tensor a) -> Tensor { return transpose(a, [1, 0]) * 1.0 }", name="rv.tfn"
+    )
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    for weights in ({"a": a}, tfn.weights({"a": a})):
+        with pytest.raises(tfn.ShapeError, match=r'out\[0\] may share memory with weights\["a"\]'):
+            lib.rv(weights=weights, out=a[::-1])
+    np.testing.assert_array_equal(a, np.arange(16, dtype=np.float32).reshape(4, 4))
+    y = np.empty_like(a)
+    lib.rv(weights={"a": a}, out=y)
+    np.testing.assert_array_equal(y, a.T)
+
+
+def test_out_whose_elements_overlap_each_other_is_refused(lib):
+    x = np.ones(4, np.float32)
+    y = np.lib.stride_tricks.as_strided(np.empty(8, np.float32), shape=(4,), strides=(0,))
+    with pytest.raises(tfn.ShapeError, match=r"out\[0\] has elements that may share memory"):
+        lib.gelu(x, out=y)
+    z = np.lib.stride_tricks.as_strided(np.empty(8, np.float32), shape=(2, 3), strides=(8, 4))
+    with pytest.raises(tfn.ShapeError, match=r"out\[0\] has elements that may share memory"):
+        lib.gelu(np.ones((2, 3), np.float32), out=z)

@@ -95,6 +95,18 @@ def test_tfn_threads_must_be_a_number(monkeypatch):
     assert tfn.Session(threads=1).threads == 1
 
 
+@pytest.mark.parametrize("bad", [0, -1, 2**63, 5000])
+def test_session_threads_out_of_range_are_value_errors(bad):
+    with pytest.raises(ValueError, match="threads must be at least 1 and at most 1024"):
+        tfn.Session(threads=bad)
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "2"])
+def test_session_threads_of_another_type_are_type_errors(bad):
+    with pytest.raises(TypeError, match="threads must be an int"):
+        tfn.Session(threads=bad)
+
+
 # -- calls from several threads run in parallel ----------------------------------------------
 
 

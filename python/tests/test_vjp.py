@@ -84,3 +84,15 @@ def test_vjp_matches_jax(lib, rng):
     _, pullback = jax.vjp(lambda a: jax.nn.softmax(a, axis=0), x)
     np.testing.assert_allclose(lib.vjp("softmax", (x,), ct, dim=0)[0],
                                np.asarray(pullback(ct)[0]), rtol=1e-9, atol=1e-12)
+
+
+def test_the_cotangent_of_a_rank_0_result_may_be_a_numpy_scalar():
+    import tfn
+
+    lib = tfn.Session(threads=1).loads("fn tot(Tensor x) -> Tensor { return sum(x * x) }", name="tot.tfn")
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    for ct in (np.float32(1.0), np.array(1.0, np.float32), (np.float32(1.0),)):
+        (dx,) = lib.vjp("tot", (x,), ct)
+        np.testing.assert_array_equal(dx, 2 * x)
+    with pytest.raises(tfn.ShapeError, match="cotangent 0 must be a tensor"):
+        lib.vjp("tot", (x,), 1.0)
