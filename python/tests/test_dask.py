@@ -127,3 +127,35 @@ def test_the_streaming_example_stays_within_its_memory(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "identical to one in-process call" in out.stdout
     assert "100% Completed" in out.stdout
+
+
+def test_an_int_or_bool_scan_is_caught_whatever_the_leading_values():
+    # A left-padded mask: its leading elements are all 0, so a probe made of them alone
+    # showed no dependence between blocks, and the cumulative sum came out wrong.
+    lib = tfn.Session(threads=1).loads(
+        "fn positions(Tensor mask) -> Tensor { return cumsum(mask, dim=1) }\n"
+        "fn from_bools(Tensor mask) -> Tensor { return cumsum(cast(mask, i64), dim=1) }",
+        name="mask.tfn",
+    )
+    mask = np.zeros((4, 12), np.int64)
+    mask[:, 5:] = 1
+    with pytest.raises(tfn.dask.ChunkError, match="not blockwise along axis 1"):
+        tfn.dask.map_blocks(lib.positions, da.from_array(mask, chunks=(-1, 6)))
+    with pytest.raises(tfn.dask.ChunkError, match="not blockwise along axis 1"):
+        tfn.dask.map_blocks(lib.from_bools, da.from_array(mask.astype(np.bool_), chunks=(-1, 6)))
+    # Split along the rows only, it is blockwise: one call's answer.
+    out = tfn.dask.map_blocks(lib.positions, da.from_array(mask, chunks=(2, -1))).compute()
+    np.testing.assert_array_equal(out, lib.positions(mask))
+
+
+def test_keywords_named_like_dasks_own_go_to_the_function():
+    lib = tfn.Session(threads=1).loads(
+        "fn tk(Tensor x, *, Int token = 0, Int name = 0, Int chunks = 0) -> Tensor "
+        "{ return x + token + name + chunks }",
+        name="kw.tfn",
+    )
+    x = np.zeros((4, 6), np.float32)
+    out = tfn.dask.map_blocks(
+        lib.tk, da.from_array(x, chunks=(2, 3)), token=5, name=2, chunks=1
+    ).compute()
+    np.testing.assert_array_equal(out, lib.tk(x, token=5, name=2, chunks=1))

@@ -16,6 +16,8 @@ compiles per dtype and rank, not per size). The function itself travels to the w
 pickling (see `tfn._pickle`), compiled once per worker process.
 """
 
+import functools
+
 import numpy as np
 
 __all__ = ["ChunkError", "map_blocks", "check_blockwise"]
@@ -33,15 +35,23 @@ def _is_dask(a):
     return isinstance(a, da.Array)
 
 
-def _probe_value(a, shape, rng):
+def _probe_value(a, shape, rng, vary=False):
     """A probe of `shape` for the dask array `a`: random normals for floats; for other
-    dtypes (indices, masks) the array's own leading elements, which are valid values."""
+    dtypes (indices, masks) the array's own leading elements, which are valid values, or
+    (`vary`) random values between their least and greatest (random bools for a mask), so
+    that leading elements that happen to be equal (a left-padded mask) do not hide a scan."""
     if np.issubdtype(a.dtype, np.floating):
         return rng.standard_normal(shape).astype(a.dtype)
     corner = tuple(slice(0, n) for n in shape)
     v = np.asarray(a[corner].compute())
     if v.shape != tuple(shape):
         v = np.resize(v, shape) if v.size else np.zeros(shape, a.dtype)
+    if vary:
+        if a.dtype == np.bool_:
+            return rng.random(shape) < 0.5
+        lo, hi = (int(v.min()), int(v.max())) if v.size else (0, 1)
+        hi = max(hi, lo + 1)
+        return rng.integers(lo, hi, size=shape, endpoint=True).astype(a.dtype)
     return v
 
 
@@ -71,11 +81,18 @@ def _default_drop(ndim_in, ndim_out, drop_axis):
     return list(range(ndim_out, ndim_in))
 
 
-def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
+def check_blockwise(fn, *args, drop_axis=None, **kwargs):
     """Raises `ChunkError` unless `fn` is blockwise along every axis the chunks of the dask
     arrays among `args` split; returns the result of a probe shaped like the first block (5
-    along the split axes), the dropped axes, the probe's shape and the split axes."""
-    rng = np.random.default_rng(seed)
+    along the split axes), the dropped axes, the probe's shape and the split axes. Keyword
+    arguments other than `drop_axis` go to `fn`."""
+    return _check(fn, args, kwargs, drop_axis)
+
+
+def _check(fn, args, kwargs, drop_axis):
+    """`check_blockwise` with `fn`'s keyword arguments as a dict (so that none is taken for
+    one of this module's or Dask's own)."""
+    rng = np.random.default_rng(0)
     darrs = [a for a in args if _is_dask(a)]
     if not darrs:
         raise TypeError("tfn.dask.map_blocks: no dask array among the arguments")
@@ -89,10 +106,16 @@ def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
     block = [c[0] for c in first.chunks]
     split = [ax for ax in range(ndim) if len(first.chunks[ax]) > 1]
 
-    def probe(shape_of):
+    def probe(shape_of, vary=False):
         return [
-            _probe_value(a, shape_of(a), rng) if _is_dask(a) else a for a in args
+            _probe_value(a, shape_of(a), rng, vary) if _is_dask(a) else a for a in args
         ]
+
+    # Integer and bool arguments are probed twice: with their own leading values, and with
+    # varied ones (skipped when the function refuses them: indices out of range).
+    variants = (False, True) if any(
+        not np.issubdtype(a.dtype, np.floating) for a in darrs
+    ) else (False,)
 
     # How the output's shape follows the input's: the first block's shape, but 5 along the
     # split axes (checked below to map blockwise), so the probe stays small.
@@ -112,35 +135,46 @@ def check_blockwise(fn, *args, drop_axis=None, seed=0, **kwargs):
                 for ax in range(a.ndim)
             ]
 
-        whole_args = probe(shape_of)
-        halves = []
-        for lo, hi in ((0, 2), (2, 5)):
-            part = []
-            for a, v in zip(args, whole_args):
-                if _is_dask(a) and a.ndim == ndim:
-                    idx = tuple(slice(lo, hi) if ax == axis else slice(None) for ax in range(ndim))
-                    part.append(v[idx])
-                else:
-                    part.append(v)
-            halves.append(part)
         why = None
-        try:
-            whole = _call(fn, whole_args, kwargs)
-            parts = [_call(fn, h, kwargs) for h in halves]
-            oax = _out_axis(axis, ndim, whole.ndim, drop)
-            if oax is None:
-                why = "the function reduces that axis away"
-            elif whole.shape[oax] != 5:
-                why = f"the result's axis {oax} is not the argument's axis {axis}"
-            else:
-                joined = np.concatenate(parts, axis=oax)
-                if not np.array_equal(joined, whole, equal_nan=True):
-                    why = (
-                        "a block's result depends on elements of other blocks along it "
-                        "(a reduction, a softmax, a scan or a position along that axis)"
-                    )
-        except ValueError as e:  # a shape the function does not accept for a part
-            why = f"a part of a block is not a valid argument ({e})"
+        for vary in variants:
+            whole_args = probe(shape_of, vary)
+            halves = []
+            for lo, hi in ((0, 2), (2, 5)):
+                part = []
+                for a, v in zip(args, whole_args):
+                    if _is_dask(a) and a.ndim == ndim:
+                        idx = tuple(
+                            slice(lo, hi) if ax == axis else slice(None) for ax in range(ndim)
+                        )
+                        part.append(v[idx])
+                    else:
+                        part.append(v)
+                halves.append(part)
+            try:
+                whole = _call(fn, whole_args, kwargs)
+            except ValueError as e:
+                if vary:
+                    continue  # varied values the function refuses: the first probe stands
+                why = f"a part of a block is not a valid argument ({e})"
+                break
+            try:
+                parts = [_call(fn, h, kwargs) for h in halves]
+                oax = _out_axis(axis, ndim, whole.ndim, drop)
+                if oax is None:
+                    why = "the function reduces that axis away"
+                elif whole.shape[oax] != 5:
+                    why = f"the result's axis {oax} is not the argument's axis {axis}"
+                else:
+                    joined = np.concatenate(parts, axis=oax)
+                    if not np.array_equal(joined, whole, equal_nan=True):
+                        why = (
+                            "a block's result depends on elements of other blocks along it "
+                            "(a reduction, a softmax, a scan or a position along that axis)"
+                        )
+            except ValueError as e:  # a shape the function does not accept for a part
+                why = f"a part of a block is not a valid argument ({e})"
+            if why is not None:
+                break
         if why is not None:
             raise ChunkError(
                 f"`{name}` is not blockwise along axis {axis} of its argument, which the chunks "
@@ -161,7 +195,7 @@ def map_blocks(fn, *args, drop_axis=None, **kwargs):
     `dim=`)."""
     import dask.array as da
 
-    out, drop, block, split = check_blockwise(fn, *args, drop_axis=drop_axis, **kwargs)
+    out, drop, block, split = _check(fn, args, kwargs, drop_axis)
     first = next(a for a in args if _is_dask(a))
     ndim = first.ndim
     kept = [ax for ax in range(ndim) if ax not in [d % ndim for d in drop]]
@@ -180,6 +214,7 @@ def map_blocks(fn, *args, drop_axis=None, **kwargs):
     if len(kept) != ndim:
         extra["drop_axis"] = [d % ndim for d in drop]
     meta = np.empty((0,) * out.ndim, dtype=out.dtype)
-    return da.map_blocks(
-        fn, *args, dtype=out.dtype, chunks=tuple(chunks), meta=meta, **extra, **kwargs
-    )
+    # `fn`'s keywords bound into a partial: passed to `da.map_blocks` they could be taken for
+    # its own (`token=`, `name=`, `dtype=`, `chunks=`, ...).
+    call = functools.partial(fn, **kwargs) if kwargs else fn
+    return da.map_blocks(call, *args, dtype=out.dtype, chunks=tuple(chunks), meta=meta, **extra)
