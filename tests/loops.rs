@@ -92,6 +92,16 @@ fn reversed(Tensor x, Tensor w) -> Tensor {
     }
     return h
 }
+
+// Floats of the loop variable take the dtype they meet (f64 here), as floats of sizes do.
+fn float_of_index(Tensor x) -> Tensor {
+    var h = x
+    for i in 0..4 {
+        let c = i * i * 0.5 + 0.25
+        h = h * 0.5 + c + sqrt(i) - 0.5 * i
+    }
+    return h
+}
 "#;
 
 fn session(backend: Backend, checkpoint: bool) -> Session {
@@ -535,5 +545,35 @@ fn the_loop_variable_meets_sizes_in_index_arithmetic() {
             .call("reversed", &[Value::from(x.clone()), Value::from(w.clone())])
             .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
         close(&f32s(&got[0]), &want, 1e-6, &format!("{backend:?}"));
+    }
+}
+
+/// `0.5 * i`, `sqrt(i)` and `i * i * 0.5 + 0.25` meet an f64 (and an f32) carried value in its
+/// dtype: they were computed in f32 whatever they met, so an f64 function was refused.
+#[test]
+fn floats_of_the_loop_variable_take_the_dtype_they_meet() {
+    let want = |x: f64| {
+        let mut h = x;
+        for i in 0..4 {
+            let i = f64::from(i);
+            h = h * 0.5 + (i * i * 0.5 + 0.25) + i.sqrt() - 0.5 * i;
+        }
+        h
+    };
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        let x = ndarray::ArrayD::from_elem(ndarray::IxDyn(&[3]), 1.5f64);
+        let out =
+            s.call("float_of_index", &[Value::from(x.view())]).unwrap_or_else(|e| panic!("{e}"));
+        match out[0].as_tensor().map(|t| t.to_tensor()) {
+            Some(Tensor::F64(a)) => {
+                assert!(a.iter().all(|&v| (v - want(1.5)).abs() < 1e-12), "{backend:?}: {a}")
+            }
+            other => panic!("{backend:?}: not f64: {other:?}"),
+        }
+        let x = ndarray::ArrayD::from_elem(ndarray::IxDyn(&[3]), 1.5f32);
+        let out =
+            s.call("float_of_index", &[Value::from(x.view())]).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&out[0]), &[want(1.5) as f32; 3], 1e-6, &format!("{backend:?} f32"));
     }
 }

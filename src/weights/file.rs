@@ -350,11 +350,13 @@ fn bad_length(header: &[u8]) -> Option<String> {
         let &[begin, end] = offsets.as_slice() else { continue };
         let bits = dtype.bitsize() as u64;
         let held = end.checked_sub(begin);
+        // (In u128: a shape of 2^62 bytes is 2^65 bits.)
         let needed = shape
             .iter()
-            .try_fold(1u64, |n, &d| n.checked_mul(d))
-            .and_then(|n| n.checked_mul(bits))
-            .map(|b| b.div_ceil(8));
+            .try_fold(1u128, |n, &d| n.checked_mul(u128::from(d)))
+            .and_then(|n| n.checked_mul(u128::from(bits)))
+            .map(|b| b.div_ceil(8))
+            .and_then(|b| u64::try_from(b).ok());
         let shape_text = format!("{shape:?}");
         match (needed, held) {
             (Some(needed), Some(held)) if needed == held => continue,

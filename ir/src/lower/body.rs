@@ -4,7 +4,7 @@
 
 use super::call::{diag, flatten, list_dtype, no_match, BoundCall, Val};
 use super::instantiate::{Lowerer, MAX_DEPTH, MAX_NODES};
-use super::{primitives, static_eval};
+use super::{call, primitives, sizes, static_eval, static_float_math};
 use crate::attr::Attr;
 use crate::diagnostic::Diagnostic;
 use crate::dispatch::{self, param_type_name, ArgKind, AttrType, BoundArg};
@@ -395,10 +395,20 @@ impl<'a> Lowerer<'a> {
         let index_math = positional.iter().all(|(v, _)| {
             matches!(v, Val::Index(_) | Val::Size(_) | Val::Attr(Attr::Int(_) | Attr::Float(_)))
         });
+        let float_literal = positional.iter().any(|(v, _)| matches!(v, Val::Attr(Attr::Float(_))));
+        let float_math = static_float_math(callee).is_some()
+            || (float_literal && sizes::SIZE_FLOAT_OPS.contains(&callee));
+        if is_static && any_index && index_math && float_math && keywords.is_empty() {
+            // A float of a loop variable (`0.5 * i`, `sqrt(i)`): like a float of a size, it
+            // is computed in the dtype where it is used (the tensor it meets, f32 elsewhere).
+            let args = positional.iter().map(|(v, _)| v.clone()).collect();
+            let call = call::SizeCall { callee: callee.to_string(), args, span };
+            return Ok(Val::SizeFloat(Box::new(call)));
+        }
         if is_static && any_index && index_math {
             // Arithmetic on a loop variable (with literals and sizes: `size(w, 0) - 1 - i`):
-            // `i64[]` tensors (`f32` with a float literal).
-            let float = positional.iter().any(|(v, _)| matches!(v, Val::Attr(Attr::Float(_))));
+            // `i64[]` tensors (`f32` with a float literal, as in a comparison `i < 2.5`).
+            let float = float_literal;
             let dtype = if float { crate::dtype::DType::F32 } else { crate::dtype::DType::I64 };
             for (v, s) in positional.iter_mut() {
                 let new = match &*v {

@@ -128,6 +128,16 @@ impl<'a> Lowerer<'a> {
             if Some(name) == loop_var.as_ref() || carried_names.contains(name) {
                 continue;
             }
+            // A float of an outer loop's variable (`let c = 0.5 * i`) is a tensor of the
+            // body it was computed in: read by an inner loop, it takes the default dtype, f32,
+            // as anywhere it meets no tensor.
+            if let Some(Val::SizeFloat(c)) = env.get(name) {
+                if has_index(&Val::SizeFloat(c.clone())) {
+                    let c = c.clone();
+                    let t = self.size_float_tensor(&c, DType::F32)?;
+                    env.insert(name.clone(), Val::Tensor(t));
+                }
+            }
             if matches!(env.get(name), Some(Val::Tensor(_) | Val::List(_) | Val::Index(_))) {
                 invariant_names.push(name.clone());
             }
@@ -816,5 +826,14 @@ fn indexed_by(block: &Block, var: &str, out: &mut Vec<String>) {
             }
             Stmt::For { .. } => {}
         }
+    }
+}
+
+/// Whether a value is computed from a loop variable (a float of one: `0.5 * i`).
+fn has_index(v: &Val) -> bool {
+    match v {
+        Val::Index(_) => true,
+        Val::SizeFloat(c) => c.args.iter().any(has_index),
+        _ => false,
     }
 }

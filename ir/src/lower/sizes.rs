@@ -44,7 +44,7 @@ const SIZE_OPS: [&str; 4] = ["add", "sub", "mul", "div"];
 
 /// The operators a float of sizes ([`Val::SizeFloat`]) may go through before it meets its
 /// dtype, besides the float ops (`sqrt`, `exp`, ...).
-const SIZE_FLOAT_OPS: [&str; 10] =
+pub(super) const SIZE_FLOAT_OPS: [&str; 10] =
     ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "atan2"];
 
 /// An argument of a call: its value and the span of its expression.
@@ -274,7 +274,13 @@ impl Lowerer<'_> {
         let starts = float_op && matches!(positional, [(Val::Size(_), _)]);
         let any_float = positional.iter().any(|(v, _)| matches!(v, Val::SizeFloat(_)));
         let numbers = positional.iter().all(|(v, _)| {
-            matches!(v, Val::Size(_) | Val::SizeFloat(_) | Val::Attr(Attr::Int(_) | Attr::Float(_)))
+            matches!(
+                v,
+                Val::Size(_)
+                    | Val::SizeFloat(_)
+                    | Val::Index(_)
+                    | Val::Attr(Attr::Int(_) | Attr::Float(_))
+            )
         });
         let arithmetic = float_op || SIZE_FLOAT_OPS.contains(&callee);
         if !(starts || (any_float && numbers && arithmetic)) {
@@ -305,6 +311,11 @@ impl Lowerer<'_> {
                 Val::Size(e) => Val::Tensor(self.size_tensor(e, dtype, Some(call.span))?),
                 Val::SizeFloat(c) => Val::Tensor(self.size_float_tensor(c, dtype)?),
                 Val::Attr(a) => Val::Tensor(self.literal(a, dtype, Some(call.span))?),
+                // A loop variable (`0.5 * i`): its `i64[]` in the float dtype.
+                Val::Index(t) => {
+                    let ty = TensorType { dtype, shape: Shape::scalar() };
+                    Val::Tensor(self.emit(Op::Cast(dtype), vec![*t], ty, Some(call.span)))
+                }
                 other => other.clone(),
             });
         }
