@@ -577,3 +577,27 @@ fn floats_of_the_loop_variable_take_the_dtype_they_meet() {
         close(&f32s(&out[0]), &[want(1.5) as f32; 3], 1e-6, &format!("{backend:?} f32"));
     }
 }
+
+/// `cast(i, f32)` of the loop variable is a rank-0 tensor (it was E0217, "cannot infer the
+/// dtype of a literal"); `at most size(x, 0)` says a size is not a compile-time `Int` (it said
+/// "takes an `Int`, found `Int`"); `x[3]` past the leading axis says the index is out of range
+/// (it was the squeeze of an empty slice).
+#[test]
+fn casts_of_the_loop_variable_and_clear_errors_about_indices_and_bounds() {
+    let source = "fn f(Tensor x) -> Tensor {\n    var h = x\n    for i in 0..3 {\n        h = h + cast(i, f32)\n    }\n    return h\n}\n\
+                  fn past(Tensor x) -> Tensor {\n    return x[3]\n}\n";
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = Session::with_backend(backend);
+        s.load_str("cast_i.tfn", source).unwrap_or_else(|e| panic!("{e}"));
+        let x = ndarray::ArrayD::from_elem(ndarray::IxDyn(&[3, 2]), 1.0f32);
+        let out = s.call("f", &[Value::from(x.view())]).unwrap_or_else(|e| panic!("{e}"));
+        close(&f32s(&out[0]), &[4.0; 6], 0.0, &format!("{backend:?}"));
+        let e = s.call("past", &[Value::from(x.view())]).expect_err("x[3] of 3 rows").to_string();
+        assert!(e.contains("index 3 is out of range for `x`, whose axis 0 has 3"), "{e}");
+        assert!(e.contains("cast_i.tfn:9:14"), "{e}");
+    }
+    let s = Session::with_backend(Backend::Interp);
+    let bad = "fn w(Tensor x) -> Tensor {\n    var h = x\n    while max(h) > 0.0, at most size(x, 0) {\n        h = h - 1.0\n    }\n    return h\n}\n";
+    let e = s.load_str("bound.tfn", bad).expect_err("a size as a bound").to_string();
+    assert!(e.contains("`at most` takes a compile-time `Int`, found a size"), "{e}");
+}

@@ -70,10 +70,14 @@ impl Walker<'_> {
         {
             return self.size_builtin(base, &args, call.close, bad);
         }
-        // `cast(size(x, 0), f64)`: a size cast to a dtype is a rank-0 tensor of that dtype.
+        // `cast(size(x, 0), f64)`: a size (or a loop variable, `cast(i, f32)`) cast to a dtype
+        // is a rank-0 tensor of that dtype.
         if base == "cast" && call.name.overload.is_none() {
-            if let Some(first) = args.first_mut().filter(|a| a.ty == Ty::Size) {
-                first.ty = Ty::Tensor(super::types::Dt::Any);
+            let runtime = |a: &TypedArg| a.ty == Ty::Int && self.runtime_name(a.expr).is_some();
+            if let Some(first) = args.first_mut() {
+                if first.ty == Ty::Size || runtime(first) {
+                    first.ty = Ty::Tensor(super::types::Dt::Any);
+                }
             }
         }
         // Calls of static ops on attributes only are attribute arithmetic, like the operators

@@ -197,6 +197,17 @@ impl Walker<'_> {
                     .at(max_trips.span, "negative"),
             ),
             (Ty::Int | Ty::Unknown, _) => {}
+            (Ty::Size, _) => self.diags.push(
+                Diagnostic::error(
+                    "E0316",
+                    "`at most` takes a compile-time `Int`, found a size (known only at the call)",
+                )
+                .at(max_trips.span, "a size")
+                .with_note("the most trips a `while` may make: an `Int` attribute or a literal")
+                .with_help(
+                    "pass the bound as an `Int` argument (`*, Int n`) and write `at most n`",
+                ),
+            ),
             (t, _) => self.diags.push(
                 Diagnostic::error("E0316", format!("`at most` takes an `Int`, found `{t}`"))
                     .at(max_trips.span, "not an `Int`")
@@ -247,7 +258,7 @@ impl Walker<'_> {
         );
     }
 
-    fn runtime_name(&self, e: &Expr) -> Option<(String, Span, LocalKind)> {
+    pub(super) fn runtime_name(&self, e: &Expr) -> Option<(String, Span, LocalKind)> {
         match &e.kind {
             ExprKind::Name(n) => {
                 let local = self.local(n)?;

@@ -608,6 +608,21 @@ impl<'a> Lowerer<'a> {
                         Some(base.span),
                     ));
                 }
+                // An index outside the leading axis (its size for this call): said so, not
+                // as the squeeze of an empty slice it would become.
+                let rows =
+                    self.syms.hint_of(&crate::shape::DimExpr::Dim(self.graph.ty(*x).shape.0[0]));
+                if let Some(n) = rows {
+                    let inside = if *k < 0 { k.unsigned_abs() <= n } else { (*k as u64) < n };
+                    if !inside {
+                        let what = self.label(base.span, "the tensor");
+                        let msg = format!(
+                            "index {k} is out of range for `{what}`, whose axis 0 has {n} \
+                             element(s) in this call"
+                        );
+                        return Err(diag("E0511", msg, Some(index.span)));
+                    }
+                }
                 let end = if *k == -1 { i64::MAX } else { k + 1 };
                 let row = self.call_named(
                     "slice",

@@ -264,6 +264,12 @@ impl Lowerer<'_> {
                     let ty = TensorType { dtype, shape: Shape::scalar() };
                     self.emit(Op::Cast(dtype), vec![f], ty, Some(span))
                 }
+                // `cast(i, f32)` of a loop variable: its `i64[]` in that dtype.
+                Val::Index(t) if dtype == DType::I64 => *t,
+                Val::Index(t) => {
+                    let ty = TensorType { dtype, shape: Shape::scalar() };
+                    self.emit(Op::Cast(dtype), vec![*t], ty, Some(span))
+                }
                 _ => return Ok(None),
             })));
         }
