@@ -58,6 +58,17 @@ pub fn parse_value(s: &str) -> Result<ArgValue, ArgParseError> {
                 .collect::<Result<Vec<_>, _>>()?;
             return Ok(ArgValue::TensorType(dt, dims));
         }
+        // `f33[5, 3]`: a tensor type with a misspelt dtype (unless a file has that name).
+        let name = dtype.trim();
+        let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if ident && s.ends_with(']') && !std::path::Path::new(s).exists() {
+            let known: Vec<String> = DType::ALL.iter().map(|d| d.to_string()).collect();
+            return Err(ArgParseError(format!(
+                "unknown dtype `{name}` in tensor type `{s}` (the dtypes: {})",
+                known.join(", ")
+            )));
+        }
     }
     if let Some(lit) = parse_literal(s)? {
         return Ok(ArgValue::Literal(lit));
@@ -173,6 +184,9 @@ mod tests {
         assert_eq!(parse_value("1.7e308").unwrap(), ArgValue::Literal(Attr::Float(1.7e308)));
         assert!(parse_value("f32[3").is_err());
         assert!(parse_value("f32[a]").is_err());
+        let e = parse_value("f33[5, 3, 4]").expect_err("a misspelt dtype");
+        assert!(e.0.contains("unknown dtype `f33`"), "{e}");
+        assert_eq!(parse_value("data[1].npy").unwrap(), ArgValue::NpyPath("data[1].npy".into()));
         assert!(parse_value("[1, x]").is_err());
         assert_eq!(parse_named("x=2").unwrap(), ("x".into(), "2".into()));
         assert!(parse_named("x").is_err());
