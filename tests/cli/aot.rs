@@ -332,7 +332,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (&["--fn", "gelu", "--arg", "x=f32[+3]", "-o", "out"], 2, "`+3` is not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[99999999999999999999]", "-o", "out"], 2, "not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[18446744073709551615]", "-o", "out"], 2, "below 2^63"),
-        (&["--fn", "gelu", "--arg", "x=f99[?]", "-o", "out"], 2, "expected a tensor type"),
+        (&["--fn", "gelu", "--arg", "x=f99[?]", "-o", "out"], 2, "unknown dtype `f99`"),
         (&["--fn", "gelu", "--arg", "x=f32[?", "-o", "out"], 2, "missing `]`"),
         (&["--fn", "gelu", "--arg", "x=f32[?,?,?,?,?,?,?,?,?]", "-o", "out"], 2, "at most 8 axes"),
         (&["--fn", "up", "--arg", "x=f32[?,?,?,?,?,?,?,?]", "-o", "out"], 1, "at most 8 axes"),
