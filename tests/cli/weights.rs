@@ -230,60 +230,34 @@ fn run_refuses_bad_checkpoints_and_mappings() {
 fn errors_about_bound_tensors_say_where_they_came_from() {
     let dir = scratch("weights-notes");
     std::fs::write(dir.join("m.tfn"), MODEL).unwrap();
+    write_f32(&dir.join("x.npy"), &[2, 3], &[0.5; 6]);
+    let run = |weights: &str, map: &[&str]| {
+        let mut argv = vec!["run", "m.tfn", "layer", "--arg", "x=x.npy", "--weights", weights];
+        argv.extend(map.iter().flat_map(|m| ["--map", *m]));
+        let o = tfnc(&dir, &argv);
+        expect_exit(&o, 1, &format!("{weights} {map:?}"));
+        stderr(&o)
+    };
     let half = ArrayD::from_elem(IxDyn(&[4]), half::f16::ONE);
     let w = f32s(&[3, 4], 0.0);
     let named = [("w", TensorValue::from(w.view())), ("h", TensorValue::from(half.view()))];
     tfn::save_safetensors(&dir.join("m.safetensors"), &named).unwrap();
-    write_f32(&dir.join("x.npy"), &[2, 3], &[0.5; 6]);
-    let o = tfnc(
-        &dir,
-        &[
-            "run",
-            "m.tfn",
-            "layer",
-            "--arg",
-            "x=x.npy",
-            "--weights",
-            "m.safetensors",
-            "--map",
-            "b=h",
-        ],
-    );
-    expect_exit(&o, 1, "an f16 bias");
-    let err = stderr(&o);
+    // An f16 bias: `add` inside the function refuses it.
+    let err = run("m.safetensors", &["b=h"]);
     let notes = "note: parameter `w` was bound from tensor `w` of `m.safetensors`\n\
                  note: parameter `b` was bound from tensor `h` of `m.safetensors`\n\
                  error: aborting due to 1 error";
     assert!(err.contains("no overload of `add`") && err.contains(notes), "{err}");
+    // An i32 weight: `matmul`'s own argument `b` is named, `w` is at fault.
     let ints = ArrayD::from_elem(IxDyn(&[3, 4]), 1i32);
     let b = f32s(&[4], 0.0);
     let named = [("w", TensorValue::from(ints.view())), ("b", TensorValue::from(b.view()))];
     tfn::save_safetensors(&dir.join("i.safetensors"), &named).unwrap();
-    let o =
-        tfnc(&dir, &["run", "m.tfn", "layer", "--arg", "x=x.npy", "--weights", "i.safetensors"]);
-    expect_exit(&o, 1, "an i32 weight");
-    let err = stderr(&o);
-    assert!(
-        err.contains("note: parameter `w` was bound from tensor `w` of `i.safetensors`"),
-        "{err}"
-    );
+    let err = run("i.safetensors", &[]);
+    let note = "note: parameter `w` was bound from tensor `w` of `i.safetensors`";
+    assert!(err.contains(note), "{err}");
     // A misshaped `b`: the shape error names `b`, so only its note.
-    let o = tfnc(
-        &dir,
-        &[
-            "run",
-            "m.tfn",
-            "layer",
-            "--arg",
-            "x=x.npy",
-            "--weights",
-            "m.safetensors",
-            "--map",
-            "b=w",
-        ],
-    );
-    expect_exit(&o, 1, "a [3, 4] bias");
-    let err = stderr(&o);
+    let err = run("m.safetensors", &["b=w"]);
     assert!(err.contains("note: parameter `b` was bound from tensor `w`"), "{err}");
     assert!(!err.contains("note: parameter `w`"), "{err}");
 }

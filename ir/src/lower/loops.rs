@@ -132,7 +132,7 @@ impl<'a> Lowerer<'a> {
             // body it was computed in: read by an inner loop, it takes the default dtype, f32,
             // as anywhere it meets no tensor.
             if let Some(Val::SizeFloat(c)) = env.get(name) {
-                if has_index(&Val::SizeFloat(c.clone())) {
+                if c.args.iter().any(has_index) {
                     let c = c.clone();
                     let t = self.size_float_tensor(&c, DType::F32)?;
                     env.insert(name.clone(), Val::Tensor(t));
