@@ -503,18 +503,21 @@ fn overlaps(sizes: &[usize], strides: &[usize]) -> bool {
 }
 
 /// The bytes a buffer spans, from its first element to the end of its last (`None` when it
-/// has no element). [`dims`] has checked it.
+/// has no element). [`dims`] has checked it; read here without allocating, since every call
+/// compares each output with every other buffer.
 fn span(b: &TfnBuffer) -> Option<(usize, usize)> {
-    let (dtype, sizes, strides) = dims(b, "").ok()?;
-    if sizes.contains(&0) {
-        return None;
+    let size = dtype_of_code(b.dtype)?.size_bytes();
+    let rank = usize::try_from(b.rank).ok().filter(|r| *r <= MAX_RANK)?;
+    let mut last = 0usize;
+    for (&n, &s) in b.sizes[..rank].iter().zip(&b.strides[..rank]) {
+        let (n, s) = (usize::try_from(n).ok()?, usize::try_from(s).ok()?);
+        if n == 0 {
+            return None;
+        }
+        last = last.checked_add((n - 1).checked_mul(s)?)?;
     }
-    let last = sizes
-        .iter()
-        .zip(&strides)
-        .try_fold(0usize, |end, (&n, &s)| end.checked_add((n - 1).checked_mul(s)?))?;
     let start = b.data as usize;
-    let bytes = last.checked_add(1)?.checked_mul(dtype.size_bytes())?;
+    let bytes = last.checked_add(1)?.checked_mul(size)?;
     Some((start, start.checked_add(bytes)?))
 }
 
