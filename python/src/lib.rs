@@ -239,6 +239,7 @@ impl Session {
         let before = me.inner.library().sources.files().count();
         let names = load_into(slf, load)?;
         let library = me.inner.library();
+        let known = library.functions.keys().cloned().collect();
         let files: Vec<(String, String)> = library
             .sources
             .files()
@@ -256,6 +257,7 @@ impl Session {
             file: main.to_string(),
             names,
             origin: Arc::new(origin),
+            known: Arc::new(known),
         })
     }
 
@@ -302,6 +304,45 @@ const STAT_KEYS: [&str; 5] =
 
 #[pymethods]
 impl Stats {
+    /// `tfn.Stats(compiles=0, ...)`: counters as `Session.stats()` gives them (how a pickle of
+    /// one is read back).
+    #[new]
+    #[pyo3(signature = (compiles = 0, cache_hits = 0, compile_time = 0.0, optimizer_fallbacks = 0, interpreted_kernels = 0))]
+    fn new(
+        compiles: u64,
+        cache_hits: u64,
+        compile_time: f64,
+        optimizer_fallbacks: u64,
+        interpreted_kernels: u64,
+    ) -> PyResult<Stats> {
+        let compile_time = std::time::Duration::try_from_secs_f64(compile_time).map_err(|_| {
+            PyValueError::new_err(format!(
+                "compile_time must be a finite number of seconds >= 0, got {compile_time}"
+            ))
+        })?;
+        Ok(Stats(tfn::Stats {
+            compiles,
+            cache_hits,
+            compile_time,
+            optimizer_fallbacks,
+            interpreted_kernels,
+        }))
+    }
+    /// A `Stats` pickles as its counters.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>)> {
+        let s = &slf.get().0;
+        let args = (
+            s.compiles,
+            s.cache_hits,
+            s.compile_time.as_secs_f64(),
+            s.optimizer_fallbacks,
+            s.interpreted_kernels,
+        );
+        Ok((slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any().unbind()))
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Stats>().is_ok_and(|o| o.get().0 == self.0)
+    }
     #[getter]
     fn compiles(&self) -> u64 {
         self.0.compiles
@@ -373,6 +414,22 @@ struct Library {
     file: String,
     names: Vec<String>,
     origin: Arc<Origin>,
+    /// Every function the session had after this library's load: the ones its pickle (the
+    /// loads up to its own) brings back. A function a later load defined, reached through
+    /// this library, pickles with the session's loads as they are when it is taken.
+    known: Arc<BTreeSet<String>>,
+}
+
+impl Library {
+    /// What a function taken from this library by `name` (or `name.overload`) pickles as.
+    fn origin_for(&self, py: Python<'_>, name: &str) -> Arc<Origin> {
+        let base = name.split('.').next().unwrap_or(name);
+        if self.known.contains(base) {
+            self.origin.clone()
+        } else {
+            Arc::new(self.session.bind(py).get().origin())
+        }
+    }
 }
 
 /// Names a `Library` has as methods: a function of the same name is `lib["name"]`.
@@ -387,7 +444,7 @@ impl Library {
         }
         let library = self.inner.library();
         if !library.overloads(name).is_empty() {
-            return make_function(py, &self.inner, &self.origin, name);
+            return make_function(py, &self.inner, &self.origin_for(py, name), name);
         }
         Err(unknown(py, &self.inner, name))
     }
@@ -398,7 +455,7 @@ impl Library {
             let e = unknown(py, &self.inner, name);
             return Err(PyKeyError::new_err(e.value(py).to_string()));
         }
-        make_function(py, &self.inner, &self.origin, name)
+        make_function(py, &self.inner, &self.origin_for(py, name), name)
     }
 
     fn __contains__(&self, name: &str) -> bool {

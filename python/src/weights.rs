@@ -22,6 +22,8 @@ use tfn::{TensorValue, Value};
 #[pyclass(module = "tfn", frozen, name = "Weights")]
 pub struct Weights {
     kind: Kind,
+    /// The `mapping` argument as given (`None` for none): what a pickle passes again.
+    mapping: Option<Py<PyAny>>,
 }
 
 enum Kind {
@@ -76,6 +78,19 @@ impl Weights {
         }
     }
 
+    /// A `Weights` pickles as the arguments of `tfn.weights`: a file's path (the receiving
+    /// process opens and checks the file again, so it must exist there) or the dict of arrays,
+    /// and the mapping.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>)> {
+        let source: Py<PyAny> = match &self.kind {
+            Kind::File(b) => PyString::new(py, b.store().path()).into_any().unbind(),
+            Kind::Dict(d, _) => d.clone_ref(py).into_any(),
+        };
+        let mapping = self.mapping.as_ref().map_or_else(|| py.None(), |m| m.clone_ref(py));
+        let args = PyTuple::new(py, [source, mapping])?;
+        Ok((py.import("tfn")?.getattr("weights")?, args.into_any().unbind()))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let n = self.__len__(py)?;
         Ok(match &self.kind {
@@ -116,10 +131,11 @@ pub fn weights(
     mapping: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Weights> {
     let m = self::mapping(py, mapping)?;
+    let given = mapping.filter(|o| !o.is_none()).map(|o| o.clone().unbind());
     if let Ok(d) = source.cast::<PyDict>() {
         // Checked now (every entry's tensors exist and agree), bound again at each call.
         with_dict(py, d, &m, |_| Ok(()))?;
-        return Ok(Weights { kind: Kind::Dict(d.clone().unbind(), m) });
+        return Ok(Weights { kind: Kind::Dict(d.clone().unbind(), m), mapping: given });
     }
     if source.cast::<PyString>().is_err() && !source.hasattr("__fspath__")? {
         return Err(PyTypeError::new_err(
@@ -129,7 +145,7 @@ pub fn weights(
     let path: std::path::PathBuf = source.extract()?;
     let opened = py.detach(|| tfn::Weights::open(&path).and_then(|w| w.bind(&m)));
     let bound = opened.map_err(|e| checkpoint_error(py, e))?;
-    Ok(Weights { kind: Kind::File(bound) })
+    Ok(Weights { kind: Kind::File(bound), mapping: given })
 }
 
 /// Runs `f` with the parameters `weights=` gives: a `tfn.Weights` or a dict of arrays.

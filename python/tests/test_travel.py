@@ -39,6 +39,48 @@ def test_a_library_and_its_functions_round_trip_once_per_process(tmp_path):
     assert sorted(lib2.functions) == sorted(lib.functions)
 
 
+def test_a_library_using_a_file_an_earlier_load_brought_in_round_trips(tmp_path):
+    (tmp_path / "helpers.tfn").write_text("fn twice_u(Tensor x) -> Tensor { return x + x }\n")
+    (tmp_path / "main.tfn").write_text('use "helpers.tfn"\nfn quad_u(Tensor x) -> Tensor { return twice_u(twice_u(x)) }\n')
+    s = tfn.Session(threads=1)
+    s.load(tmp_path / "helpers.tfn")
+    lib = s.load(tmp_path / "main.tfn")  # its `use` is skipped: helpers.tfn is already loaded
+    blob = pickle.dumps(lib.quad_u)
+    (tmp_path / "helpers.tfn").unlink()
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(pickle.loads(blob)(x), 4 * x)
+
+
+def test_a_function_a_later_load_defined_pickles_through_an_earlier_library():
+    s = tfn.Session(threads=1)
+    a = s.loads("fn f_early(Tensor x) -> Tensor { return x * 2.0 }", name="early.tfn")
+    s.loads("fn g_later(Tensor x) -> Tensor { return f_early(x) + 1.0 }", name="later.tfn")
+    x = np.ones(3, np.float32)
+    for g in (a.g_later, a["g_later"], a.function("g_later")):
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(g))(x), np.full(3, 3, np.float32))
+    # The library itself still pickles as the loads up to its own.
+    assert "g_later" not in pickle.loads(pickle.dumps(a))
+
+
+def test_stats_and_weights_pickle(tmp_path):
+    s = tfn.Session(threads=1)
+    lib = s.loads("fn lin(Tensor x, Tensor w) -> Tensor { return x * w }", name="w.tfn")
+    x = np.ones(3, np.float32)
+    lib.lin(x, x)
+    stats = s.stats()
+    back = pickle.loads(pickle.dumps(stats))
+    assert type(back) is tfn.Stats and back == stats and back.as_dict() == stats.as_dict()
+    w = np.arange(3, dtype=np.float32)
+    path = tmp_path / "m.safetensors"
+    tfn.save_safetensors(path, {"layer.w": w})
+    for weights in (tfn.weights({"layer.w": w}, {"w": "layer.w"}), tfn.weights(str(path), ["w=layer.w"])):
+        again = pickle.loads(pickle.dumps(weights))
+        assert type(again) is tfn.Weights and again.names() == ["layer.w"] and again.path == weights.path
+        np.testing.assert_array_equal(lib.lin(x, weights=again), w)
+    with pytest.raises(ValueError, match="compile_time"):
+        tfn.Stats(compile_time=-1.0)
+
+
 def test_a_session_pickles_with_every_load():
     s = tfn.Session(threads=1)
     s.loads("fn a(Tensor x) -> Tensor { return x + 1.0 }", name="a.tfn")

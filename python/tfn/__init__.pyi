@@ -38,6 +38,14 @@ Mapping = dict[str, str] | Sequence[str]
 class Stats:
     """Counters of a session; also a mapping (`dict(s.stats())`)."""
 
+    def __init__(
+        self,
+        compiles: int = 0,
+        cache_hits: int = 0,
+        compile_time: float = 0.0,
+        optimizer_fallbacks: int = 0,
+        interpreted_kernels: int = 0,
+    ) -> None: ...
     @property
     def compiles(self) -> int: ...
     @property
