@@ -122,7 +122,8 @@ fn np_dtype(d: DType) -> &'static str {
         DType::I64 => "np.int64",
         DType::Bool => "np.bool_",
         DType::F16 => "np.float16",
-        DType::BF16 => "np.ndarray",
+        // NumPy has no bfloat16: such tensors are not NumPy arrays (see `convert.rs`).
+        DType::BF16 => "Any",
         DType::I8 => "np.int8",
         DType::U8 => "np.uint8",
     }
@@ -169,6 +170,66 @@ fn is_identifier(s: &str) -> bool {
         && !KEYWORDS.contains(&s)
 }
 
+/// Names a `Library` has as methods: a function of the same name is `lib["name"]`.
+pub const LIBRARY_ATTRS: &[&str] =
+    &["vjp", "value_and_vjp", "session", "functions", "file", "sources", "stub", "function"];
+
+/// Names a generated module (`python -m tfn.stubs --module`) has of its own.
+const MODULE_ATTRS: &[&str] = &["lib", "load"];
+
+/// Whether a parameter cannot be written under its own name in a `def`: a Python keyword,
+/// `self` (of the methods), or one of the call's own keywords (`out=`, `weights=`), which take
+/// the keyword, so such a parameter is passed by position only.
+fn reserved_param(name: &str) -> bool {
+    !is_identifier(name) || matches!(name, "self" | "out" | "weights" | "kwargs")
+}
+
+/// The `def` parameters of one overload (after `self`): a positional parameter with a
+/// reserved name is renamed `name_` and made positional-only; a keyword-only one, which
+/// Python syntax cannot name (`f(x, **{"lambda": 1.0})` can), becomes `**kwargs: Any`.
+fn stub_params(f: &FunctionDef) -> Vec<String> {
+    let taken = |n: &str| reserved_param(n) || f.params.iter().any(|p| p.name == n);
+    let mut params: Vec<String> = Vec::new();
+    let mut positional_only = 0;
+    let mut star = false;
+    let mut hidden = false;
+    for p in &f.params {
+        let default = if p.default.is_some() { " = ..." } else { "" };
+        let ty = py_type(f, &p.ty, false);
+        if p.keyword_only {
+            if reserved_param(&p.name) {
+                hidden = true;
+                continue;
+            }
+            if !star {
+                params.push("*".into());
+                star = true;
+            }
+            params.push(format!("{}: {ty}{default}", p.name));
+            continue;
+        }
+        let mut name = p.name.clone();
+        if reserved_param(&name) {
+            name = format!("{}_", name.trim_matches(|c: char| !c.is_ascii_alphanumeric()));
+            while taken(&name) {
+                name.push('_');
+            }
+            positional_only = params.len() + 1;
+        }
+        params.push(format!("{name}: {ty}{default}"));
+    }
+    if positional_only > 0 {
+        params.insert(positional_only, "/".into());
+    }
+    if !star {
+        params.push("*".into());
+    }
+    if hidden {
+        params.push("**kwargs: Any".into());
+    }
+    params
+}
+
 /// One `def` line (indented by `indent`, with `self` when `method`) per overload.
 fn stub_defs(lib: &Library, name: &str, method: bool, indent: &str) -> String {
     let overloads = lib.overloads(name);
@@ -178,18 +239,10 @@ fn stub_defs(lib: &Library, name: &str, method: bool, indent: &str) -> String {
         if method {
             params.push("self".into());
         }
-        let mut star = false;
-        for p in &f.params {
-            if p.keyword_only && !star {
-                params.push("*".into());
-                star = true;
-            }
-            let default = if p.default.is_some() { " = ..." } else { "" };
-            params.push(format!("{}: {}{default}", p.name, py_type(f, &p.ty, false)));
-        }
-        if !star {
-            params.push("*".into());
-        }
+        let mut own = stub_params(f);
+        // `**kwargs` goes last, after `out` and `weights`.
+        let kwargs = own.last().is_some_and(|p| p.starts_with("**")).then(|| own.pop());
+        params.extend(own);
         let results: Vec<String> = f.returns.iter().map(|r| py_type(f, r, true)).collect();
         let ret = match results.as_slice() {
             [one] => one.clone(),
@@ -201,6 +254,7 @@ fn stub_defs(lib: &Library, name: &str, method: bool, indent: &str) -> String {
         };
         params.push(format!("out: {out_ty} = None"));
         params.push("weights: tfn.Weights | dict[str, npt.NDArray[Any]] | None = None".into());
+        params.extend(kwargs.flatten());
         if overloads.len() > 1 {
             out.push_str(&format!("{indent}@overload\n"));
         }
@@ -234,18 +288,26 @@ pub fn stub(lib: &Library, file: &str, names: &[String]) -> String {
          class Library(tfn.Library):\n\
          \x20   \"\"\"The functions of `{file}`.\"\"\"\n\n"
     );
-    let names: Vec<&String> = names.iter().filter(|n| is_identifier(n)).collect();
-    if names.is_empty() {
+    let methods: Vec<&String> =
+        names.iter().filter(|n| is_identifier(n) && !LIBRARY_ATTRS.contains(&n.as_str())).collect();
+    let by_key: Vec<&String> = names.iter().filter(|n| !methods.contains(n)).collect();
+    for name in &by_key {
+        out.push_str(&format!("    # `{name}`: not an attribute; call it as `lib[{name:?}]`.\n"));
+    }
+    if methods.is_empty() {
         out.push_str("    ...\n");
     }
-    for name in &names {
+    for name in &methods {
         out.push_str(&stub_defs(lib, name, true, "    "));
         out.push('\n');
     }
     out.push_str(&format!(
         "\ndef load() -> Library:\n    \"\"\"`tfn.load` of `{file}`.\"\"\"\n    ...\n\n"
     ));
-    for name in &names {
+    for name in names.iter().filter(|n| MODULE_ATTRS.contains(&n.as_str())) {
+        out.push_str(&format!("# `{name}`: the module's own; the function is `lib[{name:?}]`.\n"));
+    }
+    for name in names.iter().filter(|n| is_identifier(n) && !MODULE_ATTRS.contains(&n.as_str())) {
         out.push('\n');
         out.push_str(&stub_defs(lib, name, false, ""));
     }

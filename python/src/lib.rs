@@ -13,6 +13,7 @@ mod errors;
 mod weights;
 
 use convert::{describe_arg, Arg};
+use doc::LIBRARY_ATTRS;
 use pyo3::exceptions::{
     PyAttributeError, PyFileNotFoundError, PyKeyError, PyTypeError, PyValueError,
 };
@@ -432,9 +433,6 @@ impl Library {
     }
 }
 
-/// Names a `Library` has as methods: a function of the same name is `lib["name"]`.
-const LIBRARY_ATTRS: &[&str] =
-    &["vjp", "value_and_vjp", "session", "functions", "file", "stub", "function"];
 
 #[pymethods]
 impl Library {
@@ -484,6 +482,14 @@ impl Library {
     #[getter]
     fn file(&self) -> &str {
         &self.file
+    }
+
+    /// The names of the files this load read: its own first, then the files it `use`s that
+    /// no earlier load of the session had read (`std:` libraries are built in, not listed).
+    #[getter]
+    fn sources(&self) -> Vec<String> {
+        let own = self.origin.loads.last().map(|l| l.files.as_slice()).unwrap_or_default();
+        own.iter().map(|(name, _)| name.clone()).filter(|n| !n.starts_with("std:")).collect()
     }
 
     /// The function `name` (same as `lib[name]`).

@@ -72,6 +72,53 @@ def test_stubs_command_line(tmp_path):
     assert fail.returncode == 1 and "bad.tfn:1:" in fail.stderr
 
 
+HOSTILE_NAMES = """
+fn relu(Tensor x) -> Tensor { return maximum(x, 0.0) }
+fn odd(Tensor self, Tensor out, Tensor lambda, *, Float weights = 1.0, Float is = 2.0, Float ok = 3.0) -> Tensor {
+    return (self + out + lambda) * weights * is * ok
+}
+fn vjp(Tensor x) -> Tensor { return x + 1.0 }
+fn load(Tensor x) -> Tensor { return x + 2.0 }
+fn half_b(Tensor<bf16> x) -> Tensor<bf16> { return x }
+fn uses(Tensor x) -> Tensor { return helper(x) }
+"""
+
+
+def test_stubs_of_names_python_cannot_write(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "h.tfn").write_text("fn helper(Tensor x) -> Tensor { return x * 3.0 }\n")
+    for name in ("m1", "m2"):
+        (tmp_path / f"{name}.tfn").write_text('use "sub/h.tfn"\n' + HOSTILE_NAMES)
+    lib = tfn.Session(threads=1).load(tmp_path / "m1.tfn")
+    assert lib.sources == [str(tmp_path / "m1.tfn"), str(tmp_path / "sub" / "h.tfn")]
+    tree = ast.parse(lib.stub())
+    methods = {m.name: m for m in _defs(tree, "Library")}
+    # Every function but `vjp` (a Library method: lib["vjp"]) is a method, bf16 typed as Any.
+    assert set(methods) == {"relu", "odd", "load", "half_b", "uses", "helper"}
+    assert "Any" in ast.unparse(methods["half_b"].returns)
+    odd = methods["odd"].args
+    assert [a.arg for a in odd.posonlyargs] == ["self", "self_", "out_", "lambda_"]
+    assert [a.arg for a in odd.kwonlyargs] == ["ok", "out", "weights"] and odd.kwarg.arg == "kwargs"
+    module = {d.name for d in _defs(tree)}
+    assert "vjp" in module and "odd" in module and [d.name for d in _defs(tree)].count("load") == 1
+    out = tmp_path / "pkg"
+    for name in ("m1", "m2"):
+        subprocess.run([sys.executable, "-m", "tfn.stubs", str(tmp_path / f"{name}.tfn"), "--module",
+                        "-o", str(out)], check=True)
+    assert (out / "sub" / "h.tfn").exists()
+    # Two generated modules defining the same names load side by side (a session each).
+    code = ("import m1, m2, numpy as np; x = np.ones(2, np.float32); "
+            "print(m1.relu(x)[0], m2.uses(x)[0], m1.vjp(x)[0], m1.odd(x, x, x, **{'is': 1.0})[0])")
+    run = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1.0", "3.0", "2.0", "9.0"]
+    # -o naming a file is an error message, not a traceback.
+    (tmp_path / "afile").write_text("")
+    fail = subprocess.run([sys.executable, "-m", "tfn.stubs", str(tmp_path / "m1.tfn"), "-o",
+                           str(tmp_path / "afile")], capture_output=True, text=True)
+    assert fail.returncode == 1 and "is not a directory" in fail.stderr and "Traceback" not in fail.stderr
+
+
 def test_module_stub_covers_the_api():
     import pathlib
 

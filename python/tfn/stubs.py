@@ -5,14 +5,15 @@
 
 The stub declares `class Library(tfn.Library)` with one method per function (one
 `@overload` per .tfn overload) and the same functions at module level. With `--module`,
-`nn.py` loads the .tfn file next to it on import, so `import nn; nn.gelu(x)` is typed.
+`nn.py` loads the .tfn file next to it on import (into a session of its own), so
+`import nn; nn.gelu(x)` is typed; the files it `use`s are copied beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
-import shutil
 import sys
 
 import tfn
@@ -22,16 +23,22 @@ import pathlib as _pathlib
 
 import tfn as _tfn
 
-lib = _tfn.load(_pathlib.Path(__file__).with_name({file!r}))
+# A session of the module's own, so two generated modules may define the same names.
+lib = _tfn.Session().load(_pathlib.Path(__file__).with_name({file!r}))
 
 
 def load():
-    """The library of `{file}` (loaded once, into tfn's default session)."""
+    """The library of `{file}` (loaded once, on import, into a session of its own)."""
     return lib
 
 
 def __getattr__(name):
-    return getattr(lib, name)
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        return lib[name]
+    except KeyError:
+        raise AttributeError(f"module {{__name__!r}} has no function {{name!r}}") from None
 
 
 def __dir__():
@@ -44,6 +51,25 @@ def stub(path: str | pathlib.Path) -> str:
     return tfn.Session(backend="interp", threads=1).load(path).stub()
 
 
+def _copies(src: pathlib.Path, out: pathlib.Path) -> list[tuple[pathlib.Path, pathlib.Path]]:
+    """(from, to) for the file and every file it `use`s, at the same place relative to `out`."""
+    lib = tfn.Session(backend="interp", threads=1).load(src)
+    base = src.resolve().parent
+    pairs = []
+    for name in lib.sources:
+        path = pathlib.Path(name).resolve()
+        try:
+            rel = path.relative_to(base)
+        except ValueError:
+            raise OSError(
+                f"`{src}` uses `{name}`, which is outside its directory: the generated module "
+                f"could not find it next to itself; move it under `{base}`"
+            ) from None
+        if (out / rel).resolve() != path:
+            pairs.append((path, out / rel))
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tfn.stubs", description=__doc__.split("\n\n")[0])
     parser.add_argument("file", help="the .tfn file")
@@ -51,25 +77,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--module", action="store_true", help="also write <name>.py loading the file")
     args = parser.parse_args(argv)
     src = pathlib.Path(args.file)
+    if args.module and args.out_dir is None:
+        parser.error("--module needs --out-dir")
     try:
         text = stub(src)
-    except (tfn.CompileError, OSError) as e:
-        print(e, file=sys.stderr)
-        return 1
-    if args.out_dir is None:
+        if args.out_dir is None:
+            sys.stdout.write(text)
+            return 0
+        out = pathlib.Path(args.out_dir)
+        if out.exists() and not out.is_dir():
+            raise OSError(f"-o `{out}` is not a directory")
+        copies = _copies(src, out) if args.module else []
+        out.mkdir(parents=True, exist_ok=True)
+        stem = src.stem
+        _write(out / f"{stem}.pyi", text)
+        for frm, to in copies:
+            to.parent.mkdir(parents=True, exist_ok=True)
+            _write(to, frm.read_text())
         if args.module:
-            parser.error("--module needs --out-dir")
-        sys.stdout.write(text)
-        return 0
-    out = pathlib.Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = src.stem
-    (out / f"{stem}.pyi").write_text(text)
-    if args.module:
-        if out.resolve() != src.resolve().parent:
-            shutil.copyfile(src, out / src.name)
-        (out / f"{stem}.py").write_text(MODULE.format(file=src.name))
+            _write(out / f"{stem}.py", MODULE.format(file=src.name))
+    except (tfn.CompileError, OSError) as e:
+        print(f"python -m tfn.stubs: {e}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    """Writes `text` to `path` atomically (a temporary file next to it, then a rename)."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
