@@ -118,13 +118,22 @@ pub fn traffic(planned: &Planned, input_shapes: &[Vec<usize>]) -> Option<(usize,
 /// the call's tensor inputs, types show concrete sizes; otherwise (or when they do not bind)
 /// the symbolic ones (`f32[s0]`).
 pub fn graph_dot(planned: &Planned, input_shapes: Option<&[Vec<usize>]>) -> String {
-    let graph = &planned.graph;
+    let shape_text = shape_printer(&planned.graph, input_shapes);
+    tfn_passes::fusion::print_dot(&planned.fused, &planned.graph, &shape_text)
+}
+
+/// Prints the shapes of `graph`'s values: concrete when `input_shapes` bind its sizes,
+/// otherwise symbolic (`f32[s0]`).
+pub fn shape_printer(
+    graph: &Graph,
+    input_shapes: Option<&[Vec<usize>]>,
+) -> impl Fn(&tfn_ir::Shape) -> String {
     let sizes = input_shapes.and_then(|shapes| {
         let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
         let none = tfn_ir::bind::Allocated::Only(&[]);
         tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none).ok()
     });
-    let shape_text = |shape: &tfn_ir::Shape| -> String {
+    move |shape: &tfn_ir::Shape| -> String {
         match sizes.as_deref().and_then(|s| tfn_ir::bind::try_concrete_shape(shape, s)) {
             Some(dims) => {
                 let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -132,6 +141,165 @@ pub fn graph_dot(planned: &Planned, input_shapes: Option<&[Vec<usize>]>) -> Stri
             }
             None => shape.to_string(),
         }
+    }
+}
+
+/// The picture of a function with loops (`tfnc graph`): each stage's fused kernels, each loop
+/// as a box (a cluster) holding its header and its body's stages, compiled once; edges follow
+/// the values from step to step. `shape_text` prints the outer program's shapes (concrete
+/// when the call's shapes are known); a body's are symbolic.
+pub fn program_dot(
+    library: &Library,
+    program: &tfn_ir::program::Program,
+    optimize: bool,
+    shape_text: &dyn Fn(&tfn_ir::Shape) -> String,
+) -> Result<String, PipelineError> {
+    use std::fmt::Write;
+    use tfn_passes::fusion::{quoted, result_node, DOT_STYLE};
+    let name = &program.signature.name;
+    let mut nodes = String::new();
+    let mut edges = String::new();
+    let mut kernels = 0;
+    let mut drawer = ProgramDot {
+        library,
+        optimize,
+        nodes: &mut nodes,
+        edges: &mut edges,
+        kernels: &mut kernels,
     };
-    tfn_passes::fusion::print_dot(&planned.fused, graph, &shape_text)
+    let outputs = drawer.program(program, "", shape_text)?;
+    for (i, (v, (from, ty))) in program.outputs.iter().zip(&outputs).enumerate() {
+        let _ = writeln!(nodes, "{}", result_node(&format!("r{i}"), &format!("result {i}"), ty));
+        let _ = writeln!(edges, "  {from} -> r{i} [label={}];", quoted(&format!("{v} {ty}")));
+    }
+    Ok(format!(
+        "// the fused program of `{}`: {kernels} kernel(s) in its stages and loop bodies\ndigraph {} {{\n  compound=true;\n{DOT_STYLE}{nodes}{edges}}}\n",
+        name.replace(['\n', '\r'], " "),
+        quoted(name)
+    ))
+}
+
+/// Draws the steps of a program (and, recursively, its loops' bodies) into one picture.
+struct ProgramDot<'a> {
+    library: &'a Library,
+    optimize: bool,
+    nodes: &'a mut String,
+    edges: &'a mut String,
+    kernels: &'a mut usize,
+}
+
+impl ProgramDot<'_> {
+    /// Draws `program` with node ids starting with `prefix`; returns the node computing each
+    /// of its outputs, and the output's type. Its parameters are drawn as nodes `{prefix}p{i}`.
+    fn program(
+        &mut self,
+        program: &tfn_ir::program::Program,
+        prefix: &str,
+        shape_text: &dyn Fn(&tfn_ir::Shape) -> String,
+    ) -> Result<Vec<(String, String)>, PipelineError> {
+        use std::collections::HashMap;
+        use std::fmt::Write;
+        use tfn_ir::program::{LoopKind, Step};
+        use tfn_passes::fusion::{html, param_node, quoted, DotPart};
+        let sig = &program.signature;
+        // The node computing each value of the program's table, and the value's type.
+        let mut node_of: HashMap<tfn_ir::ValueId, (String, String)> = HashMap::new();
+        for (j, (&v, p)) in program.param_values.iter().zip(&sig.params).enumerate() {
+            let ty = format!("{}{}", p.ty.dtype, shape_text(&p.ty.shape));
+            let _ = writeln!(self.nodes, "{}", param_node(&format!("{prefix}p{j}"), &p.name, &ty));
+            node_of.insert(v, (format!("{prefix}p{j}"), ty));
+        }
+        let of = |node_of: &HashMap<tfn_ir::ValueId, (String, String)>, v: tfn_ir::ValueId| {
+            node_of
+                .get(&v)
+                .cloned()
+                .unwrap_or_else(|| (format!("{prefix}v{}", v.index()), String::new()))
+        };
+        for (s, step) in program.steps.iter().enumerate() {
+            match step {
+                Step::Graph { graph, reads, writes, .. } => {
+                    let planned = plan(self.library, graph, self.optimize)?;
+                    *self.kernels += planned.fused.kernels.len();
+                    let sources: Vec<String> = program
+                        .param_values
+                        .iter()
+                        .chain(reads)
+                        .map(|&v| of(&node_of, v).0)
+                        .collect();
+                    let inner = format!("{prefix}s{s}_");
+                    let _ = writeln!(
+                        self.nodes,
+                        "  subgraph cluster_{inner} {{\n  label=\"stage\"; style=dotted;"
+                    );
+                    let part = DotPart {
+                        fused: &planned.fused,
+                        graph: &planned.graph,
+                        shape_text,
+                        prefix: &inner,
+                        param_source: &|p| sources.get(p).cloned(),
+                    };
+                    let outputs = part.write(self.nodes, self.edges);
+                    self.nodes.push_str("  }\n");
+                    let g = &planned.graph;
+                    for ((&w, node), &v) in writes.iter().zip(outputs).zip(&g.outputs) {
+                        let ty = format!("{}{}", g.ty(v).dtype, shape_text(&g.ty(v).shape));
+                        node_of.insert(w, (node, ty));
+                    }
+                }
+                Step::Loop { spec, body } => {
+                    let kind = match &spec.kind {
+                        LoopKind::For { start, end, checkpoint } => format!(
+                            "for {start}..{end}{}",
+                            if *checkpoint { ", checkpoint" } else { "" }
+                        ),
+                        LoopKind::While { cond, max_trips } => {
+                            format!("while {cond}, at most {max_trips}")
+                        }
+                    };
+                    let inner = format!("{prefix}l{s}_");
+                    let head = format!("{inner}head");
+                    let _ = writeln!(
+                        self.nodes,
+                        "  subgraph cluster_{inner} {{\n  label=<{}>; style=rounded; bgcolor=\"#fafafa\";",
+                        html(&format!("loop `{}` ({kind}): its body, compiled once", spec.label))
+                    );
+                    let _ = writeln!(
+                        self.nodes,
+                        "  {head} [shape=box, style=filled, fillcolor=\"#fef3c7\", label=<<b>{}</b><br/>{}>];",
+                        html(&spec.label),
+                        html(&format!("carries {}", spec.carried_names.join(", ")))
+                    );
+                    let body_shapes = |s: &tfn_ir::Shape| s.to_string();
+                    let outputs = self.program(body, &inner, &body_shapes)?;
+                    self.nodes.push_str("  }\n");
+                    let groups = [
+                        ("", &spec.carried),
+                        ("invariant ", &spec.invariants),
+                        ("rows of ", &spec.sliced),
+                    ];
+                    for (what, values) in groups {
+                        for &v in values {
+                            let (from, ty) = of(&node_of, v);
+                            let label = quoted(&format!("{what}{v} {ty}"));
+                            let _ = writeln!(self.edges, "  {from} -> {head} [label={label}];");
+                        }
+                    }
+                    for (j, _) in body.param_values.iter().enumerate() {
+                        let _ = writeln!(self.edges, "  {head} -> {inner}p{j} [style=dashed];");
+                    }
+                    for (from, _) in outputs {
+                        let _ = writeln!(
+                            self.edges,
+                            "  {from} -> {head} [style=dashed, label=\"next trip\"];"
+                        );
+                    }
+                    for (&r, &c) in spec.results.iter().zip(&spec.carried) {
+                        let ty = of(&node_of, c).1;
+                        node_of.insert(r, (head.clone(), ty));
+                    }
+                }
+            }
+        }
+        Ok(program.outputs.iter().map(|&v| of(&node_of, v)).collect())
+    }
 }

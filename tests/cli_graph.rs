@@ -125,6 +125,61 @@ fn graph_prints_dot_and_writes_dot_files_atomically() {
     assert!(dot.contains("f32[3]"), "{dot}");
 }
 
+/// Every node an edge names is declared, and braces balance.
+fn assert_well_formed(dot: &str) {
+    let declared: std::collections::HashSet<&str> = dot
+        .lines()
+        .filter(|l| !l.contains(" -> "))
+        .filter_map(|l| l.trim_start().split_once(" [").map(|(n, _)| n))
+        .collect();
+    for line in dot.lines().filter(|l| l.contains(" -> ")) {
+        let (from, rest) = line.trim_start().split_once(" -> ").unwrap();
+        let to = rest.split_once(' ').map_or(rest, |(t, _)| t).trim_end_matches(';');
+        for end in [from, to] {
+            assert!(declared.contains(end), "edge end `{end}` is not a node:\n{dot}");
+        }
+    }
+    assert_eq!(dot.matches('{').count(), dot.matches('}').count(), "{dot}");
+}
+
+#[test]
+fn graph_of_a_function_with_loops_draws_each_body_once() {
+    let dir = scratch("loops");
+    let o =
+        tfnc(&dir, &["graph", "nn.tfn", "layers", "--arg", "x=f32[2,4]", "--arg", "w=f32[3,4,4]"]);
+    expect_exit(&o, 0, "graph of a loop");
+    let dot = text(&o.stdout);
+    for part in [
+        "subgraph cluster_l",
+        "loop `for l in 0..size(w, 0)`",
+        "carries h",
+        "= erf(",
+        "matmul over",
+        "next trip",
+        "rows of %",
+        "<b>w</b><br/>f32[3, 4, 4]",
+        "result 0",
+    ] {
+        assert!(dot.contains(part), "missing {part}:\n{dot}");
+    }
+    assert!(!dot.contains("0 kernel(s)"), "{dot}");
+    assert_well_formed(&dot);
+    // A while loop nested in a for loop.
+    std::fs::write(
+        dir.join("nested.tfn"),
+        "fn f(Tensor x, Tensor w) -> Tensor {\n  var h = x\n  for i in 0..size(w, 0) {\n    \
+         while max(abs(h)) > 0.5, at most 4 {\n      h = tanh(h * w[i])\n    }\n  }\n  return h + 1.0\n}\n",
+    )
+    .unwrap();
+    let o = tfnc(&dir, &["graph", "nested.tfn", "f", "--arg", "x=f32[4]", "--arg", "w=f32[3,4]"]);
+    expect_exit(&o, 0, "graph of nested loops");
+    let dot = text(&o.stdout);
+    assert!(dot.contains("while ") && dot.contains("at most 4"), "{dot}");
+    assert!(dot.contains("= tanh(") && dot.contains("add(%"), "{dot}");
+    assert_well_formed(&dot);
+    assert_well_formed(&text(&tfnc(&dir, &DENSE).stdout));
+}
+
 #[cfg(unix)]
 #[test]
 fn graph_svg_runs_graphviz_or_says_what_to_do() {

@@ -433,7 +433,6 @@ impl Library {
     }
 }
 
-
 #[pymethods]
 impl Library {
     fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<Function>> {

@@ -61,12 +61,22 @@ pub(super) fn graph(
                 ))
             }
         };
-    let planned = match crate::pipeline::plan(&library, &instance.graph, optimize) {
-        Ok(p) => p,
+    let shapes = concrete_shapes(args, &instance.params);
+    let drawn = if instance.has_loops() {
+        instance.program().map_err(|e| e.to_string()).and_then(|program| {
+            let shape_text = crate::pipeline::shape_printer(&program.signature, shapes.as_deref());
+            crate::pipeline::program_dot(&library, &program, optimize, &shape_text)
+                .map_err(|e| e.to_string())
+        })
+    } else {
+        crate::pipeline::plan(&library, &instance.graph, optimize)
+            .map(|planned| crate::pipeline::graph_dot(&planned, shapes.as_deref()))
+            .map_err(|e| e.to_string())
+    };
+    let dot = match drawn {
+        Ok(dot) => dot,
         Err(e) => return Outcome::UserError(format!("error: {e}")),
     };
-    let shapes = concrete_shapes(args, &instance.params);
-    let dot = crate::pipeline::graph_dot(&planned, shapes.as_deref());
     let (path, format) = match (output, format) {
         (Some(path), Some(format)) => (path, format),
         _ => {

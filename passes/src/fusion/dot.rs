@@ -22,17 +22,6 @@ pub fn print_dot(
     graph: &Graph,
     shape_text: &dyn Fn(&Shape) -> String,
 ) -> String {
-    let ty = |v: ValueId| {
-        let t = graph.ty(v);
-        format!("{}{}", t.dtype, shape_text(&t.shape))
-    };
-    // Which kernel computes each value a later kernel or the result reads.
-    let mut producer: HashMap<ValueId, usize> = HashMap::new();
-    for (k, kernel) in fused.kernels.iter().enumerate() {
-        for &v in &kernel.outputs {
-            producer.insert(v, k);
-        }
-    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -41,66 +30,126 @@ pub fn print_dot(
         fused.kernels.len()
     );
     let _ = writeln!(out, "digraph {} {{", quoted(&graph.name));
-    out.push_str("  graph [rankdir=TB, fontname=\"Helvetica\", nodesep=0.3];\n");
-    out.push_str("  node [fontname=\"Helvetica\", fontsize=10];\n");
-    out.push_str("  edge [fontname=\"Helvetica\", fontsize=9];\n");
-    for (i, p) in graph.params.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  p{i} [shape=ellipse, style=filled, fillcolor=\"#dbeafe\", label=<<b>{}</b><br/>{}>];",
-            html(&p.name),
-            html(&format!("{}{}", p.ty.dtype, shape_text(&p.ty.shape)))
-        );
-    }
-    // Values read by kernels or returned that neither a parameter nor a kernel produces.
-    let mut loose: Vec<ValueId> = Vec::new();
-    let source = |v: ValueId, loose: &mut Vec<ValueId>| -> String {
-        if let Some(k) = producer.get(&v) {
-            return format!("k{k}");
-        }
-        match graph.node(v).op {
-            Op::Param(p) if (p as usize) < graph.params.len() => format!("p{p}"),
-            _ => {
-                if !loose.contains(&v) {
-                    loose.push(v);
-                }
-                format!("v{}", v.index())
-            }
-        }
-    };
+    out.push_str(DOT_STYLE);
     let mut edges = String::new();
-    for (k, kernel) in fused.kernels.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  k{k} [shape=none, margin=0, label=<{}>];",
-            kernel_table(k, kernel, graph, shape_text)
-        );
-        for &v in &kernel.inputs {
-            let from = source(v, &mut loose);
-            let _ =
-                writeln!(edges, "  {from} -> k{k} [label={}];", quoted(&format!("{v} {}", ty(v))));
-        }
-    }
-    for (i, &v) in graph.outputs.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  r{i} [shape=ellipse, style=\"filled,bold\", fillcolor=\"#dcfce7\", label=<<b>result {i}</b><br/>{}>];",
-            html(&ty(v))
-        );
-        let from = source(v, &mut loose);
+    let part = DotPart { fused, graph, shape_text, prefix: "", param_source: &|_| None };
+    let results = part.write(&mut out, &mut edges);
+    let ty = |v: ValueId| format!("{}{}", graph.ty(v).dtype, shape_text(&graph.ty(v).shape));
+    for (i, (&v, from)) in graph.outputs.iter().zip(&results).enumerate() {
+        let _ = writeln!(out, "{}", result_node(&format!("r{i}"), &format!("result {i}"), &ty(v)));
         let _ = writeln!(edges, "  {from} -> r{i} [label={}];", quoted(&format!("{v} {}", ty(v))));
-    }
-    for v in loose {
-        let _ = writeln!(
-            out,
-            "  v{} [shape=ellipse, style=dashed, label=<{}>];",
-            v.index(),
-            html(&format!("{v} = {}", super::print::op_text(&graph.node(v).op)))
-        );
     }
     out.push_str(&edges);
     out.push_str("}\n");
     out
+}
+
+/// The attributes every picture starts with.
+pub const DOT_STYLE: &str = "  graph [rankdir=TB, fontname=\"Helvetica\", nodesep=0.3];\n  \
+    node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n";
+
+/// A parameter's node: `name` (a DOT id), its bold `title` and its type.
+pub fn param_node(name: &str, title: &str, ty: &str) -> String {
+    format!(
+        "  {name} [shape=ellipse, style=filled, fillcolor=\"#dbeafe\", label=<<b>{}</b><br/>{}>];",
+        html(title),
+        html(ty)
+    )
+}
+
+/// A result's node, as [`param_node`].
+pub fn result_node(name: &str, title: &str, ty: &str) -> String {
+    format!(
+        "  {name} [shape=ellipse, style=\"filled,bold\", fillcolor=\"#dcfce7\", label=<<b>{}</b><br/>{}>];",
+        html(title),
+        html(ty)
+    )
+}
+
+/// One fused graph's kernels, drawn into a larger picture (a stage of a function with loops)
+/// or alone ([`print_dot`]): its node ids start with `prefix`.
+pub struct DotPart<'a> {
+    pub fused: &'a FusedGraph,
+    pub graph: &'a Graph,
+    pub shape_text: &'a dyn Fn(&Shape) -> String,
+    pub prefix: &'a str,
+    /// The node (outside this part) that feeds parameter `p`; `None` draws a parameter node.
+    pub param_source: &'a dyn Fn(usize) -> Option<String>,
+}
+
+impl DotPart<'_> {
+    /// Writes the part's nodes to `out` and the edges into them to `edges`; returns the node
+    /// that computes each of the graph's outputs.
+    pub fn write(&self, out: &mut String, edges: &mut String) -> Vec<String> {
+        let (graph, prefix) = (self.graph, self.prefix);
+        let ty = |v: ValueId| {
+            let t = graph.ty(v);
+            format!("{}{}", t.dtype, (self.shape_text)(&t.shape))
+        };
+        // Which kernel computes each value a later kernel or the result reads.
+        let mut producer: HashMap<ValueId, usize> = HashMap::new();
+        for (k, kernel) in self.fused.kernels.iter().enumerate() {
+            for &v in &kernel.outputs {
+                producer.insert(v, k);
+            }
+        }
+        let mut params: Vec<String> = Vec::with_capacity(graph.params.len());
+        for (i, p) in graph.params.iter().enumerate() {
+            params.push(match (self.param_source)(i) {
+                Some(node) => node,
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        param_node(
+                            &format!("{prefix}p{i}"),
+                            &p.name,
+                            &format!("{}{}", p.ty.dtype, (self.shape_text)(&p.ty.shape))
+                        )
+                    );
+                    format!("{prefix}p{i}")
+                }
+            });
+        }
+        // Values read by kernels or returned that neither a parameter nor a kernel produces.
+        let mut loose: Vec<ValueId> = Vec::new();
+        let source = |v: ValueId, loose: &mut Vec<ValueId>| -> String {
+            if let Some(k) = producer.get(&v) {
+                return format!("{prefix}k{k}");
+            }
+            match graph.node(v).op {
+                Op::Param(p) if (p as usize) < params.len() => params[p as usize].clone(),
+                _ => {
+                    if !loose.contains(&v) {
+                        loose.push(v);
+                    }
+                    format!("{prefix}v{}", v.index())
+                }
+            }
+        };
+        for (k, kernel) in self.fused.kernels.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  {prefix}k{k} [shape=none, margin=0, label=<{}>];",
+                kernel_table(k, kernel, graph, self.shape_text)
+            );
+            for &v in &kernel.inputs {
+                let from = source(v, &mut loose);
+                let label = quoted(&format!("{v} {}", ty(v)));
+                let _ = writeln!(edges, "  {from} -> {prefix}k{k} [label={label}];");
+            }
+        }
+        let results = graph.outputs.iter().map(|&v| source(v, &mut loose)).collect();
+        for v in loose {
+            let _ = writeln!(
+                out,
+                "  {prefix}v{} [shape=ellipse, style=dashed, label=<{}>];",
+                v.index(),
+                html(&format!("{v} = {}", super::print::op_text(&graph.node(v).op)))
+            );
+        }
+        results
+    }
 }
 
 /// A kernel's box: a header (number, kind, loop domain, reduced axes) and one row per op,

@@ -55,7 +55,7 @@ mod print;
 mod verify;
 mod view;
 
-pub use dot::print_dot;
+pub use dot::{html, param_node, print_dot, quoted, result_node, DotPart, DOT_STYLE};
 pub use group::fuse;
 pub use print::print_fused;
 pub use verify::verify_fused;
