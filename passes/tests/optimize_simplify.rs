@@ -26,8 +26,9 @@ const CASES: &[(&str, &str, &str)] = &[
      "%1 = const 0.25 : f32[]\n%2 = mul %0, %1 : f32[s0, s1]\nreturn %2"),
     ("rsqrt", "%1 = sqrt %0 : f32[s0, s1]\n%2 = const 1.0 : f32[]\n%3 = div %2, %1 : f32[s0, s1]\nreturn %3",
      "%1 = rsqrt %0 : f32[s0, s1]\nreturn %1"),
-    ("factor", "%1 = mul %0, %0 : f32[s0, s1]\n%2 = exp %0 : f32[s0, s1]\n%3 = mul %0, %2 : f32[s0, s1]\n%4 = add %1, %3 : f32[s0, s1]\nreturn %4",
-     "%1 = exp %0 : f32[s0, s1]\n%2 = add %0, %1 : f32[s0, s1]\n%3 = mul %0, %2 : f32[s0, s1]\nreturn %3"),
+    // Not factored (`a*(b + c)` overflows where `a*b + a*c` may not): an FMA.
+    ("no-factoring", "%1 = mul %0, %0 : f32[s0, s1]\n%2 = exp %0 : f32[s0, s1]\n%3 = mul %0, %2 : f32[s0, s1]\n%4 = add %1, %3 : f32[s0, s1]\nreturn %4",
+     "%1 = exp %0 : f32[s0, s1]\n%2 = mul %0, %1 : f32[s0, s1]\n%3 = mul_add %0, %0, %2 : f32[s0, s1]\nreturn %3"),
     ("fold-consts", "%1 = const 2.0 : f32[]\n%2 = const 3.0 : f32[]\n%3 = mul %1, %2 : f32[]\n%4 = mul %3, %0 : f32[s0, s1]\nreturn %4",
      "%1 = const 6.0 : f32[]\n%2 = mul %0, %1 : f32[s0, s1]\nreturn %2"),
     ("exp-log-positive", "%1 = exp %0 : f32[s0, s1]\n%2 = const 1.0 : f32[]\n%3 = add %1, %2 : f32[s0, s1]\n%4 = log %3 : f32[s0, s1]\n%5 = exp %4 : f32[s0, s1]\nreturn %5",

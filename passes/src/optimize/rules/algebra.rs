@@ -57,21 +57,10 @@ pub const STRENGTH: &[RuleDef] = &[
     rule("pow-two",         "(pow ?x ?c)",                   P("(mul ?x ?x)"),   &[ConstEq("?c", 2.0)],                  &["(pow ?x (const T 2))"]),
     rule("pow-one",         "(pow ?x ?c)",                   P("?x"),            &[ConstEq("?c", 1.0)],                  &["(pow ?x (const T 1))"]),
     rule("pow-zero",        "(pow ?x ?c)",                   C(Splat(1.0)),      &[ConstEq("?c", 0.0)],                  &["(pow ?x (const T 0))"]),
-    rule("pow-half",        "(pow ?x ?c)",                   P("(sqrt ?x)"),     &[ConstEq("?c", 0.5)],                  &["(pow ?x (const T 0.5))"]),
+    rule("pow-half",        "(pow ?x ?c)",                   P("(sqrt ?x)"),     &[ConstEq("?c", 0.5), NonNegative("?x")], &["(pow (mul ?x ?x) (const T 0.5))", "(pow (exp ?x) (const T 0.5))"]),
     rule("pow-neg-one",     "(pow ?x ?c)",                   P("(reciprocal ?x)"), &[ConstEq("?c", -1.0)],               &["(pow ?x (const T -1))"]),
-    rule("pow-neg-half",    "(pow ?x ?c)",                   P("(rsqrt ?x)"),    &[ConstEq("?c", -0.5)],                 &["(pow ?x (const T -0.5))"]),
+    rule("pow-neg-half",    "(pow ?x ?c)",                   P("(rsqrt ?x)"),    &[ConstEq("?c", -0.5), Positive("?x")], &["(pow (add (exp ?x) (const T 0.5)) (const T -0.5))"]),
     rule("div-pow2-const",  "(div ?x ?c)",                   C(MulByReciprocal), &[PowerOfTwo("?c")],                    &["(div ?x (const T 4))", "(div ?x (const T -0.5))"]),
-];
-
-/// No `a/c + b/c -> (a+b)/c`: with `c = 0` the left side is `inf - inf = NaN` where the right
-/// side is a number (the soundness test found this).
-#[rustfmt::skip]
-pub const FACTORING: &[RuleDef] = &[
-//       name               lhs                                    rhs                        conditions   probes
-    rule("factor-add-left", "(add (mul ?a ?b) (mul ?a ?c))",       P("(mul ?a (add ?b ?c))"), &[],         &["(add (mul ?x ?y) (mul ?x ?z))"]),
-    rule("factor-add-right","(add (mul ?b ?a) (mul ?c ?a))",       P("(mul (add ?b ?c) ?a)"), &[],         &["(add (mul ?y ?x) (mul ?z ?x))"]),
-    rule("factor-sub-left", "(sub (mul ?a ?b) (mul ?a ?c))",       P("(mul ?a (sub ?b ?c))"), &[],         &["(sub (mul ?x ?y) (mul ?x ?z))"]),
-    rule("factor-sub-right","(sub (mul ?b ?a) (mul ?c ?a))",       P("(mul (sub ?b ?c) ?a)"), &[],         &["(sub (mul ?y ?x) (mul ?z ?x))"]),
 ];
 
 /// Constants to the right of commutative ops, so later rules and fusion see one form.

@@ -16,6 +16,7 @@ pub enum CompiledCond {
     IsConst(Var),
     NotConst(Var),
     Positive(Var),
+    NonNegative(Var),
     IntDType(Var),
     FloatDType(Var),
     NormalProduct(Var, Var),
@@ -36,6 +37,7 @@ impl CompiledCond {
             Cond::IsConst(v) => CompiledCond::IsConst(var(v)?),
             Cond::NotConst(v) => CompiledCond::NotConst(var(v)?),
             Cond::Positive(v) => CompiledCond::Positive(var(v)?),
+            Cond::NonNegative(v) => CompiledCond::NonNegative(var(v)?),
             Cond::IntDType(v) => CompiledCond::IntDType(var(v)?),
             Cond::FloatDType(v) => CompiledCond::FloatDType(var(v)?),
             Cond::NormalProduct(a, b) => CompiledCond::NormalProduct(var(a)?, var(b)?),
@@ -56,6 +58,7 @@ impl CompiledCond {
             CompiledCond::IsConst(v) => data(v).is_some_and(|d| d.constant.is_some()),
             CompiledCond::NotConst(v) => data(v).is_some_and(|d| d.constant.is_none()),
             CompiledCond::Positive(v) => data(v).is_some_and(|d| d.sign == Sign::Positive),
+            CompiledCond::NonNegative(v) => data(v).is_some_and(|d| d.sign >= Sign::NonNegative),
             CompiledCond::IntDType(v) => {
                 data(v).and_then(|d| d.ty.as_ref()).is_some_and(|t| t.dtype.is_int())
             }

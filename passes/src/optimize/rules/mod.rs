@@ -15,16 +15,18 @@
 //! `x + zeros([2, 3])` with `x: [3]` becomes `broadcast_to(x, [2, 3])`, not `x`).
 //!
 //! Floating-point caveats (the soundness test compares with a tolerance and treats NaN = NaN):
-//! - rounding: `factor-*`, `div-by-sqrt`, `rsqrt-*`, `sum-of-*` reassociate or fuse roundings
+//! - rounding: `div-by-sqrt`, `rsqrt-*`, `sum-of-*` reassociate or fuse roundings
 //!   (within ~2 ulp per op, or n ulp for a sum of n copies, which becomes exact `c*n`);
 //! - signed zero: `add-zero`, `zero-sub`, `neg-sub`, `fma-one-plus` may turn `-0.0` into `+0.0`
 //!   or back;
 //! - overflow: `log-exp` and `log1p-expm1` return `x` where `exp(x)` would overflow to `inf`
-//!   (or underflow to 0); `factor-*` can overflow where the original did not, and the other
-//!   way round: `a*b + a*c` with both products overflowing to `±inf` is NaN while
-//!   `a*(b+c)` may be finite. Rules may replace an overflowed intermediate by the
-//!   mathematically exact value — that is the only way a rule turns a NaN into a number;
-//! - `pow-half`/`pow-neg-half` differ only at `x = -inf` (`pow` gives `inf`/0, `sqrt` NaN).
+//!   (or underflow to 0). Rules may replace an overflowed intermediate by the mathematically
+//!   exact value — that is the only way a rule turns a NaN into a number. There is no
+//!   factoring (`a*b + a*c -> a*(b+c)`): with `a = 1e-30, b = c = 3e38` in f32 it turns
+//!   `6e8` into `inf`, and `a = 0` into NaN (a hostile sweep found it);
+//! - `pow-half`/`pow-neg-half` fire only where the analysis knows the base is not negative
+//!   (positive for `pow-neg-half`): `pow(-inf, 0.5)` is `inf` where `sqrt` is NaN, and
+//!   `pow(-0, -0.5)` is `+inf` where `rsqrt(-0)` is `-inf`.
 //! - `fma-*` and `horner-*` ([`fma`]) round once where the original rounded twice, keep the
 //!   exact product where `a*b` alone would overflow, and differ like `factor-*` where an
 //!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`);
@@ -90,6 +92,8 @@ pub enum Cond {
     NotConst(&'static str),
     /// Every element is positive (or NaN).
     Positive(&'static str),
+    /// Every element is positive, a zero or NaN (never negative, never `-inf`).
+    NonNegative(&'static str),
     /// The variable has an integer dtype.
     IntDType(&'static str),
     /// The variable has a compute float dtype, `f32` or `f64` (what `mul_add` takes).
@@ -137,7 +141,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 
 /// Every built-in rule, in table order (the order of the report's `rules_fired`).
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
-    [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH, algebra::FACTORING]
+    [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH]
         .into_iter()
         .chain([fma::FMA, fma::HORNER, reciprocal::RECIPROCAL])
         .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
