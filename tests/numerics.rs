@@ -189,3 +189,47 @@ fn f32_products_are_rounded_once_on_both_backends() {
         assert_eq!(results[1], results[2], "{dtype}: the JIT on any thread count and level");
     }
 }
+
+/// Rewrites never overflow where the written form does not (the hostile sweep's programs):
+/// `a*b + a*c` is not factored, `pow(x, ±0.5)` of a base that may be negative stays `pow`.
+/// Both backends, against the values of the written order.
+#[test]
+fn rewrites_keep_the_written_forms_infinities_and_nans() {
+    let src = "fn fact(Tensor a, Tensor b, Tensor c) -> Tensor { return a * b + a * c }\n\
+               fn root(Tensor x) -> (Tensor, Tensor) { return (x ** -0.5, x ** 0.5) }\n";
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, 1, SimdLevel::detect());
+        s.load_str("rewrites.tfn", src).unwrap();
+        let t = |v: Vec<f64>| Value::from(tensor("f32", &[v.len()], v));
+        let got = s
+            .call("fact", &[t(vec![1e-30, 0.0]), t(vec![3e38, 3e38]), t(vec![3e38, 3e38])])
+            .unwrap();
+        let got = as_f64(&got[0].clone().into_tensor().unwrap());
+        assert!((got[0] - 6e8).abs() < 1e3 && got[1] == 0.0, "{backend:?}: {got:?}");
+        let got = s.call("root", &[t(vec![-0.0, f64::NEG_INFINITY, 4.0])]).unwrap();
+        let (inv, sqrt) = (
+            as_f64(&got[0].clone().into_tensor().unwrap()),
+            as_f64(&got[1].clone().into_tensor().unwrap()),
+        );
+        assert_eq!(inv, vec![f64::INFINITY, 0.0, 0.5], "{backend:?}");
+        assert_eq!(sqrt[1..], [f64::INFINITY, 2.0], "{backend:?}");
+    }
+}
+
+/// Attribute arithmetic follows Python: a zero divisor is an error (E0507), for `/` as for
+/// `%`, and a float attribute that overflows from finite operands is one too.
+#[test]
+fn attribute_division_by_zero_and_overflow_are_errors() {
+    let s = session(Backend::Jit, 1, SimdLevel::detect());
+    s.load_str(
+        "attrs.tfn",
+        "fn f(Tensor x, *, Int n = 0) -> Tensor { return x * (1 / n) }\n\
+         fn g(Tensor x, *, Float e = 1e200) -> Tensor { return x * (e * e) }\n",
+    )
+    .unwrap();
+    let x = Value::from(tensor("f32", &[2], vec![1.0, 2.0]));
+    for (f, want) in [("f", "division by zero in `div` (`1` by `0`)"), ("g", "overflows")] {
+        let e = s.call(f, std::slice::from_ref(&x)).unwrap_err().to_string();
+        assert!(e.contains("E0507") && e.contains(want), "{f}: {e}");
+    }
+}

@@ -227,7 +227,12 @@ pub fn scalar_of(value: &Attr, dtype: DType) -> Result<Scalar, String> {
         _ => true,
     };
     match (value, dtype) {
-        (Attr::Int(i), d) if d.is_float() => Ok(Scalar::Float(*i as f64)),
+        // An int literal for a float: the same checks as the float it becomes.
+        (Attr::Int(i), d) if d.is_float() => {
+            let float = Attr::Float(*i as f64);
+            scalar_of(&float, d)
+                .map_err(|m| m.replacen(&format!("`{float}`"), &format!("`{i}`"), 1))
+        }
         (Attr::Int(i), d) if d.is_int() && fits_i32(*i) => Ok(Scalar::Int(*i)),
         (Attr::Int(i @ (0 | 1)), DType::Bool) => Ok(Scalar::Bool(*i == 1)),
         // A finite literal that rounds to infinity in f32 overflows it (spec section 7).

@@ -125,12 +125,38 @@ fn binary(name: &str, x: &Attr, y: &Attr) -> Result<Attr, String> {
             "le" => Ok(Attr::Bool(a <= b)),
             "gt" => Ok(Attr::Bool(a > b)),
             "ge" => Ok(Attr::Bool(a >= b)),
-            _ => float_binary(name, a as f64, b as f64).ok_or_else(mismatch),
+            _ => {
+                let r = float_binary(name, a as f64, b as f64).ok_or_else(mismatch)?;
+                check_float(name, x, y, &r)?;
+                Ok(r)
+            }
         };
     }
     match (x.as_f64(), y.as_f64()) {
-        (Some(a), Some(b)) => float_binary(name, a, b).ok_or_else(mismatch),
+        (Some(a), Some(b)) => {
+            let r = float_binary(name, a, b).ok_or_else(mismatch)?;
+            check_float(name, x, y, &r)?;
+            Ok(r)
+        }
         _ => Err(mismatch()),
+    }
+}
+
+/// Python's rules for float attributes: dividing by zero is an error (`ZeroDivisionError`),
+/// and so is a result that is not finite from finite operands (`10.0 ** 400`, and, unlike
+/// Python, `1e200 * 1e200`: a literal that overflows is an error too, spec section 7).
+fn check_float(name: &str, x: &Attr, y: &Attr, r: &Attr) -> Result<(), String> {
+    let (Some(a), Some(b)) = (x.as_f64(), y.as_f64()) else { return Ok(()) };
+    if matches!(name, "div" | "floor_div" | "remainder") && b == 0.0 {
+        return Err(format!("division by zero in `{name}` (`{x}` by `{y}`)"));
+    }
+    match r {
+        Attr::Float(v) if a.is_finite() && b.is_finite() && !v.is_finite() => Err(if v.is_nan() {
+            format!("`{name}` of `{x}` and `{y}` is not a real number")
+        } else {
+            format!("`{name}` of `{x}` and `{y}` overflows (largest finite: {:e})", f64::MAX)
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -165,6 +191,13 @@ mod tests {
             ("sub", &[I(-1), I(1)], Ok(I(-2))),
             ("mul", &[I(2), F(0.5)], Ok(F(1.0))),
             ("div", &[I(3), I(2)], Ok(F(1.5))),
+            // Python: a zero divisor is an error, for floats too; and no inf from finite.
+            ("div", &[I(5), I(0)], Err("division by zero in `div` (`5` by `0`)")),
+            ("div", &[F(1.0), F(0.0)], Err("division by zero in `div` (`1.0` by `0.0`)")),
+            ("remainder", &[F(1.0), F(0.0)], Err("division by zero in `remainder` (`1.0` by `0.0`)")),
+            ("mul", &[F(1e200), F(1e200)], Err("`mul` of `1e200` and `1e200` overflows (largest finite: 1.7976931348623157e308)")),
+            ("pow", &[F(-8.0), F(0.5)], Err("`pow` of `-8.0` and `0.5` is not a real number")),
+            ("mul", &[F(f64::INFINITY), F(2.0)], Ok(F(f64::INFINITY))),
             ("pow", &[I(2), I(10)], Ok(I(1024))),
             ("atan2", &[F(1.0), I(-1)], Ok(F(0.75 * std::f64::consts::PI))),
             ("asin", &[F(1.0)], Ok(F(std::f64::consts::FRAC_PI_2))),
