@@ -394,6 +394,13 @@ fn dims(b: &TfnBuffer, what: &str) -> Result<(DType, Vec<usize>, Vec<usize>), Fa
     if b.data.is_null() && elements != Some(0) {
         return Err(Failure::argument(format!("{what}: null data")));
     }
+    // Every element's address must be one: strides whose byte offsets wrap around would put
+    // several elements at one address (and defeat the overlap check).
+    if elements != Some(0) && span(b).is_none() {
+        return Err(Failure::argument(format!(
+            "{what}: its sizes and strides reach past the end of the address space"
+        )));
+    }
     Ok((dtype, sizes, strides))
 }
 

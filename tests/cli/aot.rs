@@ -2038,6 +2038,7 @@ int main(void) {
     RESET(); out[0].strides[0] = 0; report("output_zero_stride", int_linear(in, out));
     RESET(); out[0].strides[1] = -7; report("output_negative_stride", int_linear(in, out));
     RESET(); out[0].strides[0] = 1; report("output_overlap", int_linear(in, out));
+    RESET(); out[0].strides[0] = (int64_t)1 << 62; report("output_strides_wrap", int_linear(in, out));
     RESET(); out[0].data = data + 2; report("output_aliases_input", int_linear(in, out));
     RESET(); out[0].data = data + 34; report("output_meets_input_end", int_linear(in, out));
     RESET(); out[0].data = data + 35; report("output_after_inputs", int_linear(in, out));
@@ -2121,6 +2122,11 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
         ("output_zero_stride", arg, "output 0: a zero stride"),
         ("output_negative_stride", arg, "output 0: negative stride -7"),
         ("output_overlap", arg, "output 0: its strides [1, 1] make elements overlap"),
+        (
+            "output_strides_wrap",
+            arg,
+            "output 0: its sizes and strides reach past the end of the address space",
+        ),
         ("output_aliases_input", arg, "output 0: its memory overlaps input `x`'s"),
         ("output_meets_input_end", arg, "output 0: its memory overlaps input `w`'s"),
         ("output_after_inputs", 0, ""),
