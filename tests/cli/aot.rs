@@ -1335,6 +1335,9 @@ fn c_axis(Tensor x) -> (Tensor, Tensor) {
 fn c_noise(Tensor x, Tensor key) -> (Tensor, Tensor) {
     return (where(rand_like(x, key) >= 0.25, x / 0.75, 0.0), x + randn_like(x, key + 1))
 }
+fn c_logs(Tensor x) -> (Tensor, Tensor, Tensor) {
+    return (log(x), log1p(x), abs(x) ** x)
+}
 fn c_flat(Tensor x) -> Tensor {
     return reshape(x, [-1]) * 2.0
 }
@@ -1368,6 +1371,8 @@ const CROSS_FNS: &[CrossFn] = &[
     ("c_ints", &[("i", tfn::DType::I32, 'm'), ("j", tfn::DType::I32, 'm')]),
     ("c_axis", &[("x", tfn::DType::F32, 'm')]),
     ("c_noise", &[("x", tfn::DType::F32, 'm'), ("key", tfn::DType::I64, 'k')]),
+    // `log`'s NaN below zero once used a compare aarch64 has no vector form of (a panic).
+    ("c_logs", &[("x", tfn::DType::F32, 'm')]),
 ];
 
 /// The functions whose vjps are the module `v`: each with one cotangent of `x`'s shape.
@@ -1387,7 +1392,8 @@ static const struct { const char *name; alloc_fn f; int outputs; } FNS[] = {
     {"c_softmax", x_c_softmax_alloc, 1}, {"c_bias_relu", x_c_bias_relu_alloc, 1},
     {"c_reduce", x_c_reduce_alloc, 3}, {"c_layer_norm", x_c_layer_norm_alloc, 1},
     {"c_ints", x_c_ints_alloc, 1}, {"c_axis", x_c_axis_alloc, 2},
-    {"c_noise", x_c_noise_alloc, 2}, {"c_softmax_vjp", v_c_softmax_vjp_alloc, 1},
+    {"c_noise", x_c_noise_alloc, 2}, {"c_logs", x_c_logs_alloc, 3},
+    {"c_softmax_vjp", v_c_softmax_vjp_alloc, 1},
     {"c_layer_norm_vjp", v_c_layer_norm_vjp_alloc, 3},
     {"c_gelu_erf_vjp", v_c_gelu_erf_vjp_alloc, 1},
 };

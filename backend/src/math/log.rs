@@ -166,8 +166,11 @@ pub(crate) fn log2<L: Lanes>(cx: &mut L, x: L::F) -> L::F {
 /// for NaN, `−inf` at `±0`, `+inf` at `+inf`.
 #[inline(always)]
 fn with_specials<L: Lanes>(cx: &mut L, x: L::F, y: L::F) -> L::F {
-    let nan_or_neg = cx.fcmp_c(FloatCC::UnorderedOrLessThan, x, 0.0);
-    let y = cx.select_c(nan_or_neg, f64::NAN, y);
+    // NaN unless `x >= 0` (false for NaN). Not `UnorderedOrLessThan`: aarch64 has no vector
+    // form of it, and Cranelift panics there.
+    let not_below = cx.fcmp_c(FloatCC::GreaterThanOrEqual, x, 0.0);
+    let nan = cx.c(f64::NAN);
+    let y = cx.select(not_below, y, nan);
     let zero = cx.fcmp_c(FloatCC::Equal, x, 0.0);
     let y = cx.select_c(zero, f64::NEG_INFINITY, y);
     let inf = cx.fcmp_c(FloatCC::Equal, x, f64::INFINITY);
