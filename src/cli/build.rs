@@ -786,8 +786,16 @@ pub(crate) fn standalone_header(
              error code (message: {prefix}_error_message()). */\n\
              int {prefix}_{f}(const tfn_buffer inputs[{n_in}], tfn_buffer outputs[{n_out}]);\n\n\
              static inline int {prefix}_{f}_output_shape(const tfn_buffer inputs[{n_in}], \
-             int64_t output, tfn_buffer *out) {{\n    (void)inputs;\n    switch (output) {{\n"
+             int64_t output, tfn_buffer *out) {{\n    \
+             if (out == NULL || ({n_in} > 0 && inputs == NULL)) return TFN_ERR_ARGUMENT;\n"
         ));
+        for (p, param) in graph.params.iter().enumerate() {
+            h.push_str(&format!(
+                "    if (inputs[{p}].rank != {}) return TFN_ERR_ARGUMENT;\n",
+                param.ty.shape.rank()
+            ));
+        }
+        h.push_str("    switch (output) {\n");
         for (o, ty) in results.iter().enumerate() {
             h.push_str(&format!(
                 "    case {o}:\n        out->dtype = {};\n        out->rank = {};\n",
@@ -819,7 +827,11 @@ pub(crate) fn standalone_header(
              for (k = 0; k < {n_out}; k++) outputs[k].data = NULL;\n    \
              for (k = 0; k < {n_out} && status == TFN_OK; k++) {{\n        \
              status = {prefix}_{f}_output_shape(inputs, k, &outputs[k]);\n        \
-             for (a = 0, n = bytes[k]; a < outputs[k].rank; a++) n *= outputs[k].sizes[a];\n        \
+             for (a = 0, n = bytes[k]; status == TFN_OK && a < outputs[k].rank; a++) {{\n            \
+             if (outputs[k].sizes[a] < 0) status = TFN_ERR_ARGUMENT;\n            \
+             else if (outputs[k].sizes[a] > 0 && n > INT64_MAX / outputs[k].sizes[a]) \
+             status = TFN_ERR_RUN;\n            \
+             else n *= outputs[k].sizes[a];\n        }}\n        \
              if (status == TFN_OK && !(outputs[k].data = malloc(n > 0 ? (size_t)n : 1)))\n            \
              status = TFN_ERR_RUN;\n    }}\n    \
              if (status == TFN_OK) status = {prefix}_{f}(inputs, outputs);\n    \

@@ -1406,6 +1406,16 @@ static size_t count(const tfn_buffer *b) {
 int main(int argc, char **argv) {
     FILE *cmds = argc > 1 ? fopen(argv[1], "r") : 0;
     char line[4096];
+    {   /* Hostile calls: a byte size past 64 bits, a null or a wrong-rank `output_shape`. */
+        static float z[4];
+        tfn_buffer huge = {z, TFN_F32, 2, {((int64_t)1 << 62) + 1, 1}, {1, 1}}, o = huge;
+        printf("hostile huge %d: %s\n", x_c_gelu(&huge, &o), x_error_message());
+        printf("hostile huge_alloc %d\n", x_c_gelu_alloc(&huge, &o));
+        printf("hostile shape_null_inputs %d\n", x_c_gelu_output_shape(NULL, 0, &o));
+        printf("hostile shape_null_out %d\n", x_c_gelu_output_shape(&huge, 0, NULL));
+        huge.rank = 3;
+        printf("hostile shape_rank %d\n", x_c_gelu_output_shape(&huge, 0, &o));
+    }
     if (!cmds) return 2;
     while (fgets(line, sizeof line, cmds)) {
         char *words[64];
@@ -1631,6 +1641,15 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
         printed.contains("c_gelu status 1: output 0: its memory overlaps input `x`'s"),
         "{printed}"
     );
+    for line in [
+        "hostile huge 3: a size of the call overflows 64 bits",
+        "hostile huge_alloc 3",
+        "hostile shape_null_inputs 1",
+        "hostile shape_null_out 1",
+        "hostile shape_rank 1",
+    ] {
+        assert!(printed.contains(line), "missing `{line}`:\n{printed}");
+    }
     for (out, bytes) in &expected {
         let got = std::fs::read(dir.join(out)).unwrap_or_else(|e| panic!("{out}: {e}\n{printed}"));
         assert!(got == *bytes, "{out}: the aarch64 result differs from Session::call's bits");

@@ -242,11 +242,17 @@ fn check_buffer(
             arg,
             &format!("{what}: the strides must be row-major (a self-contained object reads contiguous buffers only)"),
         )?;
-        stride = e.b.ins().imul(stride, size);
+        stride = e.mul_checked(stride, size)?;
     }
+    // Its bytes: counted without overflow, and ending inside the address space.
+    let bytes = e.int(dtype.size_bytes() as i64);
+    let bytes = e.mul_checked(stride, bytes)?;
     let data = e.load(buf, DATA);
     let null = e.b.ins().icmp_imm_s(IntCC::Equal, data, 0);
-    e.fail_if(null, arg, &format!("{what}: null data"))
+    e.fail_if(null, arg, &format!("{what}: null data"))?;
+    let end = e.b.ins().iadd(data, bytes);
+    let wraps = e.b.ins().icmp(IntCC::UnsignedLessThan, end, data);
+    e.fail_if(wraps, arg, &format!("{what}: its bytes reach past the end of the address space"))
 }
 
 /// The bytes a checked, contiguous buffer spans: its start, its end, and whether it has an
