@@ -233,3 +233,20 @@ fn attribute_division_by_zero_and_overflow_are_errors() {
         assert!(e.contains("E0507") && e.contains(want), "{f}: {e}");
     }
 }
+
+/// A sum over a long axis of an empty tensor (`[2^40, 0]`, no element) is immediate on both
+/// backends: the interpreter walked the 2^40 empty rows.
+#[test]
+fn reducing_an_empty_tensor_does_not_walk_its_long_axis() {
+    let x = Value::from(Tensor::F32(ArrayD::zeros(IxDyn(&[1 << 40, 0]))));
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, 1, SimdLevel::detect());
+        s.load_str("empty.tfn", "fn f(Tensor x) -> Tensor { return sum(x, dims=[0]) }\n").unwrap();
+        let started = std::time::Instant::now();
+        let out = s.call("f", std::slice::from_ref(&x)).unwrap();
+        let out = out[0].clone().into_tensor().unwrap();
+        assert_eq!(out.shape(), &[0], "{backend:?}");
+        // Not a timing assertion: a walk of 2^40 rows would never get here.
+        eprintln!("{backend:?}: {:?}", started.elapsed());
+    }
+}

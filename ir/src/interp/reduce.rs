@@ -20,6 +20,10 @@ fn fold_axes<T: Copy>(
     // The last axis folds each contiguous lane; any other axis accumulates whole sub-arrays,
     // so that the inner loop runs over contiguous memory either way.
     let fold_one = |v: ArrayViewD<'_, T>, axis: usize| -> ArrayD<T> {
+        // No element: the identity everywhere, without walking a long empty axis.
+        if v.is_empty() {
+            return ArrayD::from_elem(v.raw_dim().remove_axis(Axis(axis)), init);
+        }
         if axis + 1 == v.ndim() {
             return Zip::from(v.lanes(Axis(axis)))
                 .map_collect(|lane| lane.fold(init, |acc, &x| f(acc, x)));
