@@ -116,6 +116,10 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
     match s {
         "true" => return Ok(Some(Attr::Bool(true))),
         "false" => return Ok(Some(Attr::Bool(false))),
+        // The language's own literals (a file of that name is `./inf`).
+        "inf" | "+inf" => return Ok(Some(Attr::Float(f64::INFINITY))),
+        "-inf" => return Ok(Some(Attr::Float(f64::NEG_INFINITY))),
+        "nan" => return Ok(Some(Attr::Float(f64::NAN))),
         _ => {}
     }
     if let Ok(dt) = s.parse::<DType>() {
@@ -139,6 +143,14 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
     }
     if let Ok(i) = s.parse::<i64>() {
         return Ok(Some(Attr::Int(i)));
+    }
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(ArgParseError(format!(
+            "`{s}` is out of range: not a 64-bit integer (from {} to {})",
+            i64::MIN,
+            i64::MAX
+        )));
     }
     let numeric = s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
     if numeric && !s.ends_with(".npy") {
@@ -165,6 +177,9 @@ mod tests {
             ("[0, 1]", ArgValue::Literal(Attr::IntList(vec![0, 1]))),
             ("[0.5, 1]", ArgValue::Literal(Attr::FloatList(vec![0.5, 1.0]))),
             ("[]", ArgValue::Literal(Attr::IntList(vec![]))),
+            ("inf", ArgValue::Literal(Attr::Float(f64::INFINITY))),
+            ("-inf", ArgValue::Literal(Attr::Float(f64::NEG_INFINITY))),
+            ("./inf", ArgValue::NpyPath("./inf".into())),
             ("f32[1024, 4]", ArgValue::TensorType(DType::F32, vec![1024, 4])),
             ("i64[]", ArgValue::TensorType(DType::I64, vec![])),
             ("x.npy", ArgValue::NpyPath("x.npy".into())),
@@ -176,7 +191,7 @@ mod tests {
         for malformed in ["f32[,]", "f32[1,,2]", "f32[2,]", "f32[,2]", "[1,,2]", "[,]", "[1e999]"] {
             assert!(parse_value(malformed).is_err(), "{malformed} must be rejected");
         }
-        for overflow in ["1e999", "-1e999", "1e309", "[0.5, 1e400]"] {
+        for overflow in ["1e999", "-1e999", "1e309", "[0.5, 1e400]", "99999999999999999999", "-9223372036854775809"] {
             let e = parse_value(overflow).expect_err(overflow);
             assert!(e.0.contains("out of range"), "{overflow}: {e}");
         }

@@ -26,8 +26,12 @@ pub fn summarize(name: &str, t: &Tensor) -> String {
     let more = if values.len() > HEAD { ", ..." } else { "" };
     let mut line = format!("{name}: {}{:?}", t.dtype(), t.shape());
     if !values.is_empty() {
-        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // As NumPy's `min`/`max`: a NaN anywhere makes them NaN.
+        let nan = |f: fn(f64, f64) -> f64| {
+            move |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { f(a, b) }
+        };
+        let min = values.iter().copied().fold(f64::INFINITY, nan(f64::min));
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, nan(f64::max));
         let mean = values.iter().sum::<f64>() / values.len() as f64;
         line.push_str(&format!(" min={} max={} mean={}", number(min), number(max), number(mean)));
     }
@@ -102,5 +106,7 @@ mod tests {
         );
         let empty = Tensor::I64(ndarray::ArrayD::zeros(vec![0, 3]));
         assert_eq!(summarize("e", &empty), "e: i64[0, 3] []");
+        let nans = Tensor::F32(ndarray::ArrayD::from_elem(vec![2], f32::NAN));
+        assert_eq!(summarize("n", &nans), "n: f32[2] min=NaN max=NaN mean=NaN [NaN, NaN]");
     }
 }
