@@ -33,6 +33,14 @@ pub fn std_source(path: &str) -> Option<(String, String)> {
         .map(|(name, text)| (format!("<{name}>"), text.to_string()))
 }
 
+/// Why a `std:` path that names no module cannot load (`None`: not a `std:` path).
+fn unknown_std(path: &str) -> Option<String> {
+    path.starts_with("std:").then(|| {
+        let names: Vec<&str> = STD_MODULES.iter().map(|(n, _)| *n).collect();
+        format!("the standard library has no module `{path}` (it has {})", names.join(", "))
+    })
+}
+
 /// `path` relative to the directory of `from`, normalised lexically (`a/../b` → `b`).
 pub fn resolve_path(path: &str, from: Option<&str>) -> String {
     let joined: PathBuf = match from.and_then(|f| Path::new(f).parent()) {
@@ -114,6 +122,9 @@ impl SourceLoader for FsLoader {
         if let Some(std) = std_source(path) {
             return Ok(std);
         }
+        if let Some(why) = unknown_std(path) {
+            return Err(why);
+        }
         let display = resolve_path(path, from);
         let on_disk = match &self.root {
             Some(root) => root.join(&display),
@@ -145,6 +156,9 @@ impl SourceLoader for MemLoader {
     fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String> {
         if let Some(std) = std_source(path) {
             return Ok(std);
+        }
+        if let Some(why) = unknown_std(path) {
+            return Err(why);
         }
         let display = resolve_path(path, from);
         match self.files.get(&display) {

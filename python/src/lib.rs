@@ -488,7 +488,7 @@ impl Library {
     #[getter]
     fn sources(&self) -> Vec<String> {
         let own = self.origin.loads.last().map(|l| l.files.as_slice()).unwrap_or_default();
-        own.iter().map(|(name, _)| name.clone()).filter(|n| !n.starts_with("std:")).collect()
+        own.iter().map(|(name, _)| name.clone()).filter(|n| !n.starts_with('<')).collect()
     }
 
     /// The function `name` (same as `lib[name]`).

@@ -448,7 +448,7 @@ impl<'a> Lowerer<'a> {
                     self.syms.shown(&ty.shape)
                 );
                 Err(diag("E0511", msg, Some(span))
-                    .with_help("reduce it to one value, e.g. `max(x) > 0.5` or `any(x)`"))
+                    .with_help("reduce it to one value, e.g. `max(x) > 0.5` or `sum(x) > 0`"))
             }
             other => {
                 let msg = format!(
