@@ -236,6 +236,13 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
             tfn_ir::bind_sizes(&signature, &concrete).map(|_| i).map_err(|e| e.to_string())
         }) {
             Ok(instance) => {
+                // A `while` loop has no gradient (E0805): nothing to check.
+                let program = instance.has_loops().then(|| instance.program().ok()).flatten();
+                if let Some(label) = program.as_ref().and_then(crate::program::refuse_while) {
+                    return Err(skip(format!(
+                        "it runs the `while` loop `{label}`, which has no gradient (E0805)"
+                    )));
+                }
                 // A loop body's sizes are checked only when it runs: try the shapes first.
                 if instance.has_loops() {
                     let trial: Vec<Tensor> = tensors

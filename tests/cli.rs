@@ -641,6 +641,14 @@ fn stack(Tensor x, Tensor w) -> Tensor {
     }
     return h
 }
+
+fn newton(Tensor a) -> Tensor {
+    var x = a
+    while max(abs(x * x - a)) > 1e-6, at most 50 { // a comment after the brace
+        x = 0.5 * (x + a / x)
+    }
+    return x
+}
 "#;
 
 #[test]
@@ -685,4 +693,8 @@ fn loops_through_the_cli_ir_run_vjp_and_gradcheck() {
     expect_exit(&o, 0, "gradcheck through loops");
     let report = format!("{}{}", stdout(&o), stderr(&o));
     assert!(report.contains("rnn") && report.contains("stack"), "{report}");
+    // A `while` has no gradient: skipped, named by its header alone.
+    let skipped = "skip   newton: it runs the `while` loop `while max(abs(x * x - a)) > 1e-6, \
+                   at most 50`, which has no gradient (E0805)";
+    assert!(report.contains(skipped), "{report}");
 }

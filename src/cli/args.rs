@@ -191,7 +191,14 @@ mod tests {
         for malformed in ["f32[,]", "f32[1,,2]", "f32[2,]", "f32[,2]", "[1,,2]", "[,]", "[1e999]"] {
             assert!(parse_value(malformed).is_err(), "{malformed} must be rejected");
         }
-        for overflow in ["1e999", "-1e999", "1e309", "[0.5, 1e400]", "99999999999999999999", "-9223372036854775809"] {
+        for overflow in [
+            "1e999",
+            "-1e999",
+            "1e309",
+            "[0.5, 1e400]",
+            "99999999999999999999",
+            "-9223372036854775809",
+        ] {
             let e = parse_value(overflow).expect_err(overflow);
             assert!(e.0.contains("out of range"), "{overflow}: {e}");
         }

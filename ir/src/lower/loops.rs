@@ -64,7 +64,15 @@ impl<'a> Lowerer<'a> {
     ) -> Result<(), Diagnostic> {
         let label = self.source_text(span).map_or_else(
             || "loop".to_string(),
-            |t| t.lines().next().unwrap_or("loop").trim_end_matches('{').trim().to_string(),
+            // The header up to the body's `{` (a header has no braces), on one line.
+            |t| {
+                t.split('{')
+                    .next()
+                    .unwrap_or("loop")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
         );
         // The loop's kind, evaluated outside.
         let (kind_out, var) = match &stmt {
