@@ -93,23 +93,25 @@ pub fn print_fused(planned: &Planned) -> String {
 /// What running a planned graph's kernels costs in memory traffic, for inputs of the given
 /// shapes: the number of kernels and the bytes they move (each kernel reads each of its inputs
 /// once and writes each of its outputs once; views move nothing).
-pub fn traffic(planned: &Planned, input_shapes: &[Vec<usize>]) -> Option<(usize, u64)> {
+pub fn traffic(planned: &Planned, input_shapes: &[Vec<usize>]) -> Option<(usize, u128)> {
     let graph = &planned.graph;
     let shapes: Vec<&[usize]> = input_shapes.iter().map(Vec::as_slice).collect();
     // (Nothing is allocated: no size limit.)
     let none = tfn_ir::bind::Allocated::Only(&[]);
     let sizes = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none).ok()?;
-    let bytes_of = |v: tfn_ir::ValueId| -> u64 {
+    // In u128: shapes given to `tfnc ir` need not fit in memory (`f32[2^63-1, 2]`).
+    let bytes_of = |v: tfn_ir::ValueId| -> u128 {
         let ty = graph.ty(v);
-        let n: usize = tfn_ir::bind::concrete_shape(&ty.shape, &sizes).iter().product();
-        (n * ty.dtype.size_bytes()) as u64
+        let dims = tfn_ir::bind::concrete_shape(&ty.shape, &sizes);
+        dims.iter().map(|&d| d as u128).fold(ty.dtype.size_bytes() as u128, u128::saturating_mul)
     };
     let moving =
         planned.fused.kernels.iter().filter(|k| k.kind != tfn_passes::fusion::KernelKind::View);
     let (mut kernels, mut bytes) = (0, 0);
     for k in moving {
         kernels += 1;
-        bytes += k.inputs.iter().chain(&k.outputs).map(|&v| bytes_of(v)).sum::<u64>();
+        let moved = k.inputs.iter().chain(&k.outputs).map(|&v| bytes_of(v));
+        bytes = moved.fold(bytes, u128::saturating_add);
     }
     Some((kernels, bytes))
 }
