@@ -250,3 +250,27 @@ fn reducing_an_empty_tensor_does_not_walk_its_long_axis() {
         eprintln!("{backend:?}: {:?}", started.elapsed());
     }
 }
+
+/// A user's rewrite rule must hold where every input is one special value (infinities, NaN,
+/// `-0`, integers past `f32`'s precision) too: each of these held on small random numbers and
+/// changed results. From finite inputs a left side that overflowed may become the exact
+/// value, so the spec's rules still load.
+#[test]
+fn user_rules_are_checked_at_special_values() {
+    let unsound = [
+        ("self_sub", "?x - ?x => 0.0", "[inf]"),
+        ("times_zero", "?x * 0.0 => 0.0", "[inf]"),
+        ("round_trip", "cast(cast(?x, f32), i32) => ?x", "[16777217]"),
+        ("self_equal", "?x == ?x => true", "[NaN]"),
+    ];
+    for (name, rule, witness) in unsound {
+        let s = session(Backend::Interp, 1, SimdLevel::V128);
+        let e = s.load_str("rules.tfn", &format!("rewrite {name}: {rule}\n")).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("E0702") && e.contains(witness), "{name}: {e}");
+    }
+    let spec = "rewrite log-exp: log(exp(?x)) => ?x\n\
+                rewrite exp-sum: exp(?a) * exp(?b) => exp(?a + ?b)\n\
+                rewrite mul-one: ?x * 1.0 => ?x\n";
+    session(Backend::Interp, 1, SimdLevel::V128).load_str("spec.tfn", spec).unwrap();
+}

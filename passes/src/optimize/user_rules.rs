@@ -314,7 +314,8 @@ pub fn user_rule_name(name: &str) -> String {
 /// [`super::soundness`]): values, and gradients with `lib`'s `grad` blocks (a library
 /// without the prelude's skips the gradient check). Returns all problems of all rules.
 pub fn compile_user_rules(lib: &Library) -> Result<Vec<NamedRule>, Vec<Diagnostic>> {
-    let config = SoundnessConfig::default();
+    // A user's rule must also hold at infinities, NaN, `-0` and huge values.
+    let config = SoundnessConfig { specials: true, ..SoundnessConfig::default() };
     let mut rules = Vec::new();
     let mut diags = Vec::new();
     for def in &lib.rewrites {
