@@ -286,7 +286,8 @@ unsafe fn read_function(module: *const c_void, index: usize) -> Result<FunctionI
     };
     let info = text(word(3), word(4))?;
     let tiers = word(5) as usize;
-    let requested = std::env::var("TFN_RT_TIER").ok();
+    // Set but empty counts as unset (as `TFN_RT_LIB` does for `tfnc build`).
+    let requested = std::env::var("TFN_RT_TIER").ok().filter(|v| !v.trim().is_empty());
     let (tier, name) = aot::choose_tier(info, requested.as_deref()).map_err(Failure::module)?;
     if tier >= tiers {
         return Err(Failure::module(format!("tier {tier} of an object of {tiers} tier(s)")));

@@ -245,6 +245,10 @@ impl Lowerer<'_> {
                 let mut remove = Vec::new();
                 for d in &dims {
                     let a = self.axis(call, "dims", "x", *d, shape.rank())?;
+                    if remove.contains(&a) {
+                        let msg = format!("dim {d} is repeated in `dims`");
+                        return Err(call.error("E0505", "dims", msg));
+                    }
                     // A derived size named explicitly is meant to be 1 (NumPy checks it).
                     let size = self.syms.decide_one(shape.0[a], true);
                     if size != Dim::Const(1) {

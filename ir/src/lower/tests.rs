@@ -341,6 +341,7 @@ const CASES: &[(&str, &str, &str)] = &[
         "%0 = param0 : f32[1, s0, 1]\n%1 = reshape %0 : f32[s0]\ns0 = input [(0, 1)]\nreturn %1",
     ),
     ("squeeze", "f32[1, ?], dims=[1]", "error: cannot squeeze axis 1 of `x` of shape [1, s0]: its size is not 1"),
+    ("squeeze", "f32[1, ?], dims=[0, -2]", "error: dim -2 is repeated in `dims`"),
     (
         "unsqueeze",
         "f32[?], -1",
