@@ -57,10 +57,10 @@ use loop_call::{ErrorRecord, KernelArgs, LoopCall, ReadIndex};
 pub use profile::KernelTimes;
 use state::{with_input_shapes, Direct, Owned, State};
 use steps::Epilogue;
-use steps::{compile_kernel, Step};
 #[cfg(feature = "jit")]
 pub(crate) use steps::KernelRequest;
 pub(crate) use steps::KernelSource;
+use steps::{compile_kernel, Step};
 
 /// The values the steps allocate: each kernel's outputs and the node of a native kernel
 /// (every node of a kernel the interpreter runs); a view allocates nothing.
