@@ -201,7 +201,7 @@ impl ProgramDot<'_> {
     ) -> Result<Vec<(String, String)>, PipelineError> {
         use std::collections::HashMap;
         use std::fmt::Write;
-        use tfn_ir::program::{LoopKind, Step};
+        use tfn_ir::program::Step;
         use tfn_passes::fusion::{html, param_node, quoted, DotPart};
         let sig = &program.signature;
         // The node computing each value of the program's table, and the value's type.
@@ -249,15 +249,7 @@ impl ProgramDot<'_> {
                     }
                 }
                 Step::Loop { spec, body } => {
-                    let kind = match &spec.kind {
-                        LoopKind::For { start, end, checkpoint } => format!(
-                            "for {start}..{end}{}",
-                            if *checkpoint { ", checkpoint" } else { "" }
-                        ),
-                        LoopKind::While { cond, max_trips } => {
-                            format!("while {cond}, at most {max_trips}")
-                        }
-                    };
+                    let kind = &spec.kind;
                     let inner = format!("{prefix}l{s}_");
                     let head = format!("{inner}head");
                     let _ = writeln!(

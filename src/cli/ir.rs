@@ -149,7 +149,7 @@ fn print_program(
     depth: usize,
     out: &mut String,
 ) -> Result<(), String> {
-    use tfn_ir::program::{LoopKind, Step};
+    use tfn_ir::program::Step;
     let indent = "    ".repeat(depth);
     let push = |text: &str, out: &mut String| {
         for line in text.lines() {
@@ -180,15 +180,7 @@ fn print_program(
                 push(&text, out);
             }
             Step::Loop { spec, body } => {
-                let kind = match &spec.kind {
-                    LoopKind::For { start, end, checkpoint } => format!(
-                        "for {start}..{end}{}",
-                        if *checkpoint { ", checkpoint" } else { "" }
-                    ),
-                    LoopKind::While { cond, max_trips } => {
-                        format!("while {cond}, at most {max_trips}")
-                    }
-                };
+                let kind = &spec.kind;
                 let list = |vs: &[tfn_ir::ValueId]| {
                     vs.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
                 };

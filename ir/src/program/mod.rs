@@ -37,6 +37,18 @@ pub enum LoopKind {
     While { cond: ValueId, max_trips: u64 },
 }
 
+/// `for 0..s1`, `for 0..3, checkpoint`, `while %7, at most 50` (`tfnc ir` and `tfnc graph`).
+impl std::fmt::Display for LoopKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoopKind::For { start, end, checkpoint } => {
+                write!(f, "for {start}..{end}{}", if *checkpoint { ", checkpoint" } else { "" })
+            }
+            LoopKind::While { cond, max_trips } => write!(f, "while {cond}, at most {max_trips}"),
+        }
+    }
+}
+
 /// A lowered loop (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopSpec {
