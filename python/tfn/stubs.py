@@ -46,14 +46,20 @@ def __dir__():
 '''
 
 
+def _load(path: str | pathlib.Path) -> tfn.Library:
+    """The library in `path`, loaded into a fresh session."""
+    return tfn.Session(backend="interp", threads=1).load(path)
+
+
 def stub(path: str | pathlib.Path) -> str:
     """The .pyi text of the library in `path` (loaded into a fresh session)."""
-    return tfn.Session(backend="interp", threads=1).load(path).stub()
+    return _load(path).stub()
 
 
-def _copies(src: pathlib.Path, out: pathlib.Path) -> list[tuple[pathlib.Path, pathlib.Path]]:
+def _copies(
+    lib: tfn.Library, src: pathlib.Path, out: pathlib.Path
+) -> list[tuple[pathlib.Path, pathlib.Path]]:
     """(from, to) for the file and every file it `use`s, at the same place relative to `out`."""
-    lib = tfn.Session(backend="interp", threads=1).load(src)
     base = src.resolve().parent
     pairs = []
     for name in lib.sources:
@@ -80,14 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.module and args.out_dir is None:
         parser.error("--module needs --out-dir")
     try:
-        text = stub(src)
+        lib = _load(src)
+        text = lib.stub()
         if args.out_dir is None:
             sys.stdout.write(text)
             return 0
         out = pathlib.Path(args.out_dir)
         if out.exists() and not out.is_dir():
             raise OSError(f"-o `{out}` is not a directory")
-        copies = _copies(src, out) if args.module else []
+        copies = _copies(lib, src, out) if args.module else []
         out.mkdir(parents=True, exist_ok=True)
         stem = src.stem
         _write(out / f"{stem}.pyi", text)
