@@ -1,9 +1,12 @@
 //! Programs far larger than people write, which must compile or be refused cleanly: a long
-//! chain of ops fused into one kernel (its code generation once recursed per op and overflowed
-//! the stack at ~17,000), and calls whose inlining grows exponentially (refused, E0506).
+//! chain of ops fused into kernels (its code generation once recursed per op and overflowed
+//! the stack at ~17,000; one kernel of 2,000 distinct constants took 19 s to compile), and
+//! calls whose inlining grows exponentially (refused, E0506).
 
 use ndarray::{ArrayD, IxDyn};
 use tfn::{Backend, Session, Tensor, Value};
+use tfn_ir::lower::{self, ArgSpec, DimSpec};
+use tfn_passes::fusion::MAX_KERNEL_WEIGHT;
 
 /// `f`: `n` chained multiplications; `g`: their sum (a row reduction over the chain).
 fn chain(n: usize) -> String {
@@ -48,6 +51,40 @@ fn a_long_chain_compiles_on_a_small_stack() {
         for (g, w) in got.iter().zip(&want) {
             assert!((g - w).abs() <= 1e-3 * w.abs().max(1.0), "{name}: {g} vs {w}");
         }
+    }
+}
+
+#[test]
+fn a_chain_of_distinct_constants_is_split_into_bounded_kernels() {
+    // Each `y * c + d` brings two constants of its own: as one kernel, all of them lived across
+    // its loop and register allocation took time quadratic in their number.
+    let n = 1500;
+    let lets: String = (1..=n)
+        .map(|i| {
+            format!("    let a{i} = a{} * {} + {}\n", i - 1, 1.0 + i as f64 * 1e-6, i as f64 * 1e-6)
+        })
+        .collect();
+    let source =
+        format!("fn f(Tensor x) -> Tensor {{\n    let a0 = x\n{lets}    return a{n}\n}}\n");
+    let s = Session::with_backend(Backend::Jit);
+    s.load_str("consts.tfn", &source).unwrap_or_else(|e| panic!("load: {e}"));
+    let library = s.library();
+    let spec = ArgSpec::Tensor { dtype: tfn::DType::F32, dims: vec![DimSpec::Dyn] };
+    let instance =
+        lower::instantiate_for_sizes(&library, "f", &[], &[("x".into(), spec)], &|_| None)
+            .expect("instantiates");
+    let kernels =
+        tfn::pipeline::plan(&library, &instance.graph, true).expect("plans").fused.kernels;
+    assert!(kernels.len() > 1, "{} kernel(s)", kernels.len());
+    for k in &kernels {
+        assert!(k.nodes.len() <= MAX_KERNEL_WEIGHT, "a kernel of {} nodes", k.nodes.len());
+    }
+    let x = ArrayD::from_shape_vec(IxDyn(&[37]), (0..37).map(|i| i as f32 * 0.5 - 9.0).collect())
+        .expect("shape");
+    let got = run(Backend::Jit, &source, "f", &x);
+    let want = run(Backend::Interp, &source, "f", &x);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-3 * w.abs().max(1.0), "{g} vs {w}");
     }
 }
 

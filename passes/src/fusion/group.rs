@@ -100,11 +100,20 @@ fn is_row_shape(shape: &Shape, row: &Shape) -> bool {
     lead > 0 && shape.dims() == &dims[lead..]
 }
 
+/// The most a kernel may weigh: each node counts one, plus one per constant it reads (a
+/// constant is copied into the kernel, where it is a value live across the kernel's loops).
+/// Compile time grows with the square of the values live across a loop (regalloc2), so a
+/// chain of thousands of elementwise `let`s is split into kernels of this size: a chain of
+/// 2000 `y * c + d` took 19 s to compile as one kernel. Real kernels weigh tens.
+pub const MAX_KERNEL_WEIGHT: usize = 256;
+
 struct Group {
     kind: KernelKind,
     domain: Shape,
     axes: Vec<u32>,
     nodes: Vec<usize>,
+    /// The sum of the nodes' weights (see [`MAX_KERNEL_WEIGHT`]).
+    weight: usize,
     alive: bool,
     /// No node may join (single-op kernels, reductions the row scheme cannot express).
     closed: bool,
@@ -124,7 +133,9 @@ impl Walk<'_> {
             (Op::Reduce { .. }, Some(x)) => self.graph.ty(*x).shape.clone(),
             _ => self.graph.nodes[index].ty.shape.clone(),
         };
-        self.groups.push(Group { kind, domain, axes, nodes: vec![index], alive: true, closed });
+        let weight = self.weight(index);
+        let nodes = vec![index];
+        self.groups.push(Group { kind, domain, axes, nodes, weight, alive: true, closed });
         self.group_of[index] = Some(self.groups.len() - 1);
     }
 
@@ -166,6 +177,23 @@ impl Walk<'_> {
                 self.new_group(index, KernelKind::Window, Vec::new(), !epilogue)
             }
         }
+    }
+
+    /// Node `index`'s weight (see [`MAX_KERNEL_WEIGHT`]).
+    fn weight(&self, index: usize) -> usize {
+        let graph = self.graph;
+        let consts = data_inputs(graph, index)
+            .iter()
+            .filter(|v| matches!(graph.nodes[v.index()].op, Op::Const(_)))
+            .count();
+        1 + consts
+    }
+
+    /// Adds node `index` to group `g`.
+    fn push(&mut self, g: usize, index: usize) {
+        self.groups[g].weight += self.weight(index);
+        self.groups[g].nodes.push(index);
+        self.group_of[index] = Some(g);
     }
 
     fn input_groups(&self, index: usize) -> Vec<usize> {
@@ -242,13 +270,14 @@ impl Walk<'_> {
         }
         candidates.extend(all.iter().map(|&g| vec![g]));
         for set in candidates {
-            if !self.indexed_conflict(&set)
+            let weight = set.iter().map(|&g| self.groups[g].weight).sum::<usize>();
+            if weight + self.weight(index) <= MAX_KERNEL_WEIGHT
+                && !self.indexed_conflict(&set)
                 && self.acyclic_after_merge(&set, index)
                 && !self.joins_random_key(&set)
             {
                 let keep = self.merge(&set);
-                self.groups[keep].nodes.push(index);
-                self.group_of[index] = Some(keep);
+                self.push(keep, index);
                 return;
             }
         }
@@ -306,6 +335,7 @@ impl Walk<'_> {
         if let Some(g) = self.group_of.get(x.index()).copied().flatten() {
             let group = &self.groups[g];
             let joins = !group.closed
+                && group.weight + self.weight(index) <= MAX_KERNEL_WEIGHT
                 && &group.domain == domain
                 && match group.kind {
                     KernelKind::Elementwise => true,
@@ -316,8 +346,7 @@ impl Walk<'_> {
                 let group = &mut self.groups[g];
                 group.kind = KernelKind::Reduction;
                 group.axes = axes;
-                group.nodes.push(index);
-                self.group_of[index] = Some(g);
+                self.push(g, index);
                 return;
             }
         }
@@ -333,9 +362,10 @@ impl Walk<'_> {
                 && group.nodes.iter().any(|&n| data_inputs(self.graph, n).contains(&x))
         });
         if let Some(g) = sibling {
-            if self.acyclic_after_merge(&[g], index) {
-                self.groups[g].nodes.push(index);
-                self.group_of[index] = Some(g);
+            if self.groups[g].weight + self.weight(index) <= MAX_KERNEL_WEIGHT
+                && self.acyclic_after_merge(&[g], index)
+            {
+                self.push(g, index);
                 return;
             }
         }
@@ -438,6 +468,7 @@ impl Walk<'_> {
                 self.group_of[n] = Some(keep);
             }
             self.groups[keep].nodes.extend(nodes);
+            self.groups[keep].weight += self.groups[g].weight;
         }
         // Nodes are placed in index order, so a group stays sorted until groups merge.
         if set.len() > 1 {

@@ -47,7 +47,10 @@
 //!   each consuming kernel lists the view node and reads the source with the view's offset
 //!   and strides.
 //!
-//! A merge is taken only when the group graph stays acyclic, so kernels can always be ordered.
+//! A merge is taken only when the group graph stays acyclic, so kernels can always be ordered,
+//! and when the kernel stays within [`MAX_KERNEL_WEIGHT`] (its nodes plus the constants they
+//! read): compile time grows with the square of the values live across a kernel's loops, so
+//! a chain of thousands of elementwise `let`s becomes several kernels of bounded size.
 
 mod dot;
 mod group;
@@ -56,7 +59,7 @@ mod verify;
 mod view;
 
 pub use dot::{html, param_node, print_dot, quoted, result_node, DotPart, DOT_STYLE};
-pub use group::fuse;
+pub use group::{fuse, MAX_KERNEL_WEIGHT};
 pub use print::print_fused;
 pub use verify::verify_fused;
 pub use view::{
