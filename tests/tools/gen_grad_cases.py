@@ -114,6 +114,25 @@ grad scaled_tanh(x, s) {
 fn twice_scaled_tanh(Tensor x, Tensor s) -> Tensor {
     return scaled_tanh(x, s) + scaled_tanh(x, s)
 }
+
+// Bodies that compute nothing: the block still wins (gradient reversal, stop-gradient).
+fn reverse_grad(Tensor x) -> Tensor {
+    return x
+}
+grad reverse_grad(x) {
+    x: -grad
+}
+
+fn stop_grad(Tensor x) -> Tensor {
+    return cast(x, f32)
+}
+grad stop_grad(x) {
+    x: grad * 0.0
+}
+
+fn stopped_times(Tensor x) -> Tensor {
+    return stop_grad(x) * reverse_grad(x)
+}
 """)
     x = f64([-1.7, -0.2, 0.3, 1.4, 2.6])  # no exact halves
     g = normal(r, [5], F64)
@@ -128,6 +147,11 @@ fn twice_scaled_tanh(Tensor x, Tensor s) -> Tensor {
     ds = (gd * t).sum(0)
     c.vjp("scaled_tanh", "custom_two_inputs", {"x": x, "s": s}, [g], [cast(dx, F32), cast(ds, F32)])
     c.vjp("twice_scaled_tanh", "custom_twice", {"x": x, "s": s}, [g], [cast(2 * dx, F32), cast(2 * ds, F32)])
+    x, g = normal(r, [4]), normal(r, [4])
+    c.vjp("reverse_grad", "reversed", {"x": x}, [g], [-g])
+    c.vjp("stop_grad", "stopped", {"x": x}, [g], [g * 0])
+    # d/dx stop(x) * rev(x) = 0 * x * g + x * (-g)
+    c.vjp("stopped_times", "stopped_times", {"x": x}, [g], [-(x * g)])
     return c
 
 

@@ -68,8 +68,8 @@ impl<'a> Lowerer<'a> {
                 };
                 let out = self.check_returns(out, &call)?;
                 let span = Some(fdef.name_span);
-                let out = out.into_iter().map(|v| self.leave(v, span)).collect::<Vec<_>>();
-                self.record_region(&call, first_node, &out);
+                let mut out = out.into_iter().map(|v| self.leave(v, span)).collect::<Vec<_>>();
+                self.record_region(&call, first_node, &mut out);
                 Ok(out)
             }
         }
