@@ -122,3 +122,31 @@ fn an_empty_tensor_with_a_huge_axis_is_empty_on_both_backends() {
         assert_eq!(shape, Some(vec![i64::MAX as usize, 0]), "{backend:?}");
     }
 }
+
+#[test]
+fn an_empty_tensor_whose_other_sizes_overflow_is_refused_on_both_backends() {
+    // `[0, 2^32, 2^32]` holds no bytes, but its nonzero sizes multiply past 2^63: no array
+    // can describe it (the interpreter panicked inside ndarray, the JIT said "internal").
+    let source = "fn f(Tensor x, *, Int n) -> Tensor {\n    return full([0, n, n], 1.0) + x\n}\n\
+                  fn g(Tensor x, *, Int n) -> Tensor {\n    return full([n, n, 0], 1.0)\n}\n";
+    let x = ArrayD::<f32>::zeros(IxDyn(&[]));
+    for backend in [Backend::Interp, Backend::Jit] {
+        let s = Session::with_backend(backend);
+        s.load_str("e.tfn", source).unwrap_or_else(|e| panic!("load: {e}"));
+        for name in ["f", "g"] {
+            let n = Value::from(1i64 << 32);
+            let err = s
+                .call_kw(name, &[Value::from(x.view())], &[("n", n)])
+                .expect_err("refused")
+                .to_string();
+            assert!(err.contains("no tensor can describe"), "{backend:?} {name}: {err}");
+            // Within 2^63 the same shape is an ordinary empty result.
+            let n = Value::from(1i64 << 31);
+            let out = s.call_kw(name, &[Value::from(x.view())], &[("n", n)]);
+            let shape = out.unwrap_or_else(|e| panic!("{backend:?} {name}: {e}"))[0]
+                .as_tensor()
+                .map(|t| t.shape().to_vec());
+            assert!(shape.is_some_and(|s| s.contains(&0)), "{backend:?} {name}");
+        }
+    }
+}

@@ -54,6 +54,10 @@ pub enum BindError {
     /// program cannot abort the process. `bytes` is `None` when the size does not fit 64 bits.
     #[error("{}", too_large_message(*.value, .shape, *.bytes, *.limit))]
     TooLarge { value: u32, shape: Vec<usize>, bytes: Option<u64>, limit: u64 },
+    /// An empty value whose other sizes multiply past `i64::MAX` (`full([0, 2^32, 2^32])`):
+    /// no array library can describe it (its strides would overflow).
+    #[error("value {value} of the function would have shape {shape:?}: it is empty, but its nonzero sizes multiply past 2^63 - 1, which no tensor can describe")]
+    Unrepresentable { value: u32, shape: Vec<usize> },
     /// [`MAX_TENSOR_BYTES_VAR`] is invalid.
     #[error(transparent)]
     Limit(#[from] LimitError),
@@ -132,9 +136,19 @@ fn check_value_sizes(
             Dim::Const(c) => c,
             Dim::Sym(s) => sizes.get(s.0 as usize).map_or(u64::MAX, |&v| v as u64),
         };
-        // An empty tensor holds no bytes, whatever its other axes (`[2^63 - 1, 0]`).
+        // An empty tensor holds no bytes, whatever its other axes (`[2^63 - 1, 0]`), but its
+        // nonzero sizes must still multiply within `isize` (its strides).
         let empty = node.ty.shape.dims().iter().any(|d| size(d) == 0);
-        let mut bytes = Some(if empty { 0 } else { node.ty.dtype.size_bytes() as u64 });
+        if empty {
+            let mut nonzero = node.ty.shape.dims().iter().map(size).filter(|&s| s != 0);
+            let elements = nonzero.try_fold(1u64, |n, s| n.checked_mul(s));
+            if elements.is_none_or(|n| n > i64::MAX as u64) {
+                let shape = concrete_shape(&node.ty.shape, sizes);
+                return Err(BindError::Unrepresentable { value: i as u32, shape });
+            }
+            return Ok(());
+        }
+        let mut bytes = Some(node.ty.dtype.size_bytes() as u64);
         for d in node.ty.shape.dims() {
             bytes = bytes.and_then(|b| b.checked_mul(size(d)));
         }

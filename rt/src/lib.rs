@@ -658,6 +658,7 @@ pub unsafe extern "C" fn tfn_rt_call(
                 RunError::Internal(_) => TFN_ERR_INTERNAL,
                 // The size limit is a failure of the run (documented so), not of an argument.
                 RunError::Bind(tfn_ir::bind::BindError::TooLarge { .. })
+                | RunError::Bind(tfn_ir::bind::BindError::Unrepresentable { .. })
                 | RunError::Bind(tfn_ir::bind::BindError::Limit(_)) => TFN_ERR_RUN,
                 RunError::InputCount { .. }
                 | RunError::OutputCount { .. }
