@@ -441,7 +441,9 @@ pub(crate) fn plan_function(
     };
     if !instance.guards.is_empty() {
         return Err(refuse(
-            "its graph depends on whether derived sizes are 1; give every size of the inputs"
+            "its graph depends on whether sizes it cannot know are 1 (a `squeeze` without \
+             `dims` over a `?` axis, or a derived size that broadcasts); give every size of the \
+             inputs, or name the axes (`squeeze(x, dims=[..])`)"
                 .into(),
         ));
     }

@@ -33,6 +33,9 @@ fn spin(Tensor a) -> Tensor {
 fn up(Tensor x) -> Tensor {
     return unsqueeze(x, 0)
 }
+fn squeezed(Tensor x) -> Tensor {
+    return squeeze(x)
+}
 fn scaled(Tensor x, Int n) -> Tensor {
     return x * n
 }
@@ -290,6 +293,8 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
             "cannot be built ahead of time",
         ),
         (&["--fn", "spin", "--arg", "a=f32[?]", "--vjp", "-o", "out"], 1, "the `while` loop"),
+        // A `?` axis of size 1 would change the result's rank: the object cannot keep it.
+        (&["--fn", "squeezed", "--arg", "x=f32[?, 1]", "-o", "out"], 1, "a `squeeze` without"),
         // The default target named: the x86-64 path and its message.
         (
             &[

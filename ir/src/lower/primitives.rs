@@ -266,6 +266,7 @@ impl Lowerer<'_> {
                     // Every axis of size 1 goes, including derived sizes that come out as 1.
                     for d in &shape.0 {
                         self.syms.decide_one(*d, false);
+                        self.syms.assume_not_one(*d);
                     }
                 }
                 let shape = self.syms.resolve_shape(&shape);

@@ -153,6 +153,25 @@ impl SymTable {
         }
     }
 
+    /// Records that the graph assumes the input size `d` is not 1 (a `squeeze` without
+    /// `dims` keeps it) when the call's size is unknown: a signature's `?` axis may be 1 at
+    /// call time, where the answer would have another rank (`tfnc build` refuses such a
+    /// graph). With the size known (a session, whose signatures give size-1 axes as 1) or
+    /// `d` not an input size, nothing is recorded.
+    pub fn assume_not_one(&mut self, d: Dim) {
+        let d = self.resolve(d);
+        let Dim::Sym(s) = d else { return };
+        if !matches!(self.defs.get(s.0 as usize), Some(SymDef::Input { .. }))
+            || self.hint(d).is_some()
+        {
+            return;
+        }
+        let guard = (DimExpr::Dim(d), false);
+        if !self.guards.contains(&guard) {
+            self.guards.push(guard);
+        }
+    }
+
     /// Decides whether two sizes that an op allows to differ (a `gather` index against `x`
     /// on the other axes) are equal, from the call's sizes: equal sizes are unified, and the
     /// assumption is a guard. Without both sizes known, nothing is assumed.
