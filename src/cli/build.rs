@@ -821,11 +821,14 @@ pub(crate) fn standalone_header(
         h.push_str(&format!(
             "    default:\n        return TFN_ERR_ARGUMENT;\n    }}\n}}\n\n\
              /* {prefix}_{f}, allocating every output with malloc (free outputs[k].data); on an\n   \
-             error no output is left allocated. */\n\
+             error no output is left allocated. Its own checks (null pointers and ranks:\n   \
+             TFN_ERR_ARGUMENT; sizes past 64 bits, malloc failing: TFN_ERR_RUN) return before\n   \
+             the call and leave {prefix}_error_message() as it was. */\n\
              static inline int {prefix}_{f}_alloc(const tfn_buffer inputs[{n_in}], \
              tfn_buffer outputs[{n_out}]) {{\n    \
              int64_t k, a, n;\n    int status = TFN_OK;\n    \
              static const int64_t bytes[{n}] = {{{sizes}}};\n    \
+             if ({n_out} > 0 && outputs == NULL) return TFN_ERR_ARGUMENT;\n    \
              for (k = 0; k < {n_out}; k++) outputs[k].data = NULL;\n    \
              for (k = 0; k < {n_out} && status == TFN_OK; k++) {{\n        \
              status = {prefix}_{f}_output_shape(inputs, k, &outputs[k]);\n        \

@@ -1418,6 +1418,7 @@ int main(int argc, char **argv) {
         printf("hostile huge_alloc %d\n", x_c_gelu_alloc(&huge, &o));
         printf("hostile shape_null_inputs %d\n", x_c_gelu_output_shape(NULL, 0, &o));
         printf("hostile shape_null_out %d\n", x_c_gelu_output_shape(&huge, 0, NULL));
+        printf("hostile alloc_null_outputs %d\n", x_c_gelu_alloc(&huge, NULL));
         huge.rank = 3;
         printf("hostile shape_rank %d\n", x_c_gelu_output_shape(&huge, 0, &o));
     }
@@ -1651,6 +1652,7 @@ fn aarch64_objects_under_qemu_give_the_sessions_bits() {
         "hostile huge_alloc 3",
         "hostile shape_null_inputs 1",
         "hostile shape_null_out 1",
+        "hostile alloc_null_outputs 1",
         "hostile shape_rank 1",
     ] {
         assert!(printed.contains(line), "missing `{line}`:\n{printed}");
