@@ -18,6 +18,10 @@ fn row_norm(Tensor x) -> Tensor { return sqrt(sum(x * x, dims=[1])) }
 fn cols(Tensor x) -> Tensor { return x - mean(x, dims=[0], keepdim=true) }
 fn positions(Tensor x) -> Tensor { return x + iota_like(x, dim=0, dtype=f32) }
 fn ints(Tensor x) -> Tensor { return sqrt(x) }
+fn trailing(Tensor x) -> Tensor { return reshape(x, [size(x, 0), size(x, 1), 1]) }
+fn leading(Tensor x) -> Tensor { return unsqueeze(x, 0) }
+fn pairs(Tensor x) -> Tensor { return reshape(x, [size(x, 0) / 2, 2, size(x, 1)]) }
+fn col_sums(Tensor x) -> Tensor { return sum(x, dims=[0]) }
 """
 
 
@@ -159,3 +163,40 @@ def test_keywords_named_like_dasks_own_go_to_the_function():
         lib.tk, da.from_array(x, chunks=(2, 3)), token=5, name=2, chunks=1
     ).compute()
     np.testing.assert_array_equal(out, lib.tk(x, token=5, name=2, chunks=1))
+
+
+def test_a_new_axis_is_declared_to_dask(lib, data):
+    x, _ = data
+    dx = da.from_array(x[:12, :10], chunks=(5, 4))
+    up = tfn.dask.map_blocks(lib.trailing, dx)  # a trailing new axis: the default
+    assert up.shape == (12, 10, 1)
+    np.testing.assert_array_equal(up.compute(scheduler="sync"), x[:12, :10, None])
+    assert (up + np.ones(10, np.float32)[:, None]).compute(scheduler="sync").shape == (12, 10, 1)
+    with pytest.raises(tfn.dask.ChunkError, match=r"new_axis"):
+        tfn.dask.map_blocks(lib.leading, dx)
+    lead = tfn.dask.map_blocks(lib.leading, dx, new_axis=0)
+    assert lead.shape == (1, 12, 10)
+    np.testing.assert_array_equal(lead.compute(scheduler="sync"), x[None, :12, :10])
+
+
+def test_the_probe_has_the_blocks_sizes(lib, data):
+    x, _ = data
+    # Along an unsplit axis the function may change the size: blocks of 4 rows pair up.
+    dx = da.from_array(x[:8, :6], chunks=(-1, 3))
+    out = tfn.dask.map_blocks(lib.pairs, dx, new_axis=1)
+    np.testing.assert_array_equal(out.compute(scheduler="sync"), x[:8, :6].reshape(4, 2, 6))
+    # Along a split axis it may not, and the error says so (not a size the user never gave).
+    with pytest.raises(tfn.dask.ChunkError, match="has 4 elements for 8") as e:
+        tfn.dask.map_blocks(lib.pairs, da.from_array(x[:8, :6], chunks=(4, 4)), new_axis=1)
+    assert "5 / 2" not in str(e.value)
+
+
+def test_a_reduced_leading_axis_is_named(lib, data):
+    x, _ = data
+    dx = da.from_array(x[:74, :10], chunks=(37, 5))
+    with pytest.raises(tfn.dask.ChunkError, match=r"drops the trailing axes \[1\]"):
+        tfn.dask.map_blocks(lib.col_sums, dx)
+    with pytest.raises(tfn.dask.ChunkError, match="not blockwise along axis 0"):
+        tfn.dask.map_blocks(lib.col_sums, dx, drop_axis=0)
+    cols = tfn.dask.map_blocks(lib.col_sums, da.from_array(x[:74, :10], chunks=(-1, 5)), drop_axis=0)
+    np.testing.assert_array_equal(cols.compute(scheduler="sync"), lib.col_sums(x[:74, :10]))

@@ -7,9 +7,9 @@ are blockwise along every axis; row-wise ones (a softmax over the last axis, a r
 every axis but the rows' own, so their chunks must keep that axis whole (`x.rechunk({-1: -1})`).
 
 `map_blocks` here checks it before building the graph: for every axis the chunks split, it
-calls `fn` on a small random probe (5 along that axis, the first block's sizes along the
-others) and on its two halves, and requires the halves' results to be the whole's, bit for
-bit. A reduction, a softmax, a cumulative sum or a position (`iota_like`) along that axis
+calls `fn` on a random probe of the first two blocks along that axis (the first block's sizes
+along the others) and on each of the two, and requires the two results to be the whole's, bit
+for bit. A reduction, a softmax, a cumulative sum or a position (`iota_like`) along that axis
 fails the check, and the call raises `ChunkError` naming the axis and the rechunk that fixes
 it, instead of returning a wrong answer. The probes reuse the signature's compiled code (tfn
 compiles per dtype and rank, not per size). The function itself travels to the workers by
@@ -65,31 +65,60 @@ def _call(fn, args, kwargs):
     return np.asarray(out)
 
 
-def _out_axis(axis, ndim_in, ndim_out, drop_axis):
-    """The output axis an input axis becomes (None if the function drops it)."""
-    if ndim_out == ndim_in:
-        return axis
-    dropped = sorted(a % ndim_in for a in drop_axis)
-    if axis in dropped:
-        return None
-    return axis - sum(1 for d in dropped if d < axis)
+def _axes(axes, ndim):
+    """`drop_axis`/`new_axis` as a sorted list of axes in `range(ndim)`."""
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    return sorted({a % ndim for a in axes}) if ndim else []
 
 
-def _default_drop(ndim_in, ndim_out, drop_axis):
-    if drop_axis is not None:
-        return [drop_axis] if isinstance(drop_axis, int) else list(drop_axis)
-    return list(range(ndim_out, ndim_in))
+def _axis_map(ndim_in, ndim_out, drop_axis, new_axis):
+    """The dropped input axes, the new output axes and {input axis: output axis} for the
+    kept ones: `drop_axis` (default: the trailing input axes the result lacks) go first, then
+    `new_axis` (default: the trailing output axes the result adds), as in Dask."""
+    drop = (
+        _axes(drop_axis, ndim_in)
+        if drop_axis is not None
+        else list(range(ndim_out, ndim_in))
+    )
+    kept = [ax for ax in range(ndim_in) if ax not in drop]
+    if new_axis is not None:
+        new = _axes(new_axis, ndim_out)
+    else:
+        new = list(range(len(kept), ndim_out))
+    outs = [o for o in range(ndim_out) if o not in new]
+    if len(outs) != len(kept):
+        raise ChunkError(
+            f"the result has {ndim_out} axes, the argument {ndim_in}: with drop_axis={drop} "
+            f"and new_axis={new} they do not pair up; pass the axes the function drops "
+            "(drop_axis=) and adds (new_axis=)"
+        )
+    return drop, new, dict(zip(kept, outs))
 
 
-def check_blockwise(fn, *args, drop_axis=None, **kwargs):
+def _assumed(drop_axis, new_axis, drop, new):
+    """What a ChunkError adds when the axes were guessed."""
+    guessed = []
+    if drop_axis is None and drop:
+        guessed.append(f"drops the trailing axes {drop} (drop_axis=)")
+    if new_axis is None and new:
+        guessed.append(f"adds the trailing axes {new} (new_axis=)")
+    if not guessed:
+        return ""
+    return (
+        " (assuming the function " + " and ".join(guessed) + "; if it drops or adds others, "
+        "say which)"
+    )
+
+
+def check_blockwise(fn, *args, drop_axis=None, new_axis=None, **kwargs):
     """Raises `ChunkError` unless `fn` is blockwise along every axis the chunks of the dask
-    arrays among `args` split; returns the result of a probe shaped like the first block (5
-    along the split axes), the dropped axes, the probe's shape and the split axes. Keyword
-    arguments other than `drop_axis` go to `fn`."""
-    return _check(fn, args, kwargs, drop_axis)
+    arrays among `args` split; returns the result of a probe shaped like the first block, the
+    dropped input axes, the new output axes, {input axis: output axis} and the split axes.
+    Keyword arguments other than `drop_axis`/`new_axis` go to `fn`."""
+    return _check(fn, args, kwargs, drop_axis, new_axis)
 
 
-def _check(fn, args, kwargs, drop_axis):
+def _check(fn, args, kwargs, drop_axis, new_axis):
     """`check_blockwise` with `fn`'s keyword arguments as a dict (so that none is taken for
     one of this module's or Dask's own)."""
     rng = np.random.default_rng(0)
@@ -103,7 +132,6 @@ def _check(fn, args, kwargs, drop_axis):
             "tfn.dask.map_blocks: the dask arrays must have the same number of axes (pass "
             "lower-rank operands, such as weights, as NumPy arrays: every block gets them whole)"
         )
-    block = [c[0] for c in first.chunks]
     split = [ax for ax in range(ndim) if len(first.chunks[ax]) > 1]
 
     def probe(shape_of, vary=False):
@@ -117,29 +145,26 @@ def _check(fn, args, kwargs, drop_axis):
         not np.issubdtype(a.dtype, np.floating) for a in darrs
     ) else (False,)
 
-    # How the output's shape follows the input's: the first block's shape, but 5 along the
-    # split axes (checked below to map blockwise), so the probe stays small.
-    def base_shape(a):
-        return [5 if ax in split else a.chunks[ax][0] for ax in range(a.ndim)]
+    # The first block's shape: what the function gets (and must accept) from Dask.
+    def block_shape(a):
+        return [a.chunks[ax][0] for ax in range(a.ndim)]
 
-    out = _call(fn, probe(base_shape), kwargs)
-    drop = _default_drop(ndim, out.ndim, drop_axis)
+    out = _call(fn, probe(block_shape), kwargs)
+    drop, new, axis_map = _axis_map(ndim, out.ndim, drop_axis, new_axis)
+    assumed = _assumed(drop_axis, new_axis, drop, new)
     name = getattr(fn, "__name__", repr(fn))
     for axis in split:
-        # 5 along `axis` (split into 2 + 3), 2 along the other split axes, whole elsewhere.
-        def shape_of(a, n=5):
-            return [
-                (n if ax == axis else 2 if ax in split else a.chunks[ax][0])
-                if ax < a.ndim
-                else 1
-                for ax in range(a.ndim)
-            ]
+        # The first two blocks along `axis` (as Dask cuts them), the first block elsewhere.
+        c0, c1 = first.chunks[axis][0], first.chunks[axis][1]
+
+        def shape_of(a):
+            return [c0 + c1 if ax == axis else a.chunks[ax][0] for ax in range(a.ndim)]
 
         why = None
         for vary in variants:
             whole_args = probe(shape_of, vary)
             halves = []
-            for lo, hi in ((0, 2), (2, 5)):
+            for lo, hi in ((0, c0), (c0, c0 + c1)):
                 part = []
                 for a, v in zip(args, whole_args):
                     if _is_dask(a) and a.ndim == ndim:
@@ -155,15 +180,22 @@ def _check(fn, args, kwargs, drop_axis):
             except ValueError as e:
                 if vary:
                     continue  # varied values the function refuses: the first probe stands
-                why = f"a part of a block is not a valid argument ({e})"
+                why = f"two blocks joined are not a valid argument ({e})"
                 break
             try:
                 parts = [_call(fn, h, kwargs) for h in halves]
-                oax = _out_axis(axis, ndim, whole.ndim, drop)
+                oax = axis_map.get(axis)
+                grown = [o for o in new if whole.shape[o] != out.shape[o]]
                 if oax is None:
-                    why = "the function reduces that axis away"
-                elif whole.shape[oax] != 5:
-                    why = f"the result's axis {oax} is not the argument's axis {axis}"
+                    why = "the function reduces that axis away" + assumed
+                elif whole.shape[oax] != c0 + c1:
+                    why = (
+                        f"the result's axis {oax} has {whole.shape[oax]} elements for "
+                        f"{c0 + c1} of the argument's axis {axis} (the function changes its "
+                        f"size, or the result's axes are not the argument's){assumed}"
+                    )
+                elif grown:
+                    why = f"the size of the result's new axis {grown[0]} follows that axis"
                 else:
                     joined = np.concatenate(parts, axis=oax)
                     if not np.array_equal(joined, whole, equal_nan=True):
@@ -172,7 +204,7 @@ def _check(fn, args, kwargs, drop_axis):
                             "(a reduction, a softmax, a scan or a position along that axis)"
                         )
             except ValueError as e:  # a shape the function does not accept for a part
-                why = f"a part of a block is not a valid argument ({e})"
+                why = f"a block is not a valid argument ({e})"
             if why is not None:
                 break
         if why is not None:
@@ -181,38 +213,35 @@ def _check(fn, args, kwargs, drop_axis):
                 f"{first.chunks[axis]} split: {why}. Chunking that axis would give a different "
                 f"answer than one call; keep it in one chunk, e.g. x.rechunk({{{axis}: -1}})"
             )
-    block = [5 if ax in split else b for ax, b in enumerate(block)]
-    return out, drop, block, split
+    return out, drop, new, axis_map, split
 
 
-def map_blocks(fn, *args, drop_axis=None, **kwargs):
+def map_blocks(fn, *args, drop_axis=None, new_axis=None, **kwargs):
     """`dask.array.map_blocks(fn, *args, **kwargs)` for a tfn function `fn` (one result),
     after checking that `fn` is blockwise along every axis the chunks split (`ChunkError`
-    otherwise). The result's dtype and chunks come from calling `fn` on a probe of the
-    first block's shape; an output axis whose size differs from the input's must be one
-    chunk. `drop_axis`: the input axes the result does not have (default: the trailing ones
-    when the result has fewer axes). Keyword arguments go to `fn` (tfn attributes such as
+    otherwise). The result's dtype and chunks come from calling `fn` on the first block; a
+    split axis must keep its size, the others take the result's. `drop_axis`: the input axes
+    the result does not have (default: the trailing ones when it has fewer axes); `new_axis`:
+    the result's axes the input does not have (default: the trailing ones when it has more),
+    applied after `drop_axis` as in Dask. Keyword arguments go to `fn` (tfn attributes such as
     `dim=`)."""
     import dask.array as da
 
-    out, drop, block, split = _check(fn, args, kwargs, drop_axis)
+    out, drop, new, axis_map, split = _check(fn, args, kwargs, drop_axis, new_axis)
     first = next(a for a in args if _is_dask(a))
-    ndim = first.ndim
-    kept = [ax for ax in range(ndim) if ax not in [d % ndim for d in drop]]
+    from_input = {o: i for i, o in axis_map.items()}
     chunks = []
-    for oax, iax in enumerate(kept):
-        if iax in split or out.shape[oax] == block[iax]:
-            chunks.append(first.chunks[iax])
-        elif len(first.chunks[iax]) == 1:
-            chunks.append((out.shape[oax],))
+    for oax in range(out.ndim):
+        iax = from_input.get(oax)
+        if iax is not None and iax in split:
+            chunks.append(first.chunks[iax])  # checked above to keep its size
         else:
-            raise ChunkError(
-                f"the result's axis {oax} has {out.shape[oax]} elements for {block[iax]} of the "
-                f"argument's axis {iax}, which the chunks split: keep it in one chunk"
-            )
+            chunks.append((out.shape[oax],))
     extra = {}
-    if len(kept) != ndim:
-        extra["drop_axis"] = [d % ndim for d in drop]
+    if drop:
+        extra["drop_axis"] = drop
+    if new:
+        extra["new_axis"] = new
     meta = np.empty((0,) * out.ndim, dtype=out.dtype)
     # `fn`'s keywords bound into a partial: passed to `da.map_blocks` they could be taken for
     # its own (`token=`, `name=`, `dtype=`, `chunks=`, ...).
