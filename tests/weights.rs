@@ -340,6 +340,22 @@ fn malformed_and_hostile_files_are_errors_not_panics_or_allocations() {
             "offsets of tensor",
         ),
         (
+            "a name twice",
+            raw(
+                r#"{"w":{"dtype":"F32","shape":[3,4],"data_offsets":[0,48]},"w":{"dtype":"F32","shape":[4,3],"data_offsets":[0,48]}}"#,
+                &[0; 48],
+            ),
+            "its header names `w` twice",
+        ),
+        (
+            "a name twice, other offsets",
+            raw(
+                r#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}"#,
+                &[0; 16],
+            ),
+            "its header names `w` twice",
+        ),
+        (
             "gap",
             raw(r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#, &[0; 8]),
             "offsets of tensor",

@@ -189,9 +189,10 @@ pub fn to_py(
         tfn::Error::Config(_) => pick(py, |c| &c.call),
         tfn::Error::Runtime(_) => pick(py, |c| &c.run),
         tfn::Error::Internal(_) => pick(py, |c| &c.internal),
-        tfn::Error::Weights(
-            tfn::weights::WeightsError::Io { .. } | tfn::weights::WeightsError::Write { .. },
-        ) => {
+        tfn::Error::Weights(tfn::weights::WeightsError::Io { source, .. }) => {
+            return os_error(source.kind(), text);
+        }
+        tfn::Error::Weights(tfn::weights::WeightsError::Write { .. }) => {
             return pyo3::exceptions::PyOSError::new_err(text);
         }
         tfn::Error::Weights(_) => pick(py, |c| &c.checkpoint),
@@ -232,4 +233,21 @@ fn without_summary(text: &str) -> String {
     let lines: Vec<&str> =
         text.lines().filter(|l| !l.starts_with("error: aborting due to")).collect();
     lines.join("\n").trim_end().to_string()
+}
+
+/// The `OSError` subclass Python raises for an I/O error of this kind (`FileNotFoundError`
+/// for a missing file, as `open` does), else `OSError`.
+fn os_error(kind: std::io::ErrorKind, text: String) -> PyErr {
+    use pyo3::exceptions::{
+        PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyOSError,
+        PyPermissionError,
+    };
+    use std::io::ErrorKind;
+    match kind {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(text),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(text),
+        ErrorKind::IsADirectory => PyIsADirectoryError::new_err(text),
+        ErrorKind::NotADirectory => PyNotADirectoryError::new_err(text),
+        _ => PyOSError::new_err(text),
+    }
 }

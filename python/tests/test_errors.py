@@ -111,6 +111,10 @@ def test_compile_error_from_a_file(tmp_path):
 def test_missing_file():
     with pytest.raises(FileNotFoundError):
         tfn.load(DATA / "no_such_file.tfn")
+    with pytest.raises(FileNotFoundError, match="no_such_file.safetensors"):
+        tfn.weights(DATA / "no_such_file.safetensors")
+    with pytest.raises(tfn.CheckpointError, match="is a directory"):
+        tfn.weights(DATA)
 
 
 def test_unknown_function_suggests(lib):

@@ -130,6 +130,12 @@ impl Weights {
                 "its header length says {declared} bytes but only {available} bytes follow (truncated, or not a safetensors file)"
             )));
         }
+        // serde keeps the last of two entries of one name (and the offsets of both then look
+        // like a gap or an overlap): a checkpoint's name must mean one tensor.
+        let header = buffer.get(8..8usize.saturating_add(declared as usize)).unwrap_or_default();
+        if let Some(name) = duplicate_name(header) {
+            return Err(format(format!("its header names `{name}` twice")));
+        }
         let (header_len, metadata) =
             safetensors::SafeTensors::read_metadata(buffer).map_err(|e| {
                 let header = buffer.get(8..8 + declared as usize).unwrap_or_default();
@@ -328,6 +334,30 @@ fn describe(
         E::MisalignedSlice => "a tensor of sub-byte elements does not fill whole bytes".to_string(),
         other => other.to_string(),
     }
+}
+
+/// The first name a header's JSON object holds twice (`None` if none, or if it does not
+/// parse: `read_metadata` reported that).
+fn duplicate_name(header: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Names;
+    impl<'de> Visitor<'de> for Names {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(name) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                if !seen.insert(name.clone()) {
+                    return Ok(Some(name));
+                }
+            }
+            Ok(None)
+        }
+    }
+    serde_json::Deserializer::from_slice(header).deserialize_map(Names).ok().flatten()
 }
 
 /// The first tensor of a header whose data offsets do not hold its shape times its dtype's

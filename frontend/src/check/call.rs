@@ -220,7 +220,7 @@ impl Walker<'_> {
             let mut d =
                 Diagnostic::error("E0201", format!("unknown function `{}`", name.base.name))
                     .at(name.base.span, "not found");
-            if let Some(s) = suggest::closest(&name.base.name, env.names()) {
+            if let Some(s) = self.suggest(&name.base.name, env.names()) {
                 d = d.with_help(format!("a function with a similar name exists: `{s}`"));
             } else if self.is_local(&name.base.name) {
                 d = d.with_note(format!("`{}` is a variable, not a function", name.base.name));

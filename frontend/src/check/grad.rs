@@ -30,7 +30,7 @@ impl Walker<'_> {
             )
             .at(g.name.span, "no such function");
             if overloads.is_empty() {
-                if let Some(s) = suggest::closest(base, env.names()) {
+                if let Some(s) = self.suggest(base, env.names()) {
                     d = d.with_help(format!("a function with a similar name exists: `{s}`"));
                 }
             } else {
