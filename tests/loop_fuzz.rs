@@ -664,7 +664,7 @@ fn malformed_loops_are_located_errors() {
         ("var h = x\n    for i in 0..99999999999999999999 {\n        h = h + 1.0\n    }\n    return h", "E0002", true),
         ("var h = x\n    for i in 0..2.5 {\n        h = h + 1.0\n    }\n    return h", "E0314", true),
         ("var h = x\n    for i in 0..sum(x) {\n        h = h + 1.0\n    }\n    return h", "E0314", true),
-        ("var h = x\n    for i in 0..3 {\n        for j in 0..i {\n            h = h + 1.0\n        }\n    }\n    return h", "known only when the loop runs", true),
+        ("var h = x\n    for i in 0..3 {\n        for j in 0..i {\n            h = h + 1.0\n        }\n    }\n    return h", "E0314", true),
         // `at most`: past its limit, negative.
         ("var h = x\n    while max(h) > 0.0, at most 1099511627777 {\n        h = h - 1.0\n    }\n    return h", "between 0 and 1099511627776", true),
         ("var h = x\n    while max(h) > 0.0, at most -1 {\n        h = h - 1.0\n    }\n    return h", "E0316", true),

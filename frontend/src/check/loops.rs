@@ -5,7 +5,8 @@
 //!   inside a loop entered after its `var` (`E0312`), and keeps its type: a tensor stays a
 //!   tensor of a dtype the `var` may have, an `Int` stays an `Int` (`E0313`, naming the
 //!   assignment and the `var`).
-//! - `for i in A..B`: `A` and `B` are `Int`s (`E0314`): attributes, literals, sizes. The loop
+//! - `for i in A..B`: `A` and `B` are `Int`s (`E0314`): attributes, literals, sizes, not a
+//!   negative literal nor a value that changes in an enclosing loop (its variable). The loop
 //!   variable is an immutable `Int`, visible in the body only, known only at run time: an `if`
 //!   on it is `E0319`.
 //! - `while COND, at most N`: `COND` a `bool` tensor (`E0315`; a compile-time `Bool` wants
@@ -153,6 +154,28 @@ impl Walker<'_> {
                     d = d.with_help("a tensor's size along an axis is `size(x, dim)`");
                 }
                 self.diags.push(d);
+            } else if let ExprKind::Int(n) = bound.kind {
+                if n < 0 {
+                    self.diags.push(
+                        Diagnostic::error("E0314", format!("a loop bound must not be negative, found {n}"))
+                            .at(bound.span, "negative")
+                            .with_help("count from 0 and offset in the body: `for k in 0..n { let i = k - 3 ... }`"),
+                    );
+                }
+            } else if let Some((name, span, kind)) = self.runtime_name(bound) {
+                // The trip count is fixed when the loop starts, outside any enclosing loop's
+                // body: a triangular loop is not a loop of this language.
+                let what =
+                    if kind == LocalKind::LoopVar { "the loop variable" } else { "the `var`" };
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0314",
+                        format!("a loop bound must be known before the loops around it run, but it reads {what} `{name}`"),
+                    )
+                    .at(span, "changes from one trip to the next")
+                    .with_note("a loop's body is compiled once, with its loops' trip counts known when the outermost loop starts")
+                    .with_help("loop over the whole range and mask the trips past the bound with `where`"),
+                );
             }
         }
         self.push_scope();
