@@ -61,7 +61,17 @@ fn covers(a: &FunctionDef, b: &FunctionDef) -> bool {
             .iter()
             .enumerate()
             .all(|(i, p)| p.default.is_some() || given.iter().any(|(gi, _)| *gi == i));
+        // A call may also give any of b's optional keyword-only arguments: `a` must take
+        // each by name (`f(x)` does not cover `f.b(x, *, Int k = 1)`: `f(x, k=3)` is f.b's).
+        let optional_taken =
+            b.params.iter().skip(b_positional).filter(|p| p.default.is_some()).all(|p| {
+                match a.param(&p.name) {
+                    Some((i, ap)) if i >= k => type_covers(a, &ap.ty, b, &p.ty),
+                    _ => false,
+                }
+            });
         all_filled
+            && optional_taken
             && given.iter().all(|(i, bp)| type_covers(a, &a.params[*i].ty, b, &bp.ty))
             && ties_respected(a, b, &given)
     })
