@@ -601,3 +601,32 @@ fn casts_of_the_loop_variable_and_clear_errors_about_indices_and_bounds() {
     let e = s.load_str("bound.tfn", bad).expect_err("a size as a bound").to_string();
     assert!(e.contains("`at most` takes a compile-time `Int`, found a size"), "{e}");
 }
+
+#[test]
+fn division_and_power_of_the_loop_variable_are_floats() {
+    // `i / 2` of Ints is a Float (as between attributes), `i ** 2` too: both were an i64
+    // tensor that no `div`/`pow` overload took (E0502 naming a tensor the user never wrote).
+    let source = "fn f(Tensor x, Int n) -> Tensor {\n    var h = x\n    for i in 0..n {\n        \
+                  h = h * 0.5 + i / 2 + i ** 2 + 1 / (i + 1)\n    }\n    return h\n}\n";
+    let x = ArrayD::from_shape_vec(IxDyn(&[2]), vec![1.0f64, 2.0]).expect("shape");
+    let mut want = x.clone();
+    for i in 0..5 {
+        let i = i as f64;
+        want.mapv_inplace(|h| h * 0.5 + i / 2.0 + i * i + 1.0 / (i + 1.0));
+    }
+    for backend in [Backend::Interp, Backend::Jit] {
+        let s = Session::with_backend(backend);
+        s.load_str("idiv.tfn", source).unwrap_or_else(|e| panic!("load: {e}"));
+        let out = s
+            .call_kw("f", &[Value::from(x.view())], &[("n", Value::from(5i64))])
+            .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        match out.into_iter().next().and_then(Value::into_tensor) {
+            Some(Tensor::F64(a)) => {
+                for (g, w) in a.iter().zip(&want) {
+                    assert!((g - w).abs() <= 1e-12 * w.abs(), "{backend:?}: {g} vs {w}");
+                }
+            }
+            other => panic!("{backend:?}: {other:?}"),
+        }
+    }
+}

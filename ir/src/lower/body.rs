@@ -396,8 +396,11 @@ impl<'a> Lowerer<'a> {
             matches!(v, Val::Index(_) | Val::Size(_) | Val::Attr(Attr::Int(_) | Attr::Float(_)))
         });
         let float_literal = positional.iter().any(|(v, _)| matches!(v, Val::Attr(Attr::Float(_))));
+        // `/` of Ints is a Float (as between attributes), and `**` of a loop variable is
+        // computed as a float too (there is no integer `pow` kernel).
         let float_math = static_float_math(callee).is_some()
-            || (float_literal && sizes::SIZE_FLOAT_OPS.contains(&callee));
+            || (float_literal && sizes::SIZE_FLOAT_OPS.contains(&callee))
+            || (any_index && matches!(callee, "div" | "pow"));
         if is_static && any_index && index_math && float_math && keywords.is_empty() {
             // A float of a loop variable (`0.5 * i`, `sqrt(i)`): like a float of a size, it
             // is computed in the dtype where it is used (the tensor it meets, f32 elsewhere).
