@@ -560,6 +560,33 @@ fn check_disjoint(
     Ok(())
 }
 
+/// Refuses an output buffer of the wrong dtype or sizes before anything else is said of it
+/// (an overlap with an input is a consequence of a wrong size more often than not). Inputs
+/// whose sizes do not bind are left to the call, which reports them.
+fn check_output_types(
+    loaded: &Loaded,
+    shapes: &[Vec<usize>],
+    outs: &[TfnBuffer],
+) -> Result<(), Failure> {
+    let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let none = tfn_ir::bind::Allocated::Only(&[]);
+    let Ok(sizes) = tfn_ir::bind::bind_sizes_allocating(loaded.signature(), &shapes, none) else {
+        return Ok(());
+    };
+    for (k, out) in outs.iter().enumerate() {
+        let Some(ty) = loaded.output_type(k) else { continue };
+        let expected = tfn_ir::bind::concrete_shape(&ty.shape, &sizes);
+        let (dtype, got, _) = dims(out, &format!("output {k}"))?;
+        if dtype != ty.dtype || got != expected {
+            return Err(Failure::argument(format!(
+                "output {k} must be {}{expected:?}, got {dtype}{got:?}",
+                ty.dtype
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// An output buffer as a mutable tensor view.
 ///
 /// # Safety
@@ -630,7 +657,7 @@ pub unsafe extern "C" fn tfn_rt_call(
         let loaded = unsafe { load(module, index)? };
         let ins = unsafe { buffers(inputs, n_inputs, "inputs")? };
         let outs = unsafe { buffers(outputs, n_outputs, "outputs")? };
-        check_inputs(&loaded, ins)?;
+        let shapes = check_inputs(&loaded, ins)?;
         let n_out = loaded.outputs();
         if outs.len() != n_out {
             return Err(Failure::argument(format!(
@@ -639,6 +666,7 @@ pub unsafe extern "C" fn tfn_rt_call(
                 outs.len()
             )));
         }
+        check_output_types(&loaded, &shapes, outs)?;
         let views = ins
             .iter()
             .enumerate()

@@ -166,8 +166,9 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
             .map_err(|e| Outcome::UserError(format!("error: {e}")));
     }
     if req.outs.len() != results.len() {
+        let what = if req.vjps.is_empty() { "result(s)" } else { "gradient(s) (with --vjp)" };
         return Err(usage(format!(
-            "`{}` has {} result(s) but {} --out path(s) were given",
+            "`{}` has {} {what} but {} --out path(s) were given",
             req.function,
             results.len(),
             req.outs.len()

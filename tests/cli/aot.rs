@@ -2072,6 +2072,7 @@ int main(void) {
     RESET(); out[0].strides[0] = 1; report("output_overlap", int_linear(in, out));
     RESET(); out[0].strides[0] = (int64_t)1 << 62; report("output_strides_wrap", int_linear(in, out));
     RESET(); out[0].data = data + 2; report("output_aliases_input", int_linear(in, out));
+    RESET(); out[0].data = data + 2; out[0].dtype = TFN_F64; report("output_dtype_aliasing", int_linear(in, out));
     RESET(); out[0].data = data + 34; report("output_meets_input_end", int_linear(in, out));
     RESET(); out[0].data = data + 35; report("output_after_inputs", int_linear(in, out));
     RESET(); fill(&out[1], TFN_F32, 2, xs); out[0] = out[1]; out[0].data = data + 1024;
@@ -2147,9 +2148,9 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
         ("unknown_dtype", arg, "input `x`: unknown dtype code 77"),
         ("inconsistent_sizes", arg, "`w`"),
         ("inconsistent_bias", arg, "`b`"),
-        ("output_size", arg, "output 0"),
+        ("output_size", arg, "output 0 must be f32[3, 7], got f32[3, 8]"),
         ("output_rank", arg, "output 0"),
-        ("output_dtype", arg, "output 0"),
+        ("output_dtype", arg, "output 0 must be f32[3, 7], got i32[3, 7]"),
         ("output_null", arg, "output 0: null data"),
         ("output_zero_stride", arg, "output 0: a zero stride"),
         ("output_negative_stride", arg, "output 0: negative stride -7"),
@@ -2160,6 +2161,8 @@ fn bad_buffers_from_c_are_argument_errors_naming_the_parameter() {
             "output 0: its sizes and strides reach past the end of the address space",
         ),
         ("output_aliases_input", arg, "output 0: its memory overlaps input `x`'s"),
+        // The wrong dtype is said first, not the overlap it causes.
+        ("output_dtype_aliasing", arg, "output 0 must be f32[3, 7], got f64[3, 7]"),
         ("output_meets_input_end", arg, "output 0: its memory overlaps input `w`'s"),
         ("output_after_inputs", 0, ""),
         ("outputs_overlap", arg, "output 1: its memory overlaps output 0's"),

@@ -105,9 +105,11 @@ impl SimdLevel {
     }
 
     /// The level `TFN_SIMD` asks for (`128`, `avx2`, `avx512`), clamped to this CPU; unset: the
-    /// widest this CPU has. An unknown value is reported and ignored.
+    /// widest this CPU has (set but empty counts as unset). An unknown value is reported and
+    /// ignored.
     pub fn from_env() -> SimdLevel {
         match std::env::var("TFN_SIMD") {
+            Ok(v) if v.trim().is_empty() => SimdLevel::detect(),
             Ok(v) => match SimdLevel::parse(v.trim()) {
                 Some(level) => level.clamp_to_cpu(),
                 None => {
