@@ -117,6 +117,12 @@ def test_stubs_of_names_python_cannot_write(tmp_path):
     fail = subprocess.run([sys.executable, "-m", "tfn.stubs", str(tmp_path / "m1.tfn"), "-o",
                            str(tmp_path / "afile")], capture_output=True, text=True)
     assert fail.returncode == 1 and "is not a directory" in fail.stderr and "Traceback" not in fail.stderr
+    # A module `import` cannot load is written, with a warning saying why.
+    (tmp_path / "my-nn.tfn").write_text((tmp_path / "m1.tfn").read_text())
+    warned = subprocess.run([sys.executable, "-m", "tfn.stubs", str(tmp_path / "my-nn.tfn"), "--module",
+                             "-o", str(out)], capture_output=True, text=True)
+    assert warned.returncode == 0 and "not a Python identifier" in warned.stderr, warned.stderr
+    assert (out / "my-nn.py").exists()
 
 
 def test_module_stub_covers_the_api():

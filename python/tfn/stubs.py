@@ -12,6 +12,7 @@ The stub declares `class Library(tfn.Library)` with one method per function (one
 from __future__ import annotations
 
 import argparse
+import keyword
 import os
 import pathlib
 import sys
@@ -103,6 +104,13 @@ def main(argv: list[str] | None = None) -> int:
             _write(to, frm.read_text())
         if args.module:
             _write(out / f"{stem}.py", MODULE.format(file=src.name))
+            if not stem.isidentifier() or keyword.iskeyword(stem):
+                print(
+                    f"python -m tfn.stubs: warning: `{stem}` is not a Python identifier, so "
+                    f"`import {stem}` cannot load {out / (stem + '.py')}; rename {src.name} "
+                    "(or load it with importlib)",
+                    file=sys.stderr,
+                )
     except (tfn.CompileError, OSError) as e:
         print(f"python -m tfn.stubs: {e}", file=sys.stderr)
         return 1
