@@ -424,6 +424,17 @@ fn ir_prints_every_stage() {
     let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "axpy", "--arg", "x=i32[4]", "--arg", "y=i32[4]"]);
     expect_exit(&o, 1, "ir of a call that cannot instantiate");
     assert!(stderr(&o).contains("f32, f64"), "names the constraint:\n{}", stderr(&o));
+    // Shapes no call could pass together are refused, as `run` and `bench` refuse them.
+    for command in ["ir", "graph"] {
+        let args: &[&str] = if command == "ir" {
+            &["ir", "nn.tfn", "--fn", "axpy", "--arg", "x=f32[4]", "--arg", "y=f32[5]"]
+        } else {
+            &["graph", "nn.tfn", "axpy", "--arg", "x=f32[4]", "--arg", "y=f32[5]"]
+        };
+        let o = tfnc(&dir, args);
+        expect_exit(&o, 1, command);
+        assert!(stderr(&o).contains("do not fit `axpy`"), "{command}:\n{}", stderr(&o));
+    }
     let o = tfnc(
         &dir,
         &[

@@ -4,7 +4,7 @@
 //! Graphviz's `dot` (found on `PATH`). Files are written atomically (a temporary file in the
 //! same directory, renamed), so a failure never leaves a partial picture.
 
-use super::ir::{arg_specs, concrete_shapes};
+use super::ir::{arg_specs, check_arg_shapes, concrete_shapes};
 use super::{session_for, BackendArg, Outcome};
 use std::io::Write;
 use std::path::Path;
@@ -62,6 +62,15 @@ pub(super) fn graph(
             }
         };
     let shapes = concrete_shapes(args, &instance.params);
+    let signature = match instance.has_loops() {
+        true => instance.program().map(|p| p.signature).ok(),
+        false => Some(instance.graph.clone()),
+    };
+    if let Some(signature) = &signature {
+        if let Err(o) = check_arg_shapes(function, args, &instance.params, signature) {
+            return o;
+        }
+    }
     let drawn = if instance.has_loops() {
         instance.program().map_err(|e| e.to_string()).and_then(|program| {
             let shape_text = crate::pipeline::shape_printer(&program.signature, shapes.as_deref());

@@ -37,6 +37,23 @@ pub(super) fn concrete_shapes(
     params.iter().map(|p| arg_shape(args, p)).collect()
 }
 
+/// Refuses `--arg` shapes that no call could pass (`x + y` with `[3]` and `[4]`): with every
+/// shape given, the sizes must bind as a call's would. `signature` is the function's graph
+/// (a program's signature when it has loops).
+pub(super) fn check_arg_shapes(
+    function: &str,
+    args: &[(String, String)],
+    params: &[ParamSource],
+    signature: &tfn_ir::Graph,
+) -> Result<(), Outcome> {
+    let Some(shapes) = concrete_shapes(args, params) else { return Ok(()) };
+    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let none = tfn_ir::bind::Allocated::Only(&[]);
+    tfn_ir::bind::bind_sizes_allocating(signature, &refs, none).map(|_| ()).map_err(|e| {
+        Outcome::UserError(format!("error: the --arg shapes do not fit `{function}`: {e}"))
+    })
+}
+
 /// The concrete shape `--arg` gives for one graph parameter.
 pub(super) fn arg_shape(args: &[(String, String)], param: &ParamSource) -> Option<Vec<usize>> {
     let ParamSource::Keyword(name) = param else { return None };
@@ -96,12 +113,18 @@ pub(super) fn ir(
             Ok(p) => p,
             Err(e) => return Outcome::UserError(format!("error: {e}")),
         };
+        if let Err(o) = check_arg_shapes(function, args, &instance.params, &program.signature) {
+            return o;
+        }
         let mut text = String::new();
         if let Err(e) = print_program(&library, &program, stage, optimize, 0, &mut text) {
             return Outcome::UserError(format!("error: {e}"));
         }
         out!("{}\n", text.trim_end());
         return Outcome::Ok;
+    }
+    if let Err(o) = check_arg_shapes(function, args, &instance.params, &instance.graph) {
+        return o;
     }
     let text = match stage {
         Stage::Parsed | Stage::Lowered => tfn_ir::text::print_graph(&instance.graph),
