@@ -90,10 +90,7 @@ impl Diagnostic {
 
     /// `file:line:col` of the primary span, if any.
     pub fn location(&self, sources: &SourceMap) -> Option<String> {
-        let label = self.primary.as_ref()?;
-        let file = sources.get(label.span.file)?;
-        let (line, col) = sources.line_col(label.span.file, label.span.start);
-        Some(format!("{}:{}:{}", escaped(&file.name), line, col))
+        span_location(self.primary.as_ref()?.span, sources)
     }
 
     /// Renders rustc-style, without colour, ending in a newline. The output is bounded
@@ -175,6 +172,13 @@ fn is_hostile(c: char) -> bool {
 
 /// `s` with every hostile character written as its escape (`\u{1b}`): messages, labels,
 /// notes and file names quote source text, which may hold anything.
+/// `file:line:col` of the start of `span` (the file's name escaped as in diagnostics).
+pub fn span_location(span: Span, sources: &SourceMap) -> Option<String> {
+    let file = sources.get(span.file)?;
+    let (line, col) = sources.line_col(span.file, span.start);
+    Some(format!("{}:{}:{}", escaped(&file.name), line, col))
+}
+
 fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(is_hostile) {
         return s.into();

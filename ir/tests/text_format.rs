@@ -338,6 +338,7 @@ fn loop_plan() -> tfn_ir::program::run::Plan<String> {
     let v = ValueId;
     let head = |label: &str, kind| LoopHead {
         label: label.into(),
+        at: Some(format!("{label}.tfn:3:5")),
         kind,
         carried_names: vec!["h".into()],
         carried: vec![v(2)],

@@ -1001,12 +1001,15 @@ fn loop_failures_in_objects_are_status_codes_with_messages() {
     write_f32(&dir.join("a.bin"), &a);
     write_f32(&dir.join("w.bin"), &ArrayD::from_elem(IxDyn(&[1, 3]), 1.0f32));
     let f32_code = tfn_backend::aot::c_abi::dtype_code(tfn::DType::F32).to_string();
+    // Where `spin`'s loop is written: run-time loop errors say it.
+    let spin_line =
+        MORE.lines().position(|l| l.contains("while max(x) > 0.0, at most 5")).expect("spin") + 1;
     let cases: [(&str, Vec<&str>, String); 3] = [
         (
             "e0_spin",
             vec!["a.bin", &f32_code, "2x3"],
             format!(
-                "status {}: `spin`: the loop `while max(x) > 0.0, at most 5` did not finish within its 5 trip(s)",
+                "status {}: `spin`: the loop `while max(x) > 0.0, at most 5` (nn.tfn:{spin_line}:5) did not finish within its 5 trip(s)",
                 tfn_backend::aot::c_abi::TFN_ERR_RUN
             ),
         ),

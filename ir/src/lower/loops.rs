@@ -388,6 +388,7 @@ impl<'a> Lowerer<'a> {
         self.loops.push(LoopSpec {
             label,
             span: Some(span),
+            at: crate::diagnostic::span_location(span, &self.lib.sources),
             kind: kind_out,
             body: Box::new(body),
             carried_names,

@@ -55,6 +55,8 @@ pub struct LoopSpec {
     /// How errors name the loop: `for l in 0..size(w, 0)` at its source.
     pub label: String,
     pub span: Option<Span>,
+    /// Where the loop is written (`nn.tfn:12:5`), for run-time errors.
+    pub at: Option<String>,
     pub kind: LoopKind,
     /// The body, lowered once. Outputs: the carried values after the trip (and, for a
     /// `while`, the condition for the next trip).

@@ -26,6 +26,8 @@ use crate::{Tensor, TensorValue};
 pub struct LoopHead {
     /// How errors name the loop: `for l in 0..size(w, 0)`.
     pub label: String,
+    /// Where the loop is written (`nn.tfn:12:5`), when known.
+    pub at: Option<String>,
     pub kind: LoopKind,
     /// The carried values' names, and their values before the first trip.
     pub carried_names: Vec<String>,
@@ -54,6 +56,7 @@ impl LoopHead {
             .collect();
         LoopHead {
             label: spec.label.clone(),
+            at: spec.at.clone(),
             kind: spec.kind.clone(),
             carried_names: spec.carried_names.clone(),
             carried: spec.carried.clone(),
@@ -61,6 +64,14 @@ impl LoopHead {
             sliced: spec.sliced.clone(),
             sliced_names,
             results: spec.results.clone(),
+        }
+    }
+
+    /// The loop as run-time errors name it: `` `for l in 0..n` (nn.tfn:12:5) ``.
+    pub fn named(&self) -> String {
+        match &self.at {
+            Some(at) => format!("`{}` ({at})", self.label),
+            None => format!("`{}`", self.label),
         }
     }
 
@@ -395,8 +406,8 @@ pub fn for_trips<E: RunFailure>(
                     .get(k)
                     .map_or_else(|| "a stacked input".to_string(), |n| format!("`{n}`"));
                 return Err(E::shape(format!(
-                    "{name}: the loop `{}` runs to index {} but the tensor has {rows} row(s) along its first axis",
-                    head.label,
+                    "{name}: the loop {} runs to index {} but the tensor has {rows} row(s) along its first axis",
+                    head.named(),
                     end - 1
                 )));
             }
@@ -408,7 +419,7 @@ pub fn for_trips<E: RunFailure>(
 
 /// Locates a failure in trip `trip` of a loop.
 pub fn in_loop<E: RunFailure>(e: E, head: &LoopHead, trip: usize) -> E {
-    e.in_trip(&format!("\n  in trip {trip} of `{}`", head.label))
+    e.in_trip(&format!("\n  in trip {trip} of {}", head.named()))
 }
 
 /// Checks a trip's carried results against the values it started from.
@@ -421,8 +432,8 @@ pub fn check_carried<E: RunFailure>(
     for ((name, b), a) in head.carried_names.iter().zip(before).zip(after) {
         if b.shape() != a.shape() {
             return Err(E::shape(format!(
-                "the loop `{}` changes the shape of `{name}` from {:?} to {:?} in trip {trip}; a loop-carried value keeps its shape",
-                head.label,
+                "the loop {} changes the shape of `{name}` from {:?} to {:?} in trip {trip}; a loop-carried value keeps its shape",
+                head.named(),
                 b.shape(),
                 a.shape()
             )));
@@ -527,8 +538,8 @@ fn run_loop<S, R: StageRunner<S>>(
             while go {
                 if trips == max_trips {
                     return Err(R::Error::runtime(format!(
-                        "the loop `{}` did not finish within its {max_trips} trip(s) (`at most {max_trips}`)",
-                        head.label
+                        "the loop {} did not finish within its {max_trips} trip(s) (`at most {max_trips}`)",
+                        head.named()
                     )));
                 }
                 let carried: Vec<TensorValue> = cur.iter().map(TensorValue::of).collect();

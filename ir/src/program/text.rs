@@ -96,6 +96,9 @@ fn print_program<S>(
                     }
                 }
                 blob(out, "label", &head.label);
+                if let Some(at) = &head.at {
+                    blob(out, "at", at);
+                }
                 let _ = writeln!(out, "carried{}", ids(&head.carried));
                 let _ = writeln!(out, "names {}", head.carried_names.len());
                 for n in &head.carried_names {
@@ -262,6 +265,11 @@ impl<'t> Reader<'t> {
                         _ => return Err(self.err("expected `for` or `while`")),
                     };
                     let label = self.blob("label")?.to_string();
+                    // Optional: where the loop is written (absent from older texts).
+                    let at = match self.rest.starts_with("at ") {
+                        true => Some(self.blob("at")?.to_string()),
+                        false => None,
+                    };
                     let carried = self.keyed_ids("carried", values)?;
                     let carried_names = self.names()?;
                     let invariants = self.keyed_ids("invariants", values)?;
@@ -273,6 +281,7 @@ impl<'t> Reader<'t> {
                     }
                     let head = LoopHead {
                         label,
+                        at,
                         kind,
                         carried_names,
                         carried,

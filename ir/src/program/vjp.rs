@@ -204,8 +204,8 @@ fn tape_fits<E: RunFailure>(
     let total = state.checked_mul(states as u64);
     if total.is_none_or(|t| t > limit) {
         return Err(E::shape(format!(
-            "reverse mode through the loop `{}` would store {states} states of {state} bytes (one per trip), more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)",
-            head.label
+            "reverse mode through the loop {} would store {states} states of {state} bytes (one per trip), more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)",
+            head.named()
         )));
     }
     Ok(())
