@@ -560,9 +560,9 @@ fn check_disjoint(
     Ok(())
 }
 
-/// Refuses an output buffer of the wrong dtype or sizes before anything else is said of it
-/// (an overlap with an input is a consequence of a wrong size more often than not). Inputs
-/// whose sizes do not bind are left to the call, which reports them.
+/// Refuses an output buffer of the wrong dtype or sizes, before an overlap is reported (an
+/// overlap with an input is a consequence of a wrong size more often than not; the call
+/// itself checks the outputs' types). Inputs whose sizes do not bind are left to the call.
 fn check_output_types(
     loaded: &Loaded,
     shapes: &[Vec<usize>],
@@ -666,7 +666,6 @@ pub unsafe extern "C" fn tfn_rt_call(
                 outs.len()
             )));
         }
-        check_output_types(&loaded, &shapes, outs)?;
         let views = ins
             .iter()
             .enumerate()
@@ -678,9 +677,13 @@ pub unsafe extern "C" fn tfn_rt_call(
             .map(|(i, b)| unsafe { view_mut(b, &format!("output {i}")) })
             .collect::<Result<Vec<_>, _>>()?;
         let params = &loaded.signature().params;
-        check_disjoint(ins, outs, |i| {
+        if let Err(overlap) = check_disjoint(ins, outs, |i| {
             loaded.meta.params.get(i).map_or(params[i].name.clone(), |(n, _)| n.clone())
-        })?;
+        }) {
+            // A wrong dtype or size is the likelier cause: said first (off the call's path).
+            check_output_types(&loaded, &shapes, outs)?;
+            return Err(overlap);
+        }
         let failure = |e: RunError| {
             let code = match e {
                 RunError::Internal(_) => TFN_ERR_INTERNAL,
