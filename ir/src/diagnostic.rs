@@ -170,8 +170,6 @@ fn is_hostile(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `s` with every hostile character written as its escape (`\u{1b}`): messages, labels,
-/// notes and file names quote source text, which may hold anything.
 /// `file:line:col` of the start of `span` (the file's name escaped as in diagnostics).
 pub fn span_location(span: Span, sources: &SourceMap) -> Option<String> {
     let file = sources.get(span.file)?;
@@ -179,6 +177,8 @@ pub fn span_location(span: Span, sources: &SourceMap) -> Option<String> {
     Some(format!("{}:{}:{}", escaped(&file.name), line, col))
 }
 
+/// `s` with every hostile character written as its escape (`\u{1b}`): messages, labels,
+/// notes and file names quote source text, which may hold anything.
 fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(is_hostile) {
         return s.into();

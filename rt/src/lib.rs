@@ -560,6 +560,17 @@ fn check_disjoint(
     Ok(())
 }
 
+/// The sizes of a call with inputs of `shapes` (checked by `check_inputs`), for computing
+/// its outputs' shapes (no size limit: nothing is allocated here).
+fn call_sizes(
+    loaded: &Loaded,
+    shapes: &[Vec<usize>],
+) -> Result<Vec<usize>, tfn_ir::bind::BindError> {
+    let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let none = tfn_ir::bind::Allocated::Only(&[]);
+    tfn_ir::bind::bind_sizes_allocating(loaded.signature(), &shapes, none)
+}
+
 /// Refuses an output buffer of the wrong dtype or sizes, before an overlap is reported (an
 /// overlap with an input is a consequence of a wrong size more often than not; the call
 /// itself checks the outputs' types). Inputs whose sizes do not bind are left to the call.
@@ -568,11 +579,7 @@ fn check_output_types(
     shapes: &[Vec<usize>],
     outs: &[TfnBuffer],
 ) -> Result<(), Failure> {
-    let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-    let none = tfn_ir::bind::Allocated::Only(&[]);
-    let Ok(sizes) = tfn_ir::bind::bind_sizes_allocating(loaded.signature(), &shapes, none) else {
-        return Ok(());
-    };
+    let Ok(sizes) = call_sizes(loaded, shapes) else { return Ok(()) };
     for (k, out) in outs.iter().enumerate() {
         let Some(ty) = loaded.output_type(k) else { continue };
         let expected = tfn_ir::bind::concrete_shape(&ty.shape, &sizes);
@@ -814,14 +821,11 @@ pub unsafe extern "C" fn tfn_rt_output_shape(
         let loaded = unsafe { load(module, index)? };
         let ins = unsafe { buffers(inputs, n_inputs, "inputs")? };
         let shapes = check_inputs(&loaded, ins)?;
-        let graph = loaded.signature();
         let ty = usize::try_from(output)
             .ok()
             .and_then(|o| loaded.output_type(o))
             .ok_or_else(|| Failure::argument(format!("no output {output}")))?;
-        let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-        let none = tfn_ir::bind::Allocated::Only(&[]);
-        let sizes = tfn_ir::bind::bind_sizes_allocating(graph, &shapes, none)
+        let sizes = call_sizes(&loaded, &shapes)
             .map_err(|e| Failure::argument(format!("`{}`: {e}", loaded.meta.name)))?;
         let shape = tfn_ir::bind::concrete_shape(&ty.shape, &sizes);
         if out.is_null() {

@@ -180,7 +180,6 @@ impl<'a> Walker<'a> {
         self.index.get(name).and_then(|positions| positions.last().copied())
     }
 
-    /// Whether a local called `name` is visible.
     /// [`crate::suggest::closest`] among the names of the whole library while few errors
     /// were reported: each search measures every name, so a file of thousands of calls of
     /// unknown functions would take time quadratic in its size (20,000 took 11 s) for
@@ -197,6 +196,7 @@ impl<'a> Walker<'a> {
         crate::suggest::closest(name, candidates)
     }
 
+    /// Whether a local called `name` is visible.
     pub fn is_local(&self, name: &str) -> bool {
         self.find(name).is_some()
     }
