@@ -1,4 +1,5 @@
-//! Source preparation before the grammar runs: newlines inside brackets, and nesting limits.
+//! Source preparation before the grammar runs: line endings (a bare `\r` is a newline),
+//! newlines inside brackets, and nesting limits.
 //!
 //! Statements end at a newline, except inside `(...)` and `[...]`. Rather than duplicating the
 //! whole expression grammar in a newline-insensitive variant, [`prepare`] replaces every newline
@@ -43,8 +44,16 @@ fn next_significant(bytes: &[u8], mut i: usize) -> Option<u8> {
 
 /// The text to hand to the grammar, or the limit that was exceeded.
 pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
-    let bytes = text.as_bytes();
-    let mut out = bytes.to_vec();
+    // A bare `\r` (classic Mac line endings) ends a line as `\n` and `\r\n` do, as
+    // [`tfn_ir::SourceFile`] counts lines.
+    let mut out = text.as_bytes().to_vec();
+    for i in 0..out.len() {
+        if out[i] == b'\r' && out.get(i + 1) != Some(&b'\n') {
+            out[i] = b'\n';
+        }
+    }
+    let unified = out.clone();
+    let bytes = unified.as_slice();
     // Open brackets: `(`/`[` mask newlines, `{` does not.
     let mut stack: Vec<u8> = Vec::new();
     let mut operators = 0usize;
@@ -164,6 +173,13 @@ mod tests {
         let src = "f(a,\n b)\n[1,\n 2] // (\n{\n}\n";
         let out = prepare(FileId(0), src).unwrap_or_default();
         assert_eq!(out, "f(a,  b)\n[1,  2] // (\n{\n}\n");
+    }
+
+    #[test]
+    fn a_bare_carriage_return_ends_a_line() {
+        let src = "let a = x // c\rreturn (a,\r b)\r\n";
+        let out = prepare(FileId(0), src).unwrap_or_default();
+        assert_eq!(out, "let a = x // c\nreturn (a,  b)\r\n");
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
 fn missing_operand_line_end(text: &str, pos: usize) -> usize {
     let before = text.get(..pos).unwrap_or("");
     let code_end = before.trim_end_matches([' ', '\t', '\r', '\n']).len();
-    match before.get(code_end..).and_then(|gap| gap.find('\n')) {
+    match before.get(code_end..).and_then(|gap| gap.find(['\n', '\r'])) {
         Some(newline) => code_end + newline,
         None => pos,
     }

@@ -48,8 +48,12 @@ pub struct SourceFile {
 
 impl SourceFile {
     fn new(name: String, text: String) -> SourceFile {
-        let line_starts =
-            std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        // A line ends at `\n`, `\r\n` or a bare `\r` (classic Mac line endings).
+        let bytes = text.as_bytes();
+        let ends = (0..bytes.len()).filter(|&i| {
+            bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+        });
+        let line_starts = std::iter::once(0).chain(ends.map(|i| i + 1)).collect();
         let ascii = text.is_ascii();
         SourceFile { name, text, line_starts, ascii }
     }
@@ -142,5 +146,10 @@ mod tests {
         assert_eq!(lines, ["", "ab", "πx", "", "last", ""]);
         let g = sm.add("b", "");
         assert_eq!((sm.line_col(g, 0), sm.get(g).unwrap().line(1)), ((1, 1), ""));
+        // Classic Mac line endings: a bare `\r` ends a line.
+        let h = sm.add("c", "ab\rcd\r\ne");
+        assert_eq!([sm.line_col(h, 3), sm.line_col(h, 7)], [(2, 1), (3, 1)]);
+        let file = sm.get(h).unwrap();
+        assert_eq!([file.line(1), file.line(2), file.line(3)], ["ab", "cd", "e"]);
     }
 }

@@ -312,8 +312,18 @@ impl Walker<'_> {
         let mut filled = vec![false; f.params.len()];
         let positional: Vec<&TypedArg> = args.iter().filter(|a| a.keyword.is_none()).collect();
         let max_positional = f.params.iter().take_while(|p| !p.keyword_only).count();
+        // A positional value past the positional parameters is meant for a keyword-only one
+        // the call does not name: the first such for the first extra value, and so on.
+        let named = |name: &str| args.iter().any(|a| a.keyword.is_some_and(|k| k.name == name));
+        let unnamed_keyword_only: Vec<_> =
+            f.params.iter().filter(|p| p.keyword_only && !named(&p.name)).collect();
         for (i, a) in positional.iter().enumerate() {
-            match f.params.get(i) {
+            let param = if i < max_positional {
+                f.params.get(i)
+            } else {
+                unnamed_keyword_only.get(i - max_positional).copied()
+            };
+            match param {
                 Some(p) if p.keyword_only => {
                     self.diags.push(
                         Diagnostic::error(

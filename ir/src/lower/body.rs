@@ -497,7 +497,23 @@ impl<'a> Lowerer<'a> {
         let resolved = dispatch::dispatch(overloads, &kinds, &kw_kinds).map_err(|r| {
             let pos_spans: Vec<Span> = positional.iter().map(|(_, s)| *s).collect();
             let kw_spans: Vec<Span> = keywords.iter().map(|(_, _, s)| *s).collect();
-            let d = no_match(&full, overloads, &r, Some(callee_span), &pos_spans, &kw_spans);
+            let mut d = no_match(&full, overloads, &r, Some(callee_span), &pos_spans, &kw_spans);
+            if let [only] = overloads {
+                // The reason names the callee's parameters; say what they are at this call
+                // (inside `linear`, matmul's `b` is the caller's `w`, not its `b`).
+                let renamed: Vec<String> = only
+                    .params
+                    .iter()
+                    .zip(&pos_spans)
+                    .filter_map(|(p, s)| {
+                        let text = self.label(*s, &p.name);
+                        (text != p.name).then(|| format!("`{}` is `{text}`", p.name))
+                    })
+                    .collect();
+                if !renamed.is_empty() && r.iter().any(|r| r.culprit.is_some()) {
+                    d = d.with_note(format!("at this call, {}", renamed.join(", ")));
+                }
+            }
             self.with_dtype_origins(d, &positional, &keywords, &r)
         })?;
         let fdef = &overloads[resolved.overload];
