@@ -24,6 +24,10 @@ pub enum Error {
     /// The arguments' runtime sizes do not fit together (names both shapes).
     #[error("{0}")]
     Shape(String),
+    /// A value the signature does not dispatch on has the wrong dtype or is no tensor: a
+    /// cotangent of a vjp, which must be a tensor of its result's dtype.
+    #[error("{0}")]
+    DType(String),
     /// An output buffer passed to `call_into` does not fit the result.
     #[error("output {index}: {message}")]
     Output { index: usize, message: String },

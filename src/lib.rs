@@ -33,7 +33,7 @@ pub mod weights;
 pub use error::Error;
 pub use handle::Instantiated;
 pub use profile::{KernelProfile, Profile, Roofline};
-pub use session::{Backend, ExternFn, Session, SessionOptions, Stats};
+pub use session::{Backend, ExternFn, Session, SessionOptions, Stats, MAX_THREADS};
 pub use tfn_ir::call::{Element, Scalar};
 pub use tfn_ir::{half, Attr, DType, Diagnostic, Tensor};
 pub use value::{OutputMut, TensorValue, Value};

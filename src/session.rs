@@ -31,11 +31,16 @@ pub enum Backend {
     Interp,
 }
 
+/// The most threads the doors accept (`tfnc --threads`, Python's `Session(threads=)`): a
+/// pool is made of them, and more than this is a mistake, not a machine.
+pub const MAX_THREADS: usize = 1024;
+
 /// How a [`Session`] compiles and runs.
 #[derive(Clone, Debug)]
 pub struct SessionOptions {
     pub backend: Backend,
-    /// Threads for large kernels (default: all cores).
+    /// Threads for large kernels (default: all cores; the doors accept at most
+    /// [`MAX_THREADS`]).
     pub threads: usize,
     /// Run the egg optimiser on every instantiated function (default: true).
     pub optimize: bool,
@@ -437,7 +442,10 @@ impl Session {
             .enumerate()
             .map(|(i, c)| {
                 c.as_tensor().ok_or_else(|| {
-                    Error::Shape(format!("cotangent {i} must be a tensor, got {}", c.describe()))
+                    Error::DType(format!(
+                        "cotangent {i} must be a tensor of its result's dtype and shape, got {}",
+                        c.describe()
+                    ))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -539,9 +539,8 @@ fn run_error(e: RunError) -> Error {
             index,
             message: format!("the result is {expected_dtype}{expected_shape:?} but the buffer is {got_dtype}{got_shape:?}"),
         },
-        RunError::InputDType { .. } | RunError::ZeroSizeReduction { .. } | RunError::Shape { .. } => {
-            Error::Shape(e.to_string())
-        }
+        RunError::InputDType { .. } => Error::DType(e.to_string()),
+        RunError::ZeroSizeReduction { .. } | RunError::Shape { .. } => Error::Shape(e.to_string()),
         RunError::IndexOutOfRange { .. } | RunError::LoopRun(_) | RunError::OutOfMemory { .. } => {
             Error::Runtime(e.to_string())
         }
@@ -561,9 +560,8 @@ fn interp_error(e: tfn_ir::interp::InterpError) -> Error {
     use tfn_ir::interp::InterpError as E;
     match e {
         E::Bind(b) => bind_error(b),
-        E::InputDType { .. } | E::Shape { .. } | E::ZeroSizeReduction { .. } => {
-            Error::Shape(e.to_string())
-        }
+        E::InputDType { .. } => Error::DType(e.to_string()),
+        E::Shape { .. } | E::ZeroSizeReduction { .. } => Error::Shape(e.to_string()),
         E::Extern { .. } | E::IndexOutOfRange { .. } => Error::Runtime(e.to_string()),
         E::Unsupported { .. } | E::Internal { .. } => Error::Internal(e.to_string()),
     }

@@ -274,7 +274,11 @@ fn one_vjp_cotangent_per_result() {
     let expected = ndarray::ArrayD::from_shape_vec(vec![3], vec![3f32; 3]).unwrap();
     assert_eq!(g, Tensor::F32(expected), "d/dx <(x, 2x), (1, 1)> = 3");
     let o = tfnc(&dir, &["run", "f.tfn", "two", "--arg", "x=x.npy", "--vjp", "c.npy"]);
-    let err = expect_exit(&o, 1, "one cotangent for two results");
+    let err = expect_exit(
+        &o,
+        2,
+        "one cotangent for two results: a usage error, as a wrong --out count is",
+    );
     assert!(err.contains("2 cotangent(s), got 1"), "{err}");
 }
 

@@ -630,3 +630,61 @@ fn division_and_power_of_the_loop_variable_are_floats() {
         }
     }
 }
+
+/// Stages that no gradient reaches (a constant after the loop, `h * 2.0`; a parameter read
+/// only as `w[i]` beside the whole `w`) are left out of the reverse pass: the gradients are
+/// still every argument's, zeros where nothing reaches, and a wrong cotangent is named before
+/// any trip runs.
+#[test]
+fn gradients_skip_what_no_gradient_reaches() {
+    let source = r#"
+fn tail(Tensor x, Tensor w, Tensor _unused) -> Tensor {
+    var h = x
+    for l in 0..size(w, 0) { h = tanh(h * w[l]) }
+    return h * 2.0
+}
+fn two_results(Tensor x, Tensor w) -> (Tensor, Tensor) {
+    var h = x
+    for l in 0..size(w, 0) { h = tanh(h * w[l]) }
+    return (exp(x), h)
+}
+"#;
+    let x = ArrayD::from_shape_vec(IxDyn(&[3]), vec![0.5f64, -0.25, 1.0]).expect("shape");
+    let w = ArrayD::from_shape_fn(IxDyn(&[2, 3]), |i| 0.3 + 0.1 * (i[0] * 3 + i[1]) as f64);
+    let unused = ArrayD::from_elem(IxDyn(&[4]), 7.0f64);
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        s.load_str("tail.tfn", source).unwrap_or_else(|e| panic!("{e}"));
+        let args = [Value::from(x.clone()), Value::from(w.clone()), Value::from(unused.clone())];
+        let cot = [Value::from(ArrayD::from_elem(IxDyn(&[3]), 1.0f64))];
+        let g = s.vjp("tail", &args, &cot).unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        // By hand: h1 = tanh(x w0), h2 = tanh(h1 w1), result 2 h2.
+        let (mut gx, mut gw) = (vec![0.0; 3], vec![0.0; 6]);
+        for k in 0..3 {
+            let h1 = (x[k] * w[[0, k]]).tanh();
+            let h2 = (h1 * w[[1, k]]).tanh();
+            let d2 = 2.0 * (1.0 - h2 * h2);
+            let d1 = d2 * w[[1, k]] * (1.0 - h1 * h1);
+            gw[3 + k] = d2 * h1;
+            gw[k] = d1 * x[k];
+            gx[k] = d1 * w[[0, k]];
+        }
+        let f64s = |t: &Value| match t.as_tensor() {
+            Some(tfn::TensorValue::F64(a)) => a.iter().copied().collect::<Vec<f64>>(),
+            other => panic!("{other:?}"),
+        };
+        let near = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(a, b)| (a - b).abs() < 1e-12);
+        assert!(near(&f64s(&g[0]), &gx), "{backend:?} d/dx {:?} {gx:?}", f64s(&g[0]));
+        assert!(near(&f64s(&g[1]), &gw), "{backend:?} d/dw {:?} {gw:?}", f64s(&g[1]));
+        assert_eq!(f64s(&g[2]), vec![0.0; 4], "{backend:?}: nothing reaches `unused`");
+
+        let args = [Value::from(x.clone()), Value::from(w.clone())];
+        let ok = Value::from(ArrayD::from_elem(IxDyn(&[3]), 1.0f64));
+        let bad = Value::from(ArrayD::from_elem(IxDyn(&[2, 3]), 1.0f64));
+        let e = s.vjp("two_results", &args, &[ok.clone(), bad]).expect_err("a wrong cotangent").to_string();
+        assert!(e.contains("`cotangent1` has shape [2, 3]") && !e.contains("trip"), "{e}");
+        let f32s = Value::from(ArrayD::from_elem(IxDyn(&[3]), 1.0f32));
+        let e = s.vjp("two_results", &args, &[ok, f32s]).expect_err("a wrong dtype");
+        assert!(matches!(e, tfn::Error::DType(_)), "{e}");
+    }
+}

@@ -98,4 +98,7 @@ impl tfn_ir::program::run::RunFailure for RunError {
     fn config(message: String) -> Self {
         RunError::LoopRun(message)
     }
+    fn input_dtype(param: String, expected: DType, got: DType) -> Self {
+        RunError::InputDType { param, expected, got }
+    }
 }

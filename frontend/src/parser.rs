@@ -24,8 +24,21 @@ pub(crate) struct TfnParser;
 /// Parses one file. On error, every syntax or literal error found.
 pub fn parse_file(file: FileId, text: &str) -> Result<File, Vec<Diagnostic>> {
     let prepared = prepare(file, text).map_err(|d| vec![*d])?;
-    let pairs =
-        TfnParser::parse(Rule::file, &prepared).map_err(|e| vec![syntax_error(file, text, e)])?;
+    let pairs = TfnParser::parse(Rule::file, &prepared.text).map_err(|e| {
+        let d = syntax_error(file, text, e);
+        // A bracket left open at the end of the file is the likelier cause of an error found
+        // further down (an `fn` inside the unclosed body, the end of the file).
+        match prepared.unclosed {
+            Some(open) => {
+                let what = text.get(open..open + 1).unwrap_or("(");
+                vec![d.with_secondary(
+                    Span::new(file, open, open + 1),
+                    format!("this `{what}` is never closed"),
+                )]
+            }
+            _ => vec![d],
+        }
+    })?;
     let builder = Builder { file, errors: RefCell::new(Vec::new()), pratt: pratt() };
     let mut items = Vec::new();
     for pair in pairs.flat_map(|file| file.into_inner()).filter(|p| is_item(p.as_rule())) {

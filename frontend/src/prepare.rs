@@ -42,8 +42,16 @@ fn next_significant(bytes: &[u8], mut i: usize) -> Option<u8> {
     None
 }
 
+/// The text for the grammar, and the bracket left open, if any: the first that a closing
+/// bracket of another kind skipped over, else the innermost open at the end of the file
+/// (a syntax error reported further down can point at it).
+pub struct Prepared {
+    pub text: String,
+    pub unclosed: Option<usize>,
+}
+
 /// The text to hand to the grammar, or the limit that was exceeded.
-pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
+pub fn prepare(file: FileId, text: &str) -> Result<Prepared, Box<Diagnostic>> {
     // A bare `\r` (classic Mac line endings) ends a line as `\n` and `\r\n` do, as
     // [`tfn_ir::SourceFile`] counts lines.
     let mut out = text.as_bytes().to_vec();
@@ -55,7 +63,9 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
     let unified = out.clone();
     let bytes = unified.as_slice();
     // Open brackets: `(`/`[` mask newlines, `{` does not.
-    let mut stack: Vec<u8> = Vec::new();
+    let mut stack: Vec<(u8, usize)> = Vec::new();
+    // The first bracket a closing one of another kind skipped over.
+    let mut mismatched: Option<usize> = None;
     let mut operators = 0usize;
     let mut statement_start = 0usize;
     // The last character seen outside comments and whitespace.
@@ -94,7 +104,7 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
                 }
             }
             b'(' | b'[' | b'{' => {
-                stack.push(c);
+                stack.push((c, i));
                 if stack.len() > MAX_NESTING {
                     return Err(Box::new(too_deep(file, i)));
                 }
@@ -112,14 +122,26 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
                 }
             }
             b')' | b']' | b'}' => {
-                stack.pop();
+                let opener = match c {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                // A `}` that meets an open `(` closes the block around it: the `(` is the one
+                // left open (`g(x` on a line, then the body's `}`).
+                if let Some(k) = stack.iter().rposition(|&(o, _)| o == opener) {
+                    if k + 1 < stack.len() && mismatched.is_none() {
+                        mismatched = Some(stack[k + 1].1);
+                    }
+                    stack.truncate(k);
+                }
                 if c == b'}' {
                     operators = 0;
                     statement_start = i + 1;
                 }
             }
             b'\n' => {
-                if matches!(stack.last(), Some(b'(') | Some(b'[')) {
+                if matches!(stack.last(), Some((b'(' | b'[', _))) {
                     out[i] = b' ';
                 } else if !is_operator(last)
                     && !next_significant(bytes, i + 1).is_some_and(is_operator)
@@ -149,7 +171,8 @@ pub fn prepare(file: FileId, text: &str) -> Result<String, Box<Diagnostic>> {
     }
     // Only ASCII bytes were replaced by ASCII bytes, so this cannot fail; fall back to the
     // original text rather than panic if it somehow did.
-    Ok(String::from_utf8(out).unwrap_or_else(|_| text.to_string()))
+    let text = String::from_utf8(out).unwrap_or_else(|_| text.to_string());
+    Ok(Prepared { text, unclosed: mismatched.or(stack.last().map(|&(_, at)| at)) })
 }
 
 fn too_deep(file: FileId, at: usize) -> Diagnostic {
@@ -171,15 +194,17 @@ mod tests {
     #[test]
     fn masks_newlines_inside_brackets_only() {
         let src = "f(a,\n b)\n[1,\n 2] // (\n{\n}\n";
-        let out = prepare(FileId(0), src).unwrap_or_default();
+        let out = prepare(FileId(0), src).map(|p| p.text).unwrap_or_default();
         assert_eq!(out, "f(a,  b)\n[1,  2] // (\n{\n}\n");
     }
 
     #[test]
     fn a_bare_carriage_return_ends_a_line() {
         let src = "let a = x // c\rreturn (a,\r b)\r\n";
-        let out = prepare(FileId(0), src).unwrap_or_default();
+        let out = prepare(FileId(0), src).map(|p| p.text).unwrap_or_default();
         assert_eq!(out, "let a = x // c\nreturn (a,  b)\r\n");
+        let open = prepare(FileId(0), "fn f() {\n    g(1\n").map(|p| p.unclosed);
+        assert_eq!(open.ok().flatten(), Some(13));
     }
 
     #[test]

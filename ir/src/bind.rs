@@ -54,9 +54,10 @@ pub enum BindError {
     /// program cannot abort the process. `bytes` is `None` when the size does not fit 64 bits.
     #[error("{}", too_large_message(*.value, .shape, *.bytes, *.limit))]
     TooLarge { value: u32, shape: Vec<usize>, bytes: Option<u64>, limit: u64 },
-    /// An empty value whose other sizes multiply past `i64::MAX` (`full([0, 2^32, 2^32])`):
-    /// no array library can describe it (its strides would overflow).
-    #[error("value {value} of the function would have shape {shape:?}: it is empty, but its nonzero sizes multiply past 2^63 - 1, which no tensor can describe")]
+    /// An empty value whose other sizes times its element size multiply past `i64::MAX`
+    /// bytes (`full([0, 2^32, 2^32])`): no array library can describe it (its strides in
+    /// bytes would overflow; NumPy refuses it).
+    #[error("value {value} of the function would have shape {shape:?}: it is empty, but its nonzero sizes times its element size pass 2^63 - 1 bytes, which no array can describe")]
     Unrepresentable { value: u32, shape: Vec<usize> },
     /// [`MAX_TENSOR_BYTES_VAR`] is invalid.
     #[error(transparent)]
@@ -141,8 +142,9 @@ fn check_value_sizes(
         let empty = node.ty.shape.dims().iter().any(|d| size(d) == 0);
         if empty {
             let mut nonzero = node.ty.shape.dims().iter().map(size).filter(|&s| s != 0);
-            let elements = nonzero.try_fold(1u64, |n, s| n.checked_mul(s));
-            if elements.is_none_or(|n| n > i64::MAX as u64) {
+            let item = node.ty.dtype.size_bytes() as u64;
+            let bytes = nonzero.try_fold(item, |n, s| n.checked_mul(s));
+            if bytes.is_none_or(|n| n > i64::MAX as u64) {
                 let shape = concrete_shape(&node.ty.shape, sizes);
                 return Err(BindError::Unrepresentable { value: i as u32, shape });
             }

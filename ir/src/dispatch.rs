@@ -259,12 +259,22 @@ fn try_overload(
             }
             (ty, ArgKind::Attr { ty: at, .. }) if attr_fits(ty, *at) => {}
             (ty, kind) => {
-                let reason = format!(
-                    "argument `{}` must be {}, got {}",
-                    p.name,
-                    param_type_name(ty),
-                    kind.describe()
-                );
+                let empty = matches!(kind, ArgKind::Attr { value: Some(Attr::IntList(v)), .. } if v.is_empty());
+                let reason = if empty && matches!(ty, ParamType::TensorList(_)) {
+                    format!(
+                        "argument `{}` must be {}, got an empty list (a tensor list needs at \
+                         least one tensor to have a dtype)",
+                        p.name,
+                        param_type_name(ty)
+                    )
+                } else {
+                    format!(
+                        "argument `{}` must be {}, got {}",
+                        p.name,
+                        param_type_name(ty),
+                        kind.describe()
+                    )
+                };
                 return Err(Reject::new(RejectionKind::ArgumentKind, reason, culprit));
             }
         }

@@ -321,3 +321,28 @@ fn tensors_of(values: &[ArrayD<f64>]) -> Vec<Arg> {
 fn wide_f64(ts: &[tfn_ir::Tensor]) -> Vec<tfn_ir::Tensor> {
     ts.iter().map(|t| tfn_ir::Tensor::F64(as_f32(t).mapv(f64::from))).collect()
 }
+
+/// A parameter no gradient reaches (a loop body's whole `w` beside its row `w[i]`): the
+/// whole-graph VJP still returns its zeros, but the split one used across a program's pieces
+/// leaves it out, with no residual, so a loop's reverse pass computes and keeps nothing the
+/// size of `w` per trip.
+#[test]
+fn unreached_parameters_are_left_out_of_split_gradients() {
+    let lib = library("fn unread(Tensor x, Tensor w, Tensor b) -> Tensor { return x * 2.0 + b }");
+    let mut rng = Rng::new(5);
+    let args = [
+        Arg::Tensor(rng.array(&[3], -1.0, 1.0)),
+        Arg::Tensor(rng.array(&[4, 3], -1.0, 1.0)),
+        Arg::Tensor(rng.array(&[3], -1.0, 1.0)),
+    ];
+    let instance = tfn_ir::instantiate(&lib, "unread", &spec(&args), &[]).expect("lowers");
+    let whole = vjp(&lib, &instance).expect("vjp");
+    assert_eq!(
+        (whole.differentiated.as_slice(), whole.unreached.as_slice()),
+        (&[0, 1, 2][..], &[1][..])
+    );
+    let split =
+        tfn_passes::autodiff::split_vjp(&lib, &instance.graph, &instance.regions).expect("split");
+    assert_eq!(split.differentiated, [0, 2]);
+    assert_eq!((split.residuals, split.backward.outputs.len()), (0, 2));
+}

@@ -309,6 +309,24 @@ fn list_arg<'py>(obj: &Bound<'py, PyAny>, what: &dyn Fn() -> String) -> PyResult
         }
     }
     if parts.iter().all(|p| matches!(p, Arg::Array(..))) {
+        // A tensor list has one dtype: said here, as the dtype error it is.
+        let dtypes: Vec<DType> = parts
+            .iter()
+            .filter_map(|p| if let Arg::Array(_, d) = p { Some(*d) } else { None })
+            .collect();
+        if let Some(i) = dtypes.iter().position(|d| *d != dtypes[0]) {
+            let c = errors::classes(obj.py())?;
+            return Err(errors::raise(
+                obj.py(),
+                &c.dtype,
+                format!(
+                    "{}: the tensors of a list have one dtype, but item 0 is {} and item {i} is {}",
+                    what(),
+                    dtypes[0],
+                    dtypes[i]
+                ),
+            ));
+        }
         let arrays = parts
             .into_iter()
             .filter_map(|p| match p {
@@ -549,6 +567,21 @@ pub fn to_numpy(py: Python<'_>, v: Value<'static>) -> PyResult<Py<PyAny>> {
     }
     if let Value::Tensor(t) = &v {
         check_rank(py, t.shape().len(), &|| "a result".to_string())?;
+        // NumPy refuses (and rust-numpy then dereferences null for) an array whose nonzero
+        // sizes pass isize bytes, even an empty one. Binding and checkpoints refuse them
+        // first; this keeps the door safe whatever produced the value.
+        let item = t.dtype().size_bytes();
+        let mut nonzero = t.shape().iter().filter(|&&d| d != 0);
+        if nonzero.try_fold(item, |n, &d| n.checked_mul(d)).is_none_or(|b| b > isize::MAX as usize)
+        {
+            let c = errors::classes(py)?;
+            let shape = t.shape().to_vec();
+            return Err(errors::raise(
+                py,
+                &c.shape,
+                format!("a result of shape {shape:?} is too large for a NumPy array"),
+            ));
+        }
     }
     match v {
         Value::Tensor(t) => Ok(match t {

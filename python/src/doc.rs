@@ -146,7 +146,10 @@ fn py_type(f: &FunctionDef, ty: &ParamType, result: bool) -> String {
     };
     match ty {
         ParamType::Tensor(d) if result => format!("npt.NDArray[{}]", elem(d)),
-        ParamType::Tensor(d) => format!("npt.NDArray[{}] | float", elem(d)),
+        // A number is accepted where its dtype is known without it: a fixed dtype, or one
+        // another tensor argument binds (`x * s` with `T`); a lone generic tensor is not.
+        ParamType::Tensor(d) if number_fits(f, d) => format!("npt.NDArray[{}] | float", elem(d)),
+        ParamType::Tensor(d) => format!("npt.NDArray[{}]", elem(d)),
         ParamType::TensorList(d) => format!("Sequence[npt.NDArray[{}]]", elem(d)),
         ParamType::Scalar | ParamType::Float => "float".into(),
         ParamType::Int => "int".into(),
@@ -154,6 +157,31 @@ fn py_type(f: &FunctionDef, ty: &ParamType, result: bool) -> String {
         ParamType::DType => "DTypeLike".into(),
         ParamType::IntList => "Sequence[int]".into(),
         ParamType::FloatList => "Sequence[float]".into(),
+    }
+}
+
+/// Whether a Python number can be passed for a tensor parameter of dtype `d`: its dtype is
+/// fixed (one allowed), or a type variable some other tensor parameter shares.
+fn number_fits(f: &FunctionDef, d: &DTypeRef) -> bool {
+    match d {
+        DTypeRef::Fixed(_) => true,
+        DTypeRef::Any => false,
+        DTypeRef::Var(v) => {
+            let single = f
+                .type_params
+                .iter()
+                .any(|t| &t.name == v && t.allowed.as_deref().is_some_and(|a| a.len() == 1));
+            let sharers = f
+                .params
+                .iter()
+                .filter(|p| match &p.ty {
+                    ParamType::Tensor(DTypeRef::Var(w))
+                    | ParamType::TensorList(DTypeRef::Var(w)) => w == v,
+                    _ => false,
+                })
+                .count();
+            single || sharers > 1
+        }
     }
 }
 

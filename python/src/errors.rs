@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `CompileError` | `Error` | a `.tfn` source that does not parse or check (text: the rustc-style diagnostic) |
 //! | `DispatchError` | `Error`, `TypeError` | a call no overload accepts (every candidate and why) |
-//! | `DTypeError` | `Error`, `TypeError`, `ValueError` | the same when only dtypes disagree, or a dtype clash inside the function |
+//! | `DTypeError` | `Error`, `TypeError`, `ValueError` | the same when only dtypes disagree, a dtype clash inside the function, or a `vjp` cotangent of another dtype than its result |
 //! | `ShapeError` | `Error`, `ValueError` | sizes that do not fit (naming the argument and both shapes), a bad `out=` |
 //! | `CallError` | `Error`, `ValueError` | any other reason the call cannot be compiled (a literal that does not fit, ...) |
 //! | `UnknownFunctionError` | `Error`, `AttributeError` | no function of that name |
@@ -186,6 +186,7 @@ pub fn to_py(
         }
         tfn::Error::Signature { .. } => pick(py, |c| &c.dispatch),
         tfn::Error::Shape(_) | tfn::Error::Output { .. } => pick(py, |c| &c.shape),
+        tfn::Error::DType(_) => pick(py, |c| &c.dtype),
         tfn::Error::Config(_) => pick(py, |c| &c.call),
         tfn::Error::Runtime(_) => pick(py, |c| &c.run),
         tfn::Error::Internal(_) => pick(py, |c| &c.internal),

@@ -192,7 +192,7 @@ impl Session {
 
 /// The most threads a session takes (far more than any machine's cores: a larger number is
 /// more likely a mistake than a wish).
-const MAX_THREADS: usize = 1024;
+const MAX_THREADS: usize = tfn::MAX_THREADS;
 
 /// `Session(threads=...)`: a Python `int` (not a `bool`) from 1 to [`MAX_THREADS`].
 fn threads_arg(t: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -439,8 +439,8 @@ impl Library {
         if name.starts_with("__") && name.ends_with("__") {
             return Err(PyAttributeError::new_err(name.to_string()));
         }
-        let library = self.inner.library();
-        if !library.overloads(name).is_empty() {
+        // (`getattr(lib, "add.scalar")` is `lib["add.scalar"]`: one overload.)
+        if !doc::overloads_of(&self.inner.library(), name).is_empty() {
             return make_function(py, &self.inner, &self.origin_for(py, name), name);
         }
         Err(unknown(py, &self.inner, name))
@@ -455,8 +455,10 @@ impl Library {
         make_function(py, &self.inner, &self.origin_for(py, name), name)
     }
 
-    fn __contains__(&self, name: &str) -> bool {
-        !doc::overloads_of(&self.inner.library(), name).is_empty()
+    /// Whether `name` (or `name.overload`) is a function; anything but a string is not.
+    fn __contains__(&self, name: &Bound<'_, PyAny>) -> bool {
+        let Ok(name) = name.extract::<String>() else { return false };
+        !doc::overloads_of(&self.inner.library(), &name).is_empty()
     }
 
     fn __dir__(&self) -> Vec<String> {

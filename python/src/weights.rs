@@ -50,14 +50,28 @@ impl Weights {
         Ok(self.names(py)?.len())
     }
 
-    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
-        Ok(self.names(py)?.iter().any(|n| n == name))
+    /// Whether the checkpoint holds a tensor `name`; anything but a string is not a name.
+    fn __contains__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(name) = name.extract::<String>() else { return Ok(false) };
+        Ok(self.names(py)?.iter().any(|n| *n == name))
     }
 
     /// The tensor `name` of the file, as a NumPy array (a copy).
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
         match &self.kind {
             Kind::File(b) => match b.store().tensor(name) {
+                Ok(Some(t)) if t.dtype() == tfn::DType::BF16 => {
+                    let c = errors::classes(py)?;
+                    Err(errors::raise(
+                        py,
+                        &c.dtype,
+                        format!(
+                            "tensor `{name}` is bf16, which NumPy has no dtype for: bind it to a \
+                             function's parameter (which may cast it), or read the file with a \
+                             library that has bfloat16"
+                        ),
+                    ))
+                }
                 Ok(Some(t)) => convert::to_numpy(py, Value::from(t.to_tensor())),
                 Ok(None) => Err(pyo3::exceptions::PyKeyError::new_err(name.to_string())),
                 Err(e) => Err(errors::to_py(py, tfn::Error::Weights(e), None)),

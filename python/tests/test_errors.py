@@ -61,6 +61,20 @@ def test_arity_and_kind_errors(lib, call, reason):
         call(lib, np.zeros((2, 3)))
 
 
+def test_a_list_of_tensors_has_one_dtype(lib):
+    with pytest.raises(tfn.DTypeError, match="item 0 is f32 and item 1 is f64"):
+        lib.concat([np.zeros(2, np.float32), np.zeros(2)])
+    with pytest.raises(tfn.DispatchError, match="got an empty list"):
+        lib.concat([])
+
+
+def test_membership_and_overload_attributes(lib):
+    assert "gelu" in lib and 5 not in lib and None not in lib
+    # getattr with a dotted name is the overload, as lib["..."] is.
+    x = np.ones(3)
+    np.testing.assert_array_equal(getattr(lib, "scale.scalar")(x, 2.0), lib["scale.scalar"](x, 2.0))
+
+
 def test_dtype_errors_are_type_and_value_errors(lib):
     x32 = np.zeros(3, np.float32)
     with pytest.raises(tfn.DTypeError, match="is f64 but `T` is f32"):

@@ -94,5 +94,19 @@ def test_the_cotangent_of_a_rank_0_result_may_be_a_numpy_scalar():
     for ct in (np.float32(1.0), np.array(1.0, np.float32), (np.float32(1.0),)):
         (dx,) = lib.vjp("tot", (x,), ct)
         np.testing.assert_array_equal(dx, 2 * x)
-    with pytest.raises(tfn.ShapeError, match="cotangent 0 must be a tensor"):
+    # A number is no tensor (its dtype is unknown): a DTypeError, which is a TypeError.
+    with pytest.raises(tfn.DTypeError, match="cotangent 0 must be a tensor"):
         lib.vjp("tot", (x,), 1.0)
+    with pytest.raises(TypeError):
+        lib.vjp("tot", (x,), 1.0)
+
+
+def test_a_cotangent_of_another_dtype_is_a_dtype_error():
+    import tfn
+
+    lib = tfn.Session(threads=1).loads("fn sq(Tensor x) -> Tensor { return x * x }", name="sq.tfn")
+    x = np.ones(3, np.float32)
+    with pytest.raises(tfn.DTypeError, match="must have dtype f32, got f64"):
+        lib.vjp("sq", (x,), np.ones(3, np.float64))
+    with pytest.raises(tfn.ShapeError):
+        lib.vjp("sq", (x,), np.ones(4, np.float32))

@@ -120,6 +120,34 @@ def test_bf16_tensors_bind(wlib, tmp_path):
     np.testing.assert_array_equal(wlib.widen(weights=tfn.weights(path)), [1.0, -2.0, 0.5])
 
 
+def test_bf16_lookups_and_membership(tmp_path):
+    bits = np.array([0x3F80], np.uint16).tobytes()
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}).encode()
+    path = tmp_path / "bf16.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bits)
+    w = tfn.weights(path)
+    with pytest.raises(tfn.DTypeError, match="tensor `w` is bf16, which NumPy has no dtype for"):
+        w["w"]
+    # Membership is by name: anything else is simply not in the file.
+    assert "w" in w and "v" not in w and 5 not in w and None not in w
+
+
+def test_an_empty_tensor_too_large_to_describe_is_refused(wlib, tmp_path):
+    # Zero bytes of data, but NumPy cannot make an array of these sizes: refused when the
+    # file is read (it used to crash the interpreter when it became an array).
+    shape = [0, 2**62]
+    header = json.dumps({"w": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}}).encode()
+    path = tmp_path / "huge.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(tfn.CheckpointError, match="no array can describe"):
+        tfn.weights(path)["w"]
+    lib = tfn.Session(threads=1).loads(
+        "fn r(Tensor x, *, Int n) -> Tensor { return reshape(x, [0, n]) }", name="r.tfn")
+    assert lib.r(np.zeros(0, np.float32), n=2**60).shape == (0, 2**60)
+    with pytest.raises(tfn.ShapeError, match="no array can describe"):
+        lib.r(np.zeros(0, np.float32), n=2**61)
+
+
 def test_errors_name_tensor_and_parameter(wlib, ckpt, tmp_path, rng):
     path, _ = ckpt
     x = rng.standard_normal((2, 3)).astype(np.float32)

@@ -706,7 +706,18 @@ pub unsafe extern "C" fn tfn_rt_call(
                 | RunError::Bind(_) => TFN_ERR_ARGUMENT,
                 _ => TFN_ERR_RUN,
             };
-            Failure(code, format!("`{}`: {e}", loaded.meta.name))
+            // The object's graph took two `?` axes equal where a session broadcasts a size
+            // 1 (it specialises each call's size-1 axes; an object holds one graph).
+            let hint = match &e {
+                RunError::Bind(tfn_ir::bind::BindError::Mismatch { first, second })
+                    if [first, second].iter().any(|r| r.shape.get(r.axis) == Some(&1)) =>
+                {
+                    " (the object was built with these axes equal: to broadcast a size 1 \
+                     there, build a signature that declares that axis `1`)"
+                }
+                _ => "",
+            };
+            Failure(code, format!("`{}`: {e}{hint}", loaded.meta.name))
         };
         loaded.run_into(views, &mut out_views).map_err(failure)
     })

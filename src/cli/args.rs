@@ -111,6 +111,21 @@ fn looks_numeric(s: &str) -> bool {
     s.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'))
 }
 
+/// Digits with an optional sign.
+fn is_integer(s: &str) -> bool {
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+/// The error of an integer literal `text` outside `i64`.
+fn out_of_range(text: &str) -> ArgParseError {
+    ArgParseError(format!(
+        "`{text}` is out of range: not a 64-bit integer (from {} to {})",
+        i64::MIN,
+        i64::MAX
+    ))
+}
+
 /// A literal attribute, `None` when `s` does not look like one (then it is a path).
 fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
     match s {
@@ -133,6 +148,11 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
         if let Ok(ints) = items.iter().map(|i| i.parse::<i64>()).collect::<Result<Vec<_>, _>>() {
             return Ok(Some(Attr::IntList(ints)));
         }
+        // An integer item is an integer, as a scalar is: out of range, an error (never a
+        // float list that a later `Int[]` parameter refuses in other words).
+        if let Some(item) = items.iter().find(|i| is_integer(i) && i.parse::<i64>().is_err()) {
+            return Err(out_of_range(&format!("{item}` in `{s}")));
+        }
         let mut floats = Vec::new();
         for item in items {
             let f = parse_float(item, s)?
@@ -144,13 +164,8 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
     if let Ok(i) = s.parse::<i64>() {
         return Ok(Some(Attr::Int(i)));
     }
-    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
-        return Err(ArgParseError(format!(
-            "`{s}` is out of range: not a 64-bit integer (from {} to {})",
-            i64::MIN,
-            i64::MAX
-        )));
+    if is_integer(s) {
+        return Err(out_of_range(s));
     }
     let numeric = s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+' || c == '.');
     if numeric && !s.ends_with(".npy") {
@@ -198,6 +213,8 @@ mod tests {
             "[0.5, 1e400]",
             "99999999999999999999",
             "-9223372036854775809",
+            "[0, 9223372036854775808]",
+            "[1.5, 99999999999999999999999]",
         ] {
             let e = parse_value(overflow).expect_err(overflow);
             assert!(e.0.contains("out of range"), "{overflow}: {e}");

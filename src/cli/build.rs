@@ -475,11 +475,16 @@ pub(crate) fn plan_function(
                         &library.sources,
                     ))
                 })?;
-                Some(StageGradient {
-                    forward: plan_graph(&v.forward)?,
-                    backward: plan_graph(&v.backward)?,
-                    differentiated: v.differentiated,
-                })
+                // No gradient reaches the stage's parameters: nothing to run backwards.
+                if v.differentiated.is_empty() {
+                    None
+                } else {
+                    Some(StageGradient {
+                        forward: plan_graph(&v.forward)?,
+                        backward: plan_graph(&v.backward)?,
+                        differentiated: v.differentiated,
+                    })
+                }
             } else {
                 None
             };

@@ -97,6 +97,23 @@ pub(super) fn ir(
         Err(o) => return o,
     };
     // The given sizes decide whether derived sizes are 1, as for a call.
+    // The IR is of one call signature: every parameter without a default needs an `--arg`.
+    if let [only] = library.overloads(function) {
+        let missing: Vec<&str> = only
+            .params
+            .iter()
+            .filter(|p| p.default.is_none() && !args.iter().any(|(n, _)| *n == p.name))
+            .map(|p| p.name.as_str())
+            .collect();
+        if let Some(first) = missing.first() {
+            let list: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
+            return Outcome::UsageError(format!(
+                "`{function}` needs {}: give each with --arg, a tensor's dtype and shape \
+                 (--arg {first}=f32[4, 8]) or a value (--arg {first}=2)",
+                list.join(", ")
+            ));
+        }
+    }
     let sizes = |p: &ParamSource| arg_shape(args, p);
     let instance =
         match tfn_ir::lower::instantiate_for_sizes(&library, function, &[], &specs, &sizes) {

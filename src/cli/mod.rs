@@ -119,8 +119,9 @@ pub enum Command {
         file: PathBuf,
         #[arg(long = "fn")]
         function: Option<String>,
-        #[arg(long, value_enum, default_value = "lowered")]
-        stage: Stage,
+        /// The stage to print: `lowered` with `--fn`, else `parsed` (the file's syntax tree)
+        #[arg(long, value_enum)]
+        stage: Option<Stage>,
         /// NAME=dtype[shape] or NAME=literal
         #[arg(long = "arg", value_parser = args::parse_named)]
         args: Vec<(String, String)>,
@@ -249,6 +250,9 @@ pub fn run(cli: Cli) -> Outcome {
             optimize: !no_optimize,
         }),
         Command::Ir { file, function, stage, args, explain, no_optimize } => {
+            // Without `--fn` there is one stage to show: the whole file, parsed.
+            let default = if function.is_some() { Stage::Lowered } else { Stage::Parsed };
+            let stage = stage.unwrap_or(default);
             ir::ir(&file, function.as_deref(), stage, &args, explain, !no_optimize)
         }
         Command::Gradcheck { file, function, tolerance } => {
@@ -311,7 +315,12 @@ fn session_for(
     };
     let defaults = crate::SessionOptions::default();
     let threads = match threads {
-        Some(0) => return Err(Outcome::UsageError("--threads must be at least 1".into())),
+        Some(t) if !(1..=crate::MAX_THREADS).contains(&t) => {
+            return Err(Outcome::UsageError(format!(
+                "--threads must be at least 1 and at most {}, got {t}",
+                crate::MAX_THREADS
+            )))
+        }
         Some(t) => t,
         None => defaults.threads,
     };

@@ -108,6 +108,16 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
     let results = if req.vjps.is_empty() {
         session.call_kw(&req.function, &[], &kwargs)
     } else {
+        // One cotangent per result: a miscount is the command line's, as `--out`'s is.
+        if let Some(n) = result_count(&session, &req.function) {
+            if n != req.vjps.len() {
+                return Err(usage(format!(
+                    "`{}` has {n} result(s), so --vjp needs {n} cotangent(s), got {}",
+                    req.function,
+                    req.vjps.len()
+                )));
+            }
+        }
         let mut cotangents = Vec::new();
         for (i, path) in req.vjps.iter().enumerate() {
             match crate::npy::read(path) {
@@ -177,6 +187,17 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
     let outputs: Vec<(&std::path::Path, &Tensor)> =
         req.outs.iter().map(PathBuf::as_path).zip(&results).collect();
     crate::npy::write_all(&outputs).map_err(|e| Outcome::UserError(format!("error: {e}")))
+}
+
+/// How many results `function` (or `name.overload`) returns, when every overload agrees.
+fn result_count(session: &crate::Session, function: &str) -> Option<usize> {
+    let library = session.library();
+    let overloads: Vec<&tfn_ir::library::FunctionDef> = match function.split_once('.') {
+        Some((base, ov)) => library.function(base, Some(ov)).into_iter().collect(),
+        None => library.overloads(function).iter().collect(),
+    };
+    let first = overloads.first()?.returns.len();
+    overloads.iter().all(|f| f.returns.len() == first).then_some(first)
 }
 
 fn is_safetensors(path: &std::path::Path) -> bool {

@@ -84,11 +84,16 @@ pub(crate) fn compile(program: &Program, c: &Compiler) -> Result<CompiledProgram
                     &c.library.sources,
                 )
             })?;
-            Some(Box::new(Backward {
-                forward: prepare(v.forward)?,
-                backward: prepare(v.backward)?,
-                differentiated: v.differentiated,
-            }))
+            // No gradient reaches the stage's parameters: nothing to run backwards.
+            (!v.differentiated.is_empty())
+                .then(|| {
+                    Ok::<_, Error>(Box::new(Backward {
+                        forward: prepare(v.forward)?,
+                        backward: prepare(v.backward)?,
+                        differentiated: v.differentiated,
+                    }))
+                })
+                .transpose()?
         } else {
             None
         };

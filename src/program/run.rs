@@ -35,6 +35,9 @@ impl RunFailure for Error {
     fn config(message: String) -> Self {
         Error::Config(message)
     }
+    fn input_dtype(param: String, expected: tfn_ir::DType, got: tfn_ir::DType) -> Self {
+        Error::DType(format!("`{param}` must have dtype {expected}, got {got}"))
+    }
 }
 
 /// The session's stages: run by their prepared executors (JIT or interpreter), timed into

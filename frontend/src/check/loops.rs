@@ -141,6 +141,9 @@ impl Walker<'_> {
         body: &Block,
         def: &FunctionDef,
     ) {
+        // The loop's scope opens before its bounds are checked: a bad bound is an error of
+        // the loop, so its variable is not also reported unused.
+        self.push_scope();
         for bound in [start, end] {
             let t = self.value(bound);
             if !matches!(t, Ty::Int | Ty::Size | Ty::Unknown) {
@@ -178,7 +181,6 @@ impl Walker<'_> {
                 );
             }
         }
-        self.push_scope();
         self.bind(&var.name, Ty::Int, var.span, LocalKind::LoopVar);
         self.loop_body(body, def);
         self.pop_scope();

@@ -293,6 +293,15 @@ impl<'a> Lowerer<'a> {
                     any_float = true;
                     floats.push(*f);
                 }
+                Val::Index(_) => {
+                    // (A list of numbers is an attribute: compiled in, once for all trips.)
+                    let msg = "a list of numbers is known at compile time, but it holds the loop \
+                               variable, an Int known only when the loop runs";
+                    return Err(diag("E0511", msg, span).with_help(
+                        "a loop variable can index a tensor (`w[i]`) or enter arithmetic; \
+                         an attribute such as `dims=` cannot vary from trip to trip",
+                    ));
+                }
                 other => {
                     let msg = format!(
                         "a list must hold only numbers or only tensors, found {}",

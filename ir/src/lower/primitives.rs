@@ -180,6 +180,10 @@ impl Lowerer<'_> {
                     axes = (0..rank as u32).collect();
                 }
                 axes.sort_unstable();
+                if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+                    let what = if op == ReduceOp::Max { "max" } else { "min" };
+                    self.no_empty_extremum(call, what, x, &axes)?;
+                }
                 let keepdim = call.bool("keepdim")?;
                 let op = Op::Reduce { op, axes, keepdim };
                 self.emit_inferred(op, vec![x], span).map_err(infer_err)
@@ -188,6 +192,7 @@ impl Lowerer<'_> {
                 let x = call.tensor("x")?;
                 let rank = self.graph.ty(x).shape.rank();
                 let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)? as u32;
+                self.no_empty_extremum(call, "argmax", x, &[axis])?;
                 let op = Op::ArgMax { axis, keepdim: call.bool("keepdim")? };
                 self.emit_inferred(op, vec![x], span).map_err(infer_err)
             }
@@ -394,6 +399,33 @@ impl Lowerer<'_> {
                 format!("dim {value} is out of range for {} of rank {rank}", call.label(tensor));
             call.error("E0505", param, msg)
         })
+    }
+
+    /// Refuses `max`/`min`/`argmax`/`argmin` (`what`) of `x` over an axis whose size is known
+    /// to be 0: an empty axis has no extremum (NumPy raises too). With a call's sizes known
+    /// (`Session::explain`), this is where a run-time zero-size reduction gets its location.
+    pub(super) fn no_empty_extremum(
+        &self,
+        call: &BoundCall,
+        what: &str,
+        x: crate::ValueId,
+        axes: &[u32],
+    ) -> Result<(), Diagnostic> {
+        let dims = &self.graph.ty(x).shape.0;
+        for &a in axes {
+            let Some(d) = dims.get(a as usize) else { continue };
+            // (A size the call gives, the hint, counts: that call cannot run.)
+            if self.syms.resolve(*d) == Dim::Const(0) || self.syms.hint(*d) == Some(0) {
+                let msg = format!(
+                    "`{what}` reduces axis {a} of {}, which has size 0: an empty axis has no \
+                     {}",
+                    call.label("x"),
+                    if what.ends_with("max") { "maximum" } else { "minimum" }
+                );
+                return Err(call.error("E0510", "x", msg));
+            }
+        }
+        Ok(())
     }
 
     /// Records that the shapes broadcast together (NumPy rules); on a conflict, the indices

@@ -76,6 +76,7 @@ impl Lowerer<'_> {
                 let x = call.tensor("x")?;
                 let rank = self.graph.ty(x).shape.rank();
                 let axis = self.axis(call, "dim", "x", call.int("dim")?, rank)? as u32;
+                self.no_empty_extremum(call, "argmin", x, &[axis])?;
                 let op = Op::ArgMin { axis, keepdim: call.bool("keepdim")? };
                 self.emit_inferred(op, vec![x], span).map_err(infer_err)
             }

@@ -229,7 +229,12 @@ impl Lowerer<'_> {
         if let (Some(n), Some(k)) = (self.syms.hint_of(&count), self.syms.hint_of(&known)) {
             let fits = if autos == 1 { k != 0 && n % k == 0 } else { n == k };
             if !fits {
-                let why = format!(" ({n} elements into {k})");
+                let why = if autos == 1 && k == 0 {
+                    // (NumPy: "cannot reshape array of size 0 into shape (0,newaxis)".)
+                    " (the other sizes multiply to 0, so the -1 could be any size)".to_string()
+                } else {
+                    format!(" ({n} elements into {k})")
+                };
                 return Err(fail_with("E0510", why));
             }
         }

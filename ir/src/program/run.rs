@@ -224,6 +224,10 @@ pub trait RunFailure: Sized {
     fn config(message: String) -> Self {
         Self::internal(message)
     }
+    /// An input (a cotangent) of another dtype than its parameter's.
+    fn input_dtype(param: String, expected: crate::DType, got: crate::DType) -> Self {
+        Self::shape(format!("`{param}` must have dtype {expected}, got {got}"))
+    }
 }
 
 /// What runs the stages of a [`Plan<S>`].

@@ -236,6 +236,21 @@ pub fn vjp<S: Differentiable, R: GradRunner<S>>(
     } else {
         Vec::new()
     };
+    // Each cotangent has its result's dtype and shape, checked before the reverse pass, so
+    // that a wrong one is named as such (not met in some trip as a step's input).
+    for (k, (o, c)) in program.outputs.iter().zip(cotangents).enumerate() {
+        let r = slot(*o)?;
+        if c.dtype() != r.dtype() {
+            return Err(R::Error::input_dtype(format!("cotangent{k}"), r.dtype(), c.dtype()));
+        }
+        if c.shape() != r.shape() {
+            return Err(R::Error::shape(format!(
+                "`cotangent{k}` has shape {:?}, but result {k} has shape {:?}",
+                c.shape(),
+                r.shape()
+            )));
+        }
+    }
     let mut grads: Vec<Option<Tensor>> = vec![None; program.values];
     for (o, c) in program.outputs.iter().zip(cotangents) {
         if slot(*o)?.dtype().is_float() {

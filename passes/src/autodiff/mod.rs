@@ -61,6 +61,11 @@ pub struct Vjp {
     pub regions: Vec<CallRegion>,
     /// How many leading outputs are the forward results (0 for a plain [`vjp`]).
     pub values: usize,
+    /// The entries of `differentiated` that no gradient reaches (their outputs are zeros):
+    /// [`split_vjp`] leaves them out, so that reverse mode across pieces computes nothing
+    /// for them (a loop body's unread whole `w` beside its row `w[i]` is `n` zero tensors
+    /// the size of `w` otherwise, one per trip).
+    pub unreached: Vec<usize>,
 }
 
 /// Why a gradient could not be built.

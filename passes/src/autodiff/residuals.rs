@@ -25,7 +25,9 @@ pub struct SplitVjp {
     /// residuals. Outputs: one gradient per entry of `differentiated`.
     pub backward: Graph,
     pub residuals: usize,
-    /// Indices of the forward parameters that have a gradient (the float tensors), ascending.
+    /// Indices of the forward parameters that have a gradient, ascending: the float tensors
+    /// some gradient reaches (for the others, the reverse mode adds nothing). Empty when no
+    /// gradient reaches any (a stage computing a constant): then there is nothing to run.
     pub differentiated: Vec<usize>,
 }
 
@@ -58,7 +60,17 @@ pub fn split_vjp(
             }
         }
     }
-    for o in &g.outputs[results.min(g.outputs.len())..] {
+    // Only the gradients something reaches: an unreached one is zeros, which the reverse
+    // mode treats as no contribution anyway.
+    let mut differentiated = Vec::new();
+    let mut bwd_outputs = Vec::new();
+    for (p, o) in v.differentiated.iter().zip(&g.outputs[results.min(g.outputs.len())..]) {
+        if !v.unreached.contains(p) {
+            differentiated.push(*p);
+            bwd_outputs.push(*o);
+        }
+    }
+    for o in &bwd_outputs {
         if !back[o.index()] && !leaf(o.index()) {
             residual[o.index()] = true;
         }
@@ -74,16 +86,15 @@ pub fn split_vjp(
         replace.insert(*r, bwd_params.len() as u32);
         bwd_params.push(GraphParam { name: format!("residual{k}"), ty: g.ty(*r).clone() });
     }
-    let bwd = extract(g, bwd_params, &replace, &g.outputs[results..], "bwd");
+    let bwd = extract(g, bwd_params, &replace, &bwd_outputs, "bwd");
+    // (With nothing differentiated, the backward graph has no outputs: the caller has no
+    // gradient to run, see `differentiated`.)
     for graph in [&fwd, &bwd] {
-        tfn_ir::verify(graph).map_err(AutodiffError::Invalid)?;
+        if !graph.outputs.is_empty() {
+            tfn_ir::verify(graph).map_err(AutodiffError::Invalid)?;
+        }
     }
-    Ok(SplitVjp {
-        forward: fwd,
-        backward: bwd,
-        residuals: residuals.len(),
-        differentiated: v.differentiated,
-    })
+    Ok(SplitVjp { forward: fwd, backward: bwd, residuals: residuals.len(), differentiated })
 }
 
 /// The nodes of `g` that `outputs` need, with the nodes of `replace` read from the given

@@ -135,6 +135,7 @@ fn build(
 
     // Gradients of the float parameters, in parameter order.
     let mut differentiated = Vec::new();
+    let mut unreached = Vec::new();
     let mut outputs = if with_values { forward.outputs.clone() } else { Vec::new() };
     for (p, param) in forward.params.iter().enumerate() {
         if !param.ty.dtype.is_float() {
@@ -150,7 +151,10 @@ fn build(
         }
         let g = match total {
             Some(g) => g,
-            None => zeros_like_param(&mut graph, p, &param.ty),
+            None => {
+                unreached.push(p);
+                zeros_like_param(&mut graph, p, &param.ty)
+            }
         };
         differentiated.push(p);
         outputs.push(g);
@@ -161,7 +165,7 @@ fn build(
     tfn_ir::verify(&graph).map_err(AutodiffError::Invalid)?;
     let regions = renumber_regions(regions, &renumber);
     let values = if with_values { forward.outputs.len() } else { 0 };
-    Ok(Vjp { graph, differentiated, regions, values })
+    Ok(Vjp { graph, differentiated, regions, values, unreached })
 }
 
 /// Pushes the gradients `out_grads` of a call's results `results` to its inputs.
