@@ -681,7 +681,10 @@ fn two_results(Tensor x, Tensor w) -> (Tensor, Tensor) {
         let args = [Value::from(x.clone()), Value::from(w.clone())];
         let ok = Value::from(ArrayD::from_elem(IxDyn(&[3]), 1.0f64));
         let bad = Value::from(ArrayD::from_elem(IxDyn(&[2, 3]), 1.0f64));
-        let e = s.vjp("two_results", &args, &[ok.clone(), bad]).expect_err("a wrong cotangent").to_string();
+        let e = s
+            .vjp("two_results", &args, &[ok.clone(), bad])
+            .expect_err("a wrong cotangent")
+            .to_string();
         assert!(e.contains("`cotangent1` has shape [2, 3]") && !e.contains("trip"), "{e}");
         let f32s = Value::from(ArrayD::from_elem(IxDyn(&[3]), 1.0f32));
         let e = s.vjp("two_results", &args, &[ok, f32s]).expect_err("a wrong dtype");

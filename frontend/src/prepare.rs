@@ -204,7 +204,7 @@ mod tests {
         let out = prepare(FileId(0), src).map(|p| p.text).unwrap_or_default();
         assert_eq!(out, "let a = x // c\nreturn (a,  b)\r\n");
         let open = prepare(FileId(0), "fn f() {\n    g(1\n").map(|p| p.unclosed);
-        assert_eq!(open.ok().flatten(), Some(13));
+        assert_eq!(open.ok().flatten(), Some(14));
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Weights {
     /// Whether the checkpoint holds a tensor `name`; anything but a string is not a name.
     fn __contains__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<bool> {
         let Ok(name) = name.extract::<String>() else { return Ok(false) };
-        Ok(self.names(py)?.iter().any(|n| *n == name))
+        Ok(self.names(py)?.contains(&name))
     }
 
     /// The tensor `name` of the file, as a NumPy array (a copy).

@@ -144,7 +144,7 @@ def test_an_empty_tensor_too_large_to_describe_is_refused(wlib, tmp_path):
     lib = tfn.Session(threads=1).loads(
         "fn r(Tensor x, *, Int n) -> Tensor { return reshape(x, [0, n]) }", name="r.tfn")
     assert lib.r(np.zeros(0, np.float32), n=2**60).shape == (0, 2**60)
-    with pytest.raises(tfn.ShapeError, match="no array can describe"):
+    with pytest.raises(tfn.ShapeError, match="too large for a NumPy array|no array can describe"):
         lib.r(np.zeros(0, np.float32), n=2**61)
 
 
