@@ -56,17 +56,16 @@ pub struct InputError {
 pub enum Outcome {
     Checked {
         shapes: Vec<(String, Vec<usize>)>,
+        /// Each tensor parameter's dtype, in the order of `shapes`: f64, or what a parameter
+        /// the function indexes with was given (i64).
+        dtypes: Vec<DType>,
         inputs: Vec<InputError>,
         passed: bool,
     },
     /// Not checked: no tensor input to differentiate, or no usable signature.
-    Skipped {
-        reason: String,
-    },
+    Skipped { reason: String },
     /// The gradient could not be built or run.
-    Failed {
-        error: String,
-    },
+    Failed { error: String },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -95,9 +94,15 @@ impl GradcheckReport {
         let mut out = String::new();
         for f in &self.functions {
             match &f.outcome {
-                Outcome::Checked { shapes, inputs, passed } => {
-                    let shapes: Vec<String> =
-                        shapes.iter().map(|(n, s)| format!("{n}={s:?}")).collect();
+                Outcome::Checked { shapes, dtypes, inputs, passed } => {
+                    let shapes: Vec<String> = shapes
+                        .iter()
+                        .zip(dtypes)
+                        .map(|((n, s), d)| match d {
+                            DType::F64 => format!("{n}={s:?}"),
+                            d => format!("{n}={d}{s:?}"),
+                        })
+                        .collect();
                     let verdict = if *passed { "ok" } else { "FAILED" };
                     let _ = writeln!(out, "{verdict:6} {} ({})", f.function, shapes.join(", "));
                     for i in inputs {
@@ -162,6 +167,44 @@ pub fn check_function(
     FunctionReport { function: f.full_name(), outcome }
 }
 
+/// Whether an untyped (or generic) tensor parameter may also be tried as an i64 tensor, for a
+/// function that uses it as an index (`index_select(table, tokens)`).
+fn may_be_index(f: &FunctionDef, d: &DTypeRef) -> bool {
+    match d {
+        DTypeRef::Any => true,
+        DTypeRef::Var(v) => f
+            .type_params
+            .iter()
+            .find(|t| &t.name == v)
+            .is_none_or(|t| t.allowed.as_ref().is_none_or(|a| a.contains(&DType::I64))),
+        DTypeRef::Fixed(_) => false,
+    }
+}
+
+/// The dtypes tried for the tensor parameters, in order: every flexible one f64 first, then
+/// each subset of them (smallest first) as i64 index tensors, leaving at least one float.
+fn dtype_choices(base: &[DType], flexible: &[usize]) -> Vec<Vec<DType>> {
+    let flexible = &flexible[..flexible.len().min(MAX_INDEX_GUESSES)];
+    let mut subsets: Vec<u32> = (0..1u32 << flexible.len()).collect();
+    subsets.sort_by_key(|m| m.count_ones());
+    subsets
+        .into_iter()
+        .map(|mask| {
+            let mut dtypes = base.to_vec();
+            for (bit, &i) in flexible.iter().enumerate() {
+                if mask & (1 << bit) != 0 {
+                    dtypes[i] = DType::I64;
+                }
+            }
+            dtypes
+        })
+        .filter(|d| d.iter().any(|t| t.is_float()))
+        .collect()
+}
+
+/// How many untyped tensor parameters are tried as index tensors (2^N dtype choices).
+const MAX_INDEX_GUESSES: usize = 4;
+
 /// The dtype a tensor parameter is checked with, or why none fits.
 fn param_dtype(f: &FunctionDef, d: &DTypeRef) -> Result<DType, String> {
     match d {
@@ -180,9 +223,13 @@ fn param_dtype(f: &FunctionDef, d: &DTypeRef) -> Result<DType, String> {
 fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<Outcome, Outcome> {
     let skip = |reason: String| Outcome::Skipped { reason };
     let mut tensors = Vec::new();
+    let mut flexible = Vec::new();
     for p in &f.params {
         match &p.ty {
             ParamType::Tensor(d) => {
+                if may_be_index(f, d) {
+                    flexible.push(tensors.len());
+                }
                 tensors.push((p.name.clone(), param_dtype(f, d).map_err(skip)?))
             }
             ParamType::TensorList(_) => {
@@ -206,8 +253,33 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
         }
         None => CANDIDATE_SHAPES.iter().map(|s| vec![s.to_vec(); tensors.len()]).collect(),
     };
+    let base: Vec<DType> = tensors.iter().map(|(_, d)| *d).collect();
+    let mut first_error = None;
+    for dtypes in dtype_choices(&base, &flexible) {
+        let typed: Vec<(String, DType)> =
+            tensors.iter().map(|(n, _)| n.clone()).zip(dtypes).collect();
+        match check_typed(lib, f, &typed, &candidates, options) {
+            Err(Outcome::Skipped { reason }) => {
+                first_error.get_or_insert(reason);
+            }
+            done => return done,
+        }
+    }
+    Err(skip(first_error.unwrap_or_else(|| "no dtype fits its signature".into())))
+}
+
+/// [`check`] with each tensor parameter's dtype chosen: the first candidate shapes the
+/// function lowers for, or `Skipped` when none does.
+fn check_typed(
+    lib: &Library,
+    f: &FunctionDef,
+    tensors: &[(String, DType)],
+    candidates: &[Vec<Vec<usize>>],
+    options: &GradcheckOptions,
+) -> Result<Outcome, Outcome> {
+    let skip = |reason: String| Outcome::Skipped { reason };
     let mut last_error = String::new();
-    for shapes in candidates {
+    for shapes in candidates.iter().cloned() {
         let keywords: Vec<(String, ArgSpec)> = tensors
             .iter()
             .zip(&shapes)
@@ -252,7 +324,7 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
                             zeros_like(&random_tensor(&mut SplitMix::new(0), *d, s, 0.0, 1.0))
                         })
                         .collect();
-                    let fits = Eval::new(lib, &instance, &tensors).and_then(|e| e.forward(&trial));
+                    let fits = Eval::new(lib, &instance, tensors).and_then(|e| e.forward(&trial));
                     if let Err(e) = fits {
                         last_error = e;
                         continue;
@@ -260,7 +332,7 @@ fn check(lib: &Library, f: &FunctionDef, options: &GradcheckOptions) -> Result<O
                 }
                 let named: Vec<(String, Vec<usize>)> =
                     tensors.iter().map(|(n, _)| n.clone()).zip(shapes.clone()).collect();
-                return run_check(lib, &instance, &tensors, named, options);
+                return run_check(lib, &instance, tensors, named, options);
             }
             Err(e) => last_error = e,
         }
@@ -347,7 +419,8 @@ fn run_check(
         reports.push(worst);
     }
     let passed = reports.iter().all(|r| r.worst_error <= options.tolerance);
-    Ok(Outcome::Checked { shapes, inputs: reports, passed })
+    let dtypes = tensors.iter().map(|(_, d)| *d).collect();
+    Ok(Outcome::Checked { shapes, dtypes, inputs: reports, passed })
 }
 
 /// How the check evaluates the function and its gradient: the interpreter on the graph and
@@ -488,6 +561,9 @@ fn scaled(Tensor x, *, Float s) -> Tensor {
 fn wrong(Tensor x) -> Tensor {
     return x * x
 }
+fn embed(Tensor table, Tensor tokens, Tensor scale) -> Tensor {
+    return index_select(table, tokens) * scale
+}
 grad wrong(x) {
     x: grad * x
 }
@@ -520,6 +596,16 @@ grad wrong(x) {
             );
         }
         assert!(matches!(outcome("scaled"), Some(Outcome::Skipped { .. })), "{}", report.render());
+        // An untyped parameter used as an index is tried as an i64 tensor (values 0..3).
+        match outcome("embed") {
+            Some(Outcome::Checked { passed: true, dtypes, inputs, .. }) => {
+                assert_eq!(dtypes, [DType::F64, DType::I64, DType::F64]);
+                let names: Vec<&str> = inputs.iter().map(|i| i.param.as_str()).collect();
+                assert_eq!(names, ["table", "scale"]);
+            }
+            other => panic!("embed: {other:?}\n{}", report.render()),
+        }
+        assert!(report.render().contains("tokens=i64["), "{}", report.render());
         assert!(matches!(outcome("wrong"), Some(Outcome::Checked { passed: false, .. })));
         assert!(!report.passed());
         let only = gradcheck(&lib, file, Some("gelu"), &GradcheckOptions::default()).expect("runs");

@@ -421,6 +421,10 @@ fn ir_prints_every_stage() {
     assert!(stdout(&o).contains("func"), "lowered is IR text:\n{}", stdout(&o));
     let o = tfnc(&dir, &["ir", "nn.tfn", "--stage", "lowered", "--arg", "x=f32[4]"]);
     expect_exit(&o, 2, "lowered without --fn");
+    // `--arg` describes a call: without `--fn` there is none, and it is refused, not ignored.
+    let o = tfnc(&dir, &["ir", "nn.tfn", "--arg", "x=f32[4]"]);
+    expect_exit(&o, 2, "--arg without --fn");
+    assert!(stderr(&o).contains("--fn"), "says what is missing:\n{}", stderr(&o));
     let o = tfnc(&dir, &["ir", "nn.tfn", "--fn", "axpy", "--arg", "x=i32[4]", "--arg", "y=i32[4]"]);
     expect_exit(&o, 1, "ir of a call that cannot instantiate");
     assert!(stderr(&o).contains("f32, f64"), "names the constraint:\n{}", stderr(&o));
@@ -468,6 +472,18 @@ fn gradcheck_passes_and_catches_a_wrong_custom_grad() {
     expect_exit(&bad, 1, "gradcheck of a wrong custom grad");
     let report = format!("{}{}", stdout(&bad), stderr(&bad));
     assert!(report.contains("softplus"), "names the failing function:\n{report}");
+    // One function asked for by name that cannot be checked is not a pass.
+    std::fs::write(
+        dir.join("attr.tfn"),
+        "fn scaled(Tensor x, *, Float s) -> Tensor {\n    return x * s\n}\n",
+    )
+    .unwrap();
+    let skipped = tfnc(&dir, &["gradcheck", "attr.tfn", "scaled"]);
+    expect_exit(&skipped, 1, "gradcheck of a function it cannot check");
+    assert!(stdout(&skipped).contains("skip"), "says why:\n{}", stdout(&skipped));
+    assert!(stderr(&skipped).contains("`scaled` was not checked"), "{}", stderr(&skipped));
+    let all = tfnc(&dir, &["gradcheck", "attr.tfn"]);
+    expect_exit(&all, 0, "a file whose only function is skipped, unnamed");
 }
 
 #[test]

@@ -36,11 +36,25 @@ pub fn syntax_error(file: FileId, text: &str, error: Error<Rule>) -> Diagnostic 
     } else {
         message.contains("an identifier") && RESERVED.contains(&word)
     };
+    if message.contains("a string") && word == "\"" {
+        if let Some(line) = unclosed_string_line(&rest[1..]) {
+            return Diagnostic::error("E0001", "unterminated string")
+                .at(Span::new(file, pos, pos + 1 + line), "no closing `\"` on this line")
+                .with_help("a string ends on the line it starts on");
+        }
+    }
     let d = Diagnostic::error("E0001", message).at(Span::new(file, pos, pos + len), found);
     if misused {
         return d.with_help(format!("`{word}` is a reserved word; choose another name"));
     }
     d
+}
+
+/// For the text after a string's opening quote: the length of the rest of its line when no
+/// closing quote is on it.
+fn unclosed_string_line(after: &str) -> Option<usize> {
+    let line = after.find(['\n', '\r']).unwrap_or(after.len());
+    (!after[..line].contains('"')).then_some(line)
 }
 
 /// The grammar's reserved words (`keyword` in `grammar/tfn.pest`).
@@ -188,5 +202,16 @@ mod tests {
         let pos = text.find('}').unwrap();
         assert_eq!(missing_operand_line_end(text, pos), text.find('\n').unwrap());
         assert_eq!(missing_operand_line_end("x % )", 4), 4);
+    }
+
+    #[test]
+    fn an_unterminated_string_is_named() {
+        let file = FileId(0);
+        for text in ["use \"abc\nfn f() {}\n", "use \"abc", "use \"abc\r\n"] {
+            let d = crate::parser::parse_file(file, text).expect_err(text).remove(0);
+            assert_eq!(d.message, "unterminated string", "{text:?}");
+            let span = d.primary.expect("a span").span;
+            assert_eq!((span.start, span.end), (4, 8), "{text:?}: the string to the line's end");
+        }
     }
 }

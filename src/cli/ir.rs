@@ -78,6 +78,12 @@ pub(super) fn ir(
     };
     let library = session.library();
     if stage == Stage::Parsed {
+        if let Some((name, _)) = args.first() {
+            return Outcome::UsageError(format!(
+                "--arg {name}: the parsed stage is the whole file, not a call; give --fn and \
+                 --stage lowered, optimized or fused to describe a call's arguments"
+            ));
+        }
         let user_files: Vec<_> = library
             .sources
             .files()
