@@ -3,8 +3,9 @@
 //!
 //! For each function: every tensor parameter gets a shape (given, or the first candidate of
 //! [`CANDIDATE_SHAPES`] — the same shape for every tensor — that the function lowers for),
-//! float tensors are f64 and drawn uniformly from `[-1.5, 1.5]` (or `[0.2, 1.5]` when that
-//! gives a non-finite output, e.g. `log`), integer tensors from `0..3`, bool tensors at random.
+//! float tensors are f64 and drawn uniformly from `[-1.5, 1.5]` (or, while that gives a
+//! non-finite output, from the next of [`INPUT_RANGES`]: `[0.2, 1.5]` for `log`, `[-0.9, 0.9]`
+//! for `asin`), integer tensors from `0..3`, bool tensors at random.
 //! Attributes take their defaults; a function with an attribute parameter without a default,
 //! or a tensor parameter of a fixed non-f64 float dtype, is skipped and reported as such.
 //!
@@ -18,6 +19,10 @@ use tfn_ir::library::{DTypeRef, FunctionDef, ParamType};
 use tfn_ir::rng::SplitMix;
 use tfn_ir::{ArgSpec, DType, DimSpec, FileId, Library, Tensor};
 use tfn_passes::autodiff::vjp;
+
+/// Where float inputs are drawn, in order, until every output is finite: wide, then positive
+/// (`log`, `sqrt`), then inside `(-1, 1)` (`asin`, `acos`), then both.
+const INPUT_RANGES: [(f64, f64); 4] = [(-1.5, 1.5), (0.2, 1.5), (-0.9, 0.9), (0.2, 0.9)];
 
 /// Shapes tried, in order, for a function without given shapes (all tensors get the same).
 pub const CANDIDATE_SHAPES: [&[usize]; 5] = [&[3, 4], &[4, 4], &[4], &[2, 3, 4], &[]];
@@ -353,7 +358,7 @@ fn run_check(
     // Graph parameters are the tensor parameters in order (no lists: those were skipped).
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
-    for (lo, hi) in [(-1.5, 1.5), (0.2, 1.5)] {
+    for (lo, hi) in INPUT_RANGES {
         inputs = tensors
             .iter()
             .zip(&shapes)
@@ -561,6 +566,9 @@ fn scaled(Tensor x, *, Float s) -> Tensor {
 fn wrong(Tensor x) -> Tensor {
     return x * x
 }
+fn inverse(Tensor x) -> Tensor {
+    return asin(x) * acos(x)
+}
 fn embed(Tensor table, Tensor tokens, Tensor scale) -> Tensor {
     return index_select(table, tokens) * scale
 }
@@ -588,7 +596,7 @@ grad wrong(x) {
         let outcome = |name: &str| {
             report.functions.iter().find(|f| f.function == name).map(|f| f.outcome.clone())
         };
-        for ok in ["gelu", "linear", "logs"] {
+        for ok in ["gelu", "linear", "logs", "inverse"] {
             assert!(
                 matches!(outcome(ok), Some(Outcome::Checked { passed: true, .. })),
                 "{ok}: {}",

@@ -238,10 +238,16 @@ impl Session {
         path: impl AsRef<std::path::Path>,
     ) -> Result<Vec<tfn_ir::Diagnostic>, Error> {
         let path = path.as_ref();
-        let shown = path.display().to_string();
         let text = tfn_frontend::read_source_file(path)
-            .map_err(|message| Error::Io { path: shown.clone(), message })?;
-        self.load_with(&shown, &text, &FsLoader::default())
+            .map_err(|message| Error::Io { path: path.display().to_string(), message })?;
+        self.load_with(&Session::source_name(path), &text, &FsLoader::default())
+    }
+
+    /// The name [`Session::load_file`] gives the file at `path` (in diagnostics, and to load
+    /// each file once): as a `use` would name it, normalised lexically (`./a.tfn` is
+    /// `a.tfn`), so a `use` cycle back to it finds it loaded.
+    pub fn source_name(path: &std::path::Path) -> String {
+        tfn_frontend::resolve_path(&path.display().to_string(), None)
     }
 
     /// Loads source text; `name` is the file name shown in diagnostics and the base of

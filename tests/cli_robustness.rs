@@ -255,6 +255,45 @@ fn outputs_are_written_all_or_none() {
         assert!(err.contains("given twice"), "{err}");
     }
     assert!(!dir.join("new.npy").exists());
+    // An output through a dangling symbolic link creates the link's target (as `np.save`
+    // does); through a link to a file, it replaces the file; either way the link stays.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("target.npy", dir.join("dangling.npy")).unwrap();
+        std::os::unix::fs::symlink("b.npy", dir.join("to_b.npy")).unwrap();
+        let o = tfnc(
+            &dir,
+            &[
+                "run",
+                "f.tfn",
+                "two",
+                "--arg",
+                "x=x.npy",
+                "--out",
+                "dangling.npy",
+                "--out",
+                "to_b.npy",
+            ],
+        );
+        expect_exit(&o, 0, "outputs through symbolic links");
+        for (link, target) in [("dangling.npy", "target.npy"), ("to_b.npy", "b.npy")] {
+            let meta = std::fs::symlink_metadata(dir.join(link)).unwrap();
+            assert!(meta.file_type().is_symlink(), "{link} is still a link");
+            assert!(dir.join(target).is_file(), "{target} written");
+        }
+    }
+    // An `--arg` given twice is a bad command line (exit 2) for every command that takes one.
+    let twice = ["--arg", "x=f32[4]", "--arg", "x=f32[4]"];
+    for command in [
+        &["ir", "f.tfn", "--fn", "two"][..],
+        &["graph", "f.tfn", "two"],
+        &["bench", "f.tfn", "two", "--millis", "1"],
+        &["run", "f.tfn", "two"],
+    ] {
+        let o = tfnc(&dir, &[command, &twice[..]].concat());
+        let err = expect_exit(&o, 2, &format!("{command:?} with --arg x twice"));
+        assert!(err.contains("`x` is given twice"), "{err}");
+    }
 }
 
 #[test]

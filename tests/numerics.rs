@@ -216,6 +216,161 @@ fn rewrites_keep_the_written_forms_infinities_and_nans() {
     }
 }
 
+/// Divisions by a row value (softmax's `e / sum`), a rank-0 tensor and a constant stay within
+/// 1.5 ulp of the quotient for every divisor, subnormal and huge ones included (where a bare
+/// `x * (1/y)` is infinite, or loses bits in a subnormal reciprocal), with zeros, infinities
+/// and NaNs where `x / y` has them; on both backends, 1 and 2 threads and every SIMD level.
+#[test]
+fn divisions_by_tiny_and_huge_divisors_are_quotients() {
+    let src =
+        "fn by_row(Tensor x, Tensor y) -> Tensor { return x / sum(y, dims=[-1], keepdim=true) }\n\
+               fn by_scalar(Tensor x, Tensor y) -> Tensor { return x / y }\n\
+               fn by_tiny(Tensor x) -> Tensor { return x / 1e-40 }\n\
+               fn by_least(Tensor x) -> Tensor { return x / 1.401298464324817e-45 }\n\
+               fn by_huge(Tensor x) -> Tensor { return x / 3e38 }\n";
+    let divisors: [f64; 12] = [
+        1e-40,
+        -1e-41,
+        1.401298464324817e-45,
+        1e-38,
+        3e38,
+        -2e38,
+        1e30,
+        0.5,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let xs: Vec<f64> = vec![1e-5, 3e38, -7.0, 0.0, 1e-44, f64::INFINITY, 1.0, -2.5e-30];
+    let cols = xs.len();
+    for dtype in ["f32", "f64"] {
+        let round = |v: f64| if dtype == "f32" { v as f32 as f64 } else { v };
+        let ulps = |got: f64, want: f64| -> f64 {
+            if want.is_nan() || got.is_nan() || want.is_infinite() || want == 0.0 {
+                return if got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()) {
+                    0.0
+                } else {
+                    f64::INFINITY
+                };
+            }
+            let ulp = if dtype == "f32" {
+                let w = want as f32;
+                (f32::from_bits(w.abs().to_bits() + 1) - w.abs()) as f64
+            } else {
+                f64::from_bits(want.abs().to_bits() + 1) - want.abs()
+            };
+            (got - want).abs() / ulp
+        };
+        // One row per divisor: row r of x divided by divisor r.
+        let x: Vec<f64> = divisors.iter().flat_map(|_| xs.iter().map(|&v| round(v))).collect();
+        let y: Vec<f64> = divisors.iter().map(|&d| round(d)).collect();
+        let rows = divisors.len();
+        let mut runs = vec![(Backend::Interp, 1, SimdLevel::detect())];
+        for simd in SimdLevel::ALL.into_iter().filter(|l| l.clamp_to_cpu() == *l) {
+            runs.push((Backend::Jit, 1, simd));
+        }
+        runs.push((Backend::Jit, 2, SimdLevel::detect()));
+        let mut first: Option<Vec<u64>> = None;
+        for (backend, threads, simd) in runs {
+            let s = session(backend, threads, simd);
+            s.load_str("div.tfn", src).unwrap();
+            let what = format!("{dtype} {backend:?} {threads} thread(s) {simd:?}");
+            let xt = Value::from(tensor(dtype, &[rows, cols], x.clone()));
+            let yt = Value::from(tensor(dtype, &[rows, 1], y.clone()));
+            let got =
+                s.call("by_row", &[xt.clone(), yt]).unwrap()[0].clone().into_tensor().unwrap();
+            let got_f = as_f64(&got);
+            for (i, (&g, &xv)) in got_f.iter().zip(&x).enumerate() {
+                // (A sum starts from +0: the sum of [-0.0] is +0.0.)
+                let want = round(xv / (y[i / cols] + 0.0));
+                assert!(
+                    ulps(g, want) <= 1.5,
+                    "{what}: {xv:e} / {:e} = {g:e}, want {want:e}",
+                    y[i / cols]
+                );
+            }
+            // Within the JIT, the same bits on every thread count and SIMD level.
+            if backend == Backend::Jit {
+                match &first {
+                    None => first = Some(bits(&got)),
+                    Some(b) => assert_eq!(&bits(&got), b, "{what}"),
+                }
+            }
+            for (r, &d) in divisors.iter().enumerate() {
+                let row = Value::from(tensor(dtype, &[cols], x[r * cols..(r + 1) * cols].to_vec()));
+                let yd = Value::from(tensor(dtype, &[], vec![round(d)]));
+                let got =
+                    s.call("by_scalar", &[row, yd]).unwrap()[0].clone().into_tensor().unwrap();
+                for (&g, &xv) in as_f64(&got).iter().zip(&xs) {
+                    let want = round(round(xv) / round(d));
+                    assert!(
+                        ulps(g, want) <= 1.5,
+                        "{what}: rank-0 {xv:e} / {d:e} = {g:e}, want {want:e}"
+                    );
+                }
+            }
+            let row = Value::from(tensor(dtype, &[cols], xs.iter().map(|&v| round(v)).collect()));
+            for (name, d) in
+                [("by_tiny", 1e-40), ("by_least", 1.401298464324817e-45), ("by_huge", 3e38)]
+            {
+                let got = s.call(name, &[row.clone()]).unwrap()[0].clone().into_tensor().unwrap();
+                for (&g, &xv) in as_f64(&got).iter().zip(&xs) {
+                    let want = round(round(xv) / round(d));
+                    assert!(ulps(g, want) <= 1.5, "{what}: {name} {xv:e} = {g:e}, want {want:e}");
+                }
+            }
+        }
+    }
+}
+
+/// Softmax's shape of division (`e / sum(e)`, `e` kept in the output until the sum is known)
+/// with row sums that are subnormal or near the top of the range: the scaling routine and the
+/// inline code divide alike (the same bits at every SIMD level) and within 1.5 ulp.
+#[test]
+fn a_stashed_row_divided_by_its_own_tiny_sum_is_a_quotient() {
+    let src = "fn own(Tensor x) -> Tensor {\n    let e = x * 2.0\n    return e / sum(e, dims=[-1], keepdim=true)\n}\n";
+    let cols = 2048;
+    // Powers of two times small integers: every partial sum is exact, whatever the order.
+    let scales = [2f64.powi(-145), 2f64.powi(-131), 2f64.powi(116), 1.0];
+    let x: Vec<f64> = scales
+        .iter()
+        .flat_map(|&s| {
+            (0..cols).map(move |j| if j % 7 == 0 { s * (1.0 + (j % 5) as f64) } else { 0.0 })
+        })
+        .map(|v| v as f32 as f64)
+        .collect();
+    let rows = scales.len();
+    let mut first: Option<Vec<u64>> = None;
+    for simd in SimdLevel::ALL.into_iter().filter(|l| l.clamp_to_cpu() == *l) {
+        for threads in [1, 2] {
+            let s = session(Backend::Jit, threads, simd);
+            s.load_str("own.tfn", src).unwrap();
+            let xt = Value::from(tensor("f32", &[rows, cols], x.clone()));
+            let got = s.call("own", &[xt]).unwrap()[0].clone().into_tensor().unwrap();
+            for r in 0..rows {
+                let e: Vec<f32> =
+                    x[r * cols..(r + 1) * cols].iter().map(|&v| v as f32 * 2.0).collect();
+                let sum: f32 = e.iter().sum();
+                let got = &as_f64(&got)[r * cols..(r + 1) * cols];
+                for (&g, &ev) in got.iter().zip(&e) {
+                    let want = ev / sum;
+                    let ulp = f32::from_bits(want.abs().to_bits() + 1) - want.abs();
+                    assert!(
+                        ((g as f32) - want).abs() <= 1.5 * ulp,
+                        "{simd:?} {threads}: row of {:e}: {ev:e} / {sum:e} = {g:e}, want {want:e}",
+                        scales[r]
+                    );
+                }
+            }
+            match &first {
+                None => first = Some(bits(&got)),
+                Some(b) => assert_eq!(&bits(&got), b, "{simd:?}, {threads} thread(s)"),
+            }
+        }
+    }
+}
+
 /// Attribute arithmetic follows Python: a zero divisor is an error (E0507), for `/` as for
 /// `%`, and a float attribute that overflows from finite operands is one too.
 #[test]

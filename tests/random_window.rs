@@ -302,3 +302,35 @@ fn gemm_adjoints_agree_and_do_not_depend_on_threads() {
         assert_eq!(grads[1], grads[2], "{c:?}");
     }
 }
+
+/// `ceil_mode` with a window a little wider than the padded input (PyTorch's
+/// `pooling_output_shape` rounds towards -inf): one place along H, starting inside the input;
+/// its rows past the input are left out of the max. Both backends, against a reference.
+#[test]
+fn a_ceil_mode_window_wider_than_the_input_has_one_place() {
+    let src = "fn p(Tensor x) -> Tensor {\n    return max_pool2d(x, kernel=[3, 2], stride=[3, 2], \
+               padding=[0, 1], dilation=[2, 1], ceil_mode=true)\n}\n";
+    let x = values(&[1, 2, 4, 4], false, 7);
+    let Tensor::F32(xa) = &x else { unreachable!() };
+    // H: rows {0, 2} (4 is past the input); W (padding 1): columns {-1, 0}, {1, 2}, {3, 4}.
+    let mut want = vec![];
+    for c in 0..2 {
+        for cols in [[0usize, 0], [1, 2], [3, 3]] {
+            let m = [0usize, 2]
+                .iter()
+                .flat_map(|&r| cols.iter().map(move |&q| (r, q)))
+                .map(|(r, q)| xa[[0, c, r, q]])
+                .fold(f32::NEG_INFINITY, f32::max);
+            want.push(m);
+        }
+    }
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = Session::with_backend(backend);
+        s.load_str("p.tfn", src).expect("loads");
+        let y = s.call("p", &[Value::from(x.clone())]).expect("runs").remove(0);
+        let y = y.into_tensor().expect("tensor");
+        assert_eq!(y.shape(), &[1, 2, 1, 3], "{backend:?}");
+        let Tensor::F32(ya) = y else { panic!("f32") };
+        assert_eq!(ya.iter().copied().collect::<Vec<_>>(), want, "{backend:?}");
+    }
+}

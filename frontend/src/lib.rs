@@ -30,7 +30,7 @@ pub use load::{
     file_ids, load_source, prelude, PRELUDE, PRELUDE_GRADS, PRELUDE_GRADS_NAME, PRELUDE_NAME,
 };
 pub use loader::{
-    read_source_file, FsLoader, MemLoader, SourceLoader, MAX_SOURCE_BYTES, STD_MODULES, STD_NN,
-    STD_OPTIM,
+    read_source_file, resolve_path, FsLoader, MemLoader, SourceLoader, MAX_SOURCE_BYTES,
+    STD_MODULES, STD_NN, STD_OPTIM,
 };
 pub use print::{print_library, signature_text};

@@ -57,7 +57,7 @@ pub enum BindError {
     /// An empty value whose other sizes times its element size multiply past `i64::MAX`
     /// bytes (`full([0, 2^32, 2^32])`): no array library can describe it (its strides in
     /// bytes would overflow; NumPy refuses it).
-    #[error("value {value} of the function would have shape {shape:?}: it is empty, but its nonzero sizes times its element size pass 2^63 - 1 bytes, which no array can describe")]
+    #[error("a tensor this call would create has shape {shape:?}: it is empty, but its nonzero sizes times its element size pass 2^63 - 1 bytes, which no array can describe")]
     Unrepresentable { value: u32, shape: Vec<usize> },
     /// [`MAX_TENSOR_BYTES_VAR`] is invalid.
     #[error(transparent)]
@@ -102,14 +102,14 @@ pub fn parse_max_tensor_bytes(value: Option<std::ffi::OsString>) -> Result<u64, 
     text.parse::<u64>().map_err(|_| invalid())
 }
 
-fn too_large_message(value: u32, shape: &[usize], bytes: Option<u64>, limit: u64) -> String {
+/// The message of [`BindError::TooLarge`]; the value's number (an index into the graph that
+/// runs, not something the user wrote) is left out.
+fn too_large_message(_value: u32, shape: &[usize], bytes: Option<u64>, limit: u64) -> String {
     let size = match bytes {
         Some(b) => format!("{b} bytes is more than the limit of {limit} bytes"),
         None => format!("more than 2^64 bytes, over the limit of {limit} bytes"),
     };
-    format!(
-        "value {value} of the function would have shape {shape:?}: {size} (TFN_MAX_TENSOR_BYTES)"
-    )
+    format!("a tensor this call would create has shape {shape:?}: {size} (TFN_MAX_TENSOR_BYTES)")
 }
 
 /// Which values of a graph a call allocates, for the size limit ([`bind_sizes_allocating`]).

@@ -284,8 +284,18 @@ fn try_overload(
         let ParamType::Tensor(d) = &p.ty else { continue };
         if !vars.knows(d) {
             let culprit = arg(bindings[index]).1;
-            let reason =
-                format!("cannot infer a dtype for argument `{}` from the other arguments", p.name);
+            let others = f.params.iter().enumerate().any(|(i, q)| {
+                i != index && matches!(q.ty, ParamType::Tensor(_) | ParamType::TensorList(_))
+            });
+            let reason = if others {
+                format!("cannot infer a dtype for argument `{}` from the other arguments", p.name)
+            } else {
+                format!(
+                    "argument `{}` is a number where a tensor is expected, and no other argument \
+                     gives its dtype: pass a tensor (for one value, a 0-d array)",
+                    p.name
+                )
+            };
             return Err(Reject::new(RejectionKind::UninferableLiteral, reason, culprit));
         }
     }

@@ -32,6 +32,15 @@ impl Library {
         self.overloads(name).iter().find(|f| f.overload.as_deref() == overload)
     }
 
+    /// The functions a call of `name` may run: the one overload `base.overload` names, or
+    /// every overload of a base name (empty for an unknown name).
+    pub fn callable(&self, name: &str) -> Vec<&FunctionDef> {
+        match name.split_once('.') {
+            Some((base, overload)) => self.function(base, Some(overload)).into_iter().collect(),
+            None => self.overloads(name).iter().collect(),
+        }
+    }
+
     /// The user-written gradient of a function, if any.
     pub fn grad_of(&self, name: &str, overload: Option<&str>) -> Option<&GradDef> {
         self.grads.iter().find(|g| g.function == name && g.overload.as_deref() == overload)

@@ -138,7 +138,8 @@ impl Default for WindowAttrs {
 
 /// Output length of a window sliding along one axis: `(size + 2·pad - dil·(k - 1) - 1) / s + 1`
 /// rounded down, or up with `ceil` (dropping a last window that would start in the right
-/// padding). An error when the window is larger than the padded input.
+/// padding). An error when no window fits: the window is larger than the padded input (with
+/// `ceil`, by so much that even its first place would start past the input).
 pub fn window_len(
     size: i64,
     k: i64,
@@ -152,17 +153,18 @@ pub fn window_len(
     }
     let span = dil * (k - 1) + 1;
     let room = size + 2 * pad - span;
-    if room < 0 {
+    // Rounded towards -inf, as PyTorch's `pooling_output_shape`: with `ceil`, a window a
+    // little wider than the padded input still has one place (starting inside the input).
+    let mut out = if ceil { (room + s - 1).div_euclid(s) } else { room.div_euclid(s) };
+    out += 1;
+    if ceil && (out - 1) * s >= size + pad {
+        out -= 1;
+    }
+    if out < 1 {
         return Err(format!(
             "the window (kernel {k}, dilation {dil}: {span} wide) is larger than the padded \
              input ({size} + 2·{pad})"
         ));
-    }
-    let mut out =
-        if ceil { room.div_euclid(s) + i64::from(room.rem_euclid(s) != 0) } else { room / s };
-    out += 1;
-    if ceil && (out - 1) * s >= size + pad {
-        out -= 1;
     }
     Ok(out)
 }

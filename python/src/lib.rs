@@ -269,7 +269,8 @@ impl Session {
                 "cannot read `{shown}`: no such file"
             )));
         }
-        Session::record_load(slf, &shown.clone(), move |s| s.load_file(&path))
+        let name = tfn::Session::source_name(&path);
+        Session::record_load(slf, &name, move |s| s.load_file(&path))
     }
 
     fn load_str_lib(slf: &Bound<'_, Self>, source: &str, name: &str) -> PyResult<Library> {

@@ -161,6 +161,12 @@ def test_errors_name_tensor_and_parameter(wlib, ckpt, tmp_path, rng):
         tfn.weights(path, {"w": "nope"})
     with pytest.raises(tfn.CheckpointError, match="no `=`"):
         tfn.weights(path, ["w"])
+    # A mapping entry for a parameter the function does not have is an error, not ignored
+    # (here while the parameter's own name would bind).
+    named = tfn.weights({"w": np.ones((3, 3), np.float32), "q": np.ones((3, 3), np.float32)},
+                        {"nope": "q"})
+    with pytest.raises(tfn.CheckpointError, match="`layer` has no parameter `nope`"):
+        wlib.layer(x, weights=named)
     with pytest.raises(TypeError):
         wlib.layer(x, weights=[1, 2])
     good = path.read_bytes()

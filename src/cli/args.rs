@@ -40,6 +40,12 @@ pub fn parse_named(s: &str) -> Result<(String, String), ArgParseError> {
     Ok((name.to_string(), value.trim().to_string()))
 }
 
+/// The first name given twice among `--arg NAME=VALUE` pairs.
+pub fn repeated_name(args: &[(String, String)]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    args.iter().map(|(n, _)| n.as_str()).find(|n| !seen.insert(*n))
+}
+
 /// Parses a value: `dtype[dims]`, a literal, or otherwise a `.npy` path.
 pub fn parse_value(s: &str) -> Result<ArgValue, ArgParseError> {
     let s = s.trim();

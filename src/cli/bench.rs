@@ -206,14 +206,18 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
             Ok(ArgValue::TensorType(dtype, shape)) => {
                 // Random data is generated in memory: refuse shapes that cannot fit.
                 let limit = tfn_ir::bind::max_tensor_bytes().unwrap_or(0);
-                let fits = shape
-                    .iter()
-                    .try_fold(1usize, |n, &d| n.checked_mul(d))
-                    .is_some_and(|n| n <= MAX_ELEMENTS && (n * dtype.size_bytes()) as u64 <= limit);
-                if !fits {
+                let elements = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+                let bytes = elements.and_then(|n| n.checked_mul(dtype.size_bytes()));
+                if elements.is_none_or(|n| n > MAX_ELEMENTS) {
                     return Outcome::UsageError(format!(
-                        "--arg {name}: {dtype}{shape:?} has more than {MAX_ELEMENTS} elements \
-                         or {limit} bytes (TFN_MAX_TENSOR_BYTES)"
+                        "--arg {name}: {dtype}{shape:?} has more than {MAX_ELEMENTS} elements, \
+                         the most `bench` generates for one input"
+                    ));
+                }
+                if bytes.is_none_or(|b| b as u64 > limit) {
+                    return Outcome::UsageError(format!(
+                        "--arg {name}: {dtype}{shape:?} is more than {limit} bytes \
+                         (TFN_MAX_TENSOR_BYTES)"
                     ));
                 }
                 Given::Random(dtype, shape)

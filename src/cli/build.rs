@@ -205,6 +205,12 @@ fn runtime_library() -> Result<PathBuf, Outcome> {
     };
     if path.is_file() {
         Ok(path)
+    } else if path.exists() {
+        Err(Outcome::UserError(format!(
+            "error: the runtime library {} is not a regular file: point TFN_RT_LIB at \
+             libtfn_rt.a (`cargo build -p tfn-rt` builds it)",
+            path.display()
+        )))
     } else {
         Err(Outcome::UserError(format!(
             "error: the runtime library {} is missing: build it with `cargo build -p tfn-rt` \
@@ -655,8 +661,9 @@ pub(crate) fn header(prefix: &str, file: &Path, functions: &[(FunctionMeta, Buil
         env!("CARGO_PKG_VERSION")
     );
     h.push_str(tfn_backend::aot::c_abi::C_TYPES);
-    h.push_str(tfn_backend::aot::c_abi::C_DECLARATIONS);
+    // The runtime's functions have C linkage in C++ too: declared inside `extern "C"`.
     h.push_str("\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    h.push_str(tfn_backend::aot::c_abi::C_DECLARATIONS);
     h.push_str(&format!(
         "/* The module's descriptor (what the runtime reads at the first call). */\n\
          extern const uint64_t {prefix}_module[];\n\n"

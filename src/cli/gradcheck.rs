@@ -12,7 +12,7 @@ pub(super) fn gradcheck(file: &Path, function: Option<&str>, tolerance: Option<f
         Err(o) => return o,
     };
     let library = session.library();
-    let shown = file.display().to_string();
+    let shown = crate::Session::source_name(file);
     let Some(&file_id) = tfn_frontend::file_ids(&library, &shown).first() else {
         return Outcome::UserError(format!("error: `{shown}` was not loaded"));
     };

@@ -220,6 +220,9 @@ pub fn run(cli: Cli) -> Outcome {
     if let Err(e) = tfn_ir::bind::max_tensor_bytes() {
         return Outcome::UsageError(e.to_string());
     }
+    if let Some(name) = cli.command.args().and_then(args::repeated_name) {
+        return Outcome::UsageError(format!("argument `{name}` is given twice (--arg {name}=...)"));
+    }
     match cli.command {
         Command::Check { files, quiet } => check::check(&files, quiet),
         Command::Run {
@@ -284,6 +287,20 @@ pub fn run(cli: Cli) -> Outcome {
         }
         Command::Graph { file, function, args, output, no_optimize } => {
             graph::graph(&file, &function, &args, output.as_deref(), !no_optimize)
+        }
+    }
+}
+
+impl Command {
+    /// The `--arg NAME=VALUE` pairs of the commands that take them.
+    fn args(&self) -> Option<&[(String, String)]> {
+        match self {
+            Command::Run { args, .. }
+            | Command::Ir { args, .. }
+            | Command::Bench { args, .. }
+            | Command::Build { args, .. }
+            | Command::Graph { args, .. } => Some(args),
+            Command::Check { .. } | Command::Gradcheck { .. } => None,
         }
     }
 }

@@ -30,12 +30,8 @@ pub(super) struct RunRequest {
 pub(super) fn load_args(
     args: &[(String, String)],
 ) -> Result<Vec<(String, Value<'static>)>, Outcome> {
-    let mut seen = std::collections::HashSet::new();
     let mut values = Vec::new();
     for (name, text) in args {
-        if !seen.insert(name.clone()) {
-            return Err(Outcome::UsageError(format!("argument `{name}` is given twice")));
-        }
         let value = match parse_value(text).map_err(|e| Outcome::UsageError(format!("--arg {name}: {e}")))? {
             ArgValue::Literal(a) => Value::Attr(a),
             ArgValue::NpyPath(p) => {
@@ -192,10 +188,7 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
 /// How many results `function` (or `name.overload`) returns, when every overload agrees.
 fn result_count(session: &crate::Session, function: &str) -> Option<usize> {
     let library = session.library();
-    let overloads: Vec<&tfn_ir::library::FunctionDef> = match function.split_once('.') {
-        Some((base, ov)) => library.function(base, Some(ov)).into_iter().collect(),
-        None => library.overloads(function).iter().collect(),
-    };
+    let overloads = library.callable(function);
     let first = overloads.first()?.returns.len();
     overloads.iter().all(|f| f.returns.len() == first).then_some(first)
 }
@@ -211,23 +204,13 @@ fn check_mapping(
     mapping: &crate::Mapping,
 ) -> Result<(), Outcome> {
     let library = session.library();
-    let overloads: Vec<&tfn_ir::library::FunctionDef> = match function.split_once('.') {
-        Some((base, ov)) => library.function(base, Some(ov)).into_iter().collect(),
-        None => library.overloads(function).iter().collect(),
-    };
+    let overloads = library.callable(function);
     if overloads.is_empty() {
         return Ok(()); // the call reports the unknown function
     }
     for e in mapping.entries() {
-        if !overloads.iter().any(|f| f.param(&e.param).is_some()) {
-            let mut params: Vec<&str> =
-                overloads.iter().flat_map(|f| f.params.iter().map(|p| p.name.as_str())).collect();
-            params.dedup();
-            return Err(usage(format!(
-                "--map `{e}`: `{function}` has no parameter `{}` (its parameters: {})",
-                e.param,
-                params.join(", ")
-            )));
+        if let Some(why) = crate::weights::no_such_param(&overloads, function, &e.param) {
+            return Err(usage(format!("--map `{e}`: {why}")));
         }
     }
     Ok(())

@@ -139,10 +139,30 @@ fn destination(path: &Path) -> Result<Dest, String> {
         },
         Ok(_) => Ok(Dest::InPlace),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Ok(Dest::Replace(path.to_path_buf(), None))
+            Ok(Dest::Replace(dangling_target(path)?, None))
         }
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Where a new file at `path` goes: `path`, or what it links to when it is a dangling symbolic
+/// link (as `open` would create it, and `np.save` does), not a file replacing the link.
+fn dangling_target(path: &Path) -> Result<PathBuf, String> {
+    let mut at = path.to_path_buf();
+    // Linux's own limit on links followed in one lookup.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&at).map_err(|e| e.to_string())?;
+                at = match at.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err("too many levels of symbolic links".into())
 }
 
 /// Writes a new temporary file in `dest`'s directory; removes it on failure.

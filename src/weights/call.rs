@@ -114,13 +114,20 @@ impl Session {
         weights: &'w dyn Params,
     ) -> Result<BoundArgs<'w>, Error> {
         let library = self.library();
-        let overloads: Vec<&FunctionDef> = match name.split_once('.') {
-            Some((base, ov)) => library.function(base, Some(ov)).into_iter().collect(),
-            None => library.overloads(name).iter().collect(),
-        };
+        let overloads = library.callable(name);
         if overloads.is_empty() {
             // The call reports the unknown name (with its suggestion).
             return Ok(BoundArgs { kwargs: Vec::new(), sources: Vec::new(), tensors: Vec::new() });
+        }
+        // A mapping entry must name a parameter (a misspelt one would otherwise be ignored
+        // while a tensor of the real name is bound).
+        for param in weights.mapped() {
+            if let Some(why) = no_such_param(&overloads, name, &param) {
+                return Err(WeightsError::Mapping(format!(
+                    "the mapping binds `{param}`, but {why}"
+                ))
+                .into());
+            }
         }
         let mut first_error = None;
         for def in overloads {
@@ -149,6 +156,17 @@ impl Session {
         names.sort();
         Ok(names)
     }
+}
+
+/// Why none of `overloads` (those of `name`) has parameter `param`, or `None` if one has it.
+pub(crate) fn no_such_param(overloads: &[&FunctionDef], name: &str, param: &str) -> Option<String> {
+    if overloads.iter().any(|f| f.param(param).is_some()) {
+        return None;
+    }
+    let mut params: Vec<&str> =
+        overloads.iter().flat_map(|f| f.params.iter().map(|p| p.name.as_str())).collect();
+    params.dedup();
+    Some(format!("`{name}` has no parameter `{param}` (its parameters: {})", params.join(", ")))
 }
 
 enum Fail {

@@ -330,7 +330,7 @@ fn describe(
         }
         E::InvalidHeader(e) => format!("its header is not UTF-8: {e}"),
         E::InvalidHeaderDeserialization(e) | E::JsonError(e) => {
-            format!("its header is not a valid safetensors header: {e}")
+            format!("its header is not a valid safetensors header: {}", json_reason(e))
         }
         E::InvalidOffset(name) => format!(
             "the data offsets of tensor `{name}` are invalid (tensors must be contiguous, in order, without gaps or overlaps)"
@@ -345,6 +345,25 @@ fn describe(
         E::MisalignedSlice => "a tensor of sub-byte elements does not fill whole bytes".to_string(),
         other => other.to_string(),
     }
+}
+
+/// What serde says of a header, in the file format's words rather than its parser's
+/// (`unknown variant `F33`, expected one of ...` names the dtype; `expected struct
+/// HashMetadata` means the header is not an object of tensors).
+fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let at = format!("(line {}, column {})", e.line(), e.column());
+    if let Some(rest) = text.strip_prefix("unknown variant `") {
+        let variant: String = rest.chars().take_while(|&c| c != '`').take(64).collect();
+        return format!("`{variant}` is not a safetensors dtype {at}");
+    }
+    if text.contains("HashMetadata") || text.contains("TensorInfo") {
+        return format!(
+            "it must be a JSON object mapping each tensor's name to its `dtype`, `shape` and \
+             `data_offsets` {at}"
+        );
+    }
+    text
 }
 
 /// The first name a header's JSON object holds twice (`None` if none, or if it does not

@@ -24,7 +24,7 @@ mod write;
 
 pub use bind::{Bound, NamedTensors, ParamTensor, Params, Store};
 pub use call::BoundArgs;
-pub(crate) use call::{explain, merged};
+pub(crate) use call::{explain, merged, no_such_param};
 pub use error::WeightsError;
 pub(crate) use file::tensor_view;
 pub use file::Weights;

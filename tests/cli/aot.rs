@@ -148,6 +148,7 @@ fn built_modules_linked_from_c_give_the_sessions_bits() {
         .output()
         .expect("run cc");
     assert!(cc.status.success(), "cc: {}", stderr(&cc));
+    cpp_links_the_header(&dir);
 
     let mut rng = Rng::new(0x5eed_a07c);
     let mut f32s = |shape: &[usize], scale: f64| -> ArrayD<f32> {
@@ -267,6 +268,37 @@ fn built_modules_linked_from_c_give_the_sessions_bits() {
 }
 
 /// The files of a directory (none when it does not exist).
+/// A C++ program includes a built header and links the module and the runtime: every function
+/// the header declares has C linkage there too.
+fn cpp_links_the_header(dir: &Path) {
+    let have = Command::new("c++").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have {
+        println!("SKIPPED: no c++");
+        return;
+    }
+    let program = "#include \"g.h\"\n\
+        int main() {\n\
+          float x[4] = {0};\n\
+          tfn_buffer in = {}, out = {};\n\
+          in.data = x; in.dtype = TFN_F32; in.rank = 2; in.sizes[0] = 2; in.sizes[1] = 2;\n\
+          tfn_buffer_row_major(&in);\n\
+          tfn_rt_set_threads(1);\n\
+          int status = g_gelu_alloc(&in, &out);\n\
+          const char *(*message)(void) = tfn_rt_error_message;\n\
+          return status != 0 || message == 0 ? 1 : 0;\n\
+        }\n";
+    std::fs::write(dir.join("links.cpp"), program).unwrap();
+    let cxx = Command::new("c++")
+        .current_dir(dir)
+        .args(["-O1", "-Wall", "-Wextra", "-pedantic", "-Ibuild", "links.cpp"])
+        .args(["build/g.o", "build/libtfn_rt.a", "-lpthread", "-ldl", "-lm", "-o", "links"])
+        .output()
+        .expect("run c++");
+    assert!(cxx.status.success(), "c++: {}", stderr(&cxx));
+    let run = Command::new(dir.join("links")).output().expect("run the C++ program");
+    assert!(run.status.success(), "the C++ program: {run:?}");
+}
+
 fn files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -330,7 +362,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (&["--fn", "gelu", "--arg", "x=f32[?]"], 2, "--output"),
         (
             &["--fn", "gelu", "--arg", "x=f32[?]", "--arg", "x=f32[?, ?]", "-o", "out"],
-            1,
+            2,
             "given twice",
         ),
         (&["--fn", "gelu", "--arg", "x=f32[-1]", "-o", "out"], 2, "`-1` is not a size"),
@@ -344,7 +376,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (
             &["--fn", "gelu", "--arg", "x=1.5", "-o", "out"],
             1,
-            "cannot infer a dtype for argument `x`",
+            "argument `x` is a number where a tensor is expected",
         ),
         (
             &["--fn", "scaled", "--arg", "x=f32[?]", "--arg", "n=f32[?]", "-o", "out"],

@@ -172,12 +172,13 @@ impl Emitter<'_> {
     ) -> Result<Value, CodegenError> {
         let node = &self.plan.nodes[k];
         Ok(match self.row_reciprocal(vals, k, at.width) {
-            Some(recip) => {
+            Some((c, r)) => {
                 let x = match node.args.first() {
                     Some(&a) => self.eval_ref(b, vals, a, at, memo)?,
                     None => return Err(CodegenError::Internal("division lacks x".into())),
                 };
-                b.ins().fmul(x, recip)
+                let scaled = b.ins().fmul(x, c);
+                b.ins().fmul(scaled, r)
             }
             None => {
                 let mut args = Vec::with_capacity(node.args.len());
@@ -200,19 +201,24 @@ impl Emitter<'_> {
     }
 
     /// For a float division of node `k` by a row value whose reciprocal this pass holds:
-    /// that reciprocal at `width`. `x · (1/s)` may differ from `x / s` by one rounding (within
-    /// the JIT-vs-interpreter tolerance); body and tail use the same form, so results do not
-    /// depend on where the vector loop ends.
-    pub(super) fn row_reciprocal(&self, vals: &RowVals, k: usize, width: Width) -> Option<Value> {
+    /// `(c, r)` of [`super::RowReciprocal`] at `width`. `(x · c) · r` may differ from `x / s`
+    /// by one rounding (within the JIT-vs-interpreter tolerance); body and tail use the same
+    /// form, so results do not depend on where the vector loop ends.
+    pub(super) fn row_reciprocal(
+        &self,
+        vals: &RowVals,
+        k: usize,
+        width: Width,
+    ) -> Option<(Value, Value)> {
         let node = &self.plan.nodes[k];
         if !matches!(node.op, Op::Binary(BinaryOp::Div)) || !node.dtype.is_float() {
             return None;
         }
         let Some(Ref::Node(m)) = node.args.get(1) else { return None };
-        let (scalar, splat) = vals.node_recip.get(m)?;
+        let recip = vals.node_recip.get(m)?;
         match width {
-            Width::Scalar => Some(*scalar),
-            Width::Vector(_) => *splat,
+            Width::Scalar => Some((recip.c, recip.r)),
+            Width::Vector(_) => Some((recip.c_splat?, recip.r_splat?)),
         }
     }
 

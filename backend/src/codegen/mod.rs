@@ -73,9 +73,9 @@ struct RowVals {
     input_scalar: HashMap<usize, Value>,
     node_splat: HashMap<usize, Value>,
     input_splat: HashMap<usize, Value>,
-    /// `1/v` of float row nodes that divide element values, as (scalar, splat): a division by
-    /// a row value becomes one division per row and a multiply per element.
-    node_recip: HashMap<usize, (Value, Option<Value>)>,
+    /// Float row nodes `v` that divide element values: a division by a row value becomes
+    /// one division per row and multiplies per element (see [`RowReciprocal`]).
+    node_recip: HashMap<usize, RowReciprocal>,
     /// Stashed nodes whose values already sit in their output buffer (see [`Emitter::stash`]).
     stashed: Vec<usize>,
     /// Staged nodes of the current block: node → its scratch slot's address minus the
@@ -172,6 +172,42 @@ struct Emitter<'p> {
 /// loops that use them: layer norm recomputed its mean and `1/sqrt(var)` for every vector.
 /// Loads and stores are never moved, and the sequence point between them keeps alias analysis
 /// from forwarding the stored value, so pinning costs one store and one load per row.
+/// How element values `x` are divided by a float row value `s`: `(x · c) · r`, with `r = 1/(s·c)`
+/// and `c` a power of two (1 unless `|s|` is outside `[2^-126, 2^126]` in f32, `[2^-1022, 2^1022]`
+/// in f64). Scaling by `c` is exact, so the result is `x · (1/s)` rounded twice (within 1.5 ulp
+/// of `x / s`), and `1/(s·c)` is a normal number: a bare `x · (1/s)` would be infinite where
+/// `s` is subnormal (`1e-5 / 1e-40`) and lose bits where `1/s` is. Zeros, infinities and NaNs
+/// of `s` give what `x / s` gives.
+#[derive(Clone, Copy)]
+pub(crate) struct RowReciprocal {
+    pub(crate) c: Value,
+    pub(crate) r: Value,
+    pub(crate) c_splat: Option<Value>,
+    pub(crate) r_splat: Option<Value>,
+}
+
+/// `(c, r)` of [`RowReciprocal`] for the float scalar `s`.
+fn scaled_reciprocal(b: &mut FunctionBuilder, s: Value) -> (Value, Value) {
+    use cranelift::codegen::ir::condcodes::FloatCC;
+    let ty = b.func.dfg.value_type(s);
+    // 2^e, built from its exponent bits.
+    let (lo, hi, up, down, one) = if ty == types::F64 {
+        let mut c = |e: i64| b.ins().f64const(f64::from_bits(((e + 1023) as u64) << 52));
+        (c(-1022), c(1022), c(512), c(-512), c(0))
+    } else {
+        let mut c = |e: i32| b.ins().f32const(f32::from_bits(((e + 127) as u32) << 23));
+        (c(-126), c(126), c(64), c(-64), c(0))
+    };
+    let a = b.ins().fabs(s);
+    let tiny = b.ins().fcmp(FloatCC::LessThan, a, lo);
+    let huge = b.ins().fcmp(FloatCC::GreaterThan, a, hi);
+    let c = b.ins().select(huge, down, one);
+    let c = b.ins().select(tiny, up, c);
+    let scaled = b.ins().fmul(s, c);
+    let r = b.ins().fdiv(one, scaled);
+    (c, r)
+}
+
 fn pin(b: &mut FunctionBuilder, v: Value, ptr_ty: Type) -> Value {
     let ty = b.func.dfg.value_type(v);
     let size = ty.bytes();
@@ -656,17 +692,17 @@ impl Emitter<'_> {
                 vals.node_splat.insert(m, self.pin(b, v));
             }
             if self.divides_elements(m) {
-                let one = ops::scalar_const(b, dtype, Scalar::Float(1.0));
-                let r = b.ins().fdiv(one, s);
-                let r = self.pin(b, r);
-                let splat = match self.vector {
+                let (c, r) = scaled_reciprocal(b, s);
+                let (c, r) = (self.pin(b, c), self.pin(b, r));
+                let (c_splat, r_splat) = match self.vector {
                     Some(t) => {
-                        let v = ops::splat(b, Width::Vector(t), dtype, r)?;
-                        Some(self.pin(b, v))
+                        let cv = ops::splat(b, Width::Vector(t), dtype, c)?;
+                        let rv = ops::splat(b, Width::Vector(t), dtype, r)?;
+                        (Some(self.pin(b, cv)), Some(self.pin(b, rv)))
                     }
-                    None => None,
+                    None => (None, None),
                 };
-                vals.node_recip.insert(m, (r, splat));
+                vals.node_recip.insert(m, RowReciprocal { c, r, c_splat, r_splat });
             }
         }
         for &j in row_inputs {

@@ -9,6 +9,7 @@ use super::{lanes, ops, scalar_type, At, Emitter, Memo, RowVals};
 use super::{CodegenError, ROW_UNROLL};
 use crate::plan::Ref;
 use crate::wide::Helper;
+use cranelift::codegen::ir::condcodes::FloatCC;
 use cranelift::codegen::ir::{types, FuncRef, InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift::frontend::{FunctionBuilder, Variable};
 use tfn_ir::{BinaryOp, DType, Op, ReduceOp};
@@ -240,13 +241,27 @@ impl Emitter<'_> {
                     })
                 };
                 self.wide_or_inline(b, lo, hi, &mut wide, &mut inline)
-            } else if let Some((routine, o, factor)) = wide_scale {
+            } else if let Some(scale) = &wide_scale {
                 let mut wide = |b: &mut FunctionBuilder| {
-                    let s = self.scalar_arg(b, Some(factor));
-                    let p = self.plan.inputs.len() + o;
+                    let p = self.plan.inputs.len() + scale.output;
                     let at = self.address(b, p, offs[p], Some(lo), DType::F32);
                     let n = b.ins().isub(hi, lo);
-                    b.ins().call(routine, &[at, at, n, s]);
+                    if let Some(c) = scale.pre {
+                        // Rarely taken: a divisor outside [2^-126, 2^126].
+                        let one = b.ins().f32const(1.0);
+                        let scaled = b.ins().fcmp(FloatCC::NotEqual, c, one);
+                        let (pre, join) = (b.create_block(), b.create_block());
+                        b.ins().brif(scaled, pre, &[], join, &[]);
+                        b.switch_to_block(pre);
+                        b.seal_block(pre);
+                        let c = self.scalar_arg(b, Some(c));
+                        b.ins().call(scale.routine, &[at, at, n, c]);
+                        b.ins().jump(join, &[]);
+                        b.switch_to_block(join);
+                        b.seal_block(join);
+                    }
+                    let s = self.scalar_arg(b, Some(scale.factor));
+                    b.ins().call(scale.routine, &[at, at, n, s]);
                     Ok(())
                 };
                 let mut inline = |b: &mut FunctionBuilder| {
@@ -456,11 +471,7 @@ impl Emitter<'_> {
     /// a row value (softmax's last: `e · (1/sum)`, `e / sum` with one reciprocal per row): the
     /// scaling routine, the output and the row scalar, as the inline step multiplies them
     /// (the stashed value first).
-    fn wide_scale_output(
-        &self,
-        vals: &RowVals,
-        outputs: &[usize],
-    ) -> Option<(FuncRef, usize, Value)> {
+    fn wide_scale_output(&self, vals: &RowVals, outputs: &[usize]) -> Option<WideScale> {
         let routine = *self.helper_refs.get(&Helper::Scale)?;
         let &[o] = outputs else { return None };
         let out = &self.plan.outputs[o];
@@ -476,15 +487,28 @@ impl Emitter<'_> {
         if self.stash.get(&e) != Some(&o) || !vals.stashed.contains(&e) || !self.is_row_node(m) {
             return None;
         }
-        let factor = match node.op {
+        let scale = match node.op {
             Op::Binary(BinaryOp::Mul) if self.plan.nodes[m].dtype == DType::F32 => {
-                *vals.node_scalar.get(&m)?
+                WideScale { routine, output: o, pre: None, factor: *vals.node_scalar.get(&m)? }
             }
-            Op::Binary(BinaryOp::Div) => vals.node_recip.get(&m)?.0,
+            Op::Binary(BinaryOp::Div) => {
+                let recip = vals.node_recip.get(&m)?;
+                WideScale { routine, output: o, pre: Some(recip.c), factor: recip.r }
+            }
             _ => return None,
         };
-        Some((routine, o, factor))
+        Some(scale)
     }
+}
+
+/// A pass's one output scaled in place by the scaling routine ([`Emitter::wide_scale_output`]).
+struct WideScale {
+    routine: FuncRef,
+    output: usize,
+    /// For a division by a row value: `c` of its [`super::RowReciprocal`], by which a row is
+    /// scaled first where it is not 1 (so the routine gives the inline code's bits).
+    pre: Option<Value>,
+    factor: Value,
 }
 
 /// A reduction of a pass run by a helper routine ([`Emitter::wide_folds`]).

@@ -35,7 +35,7 @@ fn picks_overloads_in_declaration_order() {
             "add",
             vec![int(1), int(2)],
             vec![],
-            Err("cannot infer a dtype for argument `x` from the other arguments"),
+            Err("argument `x` is a number where a tensor is expected, and no other argument gives its dtype: pass a tensor (for one value, a 0-d array)"),
         ),
         (
             "add",

@@ -9,7 +9,7 @@ use crate::attr::{Attr, Scalar};
 use crate::diagnostic::Diagnostic;
 use crate::dtype::DType;
 use crate::graph::TensorType;
-use crate::op::{BinaryOp, Op, RandomDist};
+use crate::op::{BinaryOp, Op, RandomDist, UnaryOp};
 use crate::shape::Dim;
 
 impl Lowerer<'_> {
@@ -27,11 +27,44 @@ impl Lowerer<'_> {
         }
         if dtype.is_storage() {
             // f16/bf16: the f32 value, rounded once (`crate::storage`).
-            let wide = self.random_checked(dist, call, dtype.compute())?;
+            let mut wide = self.random_checked(dist, call, dtype.compute())?;
+            if dist == RandomDist::Uniform {
+                wide = self.keep_top_bits(wide, dtype, call)?;
+            }
             let ty = TensorType { dtype, shape: self.ty(wide).shape };
             return Ok(self.emit(Op::Cast(dtype), vec![wide], ty, call.span));
         }
         self.random_checked(dist, call, dtype)
+    }
+
+    /// An f32 uniform draw `u` cut to the significand of `dtype` (11 bits for f16, 8 for bf16):
+    /// `floor(u · 2^p) · 2^-p`, every step exact. The narrow value is then `u` exactly, still
+    /// in `[0, 1)`, where rounding the 24-bit draw would give 1.0 for the draws closest to 1
+    /// (1 in 512 for bf16).
+    fn keep_top_bits(
+        &mut self,
+        u: crate::ValueId,
+        dtype: DType,
+        call: &BoundCall,
+    ) -> Result<crate::ValueId, Diagnostic> {
+        let bits = match dtype {
+            DType::F16 => 11,
+            _ => 8,
+        };
+        let span = call.span;
+        let infer_err = |m: String| super::call::diag("E0503", m, span);
+        let wide = self.ty(u).dtype;
+        let up = self.literal(&Attr::Float(2f64.powi(bits)), wide, span)?;
+        let down = self.literal(&Attr::Float(2f64.powi(-bits)), wide, span)?;
+        let scaled = self.emit_inferred(Op::Binary(BinaryOp::Mul), vec![u, up], span);
+        let whole =
+            self.emit_inferred(Op::Unary(UnaryOp::Floor), vec![scaled.map_err(infer_err)?], span);
+        let cut = self.emit_inferred(
+            Op::Binary(BinaryOp::Mul),
+            vec![whole.map_err(infer_err)?, down],
+            span,
+        );
+        cut.map_err(infer_err)
     }
 
     /// `rand_like(x, key, dtype=dtype)` of the call's `x` and `key`, after checking the key.

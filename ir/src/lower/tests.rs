@@ -259,7 +259,7 @@ const CASES: &[(&str, &str, &str)] = &[
          s0 = input [(0, 0)]\ns1 = input [(0, 1)]\n\
          s2 = Mul(Dim(Sym(Sym(0))), Dim(Sym(Sym(1))))\nreturn %5",
     ),
-    ("any_tensor", "2.0", "error: cannot infer a dtype for argument `x` from the other arguments"),
+    ("any_tensor", "2.0", "error: argument `x` is a number where a tensor is expected, and no other argument gives its dtype: pass a tensor (for one value, a 0-d array)"),
     ("where", "bool[?], f32[?], i32[?]", "error: argument `y` is i32 but `T` is f32 from `x`"),
     ("zeros_like", "bool[1]", "%0 = param0 : bool[1]\n%1 = Full { value: Bool(false) } %0 : bool[1]\nreturn %1"),
     ("full_like", "i32[1], 2.5", "error: literal `2.5` has a fractional part and cannot be i32"),

@@ -37,19 +37,26 @@ pub(crate) fn fit(
     origin: &Origin,
     what: (&str, &str),
 ) -> Result<ValueId, AutodiffError> {
+    // The formula's own place in its `grad` block, else the call's.
+    let span = graph.node(v).origin.span.or(origin.span);
     let mismatch = |graph: &Graph, v: ValueId| AutodiffError::ShapeMismatch {
         function: what.0.to_string(),
         input: what.1.to_string(),
         got: graph.ty(v).to_string(),
         want: target.to_string(),
+        span,
     };
     let internal = |m: String| AutodiffError::ShapeMismatch {
         function: what.0.to_string(),
         input: what.1.to_string(),
         got: m,
         want: target.to_string(),
+        span,
     };
     let mut v = v;
+    if graph.ty(v).dtype.is_float() != target.dtype.is_float() {
+        return Err(mismatch(graph, v));
+    }
     if graph.ty(v).dtype != target.dtype {
         v = emit(graph, Op::Cast(target.dtype), vec![v], origin).map_err(internal)?;
     }

@@ -60,7 +60,7 @@ impl Formulas {
             .scratch
             .grad_of(&call.name, overload)
             .ok_or_else(|| not_diff("it has no `grad` block"))?;
-        let synthesized = synthesize(fdef, gdef, graph, call, wanted)?;
+        let synthesized = synthesize(fdef, gdef, call, wanted)?;
         self.scratch.functions.insert(SCRATCH_NAME.to_string(), vec![synthesized]);
 
         let mut specs = Vec::new();
@@ -136,7 +136,6 @@ fn attr_type(a: &Attr) -> ParamType {
 fn synthesize(
     fdef: &FunctionDef,
     gdef: &GradDef,
-    graph: &Graph,
     call: &PrimCall,
     wanted: &[String],
 ) -> Result<FunctionDef, AutodiffError> {
@@ -176,12 +175,11 @@ fn synthesize(
         let formula = gdef.formulas.iter().find(|(b, _)| &b.name == name).ok_or_else(|| {
             AutodiffError::MissingFormula { function: function.clone(), input: name.clone() }
         })?;
-        let dtype = |v: &ValueId| DTypeRef::Fixed(graph.ty(*v).dtype);
+        // Any dtype: `fit` converts a float formula's value to its input's dtype, and refuses
+        // another, naming the input and pointing at the formula.
         let ty = match call.tensors.iter().find(|(n, _)| n == name).map(|(_, t)| t) {
-            Some(TensorArg::One(v)) => ParamType::Tensor(dtype(v)),
-            Some(TensorArg::List(vs)) => {
-                ParamType::TensorList(vs.first().map_or(DTypeRef::Any, dtype))
-            }
+            Some(TensorArg::One(_)) => ParamType::Tensor(DTypeRef::Any),
+            Some(TensorArg::List(_)) => ParamType::TensorList(DTypeRef::Any),
             None => {
                 return Err(AutodiffError::MissingFormula {
                     function: function.clone(),

@@ -82,7 +82,14 @@ pub enum AutodiffError {
     Formula { function: String, error: LowerError },
     /// A formula's value cannot be fitted to its input's shape.
     #[error("the gradient of `{function}` for `{input}` has type {got}, but `{input}` is {want}")]
-    ShapeMismatch { function: String, input: String, got: String, want: String },
+    ShapeMismatch {
+        function: String,
+        input: String,
+        got: String,
+        want: String,
+        /// The formula (or the call) whose gradient does not fit.
+        span: Option<tfn_ir::Span>,
+    },
     /// Two gradient contributions of one value cannot be added (a bug in a formula's types).
     #[error(
         "internal error: cannot add gradient contributions of types {first} and {second}: {reason}"
@@ -116,7 +123,13 @@ impl AutodiffError {
             AutodiffError::NothingToDifferentiate { .. } => "E0804",
             AutodiffError::Accumulate { .. } | AutodiffError::Invalid(_) => "E0809",
         };
-        vec![Diagnostic::error(code, self.to_string())]
+        let d = Diagnostic::error(code, self.to_string());
+        match self {
+            AutodiffError::ShapeMismatch { span: Some(span), .. } => {
+                vec![d.at(*span, "this gradient")]
+            }
+            _ => vec![d],
+        }
     }
 }
 

@@ -209,6 +209,7 @@ fn propagate(
                     input: name.clone(),
                     got: format!("a list of {} tensors", gs.len()),
                     want: format!("a list of {}", xs.len()),
+                    span: origin.span,
                 });
             }
         }

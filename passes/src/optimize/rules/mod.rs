@@ -29,12 +29,14 @@
 //!   `pow(-0, -0.5)` is `+inf` where `rsqrt(-0)` is `-inf`.
 //! - `fma-*` and `horner-*` ([`fma`]) round once where the original rounded twice, keep the
 //!   exact product where `a*b` alone would overflow, and differ like `factor-*` where an
-//!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`);
-//! - `div-by-row` ([`reciprocal`]) rounds twice, and differs where `1/y` overflows (`|y|`
-//!   below `2⁻¹²⁸` in f32): `x / y` may be finite where `x * (1/y)` is infinite.
+//!   infinite operand meets a zero one on one side only (`fma-one-plus` at `a = inf, t = 0`).
 //!
-//! Apart from that overflow case, rules never turn NaN into a number: `x * 0` and `x - x`
-//! fold to 0 only for integer dtypes (the analysis has no finiteness facts, and `inf * 0`,
+//! No rule divides by multiplying with a reciprocal: `x * (1/y)` is infinite where `y` is
+//! subnormal and `x / y` is not. The JIT divides element values by a row value that way itself,
+//! scaled so the reciprocal stays a normal number (`tfn_backend`'s `RowReciprocal`).
+//!
+//! Apart from the overflow case, rules never turn NaN into a number: `x * 0` and `x - x` fold
+//! to 0 only for integer dtypes (the analysis has no finiteness facts, and `inf * 0`,
 //! `inf - inf`, `NaN * 0` are NaN).
 
 pub mod algebra;
@@ -43,7 +45,6 @@ pub mod custom;
 pub mod fma;
 pub mod indexed;
 pub mod layout;
-pub mod reciprocal;
 pub mod scans;
 
 use super::analysis::TfnAnalysis;
@@ -143,7 +144,7 @@ pub type TfnRewrite = Rewrite<TfnNode, TfnAnalysis>;
 pub fn builtin_defs() -> Vec<&'static RuleDef> {
     [algebra::IDENTITIES, algebra::EXP_LOG, algebra::STRENGTH]
         .into_iter()
-        .chain([fma::FMA, fma::HORNER, reciprocal::RECIPROCAL])
+        .chain([fma::FMA, fma::HORNER])
         .chain([algebra::CANONICAL, layout::LAYOUT, layout::REDUCTIONS, indexed::INDEXED])
         .chain([scans::SCANS])
         .flat_map(|table| table.iter())
