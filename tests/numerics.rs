@@ -314,7 +314,10 @@ fn divisions_by_tiny_and_huge_divisors_are_quotients() {
             for (name, d) in
                 [("by_tiny", 1e-40), ("by_least", 1.401298464324817e-45), ("by_huge", 3e38)]
             {
-                let got = s.call(name, &[row.clone()]).unwrap()[0].clone().into_tensor().unwrap();
+                let got = s.call(name, std::slice::from_ref(&row)).unwrap()[0]
+                    .clone()
+                    .into_tensor()
+                    .unwrap();
                 for (&g, &xv) in as_f64(&got).iter().zip(&xs) {
                     let want = round(round(xv) / round(d));
                     assert!(ulps(g, want) <= 1.5, "{what}: {name} {xv:e} = {g:e}, want {want:e}");
