@@ -120,11 +120,14 @@ impl Session {
             return Ok(BoundArgs { kwargs: Vec::new(), sources: Vec::new(), tensors: Vec::new() });
         }
         // A mapping entry must name a parameter (a misspelt one would otherwise be ignored
-        // while a tensor of the real name is bound).
+        // while a tensor of the real name is bound). One mapping may serve a whole model, so
+        // a parameter of another function of the session is fine; `--map`, for one call, is
+        // stricter (`tfnc run`).
         for param in weights.mapped() {
-            if let Some(why) = no_such_param(&overloads, name, &param) {
+            let anywhere = library.functions.values().flatten().any(|f| f.param(&param).is_some());
+            if let (false, Some(why)) = (anywhere, no_such_param(&overloads, name, &param)) {
                 return Err(WeightsError::Mapping(format!(
-                    "the mapping binds `{param}`, but {why}"
+                    "the mapping binds `{param}`, but {why}, and no other function has one"
                 ))
                 .into());
             }
