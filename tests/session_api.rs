@@ -587,3 +587,29 @@ fn calls_from_two_threads_run_in_parallel() {
          overlap was checked"
     );
 }
+
+/// A `grad` formula whose shape differs from its input's only in a size computed from the
+/// call's (`slice`, `concat`) is refused when the sizes disagree, on both backends, before
+/// anything runs: the JIT once read the formula's 4 elements as 6.
+#[test]
+fn a_grad_formula_of_another_runtime_size_is_refused() {
+    let src = "fn cut(Tensor x) -> Tensor { return x * 3.0 }\n\
+               grad cut(x) { x: slice(grad, dim=1, start=1, end=3) }\n\
+               fn twice(Tensor x) -> Tensor { return x * 3.0 }\n\
+               grad twice(x) { x: concat([grad, grad], dim=1) }\n\
+               fn fits(Tensor x) -> Tensor { return x * 3.0 }\n\
+               grad fits(x) { x: slice(concat([grad, grad], dim=1), dim=1, start=0, end=3) }\n";
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend);
+        s.load_str("grads.tfn", src).expect("loads");
+        let x = Value::from(array(&[2, 3], 0.0));
+        let ct = Value::from(array(&[2, 3], 1.0));
+        for name in ["cut", "twice"] {
+            let e = s.vjp(name, std::slice::from_ref(&x), std::slice::from_ref(&ct));
+            assert!(e.is_err(), "{backend:?} {name}: {e:?}");
+        }
+        let g = s.vjp("fits", std::slice::from_ref(&x), std::slice::from_ref(&ct));
+        let g = only_f32(g.expect("the sizes agree"));
+        assert_eq!(g, array(&[2, 3], 1.0), "{backend:?}");
+    }
+}

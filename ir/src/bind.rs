@@ -67,6 +67,15 @@ pub enum BindError {
     Malformed(String),
 }
 
+/// Whether an array of these sizes, `item_bytes` per element, can be described at all: its
+/// nonzero sizes times its element size fit in `i64` (its strides in bytes; NumPy refuses
+/// more). An empty tensor holds no bytes whatever its other axes (`[2^62, 0]`), but it must
+/// still pass this. The one rule for binding, checkpoints and the Python door.
+pub fn describable(sizes: impl IntoIterator<Item = u64>, item_bytes: u64) -> bool {
+    let mut nonzero = sizes.into_iter().filter(|&s| s != 0);
+    nonzero.try_fold(item_bytes, |n, s| n.checked_mul(s)).is_some_and(|b| b <= i64::MAX as u64)
+}
+
 /// The environment variable holding the largest tensor a call may create, in bytes.
 pub const MAX_TENSOR_BYTES_VAR: &str = "TFN_MAX_TENSOR_BYTES";
 
@@ -141,10 +150,8 @@ fn check_value_sizes(
         // nonzero sizes must still multiply within `isize` (its strides).
         let empty = node.ty.shape.dims().iter().any(|d| size(d) == 0);
         if empty {
-            let mut nonzero = node.ty.shape.dims().iter().map(size).filter(|&s| s != 0);
             let item = node.ty.dtype.size_bytes() as u64;
-            let bytes = nonzero.try_fold(item, |n, s| n.checked_mul(s));
-            if bytes.is_none_or(|n| n > i64::MAX as u64) {
+            if !describable(node.ty.shape.dims().iter().map(size), item) {
                 let shape = concrete_shape(&node.ty.shape, sizes);
                 return Err(BindError::Unrepresentable { value: i as u32, shape });
             }

@@ -43,7 +43,7 @@ pub mod text;
 pub mod verify;
 
 pub use attr::{Attr, Scalar};
-pub use bind::{bind_sizes, concrete_shape, BindError};
+pub use bind::{bind_sizes, concrete_shape, describable, BindError};
 pub use diagnostic::{Diagnostic, Severity};
 pub use dtype::{DType, DTypeSet};
 pub use graph::{Graph, GraphParam, Node, Origin, TensorType, ValueId};

@@ -570,10 +570,8 @@ pub fn to_numpy(py: Python<'_>, v: Value<'static>) -> PyResult<Py<PyAny>> {
         // NumPy refuses (and rust-numpy then dereferences null for) an array whose nonzero
         // sizes pass isize bytes, even an empty one. Binding and checkpoints refuse them
         // first; this keeps the door safe whatever produced the value.
-        let item = t.dtype().size_bytes();
-        let mut nonzero = t.shape().iter().filter(|&&d| d != 0);
-        if nonzero.try_fold(item, |n, &d| n.checked_mul(d)).is_none_or(|b| b > isize::MAX as usize)
-        {
+        let item = t.dtype().size_bytes() as u64;
+        if !tfn_ir::describable(t.shape().iter().map(|&d| d as u64), item) {
             let c = errors::classes(py)?;
             let shape = t.shape().to_vec();
             return Err(errors::raise(

@@ -155,9 +155,7 @@ impl Weights {
             // An empty tensor's other sizes must still describe an array: NumPy (and
             // ndarray's strides) refuse nonzero sizes whose bytes pass 2^63 - 1.
             let item = (info.dtype.bitsize() as u64).div_ceil(8).max(1);
-            let mut nonzero = info.shape.iter().filter(|&&d| d != 0);
-            let bytes = nonzero.try_fold(item, |n, &d| n.checked_mul(d as u64));
-            if bytes.is_none_or(|b| b > i64::MAX as u64) {
+            if !tfn_ir::describable(info.shape.iter().map(|&d| d as u64), item) {
                 return Err(format(format!(
                     "tensor `{name}`'s shape {:?} is empty, but its nonzero sizes pass 2^63 - 1 bytes, which no array can describe",
                     info.shape

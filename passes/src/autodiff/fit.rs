@@ -91,8 +91,14 @@ pub(crate) fn fit(
     if broadcast_shapes(&shape, &target.shape).as_ref() == Some(&target.shape) {
         return Ok(emit_typed(graph, Op::BroadcastTo, vec![v], target.clone(), origin));
     }
-    // 4. Same sizes computed differently.
+    // 4. Same sizes computed differently: equal only if the call's sizes make them so, which
+    // binding checks before anything runs (the JIT's reshape trusts its type).
     if same_up_to_derived(graph, &shape, &target.shape) {
+        for (&got, &want) in shape.0.iter().zip(&target.shape.0) {
+            if got != want && !graph.checks.contains(&(got, want)) {
+                graph.checks.push((got, want));
+            }
+        }
         return Ok(emit_typed(graph, Op::Reshape, vec![v], target.clone(), origin));
     }
     Err(mismatch(graph, v))
