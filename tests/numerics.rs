@@ -432,3 +432,90 @@ fn user_rules_are_checked_at_special_values() {
                 rewrite mul-one: ?x * 1.0 => ?x\n";
     session(Backend::Interp, 1, SimdLevel::V128).load_str("spec.tfn", spec).unwrap();
 }
+
+/// A `max` or `min` reduction over a NaN gives the default NaN (`0xffc0_0000` for `f32`),
+/// whatever NaN the input held and wherever it was: in a vector accumulator, a row's tail, a
+/// wide routine's pass, a column reduction's vectors or a long reduction's chunks — the same
+/// bits on both backends, every SIMD level and thread count. (The JIT's vector accumulators
+/// once gave `0xffff_ffff`, the interpreter the input's NaN; `e / max(e)` then differed by
+/// SIMD level.)
+#[test]
+fn max_and_min_reductions_give_the_default_nan() {
+    let src = "fn by_row(Tensor x) -> (Tensor, Tensor) { return (max(x, dims=[-1]), min(x, dims=[-1], keepdim=true)) }\n\
+               fn by_col(Tensor x) -> (Tensor, Tensor) { return (max(x, dims=[0]), min(x, dims=[0])) }\n\
+               fn whole(Tensor x) -> (Tensor, Tensor) { return (max(x), min(x)) }\n\
+               fn scaled(Tensor x) -> Tensor { let e = x * 2.0\n return e / max(e, dims=[-1], keepdim=true) }\n";
+    // Quiet and signalling NaNs of either sign, with and without payload.
+    let nans32: [u32; 5] = [0x7fc0_0000, 0xffc0_0000, 0x7fc1_2345, 0xff80_0001, 0x7fff_ffff];
+    let nans64: [u64; 3] = [0x7ff8_0000_0000_0000, 0x7ff0_0000_0000_0001, 0xfff8_0000_1234_0000];
+    let shapes: [&[usize]; 6] = [&[3, 5], &[4, 37], &[3, 130], &[131, 6], &[2, 40000], &[1, 70001]];
+    let mut rng = Rng::new(45);
+    for dtype in ["f32", "f64"] {
+        for shape in shapes {
+            let n: usize = shape.iter().product();
+            let base = rng.array(&[n], -4.0, 4.0);
+            let picks = rng.array(&[2 * shape[0]], 0.0, 1.0);
+            let mut x32: Vec<f32> = base.iter().map(|&v| v as f32).collect();
+            let mut x64: Vec<f64> = base.iter().copied().collect();
+            // Row 0 holds no NaN (unless it is the only row); every other row one or two, at
+            // random places.
+            let skip = if shape[0] > 1 { 2 } else { 0 };
+            for (k, &p) in picks.iter().enumerate().skip(skip) {
+                let at = (k / 2) * (n / shape[0]) + (p * (n / shape[0]) as f64) as usize;
+                x32[at] = f32::from_bits(nans32[k % nans32.len()]);
+                x64[at] = f64::from_bits(nans64[k % nans64.len()]);
+            }
+            let input = || match dtype {
+                "f32" => Tensor::F32(ArrayD::from_shape_vec(IxDyn(shape), x32.clone()).unwrap()),
+                _ => Tensor::F64(ArrayD::from_shape_vec(IxDyn(shape), x64.clone()).unwrap()),
+            };
+            let mut runs = vec![(Backend::Interp, 1, SimdLevel::detect())];
+            for simd in SimdLevel::ALL.into_iter().filter(|l| l.clamp_to_cpu() == *l) {
+                runs.push((Backend::Jit, 1, simd));
+            }
+            runs.push((Backend::Jit, 2, SimdLevel::detect()));
+            for f in ["by_row", "by_col", "whole", "scaled"] {
+                let mut first: Option<(String, Vec<Vec<u64>>)> = None;
+                for &(backend, threads, simd) in &runs {
+                    let s = session(backend, threads, simd);
+                    s.load_str("nan.tfn", src).unwrap();
+                    let what = format!("{f} {dtype} {shape:?} {backend:?} {threads} {simd:?}");
+                    let outs = s.call(f, &[Value::from(input())]).unwrap();
+                    let got: Vec<Vec<u64>> = outs
+                        .into_iter()
+                        .map(|v| match v.into_tensor().unwrap() {
+                            Tensor::F32(a) => a.iter().map(|x| u64::from(x.to_bits())).collect(),
+                            Tensor::F64(a) => a.iter().map(|x| x.to_bits()).collect(),
+                            other => panic!("{what}: {other:?}"),
+                        })
+                        .collect();
+                    if f != "scaled" {
+                        let default =
+                            if dtype == "f32" { 0xffc0_0000 } else { 0xfff8_0000_0000_0000 };
+                        let is_nan = |b: u64| {
+                            if dtype == "f32" {
+                                f32::from_bits(b as u32).is_nan()
+                            } else {
+                                f64::from_bits(b).is_nan()
+                            }
+                        };
+                        let nans = got.iter().flatten().filter(|&&b| is_nan(b)).count();
+                        assert!(nans > 0, "{what}: no NaN");
+                        for &b in got.iter().flatten().filter(|&&b| is_nan(b)) {
+                            assert_eq!(b, default, "{what}: NaN {b:#x}");
+                        }
+                    }
+                    // `scaled` divides by one reciprocal per row in the JIT (within 1.5 ULP of
+                    // the interpreter's quotients): the JIT runs against each other.
+                    if f == "scaled" && backend == Backend::Interp {
+                        continue;
+                    }
+                    match &first {
+                        None => first = Some((what, got)),
+                        Some((w, g)) => assert!(g == &got, "{what} differs from {w}"),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -30,7 +30,7 @@ pub enum BindError {
     #[error("{}", mismatch_message(.first, .second))]
     Mismatch { first: AxisRef, second: AxisRef },
     // A derived size's errors name it as computed from the inputs' axes (`size`, from
-    // `Binder::describe`: `x.shape[0] * x.shape[1] / 2`), not by its internal symbol `sym`.
+    // `Binder::describe`: `size(x, 0) * size(x, 1) / 2`), not by its internal symbol `sym`.
     #[error("size `{size}` = {numerator} / {denominator} is not a whole number")]
     InexactDiv { sym: u32, size: String, numerator: i64, denominator: i64 },
     #[error("size `{size}` divides by {denominator}, which is not positive")]
@@ -405,8 +405,9 @@ struct Describe<'a> {
 }
 
 impl Describe<'_> {
-    /// Size `sym` as users can read it: input sizes as `x.shape[1]`, derived ones as their
-    /// expressions over those (`x.shape[0] * x.shape[1] / 2`), bounded in length.
+    /// Size `sym` as users can read it, in the language's spelling: input sizes as
+    /// `size(x, 1)`, derived ones as their expressions over those (`size(x, 0) * size(x, 1) /
+    /// 2`), bounded in length.
     pub(crate) fn describe(&self, sym: u32) -> String {
         let mut out = String::new();
         self.describe_sym(sym, 0, false, &mut out);
@@ -422,7 +423,7 @@ impl Describe<'_> {
             Some(SymDef::Input { sources }) => match sources.first() {
                 Some(&(param, axis)) => match self.params.get(param as usize) {
                     Some(p) => {
-                        let _ = write!(out, "{}.shape[{axis}]", p.name);
+                        let _ = write!(out, "size({}, {axis})", p.name);
                     }
                     None => {
                         let _ = write!(out, "s{sym}");

@@ -44,8 +44,8 @@ fn binding_errors_name_parameters_and_shapes() {
         ),
         (&[&[3, 4], &[4]], "expected 3 tensor argument(s), got 2"),
         (&[&[3, 4], &[4, 1], &[3, 3]], "`y` must have rank 1, but has shape [4, 1] (rank 2)"),
-        (&[&[3, 3], &[3], &[3, 3]], "size `(x.shape[0] * x.shape[1]) / 2` = 9 / 2 is not a whole number"),
-        (&[&[2, 0], &[0], &[2, 2]], "size `len(range(x.shape[1])[-1:end:-2]) - 1` would be negative (-1)"),
+        (&[&[3, 3], &[3], &[3, 3]], "size `(size(x, 0) * size(x, 1)) / 2` = 9 / 2 is not a whole number"),
+        (&[&[2, 0], &[0], &[2, 2]], "size `len(range(size(x, 1))[-1:end:-2]) - 1` would be negative (-1)"),
     ];
     for (shapes, message) in cases {
         let err = bind_sizes(&g, shapes).expect_err(message);
@@ -81,7 +81,7 @@ fn ceil_div_rounds_up_and_needs_a_positive_divisor() {
     let err = bind_sizes(&g, &[&[3, 0]]).expect_err("zero divisor");
     assert_eq!(
         err.to_string(),
-        "size `ceil((x.shape[0] + 1) / x.shape[1])` divides by 0, which is not positive"
+        "size `ceil((size(x, 0) + 1) / size(x, 1))` divides by 0, which is not positive"
     );
     let folded = tfn_ir::lower::fold_dims(&DimExpr::CeilDiv(
         Box::new(DimExpr::Dim(Dim::Const(7))),

@@ -125,6 +125,13 @@ impl Emitter<'_> {
                     if let Some(n) = count {
                         v = b.ins().fdiv(v, n);
                     }
+                    // A vector accumulator's NaN lanes are all ones (`ops::reduce_combine`).
+                    if matches!(op, ReduceOp::Max | ReduceOp::Min)
+                        && d.is_float()
+                        && matches!(width, Width::Vector(_))
+                    {
+                        v = ops::default_nan(b, v);
+                    }
                     let v = self.pin(b, v);
                     match width {
                         Width::Scalar => vals_u.node_scalar.insert(r, v),

@@ -589,6 +589,23 @@ pub(crate) fn reduce_init(
     unsupported("reduction of bool")
 }
 
+/// `x`, with the default NaN (`0xffc0_0000`, `0xfff8_0000_0000_0000`: what an invalid
+/// operation gives on x86, and what the math functions return, `math::canonical_nan`) where it
+/// is NaN. A max/min reduction's result goes through this, so which NaN it is does not depend
+/// on where the NaN was, on the code path (vector accumulator, tail, wide routine) or on the
+/// interpreter (`tfn_ir::interp`'s `reduce` does the same).
+pub(crate) fn default_nan(b: &mut FunctionBuilder, x: Value) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let nan = float_cmp(b, FloatCC::Unordered, x, x);
+    let q = if ty.lane_type() == types::F32 {
+        b.ins().f32const(f32::from_bits(0xffc0_0000))
+    } else {
+        b.ins().f64const(f64::from_bits(0xfff8_0000_0000_0000))
+    };
+    let q = if ty.is_vector() { b.ins().splat(ty, q) } else { q };
+    blend(b, nan, q, x)
+}
+
 /// A vector max/min accumulator step in three instructions instead of [`float_max_min`]'s six:
 /// `maxps(x, acc)` (which returns `acc` when either is NaN, so a NaN accumulator stays NaN),
 /// OR-ed with the all-ones mask of NaN lanes of `x` (all-ones bits are a NaN), so a NaN element
@@ -625,8 +642,12 @@ pub(crate) fn reduce_combine(
         (ReduceOp::Max | ReduceOp::Min, true) if b.func.dfg.value_type(acc).is_vector() => {
             sticky_nan_max_min(b, op == ReduceOp::Max, acc, x)
         }
-        (ReduceOp::Max, true) => float_max_min(b, true, acc, x, false),
-        (ReduceOp::Min, true) => float_max_min(b, false, acc, x, false),
+        // The scalar folds (a row's lanes, its tail, a scalar kernel) end every max/min
+        // reduction but a column one's vectors (`columns.rs`), so the result's NaN is one.
+        (ReduceOp::Max | ReduceOp::Min, true) => {
+            let r = float_max_min(b, op == ReduceOp::Max, acc, x, false);
+            default_nan(b, r)
+        }
         (ReduceOp::Max, false) => b.ins().smax(acc, x),
         (ReduceOp::Min, false) => b.ins().smin(acc, x),
     }

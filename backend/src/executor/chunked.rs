@@ -246,7 +246,8 @@ unsafe fn combine(o: &Output, chunks: usize, len: usize, at: &dyn Fn(usize) -> u
 fn float(op: ReduceOp, vals: &[f64], len: usize) -> f64 {
     let nan_or = |a: f64, v: f64, pick: bool| {
         if a.is_nan() || v.is_nan() {
-            f64::NAN
+            // The default NaN, as each chunk's kernel gives (`codegen::ops::default_nan`).
+            f64::from_bits(0xfff8_0000_0000_0000)
         } else if pick {
             v
         } else {

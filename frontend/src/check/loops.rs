@@ -4,7 +4,8 @@
 //!   visible `var` (`E0311` for a `let`, a parameter, a loop variable or an unknown name), only
 //!   inside a loop entered after its `var` (`E0312`), and keeps its type: a tensor stays a
 //!   tensor of a dtype the `var` may have, an `Int` stays an `Int` (`E0313`, naming the
-//!   assignment and the `var`).
+//!   assignment and the `var`); and a loop carries tensors only, so a `var` holding an `Int`,
+//!   a `Float` or a list is not assigned in one (`E0511`, as lowering would say at every call).
 //! - `for i in A..B`: `A` and `B` are `Int`s (`E0314`): attributes, literals, sizes, not a
 //!   negative literal nor a value that changes in an enclosing loop (its variable). The loop
 //!   variable is an immutable `Int`, visible in the body only, known only at run time: an `if`
@@ -103,6 +104,23 @@ impl Walker<'_> {
                 .at(value.span, format!("`{to}`"))
                 .with_secondary(declared, format!("`{}` is `{from}` here", name.name))
                 .with_note("a `var` keeps its type, dtype and rank from one trip to the next"),
+            );
+            return;
+        }
+        // A compiled loop carries tensors only: an `Int`, a `Float` or a list is a value of
+        // the call, fixed before the loop runs (lowering's E0511 would refuse it at every call).
+        if !matches!(var_ty, Ty::Tensor(_) | Ty::Unknown) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0511",
+                    format!(
+                        "`{}` is `{var_ty}` outside the loop; a loop may only update tensor `var`s",
+                        name.name
+                    ),
+                )
+                .at(name.span, "assigned in a loop")
+                .with_secondary(declared, format!("`{}` is `{var_ty}` here", name.name))
+                .with_help("compute it as a tensor (e.g. `full([], 0)`) to carry it"),
             );
         }
     }

@@ -65,6 +65,33 @@ fn min_nan<T: PartialOrd + Copy>(acc: T, x: T) -> T {
     }
 }
 
+/// `x`, or the default NaN where it is NaN: a `max`/`min` reduction's NaN does not depend on
+/// which NaN the input held (the JIT's `codegen::ops::default_nan`, x86's invalid-operation
+/// NaN: sign set, quiet, no payload).
+trait DefaultNan: Copy {
+    fn or_default_nan(self) -> Self;
+}
+
+impl DefaultNan for f32 {
+    fn or_default_nan(self) -> f32 {
+        if self.is_nan() {
+            f32::from_bits(0xffc0_0000)
+        } else {
+            self
+        }
+    }
+}
+
+impl DefaultNan for f64 {
+    fn or_default_nan(self) -> f64 {
+        if self.is_nan() {
+            f64::from_bits(0xfff8_0000_0000_0000)
+        } else {
+            self
+        }
+    }
+}
+
 macro_rules! float_reduce {
     ($a:expr, $op:expr, $axes:expr, $t:ty) => {{
         let (a, axes) = ($a, $axes);
@@ -78,8 +105,11 @@ macro_rules! float_reduce {
             }
             ReduceOp::Mean => fold_axes(a.mapv(f64::from).view(), axes, 0.0, |x, y| x + y)
                 .mapv(|x| (x / count as f64) as $t),
-            ReduceOp::Max => fold_axes(a.view(), axes, <$t>::NEG_INFINITY, max_nan),
-            ReduceOp::Min => fold_axes(a.view(), axes, <$t>::INFINITY, min_nan),
+            ReduceOp::Max => fold_axes(a.view(), axes, <$t>::NEG_INFINITY, max_nan)
+                .mapv(DefaultNan::or_default_nan),
+            ReduceOp::Min => {
+                fold_axes(a.view(), axes, <$t>::INFINITY, min_nan).mapv(DefaultNan::or_default_nan)
+            }
         }
     }};
 }

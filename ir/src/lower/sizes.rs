@@ -226,6 +226,18 @@ impl Lowerer<'_> {
                 }
             }
         }
+        if let E::Sub(n, d) = &e {
+            let (n, d) = (self.syms.hint_of(n), self.syms.hint_of(d));
+            if let (Some(n), Some(d)) = (n, d) {
+                if n < d {
+                    let msg = format!(
+                        "`{text}` is {n} - {d} for the sizes of this call, which is negative"
+                    );
+                    return Err(diag("E0510", msg, Some(span))
+                        .with_note("a size is a whole number of elements, never negative"));
+                }
+            }
+        }
         let folded = super::syms::fold(&e, &|d| self.syms.resolve(d));
         if let E::Div(n, d) = &folded {
             if let (E::Dim(Dim::Const(n)), E::Dim(Dim::Const(d))) = (n.as_ref(), d.as_ref()) {

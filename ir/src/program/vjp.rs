@@ -101,6 +101,8 @@ struct LoopTape {
     residuals: Vec<Vec<Tensor>>,
     /// Whether the residuals are kept.
     keep_residuals: bool,
+    /// The loop as errors name it ([`LoopHead::named`]).
+    named: String,
 }
 
 /// The recorder of a forward run for the reverse pass: each top-level stage's residuals (its
@@ -139,7 +141,8 @@ impl<S: Differentiable, R: GradRunner<S>> Recorder<S, R> for Tapes {
         start: i64,
         trips: usize,
     ) -> Result<(), R::Error> {
-        tape_fits::<R::Error>(head, init, trips)?;
+        let state = stored_bytes(init.iter().map(|c| (c.shape(), c.dtype().size_bytes())));
+        tape_fits::<R::Error>(&head.named(), state, "its carried values", trips)?;
         let LoopKind::For { checkpoint, .. } = head.kind else {
             return Err(R::Error::internal(format!(
                 "the vjp reached the while loop `{}`",
@@ -155,6 +158,7 @@ impl<S: Differentiable, R: GradRunner<S>> Recorder<S, R> for Tapes {
                 saved: Vec::new(),
                 residuals: Vec::new(),
                 keep_residuals,
+                named: head.named(),
             });
         }
         Ok(())
@@ -175,10 +179,17 @@ impl<S: Differentiable, R: GradRunner<S>> Recorder<S, R> for Tapes {
             return None;
         }
         let b = single_gradient(body)?;
-        Some(runner.run_half(b.forward, args).map(|mut out| {
+        Some(runner.run_half(b.forward, args).and_then(|mut out| {
             let residuals = out.split_off(tape.carried.min(out.len()));
+            if tape.residuals.is_empty() {
+                // The first trip tells what each trip stores beside its carried values.
+                let all = tape.saved[0].iter().chain(&residuals);
+                let trip = stored_bytes(all.map(|t| (t.shape(), t.dtype().size_bytes())));
+                let what = "its carried values and residuals";
+                tape_fits::<R::Error>(&tape.named, trip, what, tape.trips)?;
+            }
             tape.residuals.push(residuals);
-            out
+            Ok(out)
         }))
     }
 }
@@ -188,24 +199,36 @@ fn single_gradient<S: Differentiable>(body: &Plan<S>) -> Option<Gradient<'_, S::
     body.single_stage().and_then(|s| s.gradient())
 }
 
-/// Refuses a tape of `states` carried states larger than the largest tensor a call may
-/// create (`TFN_MAX_TENSOR_BYTES`) before the first trip: `for i in 0..1000000000000` would
+/// The memory a stored trip's tensors take: each tensor's data (allocations round up to 16
+/// bytes, plus the allocator's header) and its `Tensor` (shape, strides, pointer), plus the
+/// trip's two `Vec`s. A 12-byte state is about 230 bytes per trip.
+fn stored_bytes<'a>(tensors: impl Iterator<Item = (&'a [usize], usize)>) -> Option<u64> {
+    const HEAP: u64 = 16;
+    let per_trip = 2 * std::mem::size_of::<Vec<Tensor>>() as u64 + HEAP;
+    tensors.into_iter().try_fold(per_trip, |total, (shape, item)| {
+        let data = shape.iter().try_fold(item as u64, |n, &d| n.checked_mul(d as u64))?;
+        let data = data.checked_next_multiple_of(HEAP)?;
+        total.checked_add(data + 2 * HEAP + std::mem::size_of::<Tensor>() as u64)
+    })
+}
+
+/// Refuses a tape of `states` stored trips larger than the largest tensor a call may create
+/// (`TFN_MAX_TENSOR_BYTES`): before the first trip for the carried states, and again after
+/// it once its residuals (in stored mode) are known. `for i in 0..1000000000000` would
 /// otherwise store states until the process runs out of memory.
 fn tape_fits<E: RunFailure>(
-    head: &LoopHead,
-    init: &[TensorValue<'_>],
+    named: &str,
+    trip: Option<u64>,
+    what: &str,
     states: usize,
 ) -> Result<(), E> {
     let limit = crate::bind::max_tensor_bytes().map_err(|e| E::config(e.to_string()))?;
-    let state: u64 = init
-        .iter()
-        .map(|c| (c.shape().iter().product::<usize>() * c.dtype().size_bytes()) as u64)
-        .sum();
-    let total = state.checked_mul(states as u64);
+    let total = trip.and_then(|t| t.checked_mul(states as u64));
     if total.is_none_or(|t| t > limit) {
+        let each = trip.map_or("more than 2^64".to_string(), |t| t.to_string());
         return Err(E::shape(format!(
-            "reverse mode through the loop {} would store {states} states of {state} bytes (one per trip), more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)",
-            head.named()
+            "reverse mode through the loop {} would store {states} trips of {what} (about {each} bytes each, with their bookkeeping), more than the limit of {limit} bytes (TFN_MAX_TENSOR_BYTES)",
+            named
         )));
     }
     Ok(())

@@ -182,7 +182,8 @@ fn combine(
                         let pick = e.b.ins().fcmp(cc, v, a);
                         let r = e.b.ins().select(pick, v, a);
                         let nan = e.b.ins().fcmp(FloatCC::Unordered, a, v);
-                        let qnan = e.b.ins().f64const(f64::NAN);
+                        // The default NaN, as each chunk's kernel gives.
+                        let qnan = e.b.ins().f64const(f64::from_bits(0xfff8_0000_0000_0000));
                         e.b.ins().select(nan, qnan, r)
                     }
                 };
