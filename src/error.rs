@@ -41,6 +41,10 @@ pub enum Error {
     /// parameter).
     #[error("{0}")]
     Weights(crate::weights::WeightsError),
+    /// The call was stopped between two trips of a loop because [`crate::interrupt`]'s check
+    /// asked for it (Ctrl-C in Python).
+    #[error("interrupted")]
+    Interrupted,
     /// A bug in tfn, not in the caller's program: please report it.
     #[error("internal compiler error: {0}")]
     Internal(String),

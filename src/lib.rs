@@ -21,6 +21,7 @@ pub mod cli;
 mod error;
 pub mod gradcheck;
 mod handle;
+pub mod interrupt;
 pub mod npy;
 pub mod pipeline;
 mod profile;

@@ -190,6 +190,12 @@ pub fn to_py(
         tfn::Error::Config(_) => pick(py, |c| &c.call),
         tfn::Error::Runtime(_) => pick(py, |c| &c.run),
         tfn::Error::Internal(_) => pick(py, |c| &c.internal),
+        // Stopped by `interrupt::check`: the exception Python's signal handler raised there
+        // (KeyboardInterrupt for Ctrl-C), which it left pending.
+        tfn::Error::Interrupted => {
+            return PyErr::take(py)
+                .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"));
+        }
         tfn::Error::Weights(tfn::weights::WeightsError::Io { source, .. }) => {
             return os_error(source.kind(), text);
         }

@@ -10,6 +10,7 @@
 mod convert;
 mod doc;
 mod errors;
+mod interrupt;
 mod weights;
 
 use convert::{describe_arg, Arg};
@@ -989,5 +990,6 @@ fn _tfn(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(name, ty.clone_ref(py))?;
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    interrupt::install();
     Ok(())
 }

@@ -189,3 +189,37 @@ def test_arrays_of_more_than_32_axes_are_a_shape_error():
     )
     with pytest.raises(tfn.ShapeError, match="a result has 33 axes"):
         deeper.up(np.ones(1, np.float32))
+
+
+def test_ctrl_c_stops_a_long_loop():
+    # A call releases the GIL, so Python's SIGINT handler used to wait for a loop of 10^12
+    # trips to end; the loop now polls it between trips and the call raises KeyboardInterrupt.
+    import os
+    import signal
+    import threading
+    import time
+
+    s = tfn.Session()
+    lib = s.loads(
+        "fn spin(Tensor x, *, Int n) -> Tensor {\n"
+        "    var h = x\n"
+        "    for _i in 0..n {\n"
+        "        h = h * 0.5 + 1.0\n"
+        "    }\n"
+        "    return h\n"
+        "}\n",
+        name="spin.tfn",
+    )
+    x = np.zeros(4, np.float32)
+    assert np.allclose(lib.spin(x, n=3), 1.75)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lib.spin(x, n=10**12)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 10
+    # The session still works.
+    assert np.allclose(lib.spin(x, n=2), 1.5)

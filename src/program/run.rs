@@ -38,6 +38,9 @@ impl RunFailure for Error {
     fn input_dtype(param: String, expected: tfn_ir::DType, got: tfn_ir::DType) -> Self {
         Error::DType(format!("`{param}` must have dtype {expected}, got {got}"))
     }
+    fn interrupted() -> Self {
+        Error::Interrupted
+    }
 }
 
 /// The session's stages: run by their prepared executors (JIT or interpreter), timed into
@@ -74,6 +77,10 @@ impl StageRunner<Stage> for SessionStages<'_> {
             Err(Error::Output { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    fn interrupted(&mut self) -> bool {
+        crate::interrupt::requested()
     }
 
     fn trips(&mut self, number: usize, trips: u64) {

@@ -224,6 +224,10 @@ pub trait RunFailure: Sized {
     fn config(message: String) -> Self {
         Self::internal(message)
     }
+    /// The runner asked to stop between two trips ([`StageRunner::interrupted`]).
+    fn interrupted() -> Self {
+        Self::runtime("interrupted".into())
+    }
     /// An input (a cotangent) of another dtype than its parameter's.
     fn input_dtype(param: String, expected: crate::DType, got: crate::DType) -> Self {
         Self::shape(format!("`{param}` must have dtype {expected}, got {got}"))
@@ -247,6 +251,19 @@ pub trait StageRunner<S> {
     fn trips(&mut self, number: usize, trips: u64) {
         let _ = (number, trips);
     }
+    /// Polled before every trip of every loop: `true` ends the run with
+    /// [`RunFailure::interrupted`] (Ctrl-C from Python).
+    fn interrupted(&mut self) -> bool {
+        false
+    }
+}
+
+/// Ends the run if the runner asks to stop (polled before each trip).
+pub(crate) fn poll<S, R: StageRunner<S>>(runner: &mut R) -> Result<(), R::Error> {
+    if runner.interrupted() {
+        return Err(R::Error::interrupted());
+    }
+    Ok(())
 }
 
 /// Hooks of a recording run (the reverse mode, [`super::vjp`]) into the top level of a
@@ -509,6 +526,7 @@ fn run_loop<S, R: StageRunner<S>>(
             }
             let mut cur: Option<Vec<Tensor>> = None;
             for t in 0..trips {
+                poll(runner)?;
                 let carried: Vec<TensorValue> = match &cur {
                     Some(c) => c.iter().map(TensorValue::of).collect(),
                     None => init.iter().map(|c| c.view()).collect(),
@@ -540,6 +558,7 @@ fn run_loop<S, R: StageRunner<S>>(
             let mut cur: Vec<Tensor> = init.iter().map(TensorValue::to_tensor).collect();
             let mut trips = 0u64;
             while go {
+                poll(runner)?;
                 if trips == max_trips {
                     return Err(R::Error::runtime(format!(
                         "the loop {} did not finish within its {max_trips} trip(s) (`at most {max_trips}`)",
@@ -580,6 +599,7 @@ fn run_in_place<S, R: StageRunner<S>>(
     let mut a: Vec<Tensor> = init.iter().map(TensorValue::to_tensor).collect();
     let mut b: Vec<Tensor> = a.clone();
     for t in 0..trips {
+        poll(runner)?;
         {
             let carried: Vec<TensorValue> = a.iter().map(TensorValue::of).collect();
             let args = trip_inputs::<R::Error>(head, values, Some(start + t as i64), &carried)?;

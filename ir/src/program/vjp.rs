@@ -376,6 +376,7 @@ fn loop_vjp<S: Differentiable, R: GradRunner<S>>(
     let mut g_sliced: Vec<Option<Tensor>> = vec![None; spec.sliced.len()];
     let split = single_gradient(body);
     for t in (0..tape.trips).rev() {
+        super::run::poll(runner)?;
         let state = tape
             .saved
             .get(t)
