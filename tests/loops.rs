@@ -691,3 +691,84 @@ fn two_results(Tensor x, Tensor w) -> (Tensor, Tensor) {
         assert!(matches!(e, tfn::Error::DType(_)), "{e}");
     }
 }
+
+const DEAD: &str = r#"
+fn dead_var(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    var g = x
+    for i in 0..size(w, 0) {
+        g = sqrt(g) * w[i] + w[i]
+        h = h * 2.0
+    }
+    return h
+}
+
+fn dead_in_nested(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    for i in 0..size(w, 0) {
+        var g = h
+        var k = h
+        for j in 0..2 {
+            g = log(g) * w[i]
+            k = k * w[i]
+        }
+        h = k + h
+    }
+    return h
+}
+
+fn feeds_a_live_one(Tensor x, Tensor w) -> Tensor {
+    var h = x
+    var g = x
+    for i in 0..size(w, 0) {
+        h = h * 2.0 + g
+        g = sqrt(g) * w[i]
+    }
+    return h
+}
+
+// Two trips (`w` has 2 rows); the second trip's `g` is not read.
+fn feeds_a_live_one_unrolled(Tensor x, Tensor w) -> Tensor {
+    let h1 = x * 2.0 + x
+    let g1 = sqrt(x) * w[0]
+    let h2 = h1 * 2.0 + g1
+    return h2
+}
+"#;
+
+/// A `var` the result never reads is not updated at all (`ir::program::dead_carries`): its
+/// update once ran in the reverse pass with a zero cotangent, and `0 · ∂sqrt(g)` = NaN at a
+/// negative `g` reached the gradients of `x` and `w`. One that feeds a live `var` is kept.
+#[test]
+fn a_var_no_result_reads_leaves_gradients_exact() {
+    let x = t(&[3], vec![-1.0, 2.0, -3.0]);
+    let w = t(&[2, 3], vec![0.5, -1.0, 2.0, 1.5, 0.25, -2.0]);
+    let cot = [t(&[3], vec![1.0, 1.0, 1.0])];
+    for backend in [Backend::Jit, Backend::Interp] {
+        for checkpoint in [false, true] {
+            let options =
+                SessionOptions { backend, checkpoint_loops: checkpoint, ..Default::default() };
+            let s = Session::with_options(options);
+            s.load_str("dead.tfn", DEAD).unwrap_or_else(|e| panic!("{e}"));
+            let what = format!("{backend:?} checkpoint={checkpoint}");
+            let args = [x.clone(), w.clone()];
+            let out = s.call("dead_var", &args).unwrap_or_else(|e| panic!("{e}"));
+            close(&f32s(&out[0]), &[-4.0, 8.0, -12.0], 0.0, &what);
+            let g = s.vjp("dead_var", &args, &cot).unwrap_or_else(|e| panic!("{e}"));
+            close(&f32s(&g[0]), &[4.0, 4.0, 4.0], 0.0, &format!("{what} d/dx"));
+            close(&f32s(&g[1]), &[0.0; 6], 0.0, &format!("{what} d/dw"));
+            // Nested: the inner `g` is dead, `k` is live (log of a negative `h`).
+            let g = s.vjp("dead_in_nested", &args, &cot).unwrap_or_else(|e| panic!("{e}"));
+            assert!(g.iter().flat_map(|v| f32s(v)).all(f32::is_finite), "{what}: {g:?}");
+            // `g` feeds `h`: kept, and the gradient is the unrolled program's.
+            let pos =
+                [t(&[3], vec![1.0, 2.0, 3.0]), t(&[2, 3], vec![0.5, 1.0, 2.0, 1.5, 0.25, 2.0])];
+            let got = s.vjp("feeds_a_live_one", &pos, &cot).unwrap_or_else(|e| panic!("{e}"));
+            let want =
+                s.vjp("feeds_a_live_one_unrolled", &pos, &cot).unwrap_or_else(|e| panic!("{e}"));
+            for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                close(&f32s(a), &f32s(b), 1e-6, &format!("{what} feeds_a_live_one d/d{k}"));
+            }
+        }
+    }
+}

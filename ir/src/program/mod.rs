@@ -15,6 +15,7 @@
 //! table, so each size means the same in every stage and is bound from the call's arguments;
 //! values a stage takes from an earlier step are parameters after them.
 
+mod dead_carries;
 pub mod run;
 pub mod text;
 pub mod vjp;
@@ -125,8 +126,13 @@ pub struct SplitError {
     pub reason: String,
 }
 
-/// Cuts a lowered body with loops into a [`Program`] (recursively for the loops' bodies).
+/// Cuts a lowered body with loops into a [`Program`] (recursively for the loops' bodies),
+/// without the updates of carried values no result reads ([`dead_carries`]).
 pub fn split(body: &LoopBody) -> Result<Program, SplitError> {
+    split_pruned(&dead_carries::prune(body.clone(), &[]))
+}
+
+fn split_pruned(body: &LoopBody) -> Result<Program, SplitError> {
     let graph = &body.graph;
     let err = |reason: String| SplitError { function: graph.name.clone(), reason };
     let n = graph.nodes.len();
@@ -234,7 +240,7 @@ pub fn split(body: &LoopBody) -> Result<Program, SplitError> {
             steps.push(Step::Graph { graph: g, regions, reads, writes });
         }
         if let Some(spec) = body.loops.get(k) {
-            let inner = split(&spec.body)?;
+            let inner = split_pruned(&spec.body)?;
             steps.push(Step::Loop { spec: spec.clone(), body: Box::new(inner) });
         }
     }
