@@ -519,3 +519,27 @@ fn max_and_min_reductions_give_the_default_nan() {
         }
     }
 }
+
+/// `prod`'s gradient is the product of the other elements, also where elements are 0 (it was
+/// `grad * result / x`: NaN there), as in JAX and PyTorch.
+#[test]
+fn prod_gradients_at_zeros_are_products_of_the_others() {
+    let src = "fn prod_rows(Tensor x) -> Tensor { return prod(x, dims=[1], keepdim=true) }\n\
+               fn whole(Tensor x) -> Tensor { return prod(x) }\n";
+    let x = [2.0, 0.0, 3.0, 0.0, 0.0, 5.0, 1.0, 2.0, 3.0];
+    for dtype in ["f32", "f64"] {
+        for backend in [Backend::Jit, Backend::Interp] {
+            let s = session(backend, 1, SimdLevel::detect());
+            s.load_str("prod.tfn", src).unwrap();
+            let xt = Value::from(tensor(dtype, &[3, 3], x.to_vec()));
+            let ct = Value::from(tensor(dtype, &[3, 1], vec![1.0, 1.0, 2.0]));
+            let g = s.vjp("prod_rows", &[xt.clone()], &[ct]).unwrap();
+            let got = as_f64(&g[0].clone().into_tensor().unwrap());
+            assert_eq!(got, [0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 12.0, 6.0, 4.0], "{dtype} {backend:?}");
+            let one = Value::from(tensor(dtype, &[3], vec![2.0, 0.0, 3.0]));
+            let ct = Value::from(tensor(dtype, &[], vec![1.0]));
+            let g = s.vjp("whole", &[one], &[ct]).unwrap();
+            assert_eq!(as_f64(&g[0].clone().into_tensor().unwrap()), [0.0, 6.0, 0.0]);
+        }
+    }
+}
