@@ -208,7 +208,7 @@ fn stored_bytes<'a>(tensors: impl Iterator<Item = (&'a [usize], usize)>) -> Opti
     tensors.into_iter().try_fold(per_trip, |total, (shape, item)| {
         let data = shape.iter().try_fold(item as u64, |n, &d| n.checked_mul(d as u64))?;
         let data = data.checked_next_multiple_of(HEAP)?;
-        total.checked_add(data + 2 * HEAP + std::mem::size_of::<Tensor>() as u64)
+        total.checked_add(data.checked_add(2 * HEAP + std::mem::size_of::<Tensor>() as u64)?)
     })
 }
 
