@@ -451,3 +451,19 @@ fn a_float_of_a_size_meeting_an_integer_tensor_is_a_located_error() {
         other => panic!("expected a load error, got {other:?}"),
     }
 }
+
+/// A difference of sizes that comes out negative is an error at the expression (it had no
+/// location and read "size `x.shape[0] - 3` would be negative").
+#[test]
+fn a_negative_difference_of_sizes_names_the_expression() {
+    for backend in BACKENDS {
+        let s = Session::with_backend(backend);
+        let src = "fn short(Tensor x) -> Tensor {\n    return full([size(x, 0) - 3, 2], 1.0)\n}\n";
+        s.load_str("neg.tfn", src).expect("loads");
+        let x = ramp(&[2, 6]);
+        let msg = call_error(&s, "short", &[Value::from(x.view())], &[]);
+        for want in ["`size(x, 0) - 3` is 2 - 3", "negative", "neg.tfn:2:18"] {
+            assert!(msg.contains(want), "{backend:?}: `{want}` not in\n{msg}");
+        }
+    }
+}
