@@ -533,7 +533,7 @@ fn prod_gradients_at_zeros_are_products_of_the_others() {
             s.load_str("prod.tfn", src).unwrap();
             let xt = Value::from(tensor(dtype, &[3, 3], x.to_vec()));
             let ct = Value::from(tensor(dtype, &[3, 1], vec![1.0, 1.0, 2.0]));
-            let g = s.vjp("prod_rows", &[xt.clone()], &[ct]).unwrap();
+            let g = s.vjp("prod_rows", std::slice::from_ref(&xt), &[ct]).unwrap();
             let got = as_f64(&g[0].clone().into_tensor().unwrap());
             assert_eq!(got, [0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 12.0, 6.0, 4.0], "{dtype} {backend:?}");
             let one = Value::from(tensor(dtype, &[3], vec![2.0, 0.0, 3.0]));
