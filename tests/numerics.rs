@@ -543,3 +543,28 @@ fn prod_gradients_at_zeros_are_products_of_the_others() {
         }
     }
 }
+
+/// A product with an inner size of 1 is a sum of one term that starts from `+0`, as in the
+/// interpreter and NumPy: `-0.0 · 1` gives `+0.0` (the `gemm` crate wrote `-0.0`, so
+/// `1 / matmul(a, b)` was `-inf` on the JIT and `+inf` on the interpreter).
+#[test]
+fn an_inner_size_of_one_sums_from_zero() {
+    let src = "fn outer(Tensor a, Tensor b) -> Tensor { return 1.0 / matmul(a, b) }\n";
+    for dtype in ["f32", "f64"] {
+        for (m, n) in [(1, 2), (3, 5), (40, 70)] {
+            let a: Vec<f64> = (0..m).map(|i| if i % 2 == 0 { -0.0 } else { i as f64 }).collect();
+            let b: Vec<f64> = (0..n).map(|j| 1.0 + j as f64).collect();
+            let (a, b) = (tensor(dtype, &[m, 1], a), tensor(dtype, &[1, n], b));
+            let mut got = Vec::new();
+            for backend in [Backend::Interp, Backend::Jit] {
+                let s = session(backend, 2, SimdLevel::detect());
+                s.load_str("outer.tfn", src).unwrap();
+                let r = s.call("outer", &[Value::from(a.clone()), Value::from(b.clone())]).unwrap();
+                let t = r[0].clone().into_tensor().unwrap();
+                assert_eq!(as_f64(&t)[0], f64::INFINITY, "{dtype} {backend:?} [{m}, 1]");
+                got.push(bits(&t));
+            }
+            assert_eq!(got[0], got[1], "{dtype} [{m}, 1] x [1, {n}]");
+        }
+    }
+}

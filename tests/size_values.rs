@@ -5,6 +5,7 @@
 //! range); floats of sizes (`rsqrt(size(q, -1))`) in the dtype of the tensor they meet, and
 //! the error where that dtype is not a float. Also two diagnostics of the same issue: a dtype that flows from an argument names
 //! the argument, and a label of an expression built on a parenthesised one keeps its `(`.
+//! `cast(size(x, 0), f32)` works where the size is a constant of the instantiation too.
 
 use ndarray::{ArrayD, Axis, IxDyn};
 use tfn::{Backend, Error, Session, Tensor, Value};
@@ -91,6 +92,16 @@ fn int_scaled(Tensor<i32> q) -> Tensor {
     return q * rsqrt(size(q, -1))
 }
 
+// `cast` of a size the instantiation knows: a size of 1, or one a literal `reshape` pins.
+fn cast_size(Tensor x) -> Tensor {
+    return x + cast(size(x, 0), f32)
+}
+
+fn cast_pinned(Tensor x) -> Tensor {
+    let y = reshape(x, [4])
+    return cast(y, f64) * cast(size(y, 0) * 2, f64)
+}
+
 // The same through `shape(x)`: its items are sizes, so `/` divides them exactly too.
 fn split_heads_of_shape(Tensor x, *, Int heads) -> Tensor {
     let s = shape(x)
@@ -162,6 +173,20 @@ fn sizes_of_one_divide_as_sizes() {
             assert_eq!(only_f32(out, &what), split_heads(&x, heads), "{what}");
             let out = s.call_kw("split_heads_of_shape", &[Value::from(x.view())], &kwargs);
             assert_eq!(only_f32(out, &what), split_heads(&x, heads), "{what} (shape)");
+        }
+        // `cast` of a size that folds to a constant (1, or pinned by `reshape(x, [4])`).
+        for n in [1usize, 4] {
+            let x = ramp(&[n]);
+            let got = only_f32(s.call("cast_size", &[Value::from(x.view())]), "cast_size");
+            assert_eq!(got, x.mapv(|v| v + n as f32), "{backend:?} cast_size [{n}]");
+        }
+        let x = ramp(&[4]);
+        match s.call("cast_pinned", &[Value::from(x.view())]) {
+            Ok(r) => match r.into_iter().next().and_then(Value::into_tensor) {
+                Some(Tensor::F64(a)) => assert_eq!(a, x.mapv(|v| v as f64 * 8.0)),
+                other => panic!("{backend:?} cast_pinned: {other:?}"),
+            },
+            Err(e) => panic!("{backend:?} cast_pinned: {e}"),
         }
         // An inexact division of a constant size is the sizes' error, as for any other size.
         let x = ramp(&[2, 3, 1]);

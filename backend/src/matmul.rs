@@ -315,6 +315,22 @@ unsafe fn run_gemm_crate(
             )
         };
     }
+    // An inner size of 1: the crate writes each product as it is, so `-0.0 · 1` stays `-0.0`
+    // where a sum that starts from zero (the interpreter's, NumPy's) gives `+0.0`. The outer
+    // product is written here, each element `0 + a·b`, as the interpreter computes it.
+    macro_rules! outer {
+        ($t:ty, $c:expr, $i0:expr, $rows:expr, $a_off:expr, $b_off:expr) => {{
+            let out = (out_at as *mut $t).add($c * m * n + $i0 * n);
+            let a = (a_at as *const $t).add($a_off + $i0 * rs_a);
+            let b = (b_at as *const $t).add($b_off);
+            for i in 0..$rows {
+                let ai = *a.add(i * rs_a);
+                for j in 0..n {
+                    *out.add(i * n + j) = 0.0 + ai * *b.add(j * cs_b);
+                }
+            }
+        }};
+    }
     let run_block = |item: usize| {
         let (c, i0) = (item / per_matrix, item % per_matrix * block);
         let rows = block.min(m - i0);
@@ -322,10 +338,11 @@ unsafe fn run_gemm_crate(
         // SAFETY: offsets stay inside the buffers for the shapes checked in `Problem::new`;
         // rows `i0..i0 + rows` of batch matrix `c` are this block's alone.
         unsafe {
-            if a.dtype == DType::F32 {
-                call!(f32, c, i0, rows, a_off, b_off)
-            } else {
-                call!(f64, c, i0, rows, a_off, b_off)
+            match (a.dtype, k) {
+                (DType::F32, 1) => outer!(f32, c, i0, rows, a_off, b_off),
+                (DType::F32, _) => call!(f32, c, i0, rows, a_off, b_off),
+                (_, 1) => outer!(f64, c, i0, rows, a_off, b_off),
+                _ => call!(f64, c, i0, rows, a_off, b_off),
             }
         }
     };

@@ -276,6 +276,9 @@ impl Lowerer<'_> {
                     let ty = TensorType { dtype, shape: Shape::scalar() };
                     self.emit(Op::Cast(dtype), vec![f], ty, Some(span))
                 }
+                // A size known when the function is instantiated folds to a number:
+                // `cast(size(x, 0), f32)` with `x` of a fixed length.
+                Val::Attr(a @ Attr::Int(_)) => self.literal(a, dtype, Some(*x_span))?,
                 // `cast(i, f32)` of a loop variable: its `i64[]` in that dtype.
                 Val::Index(t) if dtype == DType::I64 => *t,
                 Val::Index(t) => {
