@@ -232,7 +232,9 @@ impl Session {
     }
 
     /// Loads a `.tfn` file (and the files it `use`s). On error nothing is loaded and the
-    /// error holds every diagnostic; on success returns the warnings.
+    /// error holds every diagnostic; on success returns the warnings. Loading a file again
+    /// unchanged (it and every file it `use`s) adds nothing and returns no warnings; a changed
+    /// file that defines the same names again is `E0115`.
     pub fn load_file(
         &self,
         path: impl AsRef<std::path::Path>,
@@ -287,7 +289,11 @@ impl Session {
         let mut guard =
             self.library.write().map_err(|_| Error::Internal("library lock poisoned".into()))?;
         let mut next = (**guard).clone();
+        let files = next.sources.files().count();
         match tfn_frontend::load_source(&mut next, name, source, loader) {
+            // The file and those it `use`s were loaded before as they are: nothing changes,
+            // and the compiled functions stay cached.
+            Ok(warnings) if next.sources.files().count() == files => Ok(warnings),
             Ok(warnings) => {
                 // User rewrite rules are checked for soundness before anything is loaded.
                 if next.rewrites.len() != guard.rewrites.len() {

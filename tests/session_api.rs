@@ -613,3 +613,48 @@ fn a_grad_formula_of_another_runtime_size_is_refused() {
         assert_eq!(g, array(&[2, 3], 1.0), "{backend:?}");
     }
 }
+
+/// Loading a file again as it is (re-running a notebook cell) adds nothing and keeps the
+/// compiled functions; a file changed since, or one whose `use`d file changed, defining the
+/// same names again is `E0115` with a note that says the file changed.
+#[test]
+fn loading_an_unchanged_file_again_adds_nothing() {
+    let dir = tfn_test_utils::Scratch::new("session_api", "reload");
+    let (main, dep) = (dir.join("main.tfn"), dir.join("dep.tfn"));
+    std::fs::write(&dep, "fn dep_twice(Tensor x) -> Tensor {\n    return x * 2.0\n}\n").unwrap();
+    let text =
+        "use \"dep.tfn\"\n\nfn plus_one(Tensor x) -> Tensor {\n    return dep_twice(x) + 1.0\n}\n";
+    std::fs::write(&main, text).unwrap();
+    let s = Session::with_backend(Backend::Jit);
+    s.load_file(&main).expect("first load");
+    let x = array(&[2, 3], 0.5);
+    let first = only_f32(s.call("plus_one", &[Value::from(x.view())]).expect("call"));
+    let sources = s.library().sources.files().count();
+    for _ in 0..2 {
+        assert!(s.load_file(&main).expect("again").is_empty());
+        s.load_file(&dep).expect("the used file on its own");
+    }
+    assert_eq!(s.library().sources.files().count(), sources, "nothing added");
+    let again = only_f32(s.call("plus_one", &[Value::from(x.view())]).expect("call"));
+    assert_eq!(first, again);
+    assert_eq!((s.stats().compiles, s.stats().cache_hits), (1, 1), "the compile is kept");
+    // The same text under another name is another file: its names are defined twice.
+    let other = s.load_str("other.tfn", text.trim_start_matches("use \"dep.tfn\"\n"));
+    assert!(matches!(&other, Err(Error::Load { rendered, .. }) if rendered.contains("E0115")));
+    // A changed `use`d file, then a changed main file: E0115 naming the change.
+    std::fs::write(&dep, "fn dep_twice(Tensor x) -> Tensor {\n    return x * 3.0\n}\n").unwrap();
+    for changed in [false, true] {
+        if changed {
+            std::fs::write(&main, text.replace("1.0", "2.0")).unwrap();
+        }
+        match s.load_file(&main) {
+            Err(Error::Load { rendered, .. }) => {
+                assert!(rendered.contains("E0115"), "{rendered}");
+                assert!(rendered.contains("has changed since"), "{rendered}");
+            }
+            other => panic!("changed={changed}: expected E0115, got {other:?}"),
+        }
+    }
+    let kept = only_f32(s.call("plus_one", &[Value::from(x.view())]).expect("call"));
+    assert_eq!(first, kept, "a failed load changes nothing");
+}

@@ -6,8 +6,9 @@
 //!
 //! A `use`d file already loaded into the library (same display name and text, and at least one
 //! definition from it) or already part of the batch is skipped, so diamonds and cycles of `use`
-//! load each file once. A top-level load is never skipped: loading the same file twice defines
-//! its names twice, which is an error (`E0115`).
+//! load each file once. A top-level load of a file already loaded with the same text, whose
+//! `use`d files are all unchanged too, adds nothing (re-running a notebook cell); a changed
+//! file defines its names a second time, which is an error (`E0115`, with a note saying so).
 
 use crate::ast::{File, Item};
 use crate::check::check_batch;
@@ -44,6 +45,9 @@ pub fn load_source(
     text: &str,
     loader: &dyn SourceLoader,
 ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    if unchanged(lib, name, text, loader, &mut Vec::new()) {
+        return Ok(Vec::new());
+    }
     let mut batch = Batch { names: Vec::new(), files: Vec::new(), diags: Vec::new() };
     batch.visit(lib, name, text, loader, 0);
     if batch.diags.iter().any(|d| d.is_error()) {
@@ -123,6 +127,37 @@ impl Batch {
         }
         self.files.push(file);
     }
+}
+
+/// Whether an earlier load brought in this file with this text, and every file it `use`s
+/// (through any depth) as it reads now: loading it again would add nothing.
+fn unchanged(
+    lib: &Library,
+    name: &str,
+    text: &str,
+    loader: &dyn SourceLoader,
+    seen: &mut Vec<String>,
+) -> bool {
+    if seen.iter().any(|s| s == name) {
+        return true;
+    }
+    if seen.len() > MAX_USE_DEPTH || !already_loaded(lib, name, text) {
+        return false;
+    }
+    seen.push(name.to_string());
+    let Some((id, _)) = lib.sources.files().find(|(_, f)| f.name == name && f.text == text) else {
+        return false;
+    };
+    let Ok(file) = parse_file(id, text) else { return false };
+    file.items.iter().all(|item| {
+        let Item::Use(u) = item else { return true };
+        let loaded =
+            std_source(&u.path).map(Ok).unwrap_or_else(|| loader.load(&u.path, Some(name)));
+        match loaded {
+            Ok((display, source)) => unchanged(lib, &display, &source, loader, seen),
+            Err(_) => false,
+        }
+    })
 }
 
 /// Whether a successful earlier load already brought this file in.

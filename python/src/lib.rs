@@ -51,6 +51,8 @@ struct Made {
 struct Load {
     main: String,
     files: Vec<(String, String)>,
+    /// The functions it defined (not pickled: a replay finds them again).
+    names: Vec<String>,
 }
 
 /// What a library or function pickles as: the session's arguments and the loads up to and
@@ -239,7 +241,7 @@ impl Session {
     ) -> PyResult<Library> {
         let me = slf.get();
         let before = me.inner.library().sources.files().count();
-        let names = load_into(slf, load)?;
+        let mut names = load_into(slf, load)?;
         let library = me.inner.library();
         let known = library.functions.keys().cloned().collect();
         let files: Vec<(String, String)> = library
@@ -250,8 +252,25 @@ impl Session {
             .collect();
         let origin = {
             let mut loads = me.loads.lock().unwrap_or_else(|p| p.into_inner());
-            loads.push(Arc::new(Load { main: main.to_string(), files }));
-            Origin { made: me.made.clone(), loads: loads.clone() }
+            // A file loaded again unchanged added nothing: the library is the earlier one's
+            // (re-running `tfn.load` in a notebook), and there is nothing new to replay.
+            let earlier = loads.iter().rposition(|l| l.main == main);
+            match earlier {
+                Some(at) if files.is_empty() => {
+                    names = loads[at].names.clone();
+                    Origin { made: me.made.clone(), loads: loads[..=at].to_vec() }
+                }
+                // Brought in before by another file's `use`: its own functions.
+                None if files.is_empty() => {
+                    names = defined_in(&library, main);
+                    Origin { made: me.made.clone(), loads: loads.clone() }
+                }
+                _ => {
+                    let load = Load { main: main.to_string(), files, names: names.clone() };
+                    loads.push(Arc::new(load));
+                    Origin { made: me.made.clone(), loads: loads.clone() }
+                }
+            }
         };
         Ok(Library {
             session: slf.clone().unbind(),
@@ -277,6 +296,19 @@ impl Session {
     fn load_str_lib(slf: &Bound<'_, Self>, source: &str, name: &str) -> PyResult<Library> {
         Session::record_load(slf, name, |s| s.load_str(name, source))
     }
+}
+
+/// The functions with an overload defined in the file named `file`.
+fn defined_in(library: &tfn_ir::Library, file: &str) -> Vec<String> {
+    let in_file = |f: &tfn_ir::library::FunctionDef| {
+        library.sources.get(f.span.file).is_some_and(|source| source.name == file)
+    };
+    library
+        .functions
+        .iter()
+        .filter(|(_, defs)| defs.iter().any(in_file))
+        .map(|(n, _)| n.clone())
+        .collect()
 }
 
 /// Loads with `load`, warns the warnings, and returns the function names it added.

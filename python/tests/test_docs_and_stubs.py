@@ -173,11 +173,18 @@ def test_the_documents_have_python_to_run():
 
 @pytest.mark.parametrize("block", _PYTHON, ids=[b[0] for b in _PYTHON])
 def test_python_block_runs_as_written(block):
-    # A fresh interpreter per block, as a reader would run it (tfn.load uses one default
-    # session per process, and a file loaded twice into a session is a redefinition).
+    # A fresh interpreter per block, as a reader would run it; `test_blocks_run_together`
+    # runs them in one.
     place, _, _, text = block
     run = subprocess.run([sys.executable, "-c", text], cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, f"{place}:\n{text}\n--- stdout\n{run.stdout}--- stderr\n{run.stderr}"
+
+
+def test_python_blocks_run_together_in_one_interpreter():
+    # A reader pasting every block into one session (the same files loaded again, unchanged).
+    text = "\n".join(b[3] for b in _PYTHON if b[0].startswith("docs/python.md"))
+    run = subprocess.run([sys.executable, "-c", text], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0, f"{text}\n--- stdout\n{run.stdout}--- stderr\n{run.stderr}"
 
 
 @pytest.mark.parametrize("block", _SHELL, ids=[b[0] for b in _SHELL])

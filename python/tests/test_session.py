@@ -4,6 +4,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import tfn
 from conftest import OPS, softmax_ref
@@ -51,6 +52,26 @@ def test_libraries_share_their_session():
     b = s.loads("fn two(Tensor x) -> Tensor {\n    return one(one(x))\n}\n", name="b.tfn")
     np.testing.assert_array_equal(b.two(np.zeros(2)), [2.0, 2.0])
     assert a.functions == ["one"] and b.functions == ["two"]
+
+
+def test_loading_a_file_again_unchanged_gives_the_same_library(tmp_path):
+    # Re-running a notebook cell: the second load adds nothing and keeps the compiled code.
+    (tmp_path / "dep.tfn").write_text("fn dep(Tensor x) -> Tensor {\n    return x * 2.0\n}\n")
+    main = tmp_path / "main.tfn"
+    main.write_text('use "dep.tfn"\n\nfn top(Tensor x) -> Tensor {\n    return dep(x) + 1.0\n}\n')
+    s = tfn.Session()
+    a = s.load(main)
+    np.testing.assert_array_equal(a.top(np.ones(3)), [3.0, 3.0, 3.0])
+    b = s.load(main)
+    c = s.load(tmp_path / "dep.tfn")
+    assert b.functions == a.functions and "top" in dir(b) and c.functions == ["dep"]
+    np.testing.assert_array_equal(b.top(np.ones(3)), [3.0, 3.0, 3.0])
+    assert s.stats().compiles == 1
+    # A changed file defining the same names again is a CompileError that says so.
+    main.write_text(main.read_text().replace("1.0", "5.0"))
+    with pytest.raises(tfn.CompileError, match="has changed since"):
+        s.load(main)
+    np.testing.assert_array_equal(a.top(np.ones(3)), [3.0, 3.0, 3.0])
 
 
 def test_many_python_threads_share_a_session(jit_lib):

@@ -46,6 +46,25 @@ struct NewFn<'a> {
     restates: bool,
 }
 
+/// A second definition that comes from a file of the same name as the first one's: the file
+/// was loaded before and has changed since (an unchanged file loads once, `load.rs`).
+fn reloaded_note(lib: &Library, env: &Env, def: &FunctionDef, diags: &mut Vec<Diagnostic>) {
+    let Some(d) = diags.last_mut().filter(|d| d.code == "E0115") else { return };
+    let Some(first) = env.overloads(&def.name).iter().find(|f| f.overload == def.overload) else {
+        return;
+    };
+    let name = |span: tfn_ir::Span| lib.sources.get(span.file).map(|f| f.name.as_str());
+    match (name(first.span), name(def.span)) {
+        (Some(a), Some(b)) if a == b && first.span.file != def.span.file => {
+            d.notes.push(format!(
+                "`{a}` was loaded into this session before and has changed since; a session \
+                 defines each name once: load the new version into a new session"
+            ));
+        }
+        _ => {}
+    }
+}
+
 /// Checks `files` (in load order) against `lib`. Returns the templates when there is no error,
 /// and every diagnostic (warnings included) sorted by position.
 pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<Diagnostic>) {
@@ -85,6 +104,9 @@ pub fn check_batch(lib: &Library, files: &[ast::File]) -> (Option<Checked>, Vec<
             if let Some(d) = diags.last_mut().filter(|d| d.code == "E0115") {
                 d.notes.push(restate::primitive_note(prelude));
             }
+        }
+        if !added {
+            reloaded_note(lib, &env, &checked.def, &mut diags);
         }
         let name_spans = sig.params.iter().map(|p| p.name.span).collect();
         new_fns.push(NewFn {
