@@ -48,7 +48,7 @@ struct NewFn<'a> {
 
 /// A second definition that comes from a file of the same name as the first one's: the file
 /// was loaded before and has changed since (an unchanged file loads once, `load.rs`).
-fn reloaded_note(lib: &Library, env: &Env, def: &FunctionDef, diags: &mut Vec<Diagnostic>) {
+fn reloaded_note(lib: &Library, env: &Env, def: &FunctionDef, diags: &mut [Diagnostic]) {
     let Some(d) = diags.last_mut().filter(|d| d.code == "E0115") else { return };
     let Some(first) = env.overloads(&def.name).iter().find(|f| f.overload == def.overload) else {
         return;
