@@ -258,19 +258,23 @@ impl Lowerer<'_> {
         for axis in 0..rank {
             let (before, after) = (pads[2 * axis], pads[2 * axis + 1]);
             if before < 0 || after < 0 {
-                let start = (-before).max(0);
-                let end = (after < 0).then_some(after);
+                // How many elements each side removes, as unsigned: `-i64::MIN` does not fit.
+                let cut = |amount: i64| if amount < 0 { amount.unsigned_abs() } else { 0 };
+                let (cut_before, cut_after) = (cut(before), cut(after));
                 let size = self.syms.hint(self.ty(x).shape.0[axis]);
-                if let Some(n) = size {
-                    if start.saturating_add((-after).max(0)) > n as i64 {
-                        let msg = format!(
-                            "`pad`: removing {} and {} elements of axis {axis} of size {n}",
-                            -before.min(0),
-                            -after.min(0)
-                        );
-                        return Err(call.error("E0510", "pads", msg));
-                    }
+                let too_many = match size {
+                    Some(n) => cut_before.saturating_add(cut_after) > n,
+                    None => cut_before > i64::MAX as u64 || cut_after > i64::MAX as u64,
+                };
+                if too_many {
+                    let of = size.map_or(String::new(), |n| format!(" of size {n}"));
+                    let msg = format!(
+                        "`pad`: removing {cut_before} and {cut_after} elements of axis {axis}{of}"
+                    );
+                    return Err(call.error("E0510", "pads", msg));
                 }
+                let start = cut_before as i64;
+                let end = (after < 0).then_some(after);
                 let op = Op::Slice { axis: axis as u32, start, end, step: 1 };
                 x = self.emit_inferred(op, vec![x], call.span).map_err(infer_err)?;
             }
