@@ -271,6 +271,33 @@ fn a_stacked_input_shorter_than_the_loop_is_an_error_naming_it() {
     assert!(e.to_string().contains("`w[i]`") && e.to_string().contains("2 row"), "{e}");
 }
 
+/// A `for` runs at most 2^40 trips, as a `while`'s `at most` allows: a constant range beyond
+/// that is E0511 at the bound (it ran until killed), a range of sizes an error when it runs.
+#[test]
+fn a_for_loop_of_more_than_2_to_the_40_trips_is_an_error() {
+    let src = "fn f(Tensor x, *, Int n) -> Tensor {\n    var h = x\n    for i in 0..n {\n        h = h + 1.0\n    }\n    return h\n}\n\
+               fn g(Tensor x) -> Tensor {\n    var h = x\n    for i in 0..size(x, 0) * size(x, 0) * size(x, 0) * size(x, 0) {\n        h = h + 1.0\n    }\n    return h\n}\n";
+    for backend in [Backend::Jit, Backend::Interp] {
+        let s = session(backend, false);
+        s.load_str("huge.tfn", src).unwrap_or_else(|e| panic!("{e}"));
+        let x = || Value::from(Tensor::F32(ArrayD::zeros(IxDyn(&[2]))));
+        for (n, ok) in [(i64::MAX, false), ((1 << 40) + 1, false), (3, true)] {
+            let kw = [("n", Value::Attr(tfn::Attr::Int(n)))];
+            match s.call_kw("f", &[x()], &kw) {
+                Ok(r) => assert!(ok && f32s(&r[0]) == [3.0, 3.0], "{backend:?} n={n}"),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(!ok && e.contains("E0511") && e.contains("huge.tfn:3:17"), "{e}");
+                }
+            }
+        }
+        // 1100^4 > 2^40 trips from sizes: refused before the first trip.
+        let wide = Value::from(Tensor::F32(ArrayD::zeros(IxDyn(&[1100]))));
+        let e = s.call("g", &[wide]).expect_err("too many trips").to_string();
+        assert!(e.contains("1464100000000 trips") && e.contains("at most 1099511627776"), "{e}");
+    }
+}
+
 const MORE: &str = r#"
 // Nested loops: the inner one over columns of a stacked weight, the outer over layers.
 fn nested(Tensor x, Tensor w) -> Tensor {

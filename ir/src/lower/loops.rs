@@ -23,7 +23,7 @@ use crate::dtype::DType;
 use crate::graph::{Graph, GraphParam, TensorType, ValueId};
 use crate::library::{Binding, Block, Expr, ExprKind, Stmt};
 use crate::op::Op;
-use crate::program::{LoopBody, LoopKind, LoopSpec};
+use crate::program::{LoopBody, LoopKind, LoopSpec, MAX_FOR_TRIPS};
 use crate::shape::{Dim, Shape};
 use crate::span::Span;
 use std::collections::{BTreeSet, HashMap};
@@ -77,8 +77,18 @@ impl<'a> Lowerer<'a> {
         // The loop's kind, evaluated outside.
         let (kind_out, var) = match &stmt {
             LoopStmt::For { var, start, end, checkpoint } => {
+                let end_span = end.span;
                 let start = self.trip_bound(start, env)?;
                 let end = self.trip_bound(end, env)?;
+                if let (Dim::Const(a), Dim::Const(b)) = (start, end) {
+                    if b.saturating_sub(a) > MAX_FOR_TRIPS {
+                        let msg = format!(
+                            "this loop runs {} trips; a `for` runs at most {MAX_FOR_TRIPS}",
+                            b - a
+                        );
+                        return Err(diag("E0511", msg, Some(end_span)));
+                    }
+                }
                 (LoopKind::For { start, end, checkpoint: *checkpoint }, Some(*var))
             }
             LoopStmt::While { cond, max_trips } => {

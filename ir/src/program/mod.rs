@@ -27,6 +27,11 @@ use crate::shape::Dim;
 use crate::span::Span;
 use std::collections::HashMap;
 
+/// Most trips a `for` may run: about 10^12, beyond any loop that finishes (a `while`'s
+/// `at most` has the same bound). A constant range beyond it is `E0511` when lowered, a
+/// range of sizes when it runs.
+pub const MAX_FOR_TRIPS: u64 = 1 << 40;
+
 /// A loop's trip rule.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoopKind {

@@ -418,6 +418,13 @@ pub fn for_trips<E: RunFailure>(
     let start = size_of::<E>(start, sizes)?;
     let end = size_of::<E>(end, sizes)?;
     let trips = end.saturating_sub(start);
+    if trips as u64 > super::MAX_FOR_TRIPS {
+        return Err(E::shape(format!(
+            "the loop {} would run {trips} trips; a `for` runs at most {}",
+            head.named(),
+            super::MAX_FOR_TRIPS
+        )));
+    }
     if trips > 0 {
         for (k, v) in head.sliced.iter().enumerate() {
             let rows = values.slot::<E>(*v)?.shape().first().copied().unwrap_or(0);
