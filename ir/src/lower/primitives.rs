@@ -162,11 +162,28 @@ impl Lowerer<'_> {
             Prim::Reduce(op) => {
                 let x = call.tensor("x")?;
                 let rank = self.graph.ty(x).shape.rank();
+                let dims = call.int_list("dims")?;
                 if rank == 0 {
-                    // Reducing a scalar over "all" of its zero axes leaves it unchanged.
+                    // Reducing a scalar over "all" of its zero axes leaves it unchanged; as in
+                    // PyTorch, dim 0 or -1 names that (no) axis, any other is out of range.
+                    let mut seen = Vec::new();
+                    for &d in &dims {
+                        if d != 0 && d != -1 {
+                            let msg = format!(
+                                "dim {d} is out of range for {} of rank 0 (a rank-0 tensor \
+                                 takes dim 0 or -1, which reduce nothing)",
+                                call.label("x")
+                            );
+                            return Err(call.error("E0505", "dims", msg));
+                        }
+                        if seen.contains(&0) {
+                            let msg = format!("dim {d} is repeated in `dims` (0 and -1 are one)");
+                            return Err(call.error("E0505", "dims", msg));
+                        }
+                        seen.push(0);
+                    }
                     return Ok(x);
                 }
-                let dims = call.int_list("dims")?;
                 let mut axes = Vec::new();
                 for d in &dims {
                     let a = self.axis(call, "dims", "x", *d, rank)? as u32;
@@ -239,7 +256,16 @@ impl Lowerer<'_> {
             Prim::Unsqueeze => {
                 let x = call.tensor("x")?;
                 let mut shape = self.ty(x).shape;
-                let at = self.axis(call, "dim", "x", call.int("dim")?, shape.rank() + 1)?;
+                let (dim, rank) = (call.int("dim")?, shape.rank());
+                let at = normalize_axis(dim, rank + 1).ok_or_else(|| {
+                    let msg = format!(
+                        "dim {dim} is out of range for `unsqueeze` of {} of rank {rank} (a \
+                         new axis goes at -{} to {rank})",
+                        call.label("x"),
+                        rank + 1
+                    );
+                    call.error("E0505", "dim", msg)
+                })?;
                 shape.0.insert(at, Dim::Const(1));
                 Ok(self.reshape(x, shape, span))
             }
