@@ -540,7 +540,9 @@ fn run_error(e: RunError) -> Error {
             message: format!("the result is {expected_dtype}{expected_shape:?} but the buffer is {got_dtype}{got_shape:?}"),
         },
         RunError::InputDType { .. } => Error::DType(e.to_string()),
-        RunError::ZeroSizeReduction { .. } | RunError::Shape { .. } => Error::Shape(e.to_string()),
+        RunError::ZeroSizeReduction { .. }
+        | RunError::Shape { .. }
+        | RunError::AxisTooLong { .. } => Error::Shape(e.to_string()),
         RunError::IndexOutOfRange { .. } | RunError::LoopRun(_) | RunError::OutOfMemory { .. } => {
             Error::Runtime(e.to_string())
         }

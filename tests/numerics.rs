@@ -568,3 +568,22 @@ fn an_inner_size_of_one_sums_from_zero() {
         }
     }
 }
+
+/// An index computed along an axis longer than 2^31 - 1 elements is a shape error from the
+/// JIT that says why (it was an "internal error"); nothing that long is allocated.
+#[test]
+fn an_index_past_the_jits_32_bit_lanes_is_a_shape_error() {
+    let s = session(Backend::Jit, 1, SimdLevel::detect());
+    s.load_str(
+        "long.tfn",
+        "fn long_iota() -> Tensor { return sum(arange(3000000000, dtype=i8)) }\n",
+    )
+    .unwrap();
+    match s.call("long_iota", &[]) {
+        Err(e @ tfn::Error::Shape(_)) => {
+            let e = e.to_string();
+            assert!(e.contains("3000000000") && e.contains("32 bits"), "{e}");
+        }
+        other => panic!("expected a shape error, got {other:?}"),
+    }
+}

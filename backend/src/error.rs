@@ -64,6 +64,14 @@ pub enum RunError {
     /// A loop of a program failed on the values (a `while` past its `at most`).
     #[error("{0}")]
     LoopRun(String),
+    /// An op that computes indices (`arange`, `iota_like`, an index op) along an axis longer
+    /// than the JIT's 32-bit index lanes reach: a documented limit, not a bug.
+    #[error(
+        "an index along an axis of {size} elements: the JIT computes indices in 32 bits, so an \
+         axis it indexes has at most 2147483647 elements (the interpreter backend has no such \
+         limit)"
+    )]
+    AxisTooLong { size: usize },
     /// The memory for a value could not be allocated (a process memory limit, a full machine).
     #[error("not enough memory for a {dtype}{shape:?} value ({} bytes)", value_bytes(*dtype, shape))]
     OutOfMemory { dtype: DType, shape: Vec<usize> },

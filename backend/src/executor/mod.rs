@@ -894,10 +894,7 @@ impl CompiledFunction {
         for op in plan.inputs.iter().filter(|o| o.index) {
             let too_long = sizes.iter().zip(&op.full).find(|(&s, &f)| f && s > i32::MAX as usize);
             if let Some((&s, _)) = too_long {
-                return Err(RunError::Internal(format!(
-                    "an index along an axis of {s} elements (at most {} are supported)",
-                    i32::MAX
-                )));
+                return Err(RunError::AxisTooLong { size: s });
             }
         }
         let rank = sizes.len();
