@@ -39,12 +39,22 @@ pub fn parse_file(file: FileId, text: &str) -> Result<File, Vec<Diagnostic>> {
             _ => vec![d],
         }
     })?;
-    let builder = Builder { file, errors: RefCell::new(Vec::new()), pratt: pratt() };
+    let builder = Builder {
+        file,
+        errors: RefCell::new(Vec::new()),
+        pratt: pratt(),
+        unnegated: RefCell::new(Vec::new()),
+    };
     let mut items = Vec::new();
     for pair in pairs.flat_map(|file| file.into_inner()).filter(|p| is_item(p.as_rule())) {
         items.push(builder.item(pair));
     }
-    let errors = builder.errors.into_inner();
+    // A `9223372036854775808` that no minus sign made `-9223372036854775808`.
+    for span in builder.unnegated.take() {
+        builder.error(too_large(span));
+    }
+    let mut errors = builder.errors.into_inner();
+    errors.sort_by_key(|d| d.primary.as_ref().map(|l| (l.span.start, l.span.end)));
     if errors.is_empty() {
         Ok(File { items })
     } else {
@@ -80,6 +90,16 @@ struct Builder {
     file: FileId,
     errors: RefCell<Vec<Diagnostic>>,
     pratt: PrattParser<Rule>,
+    /// Literals `9223372036854775808` (2^63) read as `i64::MIN`, waiting for the minus sign
+    /// that makes them `-9223372036854775808`; any left at the end are too large.
+    unnegated: RefCell<Vec<Span>>,
+}
+
+/// `E0002` for an integer literal outside `i64`.
+fn too_large(span: Span) -> Diagnostic {
+    Diagnostic::error("E0002", "integer literal is too large")
+        .at(span, "does not fit in 64 bits")
+        .with_note("integers range from -9223372036854775808 to 9223372036854775807")
 }
 
 /// The significant children of a pair: punctuation rules are dropped.
@@ -554,7 +574,24 @@ impl Builder {
                 let op_span = self.span(&op);
                 let span = op_span.to(outer);
                 let kind = match operand.kind {
-                    ExprKind::Int(v) => ExprKind::Int(v.wrapping_neg()),
+                    ExprKind::Int(i64::MIN) => {
+                        let mut waiting = self.unnegated.borrow_mut();
+                        match waiting.iter().position(|s| *s == operand.span) {
+                            // `-9223372036854775808`: the one literal whose minus sign makes
+                            // it fit.
+                            Some(at) => {
+                                waiting.remove(at);
+                                ExprKind::Int(i64::MIN)
+                            }
+                            // `--9223372036854775808`: 2^63 again.
+                            None => {
+                                drop(waiting);
+                                self.error(too_large(span));
+                                ExprKind::Int(0)
+                            }
+                        }
+                    }
+                    ExprKind::Int(v) => ExprKind::Int(-v),
                     ExprKind::Float(v) => ExprKind::Float(-v),
                     _ => ExprKind::Neg { op_span, operand: Box::new(operand) },
                 };
@@ -604,19 +641,17 @@ impl Builder {
     fn primary(&self, pair: Pair<'_, Rule>) -> Expr {
         let span = self.span(&pair);
         let kind = match pair.as_rule() {
-            Rule::int => {
-                match pair.as_str().parse::<i64>() {
-                    Ok(v) => ExprKind::Int(v),
-                    Err(_) => {
-                        self.error(
-                        Diagnostic::error("E0002", "integer literal is too large")
-                            .at(span, "does not fit in 64 bits")
-                            .with_note("integers range from -9223372036854775807 to 9223372036854775807"),
-                    );
-                        ExprKind::Int(0)
-                    }
+            Rule::int => match pair.as_str().parse::<i64>() {
+                Ok(v) => ExprKind::Int(v),
+                Err(_) if pair.as_str().parse::<u64>() == Ok(1 << 63) => {
+                    self.unnegated.borrow_mut().push(span);
+                    ExprKind::Int(i64::MIN)
                 }
-            }
+                Err(_) => {
+                    self.error(too_large(span));
+                    ExprKind::Int(0)
+                }
+            },
             Rule::float => match pair.as_str().parse::<f64>() {
                 // `inf` and `nan` are literals; a number that overflows f64 is not.
                 Ok(v) if v.is_finite() || matches!(pair.as_str(), "inf" | "nan") => {
