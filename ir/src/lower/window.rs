@@ -26,6 +26,10 @@ impl Lowerer<'_> {
         for (o, &p) in out.iter_mut().zip(&pair) {
             *o = match u32::try_from(p) {
                 Ok(p) if i64::from(p) >= min => p,
+                _ if p >= min => {
+                    let msg = format!("`{param}` must be at most {}, got {p}", u32::MAX);
+                    return Err(call.error("E0505", param, msg));
+                }
                 _ => {
                     let what = if min > 0 { "positive" } else { "non-negative" };
                     let msg = format!("`{param}` must be {what}, got {p}");
@@ -77,6 +81,11 @@ impl Lowerer<'_> {
             let groups = call.int("groups")?;
             attrs.groups = match u32::try_from(groups) {
                 Ok(g) if g > 0 => g,
+                _ if groups > 0 => {
+                    let msg =
+                        format!("`{name}`: groups must be at most {}, got {groups}", u32::MAX);
+                    return Err(call.error("E0505", "groups", msg));
+                }
                 _ => {
                     let msg = format!("`{name}`: groups must be positive, got {groups}");
                     return Err(call.error("E0505", "groups", msg));
