@@ -658,3 +658,16 @@ fn loading_an_unchanged_file_again_adds_nothing() {
     let kept = only_f32(s.call("plus_one", &[Value::from(x.view())]).expect("call"));
     assert_eq!(first, kept, "a failed load changes nothing");
 }
+
+/// A `grad` block without a line for a float input is E0802 at that block when a vjp needs it.
+#[test]
+fn a_missing_gradient_formula_points_at_its_grad_block() {
+    let src = "fn sp(Tensor x, Tensor z) -> Tensor {\n    return x * z\n}\n\ngrad sp(x) {\n    x: grad * z\n}\n";
+    let s = Session::with_backend(Backend::Jit);
+    s.load_str("partial.tfn", src).expect("a partial block loads: an int `z` needs no line");
+    let x = array(&[2, 3], 0.5);
+    let args = [Value::from(x.view()), Value::from(x.view())];
+    let e = s.vjp("sp", &args, &[Value::from(x.view())]).expect_err("no formula for z");
+    let e = e.to_string();
+    assert!(e.contains("E0802") && e.contains("partial.tfn:5:1") && e.contains("`z: "), "{e}");
+}

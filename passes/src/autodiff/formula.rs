@@ -60,6 +60,7 @@ impl Formulas {
             .scratch
             .grad_of(&call.name, overload)
             .ok_or_else(|| not_diff("it has no `grad` block"))?;
+        let block = gdef.span;
         let synthesized = synthesize(fdef, gdef, call, wanted)?;
         self.scratch.functions.insert(SCRATCH_NAME.to_string(), vec![synthesized]);
 
@@ -104,6 +105,7 @@ impl Formulas {
                     AutodiffError::MissingFormula {
                         function: function.clone(),
                         input: name.clone(),
+                        span: Some(block),
                     }
                 })?)),
             }
@@ -173,7 +175,11 @@ fn synthesize(
     let mut returns = Vec::new();
     for name in wanted {
         let formula = gdef.formulas.iter().find(|(b, _)| &b.name == name).ok_or_else(|| {
-            AutodiffError::MissingFormula { function: function.clone(), input: name.clone() }
+            AutodiffError::MissingFormula {
+                function: function.clone(),
+                input: name.clone(),
+                span: Some(span),
+            }
         })?;
         // Any dtype: `fit` converts a float formula's value to its input's dtype, and refuses
         // another, naming the input and pointing at the formula.
@@ -184,6 +190,7 @@ fn synthesize(
                 return Err(AutodiffError::MissingFormula {
                     function: function.clone(),
                     input: name.clone(),
+                    span: Some(span),
                 })
             }
         };

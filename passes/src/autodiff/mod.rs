@@ -76,7 +76,7 @@ pub enum AutodiffError {
     NotDifferentiable { op: String, reason: String },
     /// A `grad` block lacks the formula for an input that needs a gradient.
     #[error("the `grad` block of `{function}` has no formula for input `{input}`")]
-    MissingFormula { function: String, input: String },
+    MissingFormula { function: String, input: String, span: Option<tfn_ir::span::Span> },
     /// A gradient formula failed to lower for this call's types and attributes.
     #[error("the gradient of `{function}` cannot be built: {error}")]
     Formula { function: String, error: LowerError },
@@ -127,6 +127,14 @@ impl AutodiffError {
         match self {
             AutodiffError::ShapeMismatch { span: Some(span), .. } => {
                 vec![d.at(*span, "this gradient")]
+            }
+            AutodiffError::MissingFormula { input, span: Some(span), .. } => {
+                vec![d.at(*span, format!("no line `{input}: ...` in this block")).with_help(
+                    format!(
+                        "add `{input}: <the vector-Jacobian product>` (a float tensor input \
+                         needs one wherever a call passes it a float)"
+                    ),
+                )]
             }
             _ => vec![d],
         }
