@@ -130,7 +130,9 @@ impl ExternKernels for ExternTable {
         match kernel {
             Some(k) => k(inputs, attrs),
             None => Err(format!(
-                "no kernel is registered for extern op `{name}` (use `Session::register_extern`)"
+                "no kernel is registered for extern op `{name}`: an extern op runs a kernel a \
+                 Rust program registers with `Session::register_extern` (`tfnc` and the \
+                 Python module register none)"
             )),
         }
     }

@@ -58,6 +58,10 @@ pub fn resolve_path(path: &str, from: Option<&str>) -> String {
         }
     }
     let normal: PathBuf = parts.iter().collect();
+    if normal.as_os_str().is_empty() {
+        // `use "."` from `a.tfn`: the current directory, not the empty path.
+        return ".".to_string();
+    }
     normal.to_string_lossy().into_owned()
 }
 
@@ -178,5 +182,7 @@ mod tests {
         assert_eq!(resolve_path("../c.tfn", Some("models/a.tfn")), "c.tfn");
         assert_eq!(resolve_path("./b.tfn", None), "b.tfn");
         assert_eq!(resolve_path("b.tfn", Some("a.tfn")), "b.tfn");
+        assert_eq!(resolve_path(".", Some("a.tfn")), ".");
+        assert_eq!(resolve_path("./", None), ".");
     }
 }

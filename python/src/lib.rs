@@ -217,9 +217,9 @@ fn threads_arg(t: &Bound<'_, PyAny>) -> PyResult<usize> {
 fn threads_from_env() -> PyResult<Option<usize>> {
     match std::env::var("TFN_THREADS") {
         Ok(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(Some(n)),
+            Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(Some(n)),
             _ => Err(PyValueError::new_err(format!(
-                "TFN_THREADS={v:?}: expected a whole number of threads, at least 1"
+                "TFN_THREADS={v:?}: expected a whole number of threads, from 1 to {MAX_THREADS}"
             ))),
         },
         _ => Ok(None),
@@ -609,6 +609,12 @@ fn run_vjp(
     with_values: bool,
 ) -> PyResult<(Vec<Value<'static>>, Vec<Py<PyAny>>)> {
     let (name, args, cotangents) = (c.name, c.args, c.cotangents);
+    if c.kwargs.is_some_and(|k| k.contains("out").unwrap_or(false)) {
+        let what = if with_values { "value_and_vjp" } else { "vjp" };
+        return Err(PyTypeError::new_err(format!(
+            "{what}() takes no `out=`: it returns new arrays (only a call writes into `out`)"
+        )));
+    }
     let args: Vec<Bound<'_, PyAny>> = if args.cast::<numpy::PyUntypedArray>().is_ok() {
         vec![args.clone()]
     } else {

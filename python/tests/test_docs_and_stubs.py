@@ -70,6 +70,11 @@ def test_stubs_command_line(tmp_path):
     fail = subprocess.run([sys.executable, "-m", "tfn.stubs", str(bad)], capture_output=True,
                           text=True)
     assert fail.returncode == 1 and "bad.tfn:1:" in fail.stderr
+    # -o names a directory: a file name there is refused, not made a directory.
+    named = tmp_path / "out" / "ops.pyi"
+    fail = subprocess.run([sys.executable, "-m", "tfn.stubs", str(OPS), "-o", str(named)],
+                          capture_output=True, text=True)
+    assert fail.returncode == 1 and "takes a directory" in fail.stderr and not named.exists()
 
 
 HOSTILE_NAMES = """

@@ -54,6 +54,9 @@ def test_a_value_of_no_tfn_type_lists_every_candidate(lib, value, described):
         (lambda lib, x: lib.linear(x, x), "missing required argument `b`"),
         (lambda lib, x: lib.softmax(x, dim=1.5), "argument `dim` must be Int"),
         (lambda lib, x: lib.softmax(x, x=x), "given twice"),
+        (lambda lib, x: lib.vjp("softmax", (x,), x, out=x), r"vjp\(\) takes no `out=`"),
+        (lambda lib, x: lib.value_and_vjp("softmax", (x,), x, out=x), r"value_and_vjp\(\) takes"),
+        (lambda lib, x: lib.softmax.vjp((x,), x, out=x), r"vjp\(\) takes no `out=`"),
     ],
 )
 def test_arity_and_kind_errors(lib, call, reason):

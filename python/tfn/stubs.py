@@ -95,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         out = pathlib.Path(args.out_dir)
         if out.exists() and not out.is_dir():
             raise OSError(f"-o `{out}` is not a directory")
+        if not out.exists() and out.suffix in (".pyi", ".py"):
+            raise OSError(
+                f"-o takes a directory, not a file name: `{out}` (the stub is written as "
+                f"{out.parent / (src.stem + '.pyi')} with -o {out.parent})"
+            )
         copies = _copies(lib, src, out) if args.module else []
         out.mkdir(parents=True, exist_ok=True)
         stem = src.stem

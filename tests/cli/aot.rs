@@ -342,7 +342,7 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
                 "x86_64-unknown-linux-gnu",
             ],
             1,
-            "cannot be built ahead of time: kernel 0: integer matmul",
+            "cannot be built ahead of time: kernel 0 would run in the interpreter (integer matmul",
         ),
         (&["--fn", "gelu", "--arg", "x=f32[?, q]", "-o", "out"], 2, "`q` is not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[?]", "-o", "out", "--cpu", "486"], 2, "--cpu 486"),

@@ -304,7 +304,12 @@ impl ObjectBuilder {
             .interpreted_kernels()
             .into_iter()
             .chain(compiled.reference_kernels())
-            .map(|(i, why)| format!("kernel {i}: {why}"))
+            .map(|(i, why)| {
+                format!(
+                    "kernel {i} would run in the interpreter ({why}), and an object holds \
+                     compiled kernels only"
+                )
+            })
             .collect();
         if !refused.is_empty() {
             refused.sort();
