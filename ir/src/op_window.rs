@@ -20,7 +20,7 @@
 //!
 //! Pooling reads `x` of rank 3 or 4 (`[.., h, w]`) through `kernel` windows: `max_pool2d`
 //! (padding reads as `-inf`; the gradient `max_pool2d_grad(x, grad)` goes to the first
-//! maximum in window order, or a NaN), `avg_pool2d` (no dilation; the divisor counts the
+//! maximum in window order, or the last NaN of the window), `avg_pool2d` (no dilation; the divisor counts the
 //! padding inside `h + p` when `count_include_pad`, else only the elements read) and
 //! `avg_pool2d_grad(grad, like)`. With `ceil_mode`, the last window may be partial but must
 //! start inside the input or the left padding (PyTorch's rule).
