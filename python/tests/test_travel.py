@@ -129,9 +129,10 @@ def test_a_source_that_does_not_load_in_the_receiver_raises_its_diagnostic():
 
 
 def test_tfn_threads_must_be_a_number(monkeypatch):
-    monkeypatch.setenv("TFN_THREADS", "many")
-    with pytest.raises(ValueError, match="TFN_THREADS"):
-        tfn.Session()
+    for bad in ["many", "0", "99999"]:  # a count past Session(threads=)'s limit too
+        monkeypatch.setenv("TFN_THREADS", bad)
+        with pytest.raises(ValueError, match="TFN_THREADS"):
+            tfn.Session()
     monkeypatch.setenv("TFN_THREADS", "3")
     assert tfn.Session().threads == 3
     assert tfn.Session(threads=1).threads == 1
