@@ -325,8 +325,17 @@ unsafe fn run_gemm_crate(
             let b = (b_at as *const $t).add($b_off);
             for i in 0..$rows {
                 let ai = *a.add(i * rs_a);
-                for j in 0..n {
-                    *out.add(i * n + j) = 0.0 + ai * *b.add(j * cs_b);
+                let row = std::slice::from_raw_parts_mut(out.add(i * n), n);
+                if cs_b == 1 {
+                    // Contiguous: the compiler vectorises this loop.
+                    let b = std::slice::from_raw_parts(b, n);
+                    for (o, &bj) in row.iter_mut().zip(b) {
+                        *o = 0.0 + ai * bj;
+                    }
+                } else {
+                    for (j, o) in row.iter_mut().enumerate() {
+                        *o = 0.0 + ai * *b.add(j * cs_b);
+                    }
                 }
             }
         }};
