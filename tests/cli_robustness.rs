@@ -294,6 +294,22 @@ fn outputs_are_written_all_or_none() {
         let err = expect_exit(&o, 2, &format!("{command:?} with --arg x twice"));
         assert!(err.contains("`x` is given twice"), "{err}");
     }
+    // So is a missing one: every command names the parameter and how to give it.
+    for (command, how) in [
+        (&["ir", "f.tfn", "--fn", "outer_sum", "--stage", "fused"][..], "--arg x=f32[4, 8]"),
+        (&["graph", "f.tfn", "outer_sum"], "--arg x=f32[4, 8]"),
+        (&["bench", "f.tfn", "outer_sum", "--millis", "1"], "--arg x=f32[4, 8]"),
+        (&["run", "f.tfn", "outer_sum"], "--arg x=x.npy"),
+    ] {
+        let o = tfnc(&dir, command);
+        let err = expect_exit(&o, 2, &format!("{command:?} without --arg"));
+        assert!(err.contains("`outer_sum` needs `x`, `y`") && err.contains(how), "{err}");
+        let o = tfnc(&dir, &[command, &["--arg", "x=f32[4]"]].concat());
+        if command[0] != "run" {
+            let err = expect_exit(&o, 2, &format!("{command:?} without --arg y"));
+            assert!(err.contains("`outer_sum` needs `y`:"), "{err}");
+        }
+    }
 }
 
 #[test]

@@ -659,6 +659,31 @@ fn loading_an_unchanged_file_again_adds_nothing() {
     assert_eq!(first, kept, "a failed load changes nothing");
 }
 
+/// A symbolic link and its target are one file, loaded once, whichever name comes first.
+#[cfg(unix)]
+#[test]
+fn a_file_and_a_link_to_it_are_loaded_once() {
+    let dir = tfn_test_utils::Scratch::new("session_api", "symlink");
+    std::fs::write(
+        dir.join("dep.tfn"),
+        "fn dep_twice(Tensor x) -> Tensor {\n    return x * 2.0\n}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("dep.tfn", dir.join("link.tfn")).unwrap();
+    let main = "use \"link.tfn\"\nuse \"dep.tfn\"\nuse \"./link.tfn\"\n\n\
+                fn plus_one(Tensor x) -> Tensor {\n    return dep_twice(x) + 1.0\n}\n";
+    std::fs::write(dir.join("main.tfn"), main).unwrap();
+    let s = Session::with_backend(Backend::Interp);
+    s.load_file(&dir.join("main.tfn")).expect("one dep_twice");
+    let sources = s.library().sources.files().count();
+    s.load_file(&dir.join("dep.tfn")).expect("the target, already loaded through the link");
+    s.load_file(&dir.join("link.tfn")).expect("the link");
+    assert_eq!(s.library().sources.files().count(), sources, "nothing added");
+    let x = ArrayD::from_elem(IxDyn(&[2]), 0.5f32);
+    let y = only_f32(s.call("plus_one", &[Value::from(x.view())]).expect("call"));
+    assert_eq!(y.as_slice(), Some(&[2.0f32, 2.0][..]));
+}
+
 /// A `grad` block without a line for a float input is E0802 at that block when a vjp needs it.
 #[test]
 fn a_missing_gradient_formula_points_at_its_grad_block() {

@@ -110,7 +110,8 @@ impl Batch {
                     continue;
                 }
             };
-            if self.names.contains(&display) || already_loaded(lib, &display, &source) {
+            let in_batch = self.names.iter().any(|n| loader.same_file(n, &display));
+            if in_batch || already_loaded(lib, &display, &source, loader) {
                 continue;
             }
             if depth >= MAX_USE_DEPTH {
@@ -141,11 +142,12 @@ fn unchanged(
     if seen.iter().any(|s| s == name) {
         return true;
     }
-    if seen.len() > MAX_USE_DEPTH || !already_loaded(lib, name, text) {
+    if seen.len() > MAX_USE_DEPTH || !already_loaded(lib, name, text, loader) {
         return false;
     }
     seen.push(name.to_string());
-    let Some((id, _)) = lib.sources.files().find(|(_, f)| f.name == name && f.text == text) else {
+    let same = |f: &&tfn_ir::span::SourceFile| f.text == text && loader.same_file(&f.name, name);
+    let Some((id, _)) = lib.sources.files().find(|(_, f)| same(f)) else {
         return false;
     };
     let Ok(file) = parse_file(id, text) else { return false };
@@ -160,12 +162,13 @@ fn unchanged(
     })
 }
 
-/// Whether a successful earlier load already brought this file in.
-fn already_loaded(lib: &Library, name: &str, text: &str) -> bool {
+/// Whether a successful earlier load already brought this file in (under this name or another
+/// name of the same file).
+fn already_loaded(lib: &Library, name: &str, text: &str, loader: &dyn SourceLoader) -> bool {
     let ids: Vec<FileId> = lib
         .sources
         .files()
-        .filter(|(_, f)| f.name == name && f.text == text)
+        .filter(|(_, f)| f.text == text && loader.same_file(&f.name, name))
         .map(|(id, _)| id)
         .collect();
     let defines = |file: FileId| {

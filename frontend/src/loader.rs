@@ -14,6 +14,12 @@ pub trait SourceLoader {
     /// top-level load). Returns the display name (used in diagnostics and to load each file
     /// once) and the text, or a one-line reason.
     fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String>;
+
+    /// Whether the display names `a` and `b` are one file (a symbolic link and its target):
+    /// such a file is loaded once, as two spellings of one path (`./a.tfn`, `a.tfn`) are.
+    fn same_file(&self, a: &str, b: &str) -> bool {
+        a == b
+    }
 }
 
 /// The standard library's network functions: `use "std:nn"`.
@@ -119,6 +125,14 @@ impl FsLoader {
     pub fn rooted(root: impl Into<PathBuf>) -> FsLoader {
         FsLoader { root: Some(root.into()) }
     }
+
+    /// Where the file displayed as `display` is on disk.
+    fn on_disk(&self, display: &str) -> PathBuf {
+        match &self.root {
+            Some(root) => root.join(display),
+            None => PathBuf::from(display),
+        }
+    }
 }
 
 impl SourceLoader for FsLoader {
@@ -130,12 +144,13 @@ impl SourceLoader for FsLoader {
             return Err(why);
         }
         let display = resolve_path(path, from);
-        let on_disk = match &self.root {
-            Some(root) => root.join(&display),
-            None => PathBuf::from(&display),
-        };
-        let text = read_source_file(&on_disk)?;
+        let text = read_source_file(&self.on_disk(&display))?;
         Ok((display, text))
+    }
+
+    fn same_file(&self, a: &str, b: &str) -> bool {
+        let real = |name: &str| std::fs::canonicalize(self.on_disk(name)).ok();
+        a == b || real(a).is_some_and(|real_a| real(b) == Some(real_a))
     }
 }
 

@@ -231,6 +231,13 @@ pub(super) fn bench(req: BenchRequest) -> Outcome {
         };
         given.push((name.as_str(), value));
     }
+    let names: Vec<&str> = given.iter().map(|(n, _)| *n).collect();
+    let what = "a tensor's dtype and shape or a .npy file";
+    if let Err(o) =
+        super::ir::missing_args(&session.library(), &req.function, &names, what, "f32[4, 8]")
+    {
+        return o;
+    }
     let bounds = index_bounds(&session.library(), &req.function, &given);
     let mut rng = SplitMix(0x9e37_79b9_7f4a_7c15);
     let mut kwargs: Vec<(&str, Value)> = Vec::new();

@@ -204,6 +204,19 @@ fn runtime_library() -> Result<PathBuf, Outcome> {
             .unwrap_or_else(|| PathBuf::from("libtfn_rt.a")),
     };
     if path.is_file() {
+        // An `ar` archive starts with this magic; anything else would fail only at link time.
+        let mut magic = [0u8; 8];
+        let read = std::fs::File::open(&path).and_then(|mut f| {
+            use std::io::Read;
+            f.read_exact(&mut magic)
+        });
+        if read.is_err() || &magic != b"!<arch>\n" {
+            return Err(Outcome::UserError(format!(
+                "error: the runtime library {} is not a static library (an `ar` archive): \
+                 point TFN_RT_LIB at libtfn_rt.a (`cargo build -p tfn-rt` builds it)",
+                path.display()
+            )));
+        }
         Ok(path)
     } else if path.exists() {
         Err(Outcome::UserError(format!(

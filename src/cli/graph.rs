@@ -50,6 +50,11 @@ pub(super) fn graph(
         Err(o) => return o,
     };
     let library = session.library();
+    let given: Vec<&str> = args.iter().map(|(n, _)| n.as_str()).collect();
+    let shape_text = "a tensor's dtype and shape";
+    if let Err(o) = super::ir::missing_args(&library, function, &given, shape_text, "f32[4, 8]") {
+        return o;
+    }
     let sizes = |p: &ParamSource| super::ir::arg_shape(args, p);
     let instance =
         match tfn_ir::lower::instantiate_for_sizes(&library, function, &[], &specs, &sizes) {

@@ -29,6 +29,35 @@ pub(super) fn arg_specs(args: &[(String, String)]) -> Result<Vec<(String, ArgSpe
         .collect()
 }
 
+/// Refuses a call of `function` that leaves a parameter without a default unset: every
+/// argument of a command comes from its command line, so the omission is the command line's
+/// (exit 2). `what` and `example` say how this command takes a tensor (`NAME` in `example`
+/// stands for the first missing parameter). Functions with several
+/// overloads are left to dispatch, which names the candidates.
+pub(super) fn missing_args(
+    library: &tfn_ir::Library,
+    function: &str,
+    given: &[&str],
+    what: &str,
+    example: &str,
+) -> Result<(), Outcome> {
+    let [only] = library.overloads(function) else { return Ok(()) };
+    let missing: Vec<&str> = only
+        .params
+        .iter()
+        .filter(|p| p.default.is_none() && !given.contains(&p.name.as_str()))
+        .map(|p| p.name.as_str())
+        .collect();
+    let Some(first) = missing.first() else { return Ok(()) };
+    let list: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
+    let example = example.replace("NAME", first);
+    Err(Outcome::UsageError(format!(
+        "`{function}` needs {}: give each with --arg, {what} (--arg {first}={example}) or a value \
+         (--arg {first}=2)",
+        list.join(", ")
+    )))
+}
+
 /// The concrete shapes `--arg` gives for each graph parameter (`None` when one is missing).
 pub(super) fn concrete_shapes(
     args: &[(String, String)],
@@ -104,21 +133,11 @@ pub(super) fn ir(
     };
     // The given sizes decide whether derived sizes are 1, as for a call.
     // The IR is of one call signature: every parameter without a default needs an `--arg`.
-    if let [only] = library.overloads(function) {
-        let missing: Vec<&str> = only
-            .params
-            .iter()
-            .filter(|p| p.default.is_none() && !args.iter().any(|(n, _)| *n == p.name))
-            .map(|p| p.name.as_str())
-            .collect();
-        if let Some(first) = missing.first() {
-            let list: Vec<String> = missing.iter().map(|n| format!("`{n}`")).collect();
-            return Outcome::UsageError(format!(
-                "`{function}` needs {}: give each with --arg, a tensor's dtype and shape \
-                 (--arg {first}=f32[4, 8]) or a value (--arg {first}=2)",
-                list.join(", ")
-            ));
-        }
+    let given: Vec<&str> = args.iter().map(|(n, _)| n.as_str()).collect();
+    if let Err(o) =
+        missing_args(&library, function, &given, "a tensor's dtype and shape", "f32[4, 8]")
+    {
+        return o;
     }
     let sizes = |p: &ParamSource| arg_shape(args, p);
     let instance =

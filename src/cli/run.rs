@@ -97,6 +97,8 @@ fn run_checked(req: RunRequest) -> Result<(), Outcome> {
         Some(b) => crate::weights::merged(&kwargs, b),
         None => kwargs,
     };
+    let given: Vec<&str> = kwargs.iter().map(|(n, _)| *n).collect();
+    super::ir::missing_args(&session.library(), &req.function, &given, "a .npy file", "NAME.npy")?;
     let explain = |e: crate::Error| match &bound {
         Some(b) => Outcome::from(crate::weights::explain(e, b)),
         None => Outcome::from(e),

@@ -491,6 +491,16 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("is a directory; it must name"), "{}", stderr(&o));
     assert!(files(&dir.join("out")).is_empty());
+    // A file that is not an `ar` archive (a source file) is refused before anything is written.
+    let o = Command::new(env!("CARGO_BIN_EXE_tfnc"))
+        .args(["build", "nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "out"])
+        .current_dir(&dir)
+        .env("TFN_RT_LIB", dir.join("nn.tfn"))
+        .output()
+        .expect("run tfnc");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not a static library"), "{}", stderr(&o));
+    assert!(files(&dir.join("out")).is_empty());
     // A name the file system refuses (a 300-byte prefix): the directories made for it go too.
     let long = "a".repeat(300);
     let argv = ["build", "nn.tfn", "--fn", "gelu", "--arg", "x=f32[?]", "-o", "deep/er"];
