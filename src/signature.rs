@@ -610,28 +610,7 @@ pub(crate) fn copy_into(results: Vec<Tensor>, outputs: &mut [OutputMut]) -> Resu
     Ok(())
 }
 
-/// The loaded name closest to `name` (edit distance ≤ 2), for "did you mean".
+/// The loaded name closest to `name`, for "did you mean" (bounded in time whatever `name` is).
 pub(crate) fn similar_name(library: &Library, name: &str) -> Option<String> {
-    library
-        .functions
-        .keys()
-        .map(|k| (edit_distance(k, name), k))
-        .filter(|(d, _)| *d <= 2)
-        .min()
-        .map(|(_, k)| k.clone())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
-            prev = cur;
-        }
-    }
-    row[b.len()]
+    tfn_frontend::closest(name, library.functions.keys().map(String::as_str)).map(str::to_string)
 }

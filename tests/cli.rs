@@ -316,7 +316,6 @@ fn bad_calls_exit_1_naming_the_culprit() {
 
     let cases: &[(&[&str], &[&str])] = &[
         (&["run", "nn.tfn", "nosuch", "--arg", "x=x23.npy"], &["nosuch"]),
-        (&["run", "nn.tfn", "gelu"], &["`x`"]),
         (&["run", "nn.tfn", "gelu", "--arg", "x=x23.npy", "--arg", "zz=x23.npy"], &["zz"]),
         (&["run", "nn.tfn", "axpy", "--arg", "x=i.npy", "--arg", "y=i.npy"], &["{f32, f64}"]),
         (
@@ -340,6 +339,10 @@ fn bad_calls_exit_1_naming_the_culprit() {
         }
         assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
     }
+    // A missing argument is the command line's (exit 2), as in `cli_robustness`.
+    let o = tfnc(&dir, &["run", "nn.tfn", "gelu"]);
+    expect_exit(&o, 2, "run without --arg");
+    assert!(stderr(&o).contains("`gelu` needs `x`"), "{}", stderr(&o));
 }
 
 #[test]

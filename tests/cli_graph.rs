@@ -224,12 +224,12 @@ fn graph_errors_exit_1_or_2_naming_the_culprit() {
         (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "g.png"], 2, ".svg"),
         (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "g"], 2, ".dot"),
         (&["graph", "nn.tfn", "gelu", "--bogus"], 2, "--bogus"),
+        (&["graph", "nn.tfn", "gelu"], 2, "`gelu` needs `x`: give each with --arg"),
         // The program or the environment.
         (&["graph", "missing.tfn", "gelu", "--arg", "x=f32[4]"], 1, "missing.tfn"),
         (&["graph", "bad.tfn", "f", "--arg", "x=f32[4]"], 1, "nosuch"),
         (&["graph", "nn.tfn", "gelux", "--arg", "x=f32[4]"], 1, "gelux"),
         (&["graph", "nn.tfn", "f\"<{x}>", "--arg", "x=f32[4]"], 1, "f\"<{x}>"),
-        (&["graph", "nn.tfn", "gelu"], 1, "missing required argument `x`"),
         (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "no/such/dir/g.dot"], 1, "g.dot"),
         (&["graph", "nn.tfn", "gelu", "--arg", "x=f32[4]", "-o", "bin.dot/"], 1, "bin.dot"),
     ];

@@ -298,6 +298,23 @@ fn a_for_loop_of_more_than_2_to_the_40_trips_is_an_error() {
     }
 }
 
+/// A body refused because it depends on how derived sizes compare names those sizes as
+/// users write them (`size(ids, 1)`), not as the compiler's symbols.
+#[test]
+fn a_body_that_depends_on_derived_sizes_names_them() {
+    let src = "fn f(Tensor x, Tensor e, Tensor ids) -> Tensor {\n    var h = x\n    for t in 0..size(ids, 0) {\n        let g = reshape(index_select(e, ids[t], dim=0), [-1, 4])\n        h = h + g + gather(h, ids[t] * 0 + 1, dim=1)\n    }\n    return h\n}\n";
+    let s = session(Backend::Interp, false);
+    s.load_str("derived.tfn", src).unwrap_or_else(|e| panic!("{e}"));
+    let x = Value::from(Tensor::F64(ArrayD::zeros(IxDyn(&[3, 4]))));
+    let e = Value::from(Tensor::F64(ArrayD::zeros(IxDyn(&[7, 4]))));
+    let ids = Value::from(Tensor::I64(ArrayD::zeros(IxDyn(&[5, 3, 1]))));
+    let err = s.call("f", &[x, e, ids]).expect_err("refused").to_string();
+    assert!(err.contains("E0511") && err.contains("size(ids, 1)"), "{err}");
+    let symbol =
+        |w: &str| w.len() > 1 && w.starts_with('s') && w[1..].bytes().all(|b| b.is_ascii_digit());
+    assert!(!err.split(|c: char| !c.is_alphanumeric()).any(symbol), "no internal symbol: {err}");
+}
+
 const MORE: &str = r#"
 // Nested loops: the inner one over columns of a stacked weight, the outer over layers.
 fn nested(Tensor x, Tensor w) -> Tensor {

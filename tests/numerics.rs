@@ -544,6 +544,39 @@ fn prod_gradients_at_zeros_are_products_of_the_others() {
     }
 }
 
+/// `std:nn`'s softplus is log(1 + e^x) without overflow: x itself where e^x is past the
+/// dtype's range (it was `log1p(exp(x))`: inf, with a NaN gradient), with the gradient
+/// sigmoid(x), 0.5 at 0.
+#[test]
+fn softplus_does_not_overflow() {
+    let src = "use \"std:nn\"\nfn sp(Tensor x) -> Tensor { return softplus(x) }\n";
+    let x = [-1e30, -800.0, -100.0, -1.0, -0.0, 0.0, 1.0, 100.0, 800.0, 1e30];
+    let want = |v: f64| if v > 0.0 { v + (-v).exp().ln_1p() } else { v.exp().ln_1p() };
+    let slope = |v: f64| 1.0 / (1.0 + (-v).exp());
+    for dtype in ["f32", "f64"] {
+        for backend in [Backend::Jit, Backend::Interp] {
+            let s = session(backend, 1, SimdLevel::detect());
+            s.load_str("sp.tfn", src).unwrap();
+            let xt = Value::from(tensor(dtype, &[10], x.to_vec()));
+            let y = s.call("sp", std::slice::from_ref(&xt)).unwrap();
+            let ct = Value::from(tensor(dtype, &[10], vec![1.0; 10]));
+            let g = s.vjp("sp", std::slice::from_ref(&xt), &[ct]).unwrap();
+            let (y, g) = (
+                as_f64(&y[0].clone().into_tensor().unwrap()),
+                as_f64(&g[0].clone().into_tensor().unwrap()),
+            );
+            for (i, &v) in x.iter().enumerate() {
+                let v = if dtype == "f32" { v as f32 as f64 } else { v };
+                // Relative, apart from results in the subnormal range.
+                let (tol, tiny) = if dtype == "f32" { (1e-6, 1e-37) } else { (1e-14, 1e-300) };
+                let close = |a: f64, b: f64| (a - b).abs() <= tol * b.abs() + tiny;
+                assert!(close(y[i], want(v)), "{dtype} {backend:?} softplus({v}) = {}", y[i]);
+                assert!(close(g[i], slope(v)), "{dtype} {backend:?} slope at {v} = {}", g[i]);
+            }
+        }
+    }
+}
+
 /// A product with an inner size of 1 is a sum of one term that starts from `+0`, as in the
 /// interpreter and NumPy: `-0.0 · 1` gives `+0.0` (the `gemm` crate wrote `-0.0`, so
 /// `1 / matmul(a, b)` was `-inf` on the JIT and `+inf` on the interpreter).

@@ -440,6 +440,7 @@ fn missing_mistyped_and_misshaped_tensors_name_the_tensor_and_the_parameter() {
             ("vec", Tensor::F32(array(&[4], 1.0))),
             ("l.0.w", Tensor::F32(array(&[3, 4], 1.0))),
             ("l.1.w", Tensor::F32(array(&[3, 5], 1.0))),
+            ("X", Tensor::F32(array(&[2, 3], 1.0))),
         ],
     );
     let w = Weights::open(&path).unwrap();
@@ -454,6 +455,7 @@ fn missing_mistyped_and_misshaped_tensors_name_the_tensor_and_the_parameter() {
         );
         let e = s.call_with("layer", &[], &w).expect_err("missing x").to_string();
         assert!(e.contains("parameter `x`") && e.contains("no tensor `x`"), "{e}");
+        assert!(e.contains("did you mean `X`?"), "the name in another case: {e}");
         // Misshaped: `w` is [5, 4] for an x of [2, 3].
         let e = s.call_with("layer", &[x.view().into()], &w).expect_err("misshaped").to_string();
         assert!(

@@ -352,7 +352,7 @@ impl<T: Copy> KernelDefiner<T> {
     ) -> Vec<Result<T, CodegenError>> {
         let isa = module.isa();
         let panicked = |p: crate::workers::WorkerPanic| {
-            CodegenError::Internal(format!("the code generator panicked: {p}"))
+            CodegenError::Internal(format!("the code generator failed: {}", p.message))
         };
         // Build every kernel (in parallel).
         let mut built: Vec<Option<Result<Built, CodegenError>>> =

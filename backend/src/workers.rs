@@ -48,9 +48,10 @@ pub const SPIN_HOT: Duration = Duration::from_micros(10);
 /// The most workers the pool ever starts (a call asking for more threads gets at most these).
 pub const MAX_WORKERS: usize = 63;
 
-/// A chunk panicked; the message of its payload, if it was a string.
+/// A parallel kernel did not run all its chunks: one panicked (the message of its payload, if
+/// it was a string), or the host's parallel-for skipped some.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("a chunk of a parallel kernel panicked: {message}")]
+#[error("a parallel kernel did not complete: {message}")]
 pub struct WorkerPanic {
     pub message: String,
 }
@@ -58,11 +59,11 @@ pub struct WorkerPanic {
 impl WorkerPanic {
     fn from_payload(payload: &(dyn Any + Send)) -> WorkerPanic {
         let message = if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_string()
+            format!("a chunk panicked: {s}")
         } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
+            format!("a chunk panicked: {s}")
         } else {
-            "(no message)".to_string()
+            "a chunk panicked".to_string()
         };
         WorkerPanic { message }
     }

@@ -34,3 +34,4 @@ pub use loader::{
     STD_MODULES, STD_NN, STD_OPTIM,
 };
 pub use print::{print_library, signature_text};
+pub use suggest::closest;

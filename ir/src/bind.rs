@@ -195,6 +195,14 @@ fn mismatch_message(a: &AxisRef, b: &AxisRef) -> String {
     } else {
         format!("axis {} of `{}` must match axis {} of `{}`", a.axis, a.param, b.axis, b.param)
     };
+    if a.shape == b.shape {
+        // Not "`x` has shape [3, 4] but `y` has shape [3, 4]", which reads as no difference.
+        return format!(
+            "`{}` and `{}` both have shape {:?}, but the program needs axis {} of `{}` to match \
+             axis {} of `{}` ({sa} vs {sb})",
+            a.param, b.param, a.shape, a.axis, a.param, b.axis, b.param
+        );
+    }
     format!(
         "`{}` has shape {:?} but `{}` has shape {:?}: {axes} ({sa} vs {sb})",
         a.param, a.shape, b.param, b.shape
@@ -399,9 +407,9 @@ pub(crate) struct Binder<'a> {
 
 /// Renders sizes for error messages (see [`Describe::describe`]).
 #[derive(Clone, Copy)]
-struct Describe<'a> {
-    params: &'a [GraphParam],
-    syms: &'a [SymDef],
+pub(crate) struct Describe<'a> {
+    pub params: &'a [GraphParam],
+    pub syms: &'a [SymDef],
 }
 
 impl Describe<'_> {
@@ -617,5 +625,26 @@ impl Binder<'_> {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two parameters of one shape whose different axes must match: the message says the
+    /// shapes are the same and which axes differ (not "[3, 4] but [3, 4]").
+    #[test]
+    fn a_mismatch_between_equal_shapes_names_the_axes() {
+        let at = |param: &str, axis| AxisRef { param: param.into(), axis, shape: vec![3, 4] };
+        let e = BindError::Mismatch { first: at("x", 0), second: at("y", 1) }.to_string();
+        assert_eq!(
+            e,
+            "`x` and `y` both have shape [3, 4], but the program needs axis 0 of `x` to match \
+             axis 1 of `y` (3 vs 4)"
+        );
+        let other = AxisRef { param: "y".into(), axis: 0, shape: vec![4] };
+        let e = BindError::Mismatch { first: at("x", 0), second: other }.to_string();
+        assert_eq!(e, "`x` has shape [3, 4] but `y` has shape [4]: axis 0 must match (3 vs 4)");
     }
 }

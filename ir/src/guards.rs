@@ -67,6 +67,23 @@ impl SizeGuards {
         })
     }
 
+    /// The guards as users read them: each size in the language's spelling (`size(x, 0) / 2
+    /// != 1`, `size(e, 1) == size(ids, 1)`), for messages.
+    pub fn readable(&self) -> String {
+        let names = crate::bind::Describe { params: &self.params, syms: &self.syms };
+        let dim = |d: &Dim| match d {
+            Dim::Const(c) => c.to_string(),
+            Dim::Sym(s) => names.describe(s.0),
+        };
+        let parts: Vec<String> = self
+            .conds
+            .iter()
+            .map(|(d, one)| format!("{} {} 1", dim(d), if *one { "==" } else { "!=" }))
+            .chain(self.equal.iter().map(|(a, b)| format!("{} == {}", dim(a), dim(b))))
+            .collect();
+        parts.join(", ")
+    }
+
     /// The guards as text, e.g. `s2 != 1, s3 == 1` (for logs).
     pub fn describe(&self) -> String {
         let parts: Vec<String> = self

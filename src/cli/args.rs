@@ -159,6 +159,12 @@ fn parse_literal(s: &str) -> Result<Option<Attr>, ArgParseError> {
         if let Some(item) = items.iter().find(|i| is_integer(i) && i.parse::<i64>().is_err()) {
             return Err(out_of_range(&format!("{item}` in `{s}")));
         }
+        if items.iter().any(|i| i.ends_with(".npy")) {
+            return Err(ArgParseError(format!(
+                "`{s}` is a list of files, and a `Tensor[]` argument cannot be given on the \
+                 command line (one --arg is one tensor): call such a function from Rust or Python"
+            )));
+        }
         let mut floats = Vec::new();
         for item in items {
             let f = parse_float(item, s)?
@@ -233,6 +239,8 @@ mod tests {
         assert!(e.0.contains("unknown dtype `f33`"), "{e}");
         assert_eq!(parse_value("data[1].npy").unwrap(), ArgValue::NpyPath("data[1].npy".into()));
         assert!(parse_value("[1, x]").is_err());
+        let e = parse_value("[a.npy, b.npy]").expect_err("a list of tensors");
+        assert!(e.0.contains("a `Tensor[]` argument cannot be given on the command line"), "{e}");
         assert_eq!(parse_named("x=2").unwrap(), ("x".into(), "2".into()));
         assert!(parse_named("x").is_err());
         assert!(parse_named("=2").is_err());

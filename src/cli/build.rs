@@ -166,6 +166,17 @@ pub(crate) fn parse_arg(name: &str, text: &str) -> Result<BuildArg, Outcome> {
                     });
                 }
             }
+            // The fixed sizes alone must fit in one buffer (the `?` ones count as 1).
+            let bytes = dims
+                .iter()
+                .try_fold(dtype.size_bytes(), |b, d| b.checked_mul(d.unwrap_or(1)))
+                .filter(|&b| isize::try_from(b).is_ok());
+            if bytes.is_none() {
+                return Err(usage(format!(
+                    "no buffer can hold a `{text}` tensor (more than {} bytes)",
+                    isize::MAX
+                )));
+            }
             return Ok(BuildArg::Tensor(dtype, dims));
         }
     }

@@ -154,7 +154,8 @@ pub enum Command {
         /// Print one JSON object instead of text
         #[arg(long)]
         json: bool,
-        /// Minimum measuring time per configuration, in milliseconds
+        /// Measuring time per configuration, in milliseconds (at least 5 calls, at most
+        /// 100000)
         #[arg(long, default_value_t = 1000)]
         millis: u64,
         /// Then profile as many calls: per kernel its time share, µs per call, GB/s, GFLOP/s

@@ -194,11 +194,24 @@ fn bind_overload<'w>(
         }
         let Some(t) = weights.param(&p.name).map_err(Fail::Hard)? else {
             let origin = weights.origin();
+            let names = weights.tensor_names();
+            // A name in another case (`W1` for `w1`), or a typo of a name long enough for one.
+            let near = names
+                .iter()
+                .map(String::as_str)
+                .find(|n| n.eq_ignore_ascii_case(&p.name))
+                .or_else(|| {
+                    let long = p.name.chars().count() >= 4;
+                    long.then(|| tfn_frontend::closest(&p.name, names.iter().map(String::as_str)))
+                        .flatten()
+                })
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_default();
             return Err(Fail::Soft(WeightsError::Missing {
                 function: name.to_string(),
                 param: p.name.clone(),
                 reason: format!(
-                    "no argument gives it and `{origin}` has no tensor `{}` (map another tensor to it with `{}=TENSOR`)",
+                    "no argument gives it and `{origin}` has no tensor `{}` (map another tensor to it with `{}=TENSOR`){near}",
                     p.name, p.name
                 ),
             }));

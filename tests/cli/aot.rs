@@ -369,6 +369,12 @@ fn build_refusals_name_the_problem_and_leave_no_files() {
         (&["--fn", "gelu", "--arg", "x=f32[+3]", "-o", "out"], 2, "`+3` is not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[99999999999999999999]", "-o", "out"], 2, "not a size"),
         (&["--fn", "gelu", "--arg", "x=f32[18446744073709551615]", "-o", "out"], 2, "below 2^63"),
+        (&["--fn", "gelu", "--arg", "x=f32[9223372036854775807]", "-o", "out"], 2, "no buffer can"),
+        (
+            &["--fn", "gelu", "--arg", "x=f32[4294967296, ?, 4294967296]", "-o", "out"],
+            2,
+            "no buffer",
+        ),
         (&["--fn", "gelu", "--arg", "x=f99[?]", "-o", "out"], 2, "unknown dtype `f99`"),
         (&["--fn", "gelu", "--arg", "x=f32[?", "-o", "out"], 2, "missing `]`"),
         (&["--fn", "gelu", "--arg", "x=f32[?,?,?,?,?,?,?,?,?]", "-o", "out"], 2, "at most 8 axes"),

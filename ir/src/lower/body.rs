@@ -57,7 +57,7 @@ impl<'a> Lowerer<'a> {
                 let first_node = self.graph.nodes.len();
                 // Each function body carries its own values (`storage.rs`).
                 let caller_carried = std::mem::take(&mut self.carried);
-                let out = self.exec_block(block, &env);
+                let out = self.exec_block(block, &env).map_err(|d| self.at_call_site(d, &call));
                 self.carried = caller_carried;
                 if inlining {
                     self.inlined.pop();
@@ -73,6 +73,28 @@ impl<'a> Lowerer<'a> {
                 Ok(out)
             }
         }
+    }
+
+    /// An error inside a function of another file (a `std:` module, a `use`d library) also
+    /// points at the call in the caller's file, so users see which of their calls failed. When
+    /// the culprit is in the standard library, which users did not write, their call is the
+    /// primary location and the library's line a secondary one.
+    fn at_call_site(&self, d: Diagnostic, call: &BoundCall) -> Diagnostic {
+        let Some(site) = call.span else { return d };
+        let label = format!("in this call of `{}`", call.fdef.full_name());
+        let Some(primary) = d.primary.clone() else { return d.at(site, label) };
+        let mut labels = std::iter::once(&primary).chain(&d.secondary);
+        if labels.any(|l| l.span.file == site.file) {
+            return d;
+        }
+        let built_in =
+            self.lib.sources.get(primary.span.file).is_some_and(|f| f.name.starts_with('<'));
+        if !built_in {
+            return d.with_secondary(site, label);
+        }
+        let mut d = d.at(site, label);
+        d.secondary.insert(0, primary);
+        d
     }
 
     fn check_returns(&mut self, out: Vec<Val>, call: &BoundCall) -> Result<Vec<Val>, Diagnostic> {

@@ -375,8 +375,8 @@ impl<'a> Lowerer<'a> {
         let guards = syms.finish_with(&mut body_graph, &mut crate::program::bounds_mut(&mut loops));
         if !guards.is_empty() {
             let msg = format!(
-                "the body of `{label}` depends on whether a derived size is 1 ({}); compute that size outside the loop",
-                guards.describe()
+                "the body of `{label}` depends on how its derived sizes compare ({}): compute those sizes outside the loop",
+                guards.readable()
             );
             return Err(diag("E0511", msg, Some(span)));
         }
