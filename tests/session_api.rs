@@ -674,10 +674,10 @@ fn a_file_and_a_link_to_it_are_loaded_once() {
                 fn plus_one(Tensor x) -> Tensor {\n    return dep_twice(x) + 1.0\n}\n";
     std::fs::write(dir.join("main.tfn"), main).unwrap();
     let s = Session::with_backend(Backend::Interp);
-    s.load_file(&dir.join("main.tfn")).expect("one dep_twice");
+    s.load_file(dir.join("main.tfn")).expect("one dep_twice");
     let sources = s.library().sources.files().count();
-    s.load_file(&dir.join("dep.tfn")).expect("the target, already loaded through the link");
-    s.load_file(&dir.join("link.tfn")).expect("the link");
+    s.load_file(dir.join("dep.tfn")).expect("the target, already loaded through the link");
+    s.load_file(dir.join("link.tfn")).expect("the link");
     assert_eq!(s.library().sources.files().count(), sources, "nothing added");
     let x = ArrayD::from_elem(IxDyn(&[2]), 0.5f32);
     let y = only_f32(s.call("plus_one", &[Value::from(x.view())]).expect("call"));

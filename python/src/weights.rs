@@ -212,7 +212,7 @@ fn with_dict<R>(
     f: impl FnOnce(&(dyn Params + Sync)) -> PyResult<R>,
 ) -> PyResult<R> {
     let items = arrays(d, "weights")?;
-    let mut named = NamedTensors::new("the weights dict");
+    let mut named = NamedTensors::new("<dict>");
     for (k, a) in &items {
         named.insert(k, tensor_of(a, k)?);
     }

@@ -63,7 +63,7 @@ pub struct NamedTensors<'a> {
 }
 
 impl<'a> NamedTensors<'a> {
-    /// An empty set; `origin` names it in messages ("the weights dict").
+    /// An empty set; `origin` names it in messages (the Python door's dict is `<dict>`).
     pub fn new(origin: &str) -> NamedTensors<'a> {
         NamedTensors { origin: origin.to_string(), tensors: BTreeMap::new() }
     }
