@@ -620,3 +620,30 @@ fn an_index_past_the_jits_32_bit_lanes_is_a_shape_error() {
         other => panic!("expected a shape error, got {other:?}"),
     }
 }
+
+/// A value whose element count passes what 64 bits describe is an error on both backends,
+/// stored or not: a `[2^32, 2^32]` operand fused into a sum wrapped to 0 elements on the JIT
+/// (the sum was 0, the call succeeded), and a `[3037000500, 3037000500]` one aborted the process
+/// allocating its partial sums. Optimised or not, nothing is allocated.
+#[test]
+fn an_element_count_past_64_bits_is_an_error_on_both_backends() {
+    let src = "fn ones64(Tensor x) -> Tensor { return x + sum(full([4294967296, 4294967296], 1.0)) }\n\
+               fn near63(Tensor x) -> Tensor { return x + sum(full([3037000500, 3037000500], 0.0)) }\n\
+               fn wide(Tensor x) -> Tensor { return x + sum(broadcast_to(x, [4294967296, 4294967296, 4])) }\n";
+    for backend in [Backend::Jit, Backend::Interp] {
+        for optimize in [true, false] {
+            let s = Session::with_options(SessionOptions {
+                backend,
+                optimize,
+                strict: true,
+                ..Default::default()
+            });
+            s.load_str("huge.tfn", src).unwrap();
+            let x = Value::from(tensor("f32", &[4], vec![0.0, 1.0, 2.0, 3.0]));
+            for f in ["ones64", "near63", "wide"] {
+                let e = s.call(f, std::slice::from_ref(&x)).expect_err(f).to_string();
+                assert!(e.contains("a tensor this call would create"), "{backend:?} {f}: {e}");
+            }
+        }
+    }
+}

@@ -48,7 +48,7 @@ pub fn load_source(
     if unchanged(lib, name, text, loader, &mut Vec::new()) {
         return Ok(Vec::new());
     }
-    let mut batch = Batch { names: Vec::new(), files: Vec::new(), diags: Vec::new() };
+    let mut batch = Batch { names: Default::default(), files: Vec::new(), diags: Vec::new() };
     batch.visit(lib, name, text, loader, 0);
     if batch.diags.iter().any(|d| d.is_error()) {
         return Err(batch.diags);
@@ -72,7 +72,8 @@ pub fn file_ids(lib: &Library, name: &str) -> Vec<FileId> {
 const MAX_USE_DEPTH: usize = 64;
 
 struct Batch {
-    names: Vec<String>,
+    /// The identity ([`SourceLoader::identity`]) of each file visited.
+    names: std::collections::HashSet<String>,
     /// Parsed files in load order: a file's `use`d files before it.
     files: Vec<File>,
     diags: Vec<Diagnostic>,
@@ -87,7 +88,7 @@ impl Batch {
         loader: &dyn SourceLoader,
         depth: usize,
     ) {
-        self.names.push(name.to_string());
+        self.names.insert(loader.identity(name));
         let id = lib.sources.add(name, text);
         let file = match parse_file(id, text) {
             Ok(file) => file,
@@ -110,7 +111,7 @@ impl Batch {
                     continue;
                 }
             };
-            let in_batch = self.names.iter().any(|n| loader.same_file(n, &display));
+            let in_batch = self.names.contains(&loader.identity(&display));
             if in_batch || already_loaded(lib, &display, &source, loader) {
                 continue;
             }

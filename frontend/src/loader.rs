@@ -15,10 +15,16 @@ pub trait SourceLoader {
     /// once) and the text, or a one-line reason.
     fn load(&self, path: &str, from: Option<&str>) -> Result<(String, String), String>;
 
-    /// Whether the display names `a` and `b` are one file (a symbolic link and its target):
-    /// such a file is loaded once, as two spellings of one path (`./a.tfn`, `a.tfn`) are.
+    /// What makes the file displayed as `display` the same file as another: two display
+    /// names of one identity (a symbolic link and its target) load once, as two spellings of
+    /// one path (`./a.tfn`, `a.tfn`) do. By default the display name itself.
+    fn identity(&self, display: &str) -> String {
+        display.to_string()
+    }
+
+    /// Whether the display names `a` and `b` are one file (see [`SourceLoader::identity`]).
     fn same_file(&self, a: &str, b: &str) -> bool {
-        a == b
+        a == b || self.identity(a) == self.identity(b)
     }
 }
 
@@ -148,9 +154,12 @@ impl SourceLoader for FsLoader {
         Ok((display, text))
     }
 
-    fn same_file(&self, a: &str, b: &str) -> bool {
-        let real = |name: &str| std::fs::canonicalize(self.on_disk(name)).ok();
-        a == b || real(a).is_some_and(|real_a| real(b) == Some(real_a))
+    /// The file's real path (symbolic links resolved), or its display name if it has none.
+    fn identity(&self, display: &str) -> String {
+        match std::fs::canonicalize(self.on_disk(display)) {
+            Ok(real) => real.to_string_lossy().into_owned(),
+            Err(_) => display.to_string(),
+        }
     }
 }
 

@@ -54,10 +54,11 @@ pub enum BindError {
     /// program cannot abort the process. `bytes` is `None` when the size does not fit 64 bits.
     #[error("{}", too_large_message(*.value, .shape, *.bytes, *.limit))]
     TooLarge { value: u32, shape: Vec<usize>, bytes: Option<u64>, limit: u64 },
-    /// An empty value whose other sizes times its element size multiply past `i64::MAX`
-    /// bytes (`full([0, 2^32, 2^32])`): no array library can describe it (its strides in
-    /// bytes would overflow; NumPy refuses it).
-    #[error("a tensor this call would create has shape {shape:?}: it is empty, but its nonzero sizes times its element size pass 2^63 - 1 bytes, which no array can describe")]
+    /// A value whose nonzero sizes times its element size multiply past `i64::MAX` bytes,
+    /// empty (`full([0, 2^32, 2^32])`) or computed without being stored (`sum(full([2^32,
+    /// 2^32], 1.0))`): no array library can describe it (its strides in bytes, or its element
+    /// count, would overflow; NumPy refuses it).
+    #[error("{}", unrepresentable_message(shape))]
     Unrepresentable { value: u32, shape: Vec<usize> },
     /// [`MAX_TENSOR_BYTES_VAR`] is invalid.
     #[error(transparent)]
@@ -121,6 +122,18 @@ fn too_large_message(_value: u32, shape: &[usize], bytes: Option<u64>, limit: u6
     format!("a tensor this call would create has shape {shape:?}: {size} (TFN_MAX_TENSOR_BYTES)")
 }
 
+fn unrepresentable_message(shape: &[usize]) -> String {
+    let what = if shape.contains(&0) {
+        "it is empty, but its nonzero sizes times its element size pass"
+    } else {
+        "its sizes times its element size pass"
+    };
+    format!(
+        "a tensor this call would create has shape {shape:?}: {what} 2^63 - 1 bytes, which no \
+         array can describe"
+    )
+}
+
 /// Which values of a graph a call allocates, for the size limit ([`bind_sizes_allocating`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Allocated<'a> {
@@ -167,9 +180,28 @@ fn check_value_sizes(
         }
         Ok(())
     };
+    // Every value, stored or computed in registers, must be describable: a kernel counts and
+    // indexes its elements in 64 bits (a fused `[2^32, 2^32]` operand of a sum wrapped to 0
+    // elements).
+    let describable_value = |i: usize| -> Result<(), BindError> {
+        let Some(node) = graph.nodes.get(i) else { return Ok(()) };
+        let size = |d: &Dim| match *d {
+            Dim::Const(c) => c,
+            Dim::Sym(s) => sizes.get(s.0 as usize).map_or(u64::MAX, |&v| v as u64),
+        };
+        let item = node.ty.dtype.size_bytes() as u64;
+        if describable(node.ty.shape.dims().iter().map(size), item) {
+            return Ok(());
+        }
+        let shape = concrete_shape(&node.ty.shape, sizes);
+        Err(BindError::Unrepresentable { value: i as u32, shape })
+    };
     match allocated {
         Allocated::Every => (0..graph.nodes.len()).try_for_each(check),
-        Allocated::Only(values) => values.iter().try_for_each(|v| check(v.index())),
+        Allocated::Only(values) => {
+            (0..graph.nodes.len()).try_for_each(describable_value)?;
+            values.iter().try_for_each(|v| check(v.index()))
+        }
     }
 }
 

@@ -138,8 +138,17 @@ impl ChunkedReduce {
     ) -> Result<(), RunError> {
         let chunks = self.len.div_ceil(CHUNK);
         let kept: usize = self.kept.iter().product();
-        // One partial per (output, chunk, kept position), 8 bytes each whatever the dtype.
-        let mut partials = vec![0u64; self.outputs.len() * chunks * kept];
+        // One partial per (output, chunk, kept position), 8 bytes each whatever the dtype;
+        // allocated fallibly (a reduction of 2^60 elements needs petabytes of partials).
+        let count = self.outputs.len().checked_mul(chunks).and_then(|n| n.checked_mul(kept));
+        let out_of_memory = || RunError::OutOfMemory {
+            dtype: DType::I64,
+            shape: vec![self.outputs.len(), chunks, kept],
+        };
+        let count = count.ok_or_else(out_of_memory)?;
+        let mut partials: Vec<u64> = Vec::new();
+        partials.try_reserve_exact(count).map_err(|_| out_of_memory())?;
+        partials.resize(count, 0);
         let base = partials.as_mut_ptr() as usize;
         let chunk = |c: usize| {
             ARGS.with_borrow_mut(|mine| {

@@ -18,7 +18,11 @@ impl Lowerer<'_> {
             [a] => [*a, *a],
             [a, b] => [*a, *b],
             _ => {
-                let msg = format!("`{param}` must have 2 items (height, width), got {}", v.len());
+                let msg = format!(
+                    "`{param}` must have 2 items (height, width) or 1 for both (as in PyTorch), \
+                     got {}",
+                    v.len()
+                );
                 return Err(call.error("E0505", param, msg));
             }
         };
