@@ -198,9 +198,12 @@ fn check_value_sizes(
     };
     match allocated {
         Allocated::Every => (0..graph.nodes.len()).try_for_each(check),
+        // (`Only(&[])`: sizes for display, nothing checked.)
+        Allocated::Only([]) => Ok(()),
         Allocated::Only(values) => {
-            (0..graph.nodes.len()).try_for_each(describable_value)?;
-            values.iter().try_for_each(|v| check(v.index()))
+            // The stored values first: their error names the byte limit.
+            values.iter().try_for_each(|v| check(v.index()))?;
+            (0..graph.nodes.len()).try_for_each(describable_value)
         }
     }
 }
