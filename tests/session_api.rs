@@ -568,20 +568,26 @@ fn calls_from_two_threads_run_in_parallel() {
         }
     };
     let medium = array(&[1 << 20], 0.25);
+    // Other processes can take a core at any moment: an attempt counts only when a spin loop
+    // kept two cores busy both before and after tfn's turn, and one attempt showing the
+    // overlap passes. Serialised calls keep about 1.0 cores busy in every attempt.
     let mut seen = Vec::new();
-    for _attempt in 0..2 {
-        let available = busy_ratio(2, 0.4, &spin);
+    for _attempt in 0..4 {
+        let before = busy_ratio(2, 0.4, &spin);
         let tfn_ratio = busy_ratio(2, 1.0, &|| call(&medium));
-        seen.push((available, tfn_ratio));
-        if available < 1.6 {
-            continue; // the machine is busy: this measures nothing; try again
+        let after = busy_ratio(2, 0.4, &spin);
+        seen.push((before, tfn_ratio, after));
+        if tfn_ratio > 1.6 {
+            return;
         }
-        assert!(
-            tfn_ratio > 1.6,
-            "two threads calling tfn keep {tfn_ratio:.2} cores busy, a spin loop {available:.2}"
-        );
-        return;
     }
+    let idle: Vec<f64> =
+        seen.iter().filter(|(b, _, a)| b.min(*a) >= 1.6).map(|(_, t, _)| *t).collect();
+    assert!(
+        idle.is_empty(),
+        "two threads calling tfn keep {idle:.2?} cores busy while a spin loop keeps two \
+         busy before and after ({seen:.2?})"
+    );
     eprintln!(
         "calls_from_two_threads_run_in_parallel: never had two idle cores ({seen:?}); only the \
          overlap was checked"

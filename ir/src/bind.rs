@@ -143,6 +143,10 @@ pub enum Allocated<'a> {
     /// and consumes in registers, such as the `[n, n]` product a reduction fuses with, is
     /// never stored). `Only(&[])` checks nothing (sizes for display).
     Only(&'a [crate::graph::ValueId]),
+    /// A compiled function's call: the byte limit for `stored` (as `Only`), and for `fused`,
+    /// values its kernels compute without storing, that their element counts fit in 64 bits
+    /// (a kernel counts and indexes them so). One `fused` value per distinct shape is enough.
+    Compiled { stored: &'a [crate::graph::ValueId], fused: &'a [crate::graph::ValueId] },
 }
 
 /// Refuses sizes that would make a value `allocated` of `graph` larger than
@@ -180,9 +184,8 @@ fn check_value_sizes(
         }
         Ok(())
     };
-    // Every value, stored or computed in registers, must be describable: a kernel counts and
-    // indexes its elements in 64 bits (a fused `[2^32, 2^32]` operand of a sum wrapped to 0
-    // elements).
+    // A value computed in registers must be describable too: a kernel counts and indexes its
+    // elements in 64 bits (a fused `[2^32, 2^32]` operand of a sum wrapped to 0 elements).
     let describable_value = |i: usize| -> Result<(), BindError> {
         let Some(node) = graph.nodes.get(i) else { return Ok(()) };
         let size = |d: &Dim| match *d {
@@ -198,12 +201,11 @@ fn check_value_sizes(
     };
     match allocated {
         Allocated::Every => (0..graph.nodes.len()).try_for_each(check),
-        // (`Only(&[])`: sizes for display, nothing checked.)
-        Allocated::Only([]) => Ok(()),
-        Allocated::Only(values) => {
+        Allocated::Only(values) => values.iter().try_for_each(|v| check(v.index())),
+        Allocated::Compiled { stored, fused } => {
             // The stored values first: their error names the byte limit.
-            values.iter().try_for_each(|v| check(v.index()))?;
-            (0..graph.nodes.len()).try_for_each(describable_value)
+            stored.iter().try_for_each(|v| check(v.index()))?;
+            fused.iter().try_for_each(|v| describable_value(v.index()))
         }
     }
 }

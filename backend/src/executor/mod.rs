@@ -62,6 +62,29 @@ pub(crate) use steps::KernelRequest;
 pub(crate) use steps::KernelSource;
 use steps::{compile_kernel, Step};
 
+/// The values the kernels compute without storing whose element counts binding must check:
+/// one per distinct shape, leaving out shapes of rank 0 and those of a parameter or a stored
+/// value (an input's array, and the byte limit, already bound those).
+fn fused_values(graph: &Graph, allocated: &[ValueId]) -> Vec<ValueId> {
+    let mut known: Vec<&tfn_ir::Shape> = Vec::new();
+    for (i, node) in graph.nodes.iter().enumerate() {
+        if matches!(node.op, tfn_ir::Op::Param(_))
+            || allocated.binary_search(&ValueId(i as u32)).is_ok()
+        {
+            known.push(&node.ty.shape);
+        }
+    }
+    let mut values = Vec::new();
+    for (i, node) in graph.nodes.iter().enumerate() {
+        let shape = &node.ty.shape;
+        if shape.rank() > 0 && !known.contains(&shape) {
+            known.push(shape);
+            values.push(ValueId(i as u32));
+        }
+    }
+    values
+}
+
 /// The values the steps allocate: each kernel's outputs and the node of a native kernel
 /// (every node of a kernel the interpreter runs); a view allocates nothing.
 fn allocated_values(fused: &FusedGraph, steps: &[Step]) -> Vec<ValueId> {
@@ -187,6 +210,8 @@ pub struct CompiledFunction {
     /// The values a call stores (for the size limit, `TFN_MAX_TENSOR_BYTES`): a value a
     /// kernel computes and consumes in registers is never allocated ([`allocated_values`]).
     allocated: Vec<ValueId>,
+    /// The values computed in registers whose sizes binding checks ([`fused_values`]).
+    fused_values: Vec<ValueId>,
     /// Per parameter: a strided argument is read in place, not copied ([`in_place_params`]).
     in_place: Vec<bool>,
     threads: usize,
@@ -311,6 +336,7 @@ impl CompiledFunction {
     ) -> CompiledFunction {
         let release = liveness::release_points(graph, &fused, &steps);
         let allocated = allocated_values(&fused, &steps);
+        let fused_values = fused_values(graph, &allocated);
         let in_place = in_place_params(graph, &fused, &steps);
         CompiledFunction {
             graph: graph.clone(),
@@ -318,6 +344,7 @@ impl CompiledFunction {
             steps,
             release,
             allocated,
+            fused_values,
             in_place,
             threads: options.threads.max(1),
             stream: options.stream,
@@ -512,7 +539,7 @@ impl CompiledFunction {
                 });
             }
         }
-        let allocated = Allocated::Only(&self.allocated);
+        let allocated = Allocated::Compiled { stored: &self.allocated, fused: &self.fused_values };
         let sizes =
             with_input_shapes(inputs, |shapes| bind_sizes_inline(graph, shapes, allocated))?;
         let mut st = State {
