@@ -446,7 +446,7 @@ mod tests {
                 }
                 finished.fetch_add(1, Ordering::Relaxed);
             });
-            assert_eq!(r, Err(WorkerPanic { message: "chunk three".into() }));
+            assert_eq!(r, Err(WorkerPanic { message: "a chunk panicked: chunk three".into() }));
             assert_eq!(finished.load(Ordering::Relaxed), 5);
         }
         // The pool still works.
